@@ -1,0 +1,5 @@
+import sys
+
+from foxhunt.cli import main
+
+sys.exit(main())
