@@ -7,11 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from foxhunt.config import TARGET_HORIZONS, FoldConfig
 from foxhunt.walk_forward import FoldRange, generate_walk_forward_indices, validate
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 MINUTE = 60 * 10**9
 DAY = 86_400 * 10**9
@@ -194,6 +193,13 @@ def test_a_last_validation_window_cut_below_min_val_rows_is_dropped():
     ts = minute_bars(5.5)
     folds = generate_walk_forward_indices(ts, small_config(min_val_rows=721))
     assert folds[-1].val_end == 5 * 1440
+
+
+def test_a_validation_window_starting_on_the_last_bar_is_still_a_candidate():
+    ts = minute_bars(2)
+    ts = np.append(ts, T0 + 2 * DAY)  # one bar exactly at the end of the first training window
+    (fold,) = generate_walk_forward_indices(ts, small_config(min_val_rows=1))
+    assert (fold.val_start, fold.val_end) == (2 * 1440, 2 * 1440 + 1)
 
 
 def test_difficulty_score_is_validation_vol_over_training_vol():

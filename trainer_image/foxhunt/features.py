@@ -167,16 +167,26 @@ def ema(x: np.ndarray, period: int) -> np.ndarray:
 # Indicators in float64, full length, NaN before their first defined bar (as TA-Lib returns them).
 
 
-def rsi(close: np.ndarray, period: int) -> np.ndarray:
-    """Wilder RSI on a 0..100 scale; 50 where the window saw neither gains nor losses."""
+def price_moves(close: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-bar gain and loss of close (both ≥ 0; zero on the first bar)."""
     change = np.empty_like(close)
     change[0] = 0.0
     np.subtract(close[1:], close[:-1], out=change[1:])
-    gain = _wilder_average(np.maximum(change, 0.0), period)
-    loss = _wilder_average(np.maximum(-change, 0.0), period)
-    total = gain + loss
+    return np.maximum(change, 0.0), np.maximum(-change, 0.0)
+
+
+def rsi(close: np.ndarray, period: int, moves: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Wilder RSI on a 0..100 scale; 50 where the window saw neither gains nor losses.
+
+    `moves` is `price_moves(close)`, passed in when several periods share it.
+    """
+    gain, loss = moves if moves is not None else price_moves(close)
+    avg_gain = _wilder_average(gain, period)
+    total = _wilder_average(loss, period)
+    total += avg_gain
     out = np.full_like(close, 50.0)
-    np.divide(100.0 * gain, total, out=out, where=total > 0)
+    avg_gain *= 100.0
+    np.divide(avg_gain, total, out=out, where=total > 0)
     out[:period] = np.nan
     return out
 
@@ -300,8 +310,10 @@ def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) 
         del squared
 
         say("RSI")
+        moves = price_moves(close)
         for period in RSI_PERIODS:
-            put(rsi(close, period))
+            put(rsi(close, period, moves))
+        del moves
 
         say("MACD")
         for values in macd(close, *MACD_PERIODS):
@@ -349,13 +361,15 @@ def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) 
 
         say("calendar")
         stamps = bars.timestamp[lo:hi]
-        day_angle = (2.0 * np.pi / _NS_PER_DAY) * (stamps % _NS_PER_DAY)
+        days = stamps // _NS_PER_DAY
+        day_angle = (stamps - days * _NS_PER_DAY) * (2.0 * np.pi / _NS_PER_DAY)
         by_feature[next(column)] = np.sin(day_angle)
         by_feature[next(column)] = np.cos(day_angle)
-        weekday = (stamps // _NS_PER_DAY + 3) % 7  # 1970-01-01 was a Thursday; Monday = 0
-        week_angle = (2.0 * np.pi / 7.0) * weekday
-        by_feature[next(column)] = np.sin(week_angle)
-        by_feature[next(column)] = np.cos(week_angle)
+        del day_angle
+        weekday = (days + 3) % 7  # 1970-01-01 was a Thursday; Monday = 0
+        week_angle = (2.0 * np.pi / 7.0) * np.arange(7)
+        by_feature[next(column)] = np.sin(week_angle)[weekday]
+        by_feature[next(column)] = np.cos(week_angle)[weekday]
         gap_minutes = (stamps - bars.timestamp[lo - 1 : hi - 1]) / _NS_PER_MINUTE
         by_feature[next(column)] = np.log1p(gap_minutes)
     assert next(column, None) is None, "every feature column is written exactly once"
@@ -367,7 +381,7 @@ def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) 
 
     say("transpose")
     features = np.empty((hi - lo, len(FEATURE_NAMES)), dtype=np.float32)
-    block = 1 << 16
+    block = 1 << 14  # rows per transposed block: its source and target stay in cache
     for start in range(0, hi - lo, block):
         features[start : start + block] = by_feature[:, start : start + block].T
     return FeatureTable(timestamp=bars.timestamp[lo:hi].copy(), features=features, targets=targets)

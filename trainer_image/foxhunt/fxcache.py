@@ -185,12 +185,11 @@ def write_fxcache(uri: str, table: FeatureTable, *, source_uri: str, source_hash
         "foxhunt_version": __version__,
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
-    # Zero-copy: the list arrays wrap the flat numpy buffers as they are.
     batch = pa.record_batch(
         [
-            pa.array(timestamp, type=pa.int64()),
-            pa.FixedSizeListArray.from_arrays(pa.array(features.reshape(-1)), len(FEATURE_NAMES)),
-            pa.FixedSizeListArray.from_arrays(pa.array(targets.reshape(-1)), len(TARGET_NAMES)),
+            _wrap(timestamp, pa.int64()),
+            pa.FixedSizeListArray.from_arrays(_wrap(features, pa.float32()), len(FEATURE_NAMES)),
+            pa.FixedSizeListArray.from_arrays(_wrap(targets, pa.float32()), len(TARGET_NAMES)),
         ],
         schema=_schema().with_metadata(_encode_metadata(metadata)),
     )
@@ -209,6 +208,11 @@ def write_fxcache(uri: str, table: FeatureTable, *, source_uri: str, source_hash
         with storage.atomic_local_path(uri) as tmp:
             _write_ipc(tmp, batch)
     return metadata
+
+
+def _wrap(values: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
+    # pa.array() may copy; wrapping the buffer never does.
+    return pa.Array.from_buffers(arrow_type, values.size, [None, pa.py_buffer(values.reshape(-1))])
 
 
 def _write_ipc(path: Path, batch: pa.RecordBatch) -> None:
@@ -239,7 +243,11 @@ def _check_schema(uri: str, schema: pa.Schema) -> dict:
     for key, names in (("feature_names", FEATURE_NAMES), ("target_names", TARGET_NAMES)):
         if tuple(metadata[key]) != tuple(names):
             diff = next(
-                (f"position {i}: {a!r} != {b!r}" for i, (a, b) in enumerate(zip(metadata[key], names)) if a != b),
+                (
+                    f"position {i}: {a!r} != {b!r}"
+                    for i, (a, b) in enumerate(zip(metadata[key], names, strict=False))
+                    if a != b
+                ),
                 f"{len(metadata[key])} names, expected {len(names)}",
             )
             raise FxCacheError(f"{uri}: {key} differ from this foxhunt's ({diff})")
@@ -277,7 +285,9 @@ def _open_local(uri: str, path: Path) -> FxCache:
     targets = targets.reshape(n, len(TARGET_NAMES))
     checksum = columns_checksum(timestamp, features, targets)
     if checksum != metadata["checksum"]:
-        raise FxCacheError(f"{uri}: checksum mismatch (file {checksum[:16]}…, metadata {metadata['checksum'][:16]}…)")
+        raise FxCacheError(
+            f"{uri}: checksum mismatch (file {checksum[:16]}…, metadata {metadata['checksum'][:16]}…)"
+        )
     _check_content(uri, timestamp, features, targets)
     return FxCache(uri, path, timestamp, features, targets, metadata, _mmap=source)
 

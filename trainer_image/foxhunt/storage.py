@@ -199,7 +199,10 @@ def read_bytes(uri: str | os.PathLike) -> bytes:
 
 
 def write_bytes(uri: str | os.PathLike, data: bytes, metadata: dict[str, str] | None = None) -> None:
-    """Write `data` to `uri` atomically (local: temp + rename; S3: one PUT), with optional S3 user metadata."""
+    """Write `data` to `uri` atomically (local: temp + rename; S3: one PUT).
+
+    `metadata` becomes the S3 object's user metadata; local files have none.
+    """
     if not is_s3(uri):
         with atomic_local_path(uri) as tmp:
             tmp.write_bytes(data)
@@ -209,7 +212,9 @@ def write_bytes(uri: str | os.PathLike, data: bytes, metadata: dict[str, str] | 
         s3_client().put_object(Bucket=bucket, Key=key, Body=data, Metadata=dict(metadata or {}))
 
 
-def upload_file(path: str | os.PathLike, uri: str | os.PathLike, metadata: dict[str, str] | None = None) -> None:
+def upload_file(
+    path: str | os.PathLike, uri: str | os.PathLike, metadata: dict[str, str] | None = None
+) -> None:
     """Copy a local file to `uri` so that readers see either nothing or the whole file.
 
     S3 uses one managed transfer: a multipart upload becomes visible only when completed.

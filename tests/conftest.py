@@ -1,0 +1,5 @@
+# S3 servers (SeaweedFS, moto) on loopback, as fixtures any test module can request.
+from s3_server import *  # noqa
+
+# Prometheus and Pushgateway on loopback, as fixtures any test module can request.
+from prom_services import *  # noqa

@@ -1,0 +1,260 @@
+"""RunMetrics against a real Pushgateway on 127.0.0.1, and the run id / Pushgateway resolution rules."""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+import time
+import urllib.request
+
+import pytest
+from prom_services import free_port, pushed_samples, unique_run_id
+
+import foxhunt
+from foxhunt.metrics import PHASES, RunMetrics, resolve_pushgateway, resolve_run_id
+
+pytestmark = pytest.mark.services
+
+TIMEOUT_S = 0.5
+# What a call may take beyond its push timeout: building the request and Python's own overhead.
+MARGIN_S = 0.5
+
+
+def fold_report(fold: int) -> dict:
+    """A fold report shaped like the pipeline's fold_N/report.json, with values distinct per fold."""
+    base = 1.0 + fold
+    return {
+        "fold": fold, "train_start": 1000 * fold, "train_end": 1000 * fold + 800, "val_start": 1000 * fold + 810,
+        "val_end": 1000 * fold + 1000, "train_rows": 800 + fold, "val_rows": 190 + fold,
+        "difficulty_score": 0.25 * base,
+        "phases": {p: base * (i + 1) / 1000.0 for i, p in enumerate(PHASES)},
+        "fold_seconds": 3.5 * base, "epoch_seconds": [0.5 * base, 0.7 * base, 0.6 * base],
+        "samples_per_second": 12345.5 * base, "final_loss": 0.125 * base,
+        "validation": {"sharpe": 1.5 * base - 4.0, "total_return": 0.01 * base, "max_drawdown": 0.02 * base,
+                       "turnover": 17.0 * base, "hit_rate": 0.51,
+                       "buy_and_hold": {"sharpe": 0.3, "total_return": 0.001, "max_drawdown": 0.05},
+                       "flat": {"sharpe": 0.0, "total_return": 0.0, "max_drawdown": 0.0}},
+    }
+
+
+def new_metrics(run_id: str, pushgateway: str | None, **kwargs) -> RunMetrics:
+    return RunMetrics(run_id, pushgateway=pushgateway, model="dqn", device="cpu", timeout=TIMEOUT_S, **kwargs)
+
+
+def one_run(m: RunMetrics, folds: int = 2) -> None:
+    m.run_started()
+    m.data_loaded(1.25, 60_000)
+    for fold in range(folds):
+        m.fold_finished(fold_report(fold))
+    m.run_finished("succeeded")
+
+
+def value(samples: dict, name: str, **labels: str) -> float:
+    return samples[(name, frozenset(labels.items()))]
+
+
+def dead_url() -> str:
+    return f"http://127.0.0.1:{free_port()}"
+
+
+def test_every_phase_of_every_fold_is_pushed_with_the_reports_seconds(pushgateway):
+    run_id = unique_run_id("phases")
+    one_run(new_metrics(run_id, pushgateway))
+    samples = pushed_samples(pushgateway, run_id)
+    for fold in range(2):
+        for phase in PHASES:
+            expected = fold_report(fold)["phases"][phase]
+            assert value(samples, "foxhunt_fold_phase_seconds", fold=str(fold), phase=phase) == expected
+
+
+def test_fold_gauges_equal_the_report(pushgateway):
+    run_id = unique_run_id("fold")
+    one_run(new_metrics(run_id, pushgateway))
+    samples = pushed_samples(pushgateway, run_id)
+    r = fold_report(1)
+    epochs = r["epoch_seconds"]
+    expected = {
+        "foxhunt_fold_seconds": r["fold_seconds"],
+        "foxhunt_fold_epoch_seconds": sum(epochs) / len(epochs),
+        "foxhunt_fold_last_epoch_seconds": epochs[-1],
+        "foxhunt_fold_epochs": len(epochs),
+        "foxhunt_fold_samples_per_second": r["samples_per_second"],
+        "foxhunt_fold_final_loss": r["final_loss"],
+        "foxhunt_fold_train_rows": r["train_rows"],
+        "foxhunt_fold_validation_rows": r["val_rows"],
+        "foxhunt_fold_difficulty_score": r["difficulty_score"],
+        "foxhunt_fold_validation_sharpe": r["validation"]["sharpe"],
+        "foxhunt_fold_validation_return": r["validation"]["total_return"],
+        "foxhunt_fold_validation_max_drawdown": r["validation"]["max_drawdown"],
+        "foxhunt_fold_validation_turnover": r["validation"]["turnover"],
+    }
+    assert {name: value(samples, name, fold="1") for name in expected} == expected
+
+
+def test_run_level_gauges_and_counters_are_pushed(pushgateway):
+    run_id = unique_run_id("run")
+    before = time.time()
+    one_run(new_metrics(run_id, pushgateway))
+    samples = pushed_samples(pushgateway, run_id)
+    assert value(samples, "foxhunt_data_load_seconds") == 1.25
+    assert value(samples, "foxhunt_data_rows") == 60_000
+    assert value(samples, "foxhunt_folds_completed_total") == 2
+    assert value(samples, "foxhunt_push_failures_total") == 0
+    assert value(samples, "foxhunt_run_info", model="dqn", device="cpu", version=foxhunt.__version__) == 1
+    assert value(samples, "foxhunt_run_finished", status="succeeded") == 1
+    start = value(samples, "foxhunt_run_start_timestamp_seconds")
+    last_fold = value(samples, "foxhunt_last_fold_completed_timestamp_seconds")
+    end = value(samples, "foxhunt_run_end_timestamp_seconds")
+    assert before <= start <= last_fold <= end <= time.time()
+
+
+def test_group_is_keyed_by_job_and_run_id(pushgateway):
+    run_id = unique_run_id("key")
+    new_metrics(run_id, pushgateway).run_started()
+    text = urllib.request.urlopen(f"{pushgateway}/metrics", timeout=5).read().decode()
+    line = next(x for x in text.splitlines() if x.startswith("foxhunt_run_start_timestamp_seconds{")
+                and f'run_id="{run_id}"' in x)
+    assert 'job="foxhunt-train"' in line
+
+
+def test_two_runs_with_different_ids_are_both_fully_present(pushgateway):
+    first, second = unique_run_id("first"), unique_run_id("second")
+    a, b = new_metrics(first, pushgateway), new_metrics(second, pushgateway)
+    # Interleaved, as two pods pushing to one gateway would be.
+    a.run_started()
+    b.run_started()
+    a.fold_finished(fold_report(0))
+    b.fold_finished(fold_report(1))
+    a.run_finished("succeeded")
+    b.run_finished("failed")
+    got_a, got_b = pushed_samples(pushgateway, first), pushed_samples(pushgateway, second)
+    assert value(got_a, "foxhunt_fold_validation_sharpe", fold="0") == fold_report(0)["validation"]["sharpe"]
+    assert value(got_b, "foxhunt_fold_validation_sharpe", fold="1") == fold_report(1)["validation"]["sharpe"]
+    assert value(got_a, "foxhunt_run_finished", status="succeeded") == 1
+    assert value(got_b, "foxhunt_run_finished", status="failed") == 1
+
+
+def test_unreachable_pushgateway_neither_raises_nor_blocks_and_counts_every_failure():
+    m = new_metrics(unique_run_id("down"), dead_url())
+    calls = [m.run_started, lambda: m.data_loaded(1.0, 10), lambda: m.fold_finished(fold_report(0)),
+             lambda: m.run_finished("failed")]
+    for call in calls:
+        t0 = time.monotonic()
+        call()
+        assert time.monotonic() - t0 < TIMEOUT_S + MARGIN_S
+    assert m.push_failures == len(calls)
+
+
+def test_no_call_blocks_longer_than_its_timeout_on_a_gateway_that_never_answers():
+    # A listening socket that never accepts: connections complete in the kernel, no response ever comes.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        m = new_metrics(unique_run_id("hung"), f"http://127.0.0.1:{silent.getsockname()[1]}")
+        for call in (m.run_started, lambda: m.fold_finished(fold_report(0))):
+            t0 = time.monotonic()
+            call()
+            assert time.monotonic() - t0 < TIMEOUT_S + MARGIN_S
+    assert m.push_failures == 2
+
+
+def test_pushgateway_killed_mid_run_leaves_the_remaining_calls_returning_and_counted(own_pushgateway):
+    m = new_metrics(unique_run_id("killed"), own_pushgateway.url)
+    m.run_started()
+    m.data_loaded(1.0, 10)
+    own_pushgateway.kill()
+    for fold in range(3):
+        t0 = time.monotonic()
+        m.fold_finished(fold_report(fold))
+        assert time.monotonic() - t0 < TIMEOUT_S + MARGIN_S
+    m.run_finished("succeeded")
+    assert m.push_failures == 4
+
+
+def test_failures_are_carried_by_the_next_successful_push(pushgateway):
+    run_id = unique_run_id("carried")
+    m = new_metrics(run_id, dead_url())
+    m.run_started()
+    m.data_loaded(1.0, 10)
+    m.pushgateway = pushgateway
+    m.fold_finished(fold_report(0))
+    samples = pushed_samples(pushgateway, run_id)
+    assert value(samples, "foxhunt_push_failures_total") == 2
+    # The push after the gap carries what the failed ones would have.
+    assert value(samples, "foxhunt_data_load_seconds") == 1.0
+
+
+def test_first_push_failure_warns_and_later_ones_log_at_debug(caplog):
+    m = new_metrics(unique_run_id("logged"), dead_url())
+    with caplog.at_level(logging.DEBUG, logger="foxhunt.metrics"):
+        m.run_started()
+        m.data_loaded(1.0, 10)
+        m.run_finished("failed")
+    levels = [r.levelno for r in caplog.records if r.name == "foxhunt.metrics"]
+    assert levels == [logging.WARNING, logging.DEBUG, logging.DEBUG]
+
+
+def test_without_a_pushgateway_nothing_is_pushed_and_nothing_fails():
+    m = new_metrics(unique_run_id("local"), None)
+    one_run(m)
+    assert m.push_failures == 0
+
+
+def test_live_metrics_endpoint_serves_the_runs_registry():
+    port = free_port()
+    m = new_metrics(unique_run_id("live"), None, metrics_port=port, metrics_addr="127.0.0.1")
+    try:
+        m.fold_finished(fold_report(0))
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    finally:
+        m.close()
+    expected = fold_report(0)["phases"]["train"]
+    match = re.search(r'^foxhunt_fold_phase_seconds\{fold="0",phase="train"\} (\S+)$', text, re.M)
+    assert match is not None and float(match.group(1)) == expected
+
+
+def test_run_finished_rejects_an_unknown_status():
+    with pytest.raises(ValueError, match="cancelled"):
+        new_metrics(unique_run_id("status"), None).run_finished("cancelled")
+
+
+def test_run_id_flag_wins_over_the_environment(monkeypatch):
+    monkeypatch.setenv("FOXHUNT_RUN_ID", "from-env")
+    monkeypatch.setenv("ARGO_WORKFLOW_NAME", "train-pipeline-abcde")
+    assert resolve_run_id("from-flag") == "from-flag"
+
+
+def test_run_id_env_wins_over_the_argo_workflow_name(monkeypatch):
+    monkeypatch.setenv("FOXHUNT_RUN_ID", "from-env")
+    monkeypatch.setenv("ARGO_WORKFLOW_NAME", "train-pipeline-abcde")
+    assert resolve_run_id(None) == "from-env"
+
+
+def test_run_id_in_an_argo_pod_is_the_workflow_name(monkeypatch):
+    monkeypatch.delenv("FOXHUNT_RUN_ID", raising=False)
+    monkeypatch.setenv("ARGO_WORKFLOW_NAME", "train-pipeline-abcde")
+    assert resolve_run_id(None) == "train-pipeline-abcde"
+
+
+def test_run_id_is_generated_and_unique_without_flag_or_environment(monkeypatch):
+    monkeypatch.delenv("FOXHUNT_RUN_ID", raising=False)
+    monkeypatch.delenv("ARGO_WORKFLOW_NAME", raising=False)
+    first, second = resolve_run_id(None), resolve_run_id(None)
+    assert re.fullmatch(r"local-\d{8}T\d{6}-[0-9a-f]{6}", first)
+    assert first != second
+
+
+def test_pushgateway_flag_wins_over_the_environment(monkeypatch):
+    monkeypatch.setenv("FOXHUNT_PUSHGATEWAY", "http://env:9091")
+    assert resolve_pushgateway("http://flag:9091") == "http://flag:9091"
+
+
+def test_pushgateway_comes_from_the_environment_without_a_flag(monkeypatch):
+    monkeypatch.setenv("FOXHUNT_PUSHGATEWAY", "http://env:9091")
+    assert resolve_pushgateway(None) == "http://env:9091"
+
+
+def test_no_pushgateway_without_flag_or_environment(monkeypatch):
+    monkeypatch.delenv("FOXHUNT_PUSHGATEWAY", raising=False)
+    assert resolve_pushgateway(None) is None

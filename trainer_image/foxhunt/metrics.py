@@ -1,0 +1,170 @@
+"""Run and per-fold metrics, pushed to a Prometheus Pushgateway under the grouping key {job, run_id}.
+
+A push that fails is logged and counted; training never waits on, or stops for, the metrics path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import time
+from datetime import datetime, timezone
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, push_to_gateway, start_http_server
+
+from foxhunt import __version__
+
+log = logging.getLogger(__name__)
+
+PHASES = ("reset", "normalize", "collect", "train", "validate", "checkpoint")
+RUN_STATUSES = ("succeeded", "failed")
+DEFAULT_JOB = "foxhunt-train"
+
+
+def resolve_run_id(cli_value: str | None) -> str:
+    """The run id: the flag, else $FOXHUNT_RUN_ID, else $ARGO_WORKFLOW_NAME, else `local-<UTC time>-<6 hex>`."""
+    for value in (cli_value, os.environ.get("FOXHUNT_RUN_ID"), os.environ.get("ARGO_WORKFLOW_NAME")):
+        if value:
+            return value
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"local-{stamp}-{secrets.token_hex(3)}"
+
+
+def resolve_pushgateway(cli_value: str | None) -> str | None:
+    """The Pushgateway URL: the flag, else $FOXHUNT_PUSHGATEWAY, else None (no pushes)."""
+    return cli_value or os.environ.get("FOXHUNT_PUSHGATEWAY") or None
+
+
+class RunMetrics:
+    """The metrics of one run: its own registry (so runs in one process never mix) and push bookkeeping."""
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        pushgateway: str | None,
+        model: str,
+        device: str,
+        job: str = DEFAULT_JOB,
+        timeout: float = 2.0,
+        metrics_port: int | None = None,
+        metrics_addr: str = "0.0.0.0",
+    ) -> None:
+        self.run_id = run_id
+        self.pushgateway = pushgateway
+        self.job = job
+        self.timeout = timeout
+        self.push_failures = 0
+        self.registry = CollectorRegistry()
+        r = self.registry
+        fold, phase = ["fold"], ["fold", "phase"]
+        self._info = Gauge("foxhunt_run_info", "Always 1; labels describe the run.",
+                           ["model", "device", "version"], registry=r)
+        self._info.labels(model=model, device=device, version=__version__).set(1)
+        self._start_ts = Gauge("foxhunt_run_start_timestamp_seconds", "Unix time the run started.", registry=r)
+        self._end_ts = Gauge("foxhunt_run_end_timestamp_seconds", "Unix time the run finished.", registry=r)
+        self._finished = Gauge("foxhunt_run_finished", "1 once the run has finished, labelled by its status.",
+                               ["status"], registry=r)
+        self._load_seconds = Gauge("foxhunt_data_load_seconds", "Seconds to load the fxcache onto the device.",
+                                   registry=r)
+        self._rows = Gauge("foxhunt_data_rows", "Rows loaded from the fxcache.", registry=r)
+        self._phase = Gauge("foxhunt_fold_phase_seconds", "Seconds spent in each phase of a fold.", phase, registry=r)
+        self._fold_seconds = Gauge("foxhunt_fold_seconds", "Wall seconds of a whole fold.", fold, registry=r)
+        self._epoch = Gauge("foxhunt_fold_epoch_seconds", "Mean seconds per training epoch of a fold.", fold,
+                            registry=r)
+        self._last_epoch = Gauge("foxhunt_fold_last_epoch_seconds", "Seconds of a fold's last epoch.", fold,
+                                 registry=r)
+        self._epochs = Gauge("foxhunt_fold_epochs", "Training epochs run in a fold.", fold, registry=r)
+        self._sps = Gauge("foxhunt_fold_samples_per_second", "Training samples per second of a fold.", fold,
+                          registry=r)
+        self._loss = Gauge("foxhunt_fold_final_loss", "Training loss of a fold's last epoch.", fold, registry=r)
+        self._train_rows = Gauge("foxhunt_fold_train_rows", "Rows in a fold's training range.", fold, registry=r)
+        self._val_rows = Gauge("foxhunt_fold_validation_rows", "Rows in a fold's validation range.", fold,
+                               registry=r)
+        self._difficulty = Gauge("foxhunt_fold_difficulty_score", "Difficulty score of a fold's range.", fold,
+                                 registry=r)
+        self._sharpe = Gauge("foxhunt_fold_validation_sharpe", "Validation Sharpe ratio of the greedy policy.", fold,
+                             registry=r)
+        self._return = Gauge("foxhunt_fold_validation_return", "Validation total log return after costs.",
+                             fold, registry=r)
+        self._drawdown = Gauge("foxhunt_fold_validation_max_drawdown", "Validation maximum drawdown of the greedy policy.",
+                               fold, registry=r)
+        self._turnover = Gauge("foxhunt_fold_validation_turnover", "Validation turnover of the greedy policy.", fold,
+                               registry=r)
+        self._last_fold_ts = Gauge("foxhunt_last_fold_completed_timestamp_seconds",
+                                   "Unix time the latest fold completed.", registry=r)
+        self._folds_done = Counter("foxhunt_folds_completed", "Folds completed in this run.", registry=r)
+        self._push_failed = Counter("foxhunt_push_failures", "Pushes to the Pushgateway that failed.", registry=r)
+        self._server = None
+        if metrics_port is not None:
+            self._server, _ = start_http_server(metrics_port, addr=metrics_addr, registry=r)
+
+    def run_started(self) -> None:
+        """Mark the start of the run and push."""
+        self._start_ts.set(time.time())
+        self.push()
+
+    def data_loaded(self, seconds: float, rows: int) -> None:
+        """Record the one data load of the run and push."""
+        self._load_seconds.set(seconds)
+        self._rows.set(rows)
+        self.push()
+
+    def fold_finished(self, report: dict) -> None:
+        """Record a fold's report (the dict written as fold_N/report.json) and push."""
+        fold = str(int(report["fold"]))
+        for phase in PHASES:
+            self._phase.labels(fold=fold, phase=phase).set(report["phases"][phase])
+        epochs = list(report["epoch_seconds"])
+        self._fold_seconds.labels(fold).set(report["fold_seconds"])
+        self._epochs.labels(fold).set(len(epochs))
+        if epochs:
+            self._epoch.labels(fold).set(sum(epochs) / len(epochs))
+            self._last_epoch.labels(fold).set(epochs[-1])
+        self._sps.labels(fold).set(report["samples_per_second"])
+        self._loss.labels(fold).set(report["final_loss"])
+        self._train_rows.labels(fold).set(report["train_rows"])
+        self._val_rows.labels(fold).set(report["val_rows"])
+        self._difficulty.labels(fold).set(report["difficulty_score"])
+        validation = report["validation"]
+        self._sharpe.labels(fold).set(validation["sharpe"])
+        self._return.labels(fold).set(validation["total_return"])
+        self._drawdown.labels(fold).set(validation["max_drawdown"])
+        self._turnover.labels(fold).set(validation["turnover"])
+        self._folds_done.inc()
+        self._last_fold_ts.set(time.time())
+        self.push()
+
+    def run_finished(self, status: str) -> None:
+        """Mark the end of the run with its status ("succeeded" or "failed") and push."""
+        if status not in RUN_STATUSES:
+            raise ValueError(f"run status {status!r}: expected one of {RUN_STATUSES}")
+        self._finished.labels(status).set(1)
+        self._end_ts.set(time.time())
+        self.push()
+
+    def push(self) -> bool:
+        """Replace the run's group on the Pushgateway with the registry; False (logged, counted) if it failed."""
+        if not self.pushgateway:
+            return True
+        try:
+            # PUT of the whole registry: the group always equals the run's full state, so a push
+            # after failed ones repairs the gap, and the failure counter rides along.
+            push_to_gateway(self.pushgateway, job=self.job, registry=self.registry,
+                            grouping_key={"run_id": self.run_id}, timeout=self.timeout)
+        except OSError as exc:  # URLError, HTTPError, TimeoutError and refused connections are all OSErrors
+            self.push_failures += 1
+            self._push_failed.inc()
+            level = logging.WARNING if self.push_failures == 1 else logging.DEBUG
+            log.log(level, "metrics push to %s failed (%s); training goes on, failures are counted in "
+                    "foxhunt_push_failures_total", self.pushgateway, exc)
+            return False
+        return True
+
+    def close(self) -> None:
+        """Stop the live /metrics endpoint, if one was started."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
