@@ -3,15 +3,18 @@
 `pushgateway` (session) yields the URL of a Pushgateway that lives for the session; `prometheus`
 (session) scrapes it every second with `honor_labels: true`. `own_pushgateway` (per test) yields a
 `Pushgateway` the test may kill. Groups stay in Prometheus' TSDB after deletion, so every test
-uses its own run id (`unique_run_id`).
+uses its own run id (`unique_run_id`). `pipeline_runs` (session) are two real `foxhunt pipeline` runs,
+started at once with different run ids, that pushed to the session Pushgateway.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
@@ -26,17 +29,27 @@ __all__ = [
     "Prometheus",
     "Pushgateway",
     "free_port",
+    "PIPELINE_ARGS",
+    "PipelineRun",
+    "StartedPipeline",
+    "finish_pipeline",
     "own_pushgateway",
+    "pipeline_runs",
     "prom_workdir",
     "prometheus",
     "pushed_samples",
     "pushgateway",
     "session_pushgateway",
+    "start_pipeline",
     "start_pushgateway",
     "unique_run_id",
 ]
 
 STARTUP_TIMEOUT_S = 60.0
+PIPELINE_TIMEOUT_S = 300.0
+# Small enough for a few seconds per fold on 2 CPU cores; CPU and a fixed seed make results repeatable.
+PIPELINE_ARGS = ("--sample-bars", "60000", "--epochs", "1", "--max-folds", "2", "--train-days", "20",
+                 "--val-days", "5", "--step-days", "5", "--seed", "7", "--device", "cpu")
 
 
 def free_port() -> int:
@@ -214,3 +227,64 @@ def prometheus(pushgateway, prom_workdir) -> Prometheus:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=10)
+
+
+@dataclass
+class PipelineRun:
+    """A finished `foxhunt pipeline` run: its id, output folder, console output and start time."""
+
+    run_id: str
+    out: Path
+    output: str
+    started: float
+
+    @property
+    def summary(self) -> dict:
+        """The run's summary.json."""
+        return json.loads((self.out / "summary.json").read_text())
+
+
+@dataclass
+class StartedPipeline:
+    """A `foxhunt pipeline` subprocess whose console output goes to a file (no pipe to fill up)."""
+
+    run_id: str
+    out: Path
+    console: Path
+    process: subprocess.Popen
+    started: float
+
+    def output(self) -> str:
+        """The console output so far."""
+        return self.console.read_text()
+
+
+def start_pipeline(workdir: Path, run_id: str, pushgateway: str) -> StartedPipeline:
+    """Start the real `foxhunt pipeline` in a subprocess with the test sizes, outputs under `workdir`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID")}
+    env["PYTHONUNBUFFERED"] = "1"
+    out, console = workdir / "out", workdir / "console.log"
+    started = time.time()
+    with console.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "foxhunt", "pipeline", "--out", str(out), "--pushgateway", pushgateway,
+             "--run-id", run_id, *PIPELINE_ARGS],
+            stdout=sink, stderr=subprocess.STDOUT, env=env,
+        )
+    return StartedPipeline(run_id, out, console, proc, started)
+
+
+def finish_pipeline(run: StartedPipeline) -> PipelineRun:
+    """Wait for a started pipeline; a non-zero exit fails with its output."""
+    run.process.wait(timeout=PIPELINE_TIMEOUT_S)
+    if run.process.returncode != 0:
+        raise AssertionError(f"foxhunt pipeline {run.run_id} exited {run.process.returncode}:\n{run.output()[-4000:]}")
+    return PipelineRun(run.run_id, run.out, run.output(), run.started)
+
+
+@pytest.fixture(scope="session")
+def pipeline_runs(pushgateway, prometheus, tmp_path_factory) -> tuple[PipelineRun, PipelineRun]:
+    """Two real pipeline runs started at once with different run ids, both pushing to the session Pushgateway."""
+    started = [start_pipeline(tmp_path_factory.mktemp(name), unique_run_id(name), pushgateway)
+               for name in ("e2e-a", "e2e-b")]
+    return tuple(finish_pipeline(run) for run in started)

@@ -209,11 +209,15 @@ def test_simple_features_follow_their_definitions(real):
 def test_calendar_features_use_the_utc_clock_and_monday_zero_week():
     bars = generate_sample_bars(2000, start="2024-01-01T00:00:00")  # a Monday
     table = F.compute_features(bars)
-    stamp = bars.timestamp[F.WARMUP_BARS:-F.LOOKAHEAD_BARS].astype("datetime64[ns]")
+    stamp = bars.timestamp[F.WARMUP_BARS : -F.LOOKAHEAD_BARS].astype("datetime64[ns]")
     minute_of_day = (stamp - stamp.astype("datetime64[D]")).astype("timedelta64[m]").astype(float)
     weekday = (stamp.astype("datetime64[D]").astype(np.int64) + 3) % 7
-    np.testing.assert_allclose(column(table, "time_of_day_sin"), np.sin(2 * np.pi * minute_of_day / 1440), atol=1e-6)
-    np.testing.assert_allclose(column(table, "time_of_day_cos"), np.cos(2 * np.pi * minute_of_day / 1440), atol=1e-6)
+    np.testing.assert_allclose(
+        column(table, "time_of_day_sin"), np.sin(2 * np.pi * minute_of_day / 1440), atol=1e-6
+    )
+    np.testing.assert_allclose(
+        column(table, "time_of_day_cos"), np.cos(2 * np.pi * minute_of_day / 1440), atol=1e-6
+    )
     np.testing.assert_allclose(column(table, "day_of_week_sin"), np.sin(2 * np.pi * weekday / 7), atol=1e-6)
     np.testing.assert_allclose(column(table, "day_of_week_cos"), np.cos(2 * np.pi * weekday / 7), atol=1e-6)
     assert column(table, "day_of_week_sin")[0] == 0.0  # bar 240 is Monday 04:00
@@ -324,3 +328,11 @@ def test_constant_nonzero_volume_gives_zero_z_score():
     assert np.all(column(table, "volume_z_20") == 0.0) and np.all(column(table, "volume_z_60") == 0.0)
     # The 240-bar mean comes from rolling sums, so it may sit an ulp off 1234.
     np.testing.assert_allclose(column(table, "log_volume_ratio_240"), 0.0, atol=1e-12)
+
+
+def test_rolling_sum_equals_the_window_sum_across_chunk_boundaries():
+    values = np.random.default_rng(0).lognormal(0.0, 2.0, 3 * F._CUMSUM_CHUNK + 77)
+    expected = np.lib.stride_tricks.sliding_window_view(values, 240).sum(axis=1)
+    ours = F.rolling_sum(values, 240)
+    assert np.isnan(ours[:239]).all()
+    np.testing.assert_allclose(ours[239:], expected, rtol=1e-12)

@@ -10,8 +10,16 @@ import pyarrow as pa
 import pytest
 from foxhunt import fxcache, storage
 from foxhunt.features import FEATURE_NAMES, TARGET_NAMES, FeatureTable
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 MINUTE_NS = 60_000_000_000
+
+
+@pytest.fixture(autouse=True)
+def private_cache_dir(monkeypatch, tmp_path):
+    """Keep downloads and S3 staging files of each test out of the user's cache."""
+    monkeypatch.setenv("FOXHUNT_CACHE_DIR", str(tmp_path / "foxhunt-cache"))
 
 
 def make_table(rows: int = 500, seed: int = 0) -> FeatureTable:
@@ -180,6 +188,33 @@ def test_a_flipped_byte_in_a_column_buffer_fails_the_checksum(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(fxcache.FxCacheError, match=r"cache\.arrow: checksum mismatch"):
         fxcache.read_fxcache(str(path))
+
+
+@pytest.fixture(scope="module")
+def small_good_file(tmp_path_factory):
+    table = make_table(rows=50)
+    path = tmp_path_factory.mktemp("flip") / "good.arrow"
+    write_good(path, table)
+    return table, path.read_bytes()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7))
+def test_any_flipped_bit_is_either_harmless_or_refused(small_good_file, tmp_path, where, bit):
+    table, good = small_good_file
+    damaged = bytearray(good)
+    damaged[int(where * len(good))] ^= 1 << bit
+    path = tmp_path / "damaged.arrow"
+    path.write_bytes(bytes(damaged))
+    try:
+        cache = fxcache.read_fxcache(str(path))
+    except fxcache.FxCacheError as exc:
+        assert str(path) in str(exc)
+        return
+    # Accepted only if the flip hit bytes that carry no data (padding, unused flags).
+    np.testing.assert_array_equal(cache.timestamp, table.timestamp)
+    np.testing.assert_array_equal(cache.features, table.features)
+    np.testing.assert_array_equal(cache.targets, table.targets)
 
 
 def test_another_format_version_is_refused(tmp_path):

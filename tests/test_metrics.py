@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import re
 import socket
+import threading
 import time
 import urllib.request
 
-import pytest
-from prom_services import free_port, pushed_samples, unique_run_id
-
 import foxhunt
+import pytest
 from foxhunt.metrics import PHASES, RunMetrics, resolve_pushgateway, resolve_run_id
+from prom_services import finish_pipeline, free_port, pushed_samples, start_pipeline, unique_run_id
 
 pytestmark = pytest.mark.services
 
@@ -159,6 +159,30 @@ def test_no_call_blocks_longer_than_its_timeout_on_a_gateway_that_never_answers(
     assert m.push_failures == 2
 
 
+def test_a_gateway_answering_with_something_other_than_http_is_counted_not_raised():
+    with socket.socket() as garbage:
+        garbage.bind(("127.0.0.1", 0))
+        garbage.listen(1)
+        m = new_metrics(unique_run_id("garbage"), f"http://127.0.0.1:{garbage.getsockname()[1]}")
+        answer = threading.Thread(target=answer_once, args=(garbage, b"HELLO\r\n"))
+        answer.start()
+        m.run_started()
+        answer.join()
+    assert m.push_failures == 1
+
+
+def answer_once(listener: socket.socket, reply: bytes) -> None:
+    conn, _ = listener.accept()
+    with conn:
+        conn.recv(65536)
+        conn.sendall(reply)
+
+
+def test_a_pushgateway_value_that_is_not_a_url_is_rejected_at_construction():
+    with pytest.raises(ValueError, match="expected a URL"):
+        new_metrics(unique_run_id("bad-url"), "http://")
+
+
 def test_pushgateway_killed_mid_run_leaves_the_remaining_calls_returning_and_counted(own_pushgateway):
     m = new_metrics(unique_run_id("killed"), own_pushgateway.url)
     m.run_started()
@@ -258,3 +282,55 @@ def test_pushgateway_comes_from_the_environment_without_a_flag(monkeypatch):
 def test_no_pushgateway_without_flag_or_environment(monkeypatch):
     monkeypatch.delenv("FOXHUNT_PUSHGATEWAY", raising=False)
     assert resolve_pushgateway(None) is None
+
+
+# ---- end to end: the real `foxhunt pipeline`, the real Pushgateway, the real Prometheus -------------------------
+def prometheus_values(prometheus, promql: str, count: int) -> dict[tuple, float]:
+    """{(fold, phase): value} of a query once Prometheus has scraped `count` series of it."""
+    result = prometheus.wait_for(promql, count)
+    return {(r["metric"].get("fold"), r["metric"].get("phase")): float(r["value"][1]) for r in result}
+
+
+def assert_phases_in_prometheus_equal_the_report(prometheus, run) -> None:
+    folds = run.summary["folds"]
+    expected = {(str(r["fold"]), phase): seconds for r in folds for phase, seconds in r["phases"].items()}
+    got = prometheus_values(prometheus, f'foxhunt_fold_phase_seconds{{job="foxhunt-train", run_id="{run.run_id}"}}',
+                            len(expected))
+    assert got == expected
+
+
+def test_every_phase_of_every_fold_reaches_prometheus_equal_to_the_run_report(prometheus, pipeline_runs):
+    run = pipeline_runs[0]
+    assert len(run.summary["folds"]) == 2
+    assert_phases_in_prometheus_equal_the_report(prometheus, run)
+
+
+def test_validation_sharpe_in_prometheus_equals_the_run_report(prometheus, pipeline_runs):
+    run = pipeline_runs[0]
+    expected = {(str(r["fold"]), None): r["validation"]["sharpe"] for r in run.summary["folds"]}
+    got = prometheus_values(prometheus, f'foxhunt_fold_validation_sharpe{{run_id="{run.run_id}"}}', len(expected))
+    assert got == expected
+
+
+def test_two_concurrent_runs_are_both_fully_present_in_prometheus(prometheus, pipeline_runs):
+    for run in pipeline_runs:
+        assert_phases_in_prometheus_equal_the_report(prometheus, run)
+        finished = prometheus.wait_for(f'foxhunt_run_finished{{run_id="{run.run_id}", status="succeeded"}}', 1)
+        assert float(finished[0]["value"][1]) == 1
+
+
+def test_a_run_whose_pushgateway_dies_mid_run_completes_with_the_same_results(own_pushgateway, pipeline_runs,
+                                                                              tmp_path):
+    reference = pipeline_runs[0].summary
+    started = start_pipeline(tmp_path, unique_run_id("e2e-killed"), own_pushgateway.url)
+    deadline = time.monotonic() + 300
+    # Kill the gateway once the first fold has been pushed, so the rest of the run pushes into nothing.
+    while "fold 0 done" not in started.output():
+        assert started.process.poll() is None, started.output()
+        assert time.monotonic() < deadline, started.output()
+        time.sleep(0.1)
+    own_pushgateway.kill()
+    summary = finish_pipeline(started).summary
+    assert summary["push_failures"] > 0
+    assert reference["push_failures"] == 0
+    assert [r["validation"] for r in summary["folds"]] == [r["validation"] for r in reference["folds"]]

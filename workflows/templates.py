@@ -179,14 +179,18 @@ def _writable_dirs() -> list[EmptyDirVolume]:
     ]
 
 
-def _retry_strategy() -> m.RetryStrategy:
+def _retry_strategy(deadline_seconds: int) -> m.RetryStrategy:
     # Exit codes 1 and 2 are the trainer's own verdicts (a failed run, bad input) and would fail
     # again; a pod lost with its node ("Error") or SIGTERMed by preemption or a drain (143) would not.
+    # exitCode is compared as a string: it is empty for a pod that never ran.
+    # maxDuration counts from the first attempt, so it must outlast a full-length attempt.
     return m.RetryStrategy(
         limit=m.IntOrString(3),
         retry_policy="Always",
-        expression='lastRetry.status == "Error" || asInt(lastRetry.exitCode) == 143',
-        backoff=m.Backoff(duration="1m", factor=m.IntOrString(2), max_duration="4h", cap="15m"),
+        expression='lastRetry.status == "Error" || lastRetry.exitCode == "143"',
+        backoff=m.Backoff(
+            duration="1m", factor=m.IntOrString(2), cap="15m", max_duration=f"{2 * deadline_seconds}s"
+        ),
     )
 
 
@@ -233,7 +237,7 @@ def precompute_template(options: RenderOptions) -> WorkflowTemplate:
             resources=_resources(options.precompute_resources),
             security_context=_container_security(options),
             pod_security_context=_pod_security(options),
-            retry_strategy=_retry_strategy(),
+            retry_strategy=_retry_strategy(options.precompute_deadline_seconds),
             active_deadline_seconds=options.precompute_deadline_seconds,
             metrics=_step_metrics(PRECOMPUTE_STEP),
         )
@@ -278,7 +282,7 @@ def train_template(options: RenderOptions) -> WorkflowTemplate:
             tolerations=[m.Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
             security_context=_container_security(options),
             pod_security_context=_pod_security(options),
-            retry_strategy=_retry_strategy(),
+            retry_strategy=_retry_strategy(options.train_deadline_seconds),
             active_deadline_seconds=options.train_deadline_seconds,
             metrics=_step_metrics(TRAIN_STEP),
         )

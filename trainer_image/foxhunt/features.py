@@ -229,8 +229,9 @@ def bollinger(
     current = close[period - 1 :]
     s1 = np.zeros(n - period + 1)
     s2 = np.zeros(n - period + 1)
+    d = np.empty(n - period + 1)
     for lag in range(1, period):
-        d = close[period - 1 - lag : n - lag] - current
+        np.subtract(close[period - 1 - lag : n - lag], current, out=d)
         s1 += d
         d *= d
         s2 += d

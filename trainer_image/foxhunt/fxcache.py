@@ -262,31 +262,39 @@ def _open_local(uri: str, path: Path) -> FxCache:
     except FileNotFoundError as exc:
         raise FileNotFoundError(f"{uri}: no such fxcache") from exc
     try:
+        return _load_mapped(uri, path, source)
+    except FxCacheError:
+        source.close()
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
+        # Damage can land anywhere in Arrow's own framing; whatever pyarrow or numpy trips
+        # over, the caller gets one kind of refusal that says which file.
+        source.close()
+        raise FxCacheError(f"{uri}: corrupt fxcache: {exc}") from exc
+
+
+def _load_mapped(uri: str, path: Path, source: pa.MemoryMappedFile) -> FxCache:
+    try:
         reader = pa.ipc.open_file(source)
     except (pa.ArrowInvalid, OSError) as exc:
         raise FxCacheError(f"{uri}: not a complete Arrow IPC file (truncated or corrupt): {exc}") from exc
     metadata = _check_schema(uri, reader.schema)
     if reader.num_record_batches != 1:
         raise FxCacheError(f"{uri}: {reader.num_record_batches} record batches, expected exactly 1")
-    try:
-        batch = reader.get_batch(0)
-        columns = {name: batch.column(name) for name in ("timestamp", "features", "targets")}
-        if any(col.null_count for col in columns.values()):
-            raise FxCacheError(f"{uri}: a column has null entries")
-        timestamp = columns["timestamp"].to_numpy(zero_copy_only=True)
-        features = columns["features"].flatten().to_numpy(zero_copy_only=True)
-        targets = columns["targets"].flatten().to_numpy(zero_copy_only=True)
-    except pa.ArrowException as exc:
-        raise FxCacheError(f"{uri}: corrupt record batch: {exc}") from exc
+    batch = reader.get_batch(0)
+    columns = {name: batch.column(name) for name in ("timestamp", "features", "targets")}
+    if any(col.null_count for col in columns.values()):
+        raise FxCacheError(f"{uri}: a column has null entries")
     n = batch.num_rows
     if n != metadata["rows"]:
         raise FxCacheError(f"{uri}: {n} rows, metadata says {metadata['rows']}")
-    features = features.reshape(n, len(FEATURE_NAMES))
-    targets = targets.reshape(n, len(TARGET_NAMES))
+    timestamp = columns["timestamp"].to_numpy(zero_copy_only=True)
+    features = columns["features"].flatten().to_numpy(zero_copy_only=True).reshape(n, len(FEATURE_NAMES))
+    targets = columns["targets"].flatten().to_numpy(zero_copy_only=True).reshape(n, len(TARGET_NAMES))
     checksum = columns_checksum(timestamp, features, targets)
     if checksum != metadata["checksum"]:
         raise FxCacheError(
-            f"{uri}: checksum mismatch (file {checksum[:16]}…, metadata {metadata['checksum'][:16]}…)"
+            f"{uri}: checksum mismatch (file {checksum[:16]}…, metadata {str(metadata['checksum'])[:16]}…)"
         )
     _check_content(uri, timestamp, features, targets)
     return FxCache(uri, path, timestamp, features, targets, metadata, _mmap=source)
@@ -341,7 +349,7 @@ def fxcache_matches(uri: str, source_hash: str) -> dict | None:
         try:
             with pa.memory_map(uri, "r") as source:
                 metadata = _decode_metadata(uri, pa.ipc.open_file(source).schema.metadata)
-        except (OSError, pa.ArrowException, FxCacheError):
+        except (OSError, pa.ArrowException, ValueError):  # unreadable: not a match, so it gets rebuilt
             return None
     if metadata["format_version"] != FORMAT_VERSION or metadata["source_hash"] != source_hash:
         return None

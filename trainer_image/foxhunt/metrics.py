@@ -5,10 +5,12 @@ A push that fails is logged and counted; training never waits on, or stops for, 
 
 from __future__ import annotations
 
+import http.client
 import logging
 import os
 import secrets
 import time
+import urllib.parse
 from datetime import datetime, timezone
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, push_to_gateway, start_http_server
@@ -36,6 +38,15 @@ def resolve_pushgateway(cli_value: str | None) -> str | None:
     return cli_value or os.environ.get("FOXHUNT_PUSHGATEWAY") or None
 
 
+def _has_host(url: str) -> bool:
+    # prometheus_client accepts a bare host:port and prefixes http:// itself.
+    full = url if "://" in url else f"http://{url}"
+    try:
+        return bool(urllib.parse.urlsplit(full).hostname)
+    except ValueError:
+        return False
+
+
 class RunMetrics:
     """The metrics of one run: its own registry (so runs in one process never mix) and push bookkeeping."""
 
@@ -51,6 +62,8 @@ class RunMetrics:
         metrics_port: int | None = None,
         metrics_addr: str = "0.0.0.0",
     ) -> None:
+        if pushgateway and not _has_host(pushgateway):
+            raise ValueError(f"pushgateway {pushgateway!r}: expected a URL like http://host:9091")
         self.run_id = run_id
         self.pushgateway = pushgateway
         self.job = job
@@ -153,7 +166,9 @@ class RunMetrics:
             # after failed ones repairs the gap, and the failure counter rides along.
             push_to_gateway(self.pushgateway, job=self.job, registry=self.registry,
                             grouping_key={"run_id": self.run_id}, timeout=self.timeout)
-        except OSError as exc:  # URLError, HTTPError, TimeoutError and refused connections are all OSErrors
+        # URLError, HTTPError, timeouts and refused or reset connections are OSErrors; a peer that
+        # answers with something other than HTTP raises HTTPException.
+        except (OSError, http.client.HTTPException) as exc:
             self.push_failures += 1
             self._push_failed.inc()
             level = logging.WARNING if self.push_failures == 1 else logging.DEBUG

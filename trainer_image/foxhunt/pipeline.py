@@ -231,8 +231,12 @@ def train(fxcache_uri: str, out_uri: str, settings: TrainSettings, progress: Pro
     summary["graph_captures"] = trainer.graph_captures
     metrics.run_finished("succeeded")
     summary["push_failures"] = metrics.push_failures
-    storage.write_bytes(storage.join(out_uri, "run.png"),
-                        render_run_png(summary["folds"], curves, f"foxhunt run {run_id} on {device}"))
+    try:
+        png = render_run_png(summary["folds"], curves, f"foxhunt run {run_id} on {device}")
+    except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
+        progress(f"run.png not drawn: {exc}")
+    else:
+        storage.write_bytes(storage.join(out_uri, "run.png"), png)
     _write_json(storage.join(out_uri, "summary.json"), summary)
     return summary
 

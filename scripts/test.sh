@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs everything the tests need on a fresh machine, then runs them. The suite starts its own
+# services on 127.0.0.1 (Pushgateway, Prometheus, SeaweedFS, moto) and stops them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v prometheus >/dev/null || ! command -v prometheus-pushgateway >/dev/null \
+    || ! command -v promtool >/dev/null; then
+  echo "== installing Debian prometheus, prometheus-pushgateway (promtool)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    prometheus prometheus-pushgateway >/dev/null
+fi
+
+echo "== python environment (.venv)"
+python3 -m venv .venv
+. .venv/bin/activate
+# The CPU build on disk first: an open torch range would pull a multi-GB CUDA build.
+pip install -q torch==2.13.0
+pip install -q -e ".[dev]"
+
+echo "== @grafana/schema + typescript (dashboard type check)"
+sh tests/grafana_schema/install.sh >/dev/null
+
+echo "== ruff"
+ruff check .
+
+echo "== pytest"
+python -m pytest -q -p no:cacheprovider "$@"
