@@ -25,7 +25,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from foxhunt.bars import generate_sample_bars, read_bars
 from foxhunt.config import DQNConfig, FoldConfig
 from foxhunt.features import compute_features
@@ -223,6 +222,12 @@ def main(argv: list[str] | None = None) -> int:
               "device": device_name(device), "device_type": device.type, "torch": torch.__version__,
               "python": sys.version.split()[0], "dqn": vars(dqn) if hasattr(dqn, "__dict__") else str(dqn),
               "targets": TARGETS, "sizes": {}}
+    out = Path(args.out or Path(__file__).parent / "results" / f"walk_forward-{device.type}-{now:%Y-%m-%d}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:  # after every stage, so a run cut short still leaves its figures
+        out.write_text(json.dumps(result, indent=2) + "\n")
+
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.main_size not in sizes:
         sizes.append(args.main_size)
@@ -232,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         epochs = args.epochs if n == args.main_size else args.scaling_epochs
         run = persistent_run(path, work / f"out{n}", epochs, args.folds, dqn, args.device)
         result["sizes"][str(n)] = {"precompute": prep, "persistent": run}
+        save()
         print(f"[{n:,} bars] load {run['load_seconds']:.3f}s, transition {run['transition_seconds_max'] * 1e3:.2f}ms, "
               f"epoch {run['epoch_seconds_median'] * 1e3:.1f}ms, run {run['run_seconds']:.1f}s", flush=True)
         if n == args.main_size:
@@ -251,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
                   "naive_over_persistent": ratio(compare_n["run_seconds"], compare_p["train_run_seconds"])},
         "note": "naive run_seconds excludes the one fxcache load; the persistent figure includes it",
     }
+    save()
     result["eager_vs_graph"] = eager_vs_graph(main_path, dqn, args.device)
+    save()
 
     if args.eurusd:
         path = work / "eurusd.fxcache"
@@ -268,9 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     result["target_check"] = {k: {"measured": v, "target": TARGETS[k], "met": v <= TARGETS[k]} for k, v in checks.items()}
 
-    out = Path(args.out or Path(__file__).parent / "results" / f"walk_forward-{device.type}-{now:%Y-%m-%d}.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    save()
 
     print(f"\nwalk-forward benchmark on {result['device']} (torch {torch.__version__}, commit {result['commit'][:10]})")
     print(f"{'bars':>12} {'load s':>8} {'trans ms':>9} {'epoch ms':>9} {'samples/s':>12} {'run s':>8} {'peak GiB':>9}")

@@ -148,7 +148,7 @@ def read_bars(uris: list[str] | tuple[str, ...], tz: str | None = None) -> Bars:
     if not uris:
         raise BarsError("no bars given")
     parts = sorted((read_bars_file(u, tz) + (u,) for u in uris), key=lambda p: int(p[0].timestamp[0]))
-    for (prev, _, prev_uri), (nxt, _, uri) in zip(parts, parts[1:]):
+    for (prev, _, prev_uri), (nxt, _, uri) in zip(parts, parts[1:], strict=False):
         if nxt.timestamp[0] <= prev.timestamp[-1]:
             raise _fail(uri, 0, int(nxt.timestamp[0]), f"overlaps {prev_uri}, which ends at {_iso(prev.timestamp[-1])}")
     digest = hashlib.sha256("".join(h for _, h, _ in parts).encode()).hexdigest() if len(parts) > 1 else parts[0][1]

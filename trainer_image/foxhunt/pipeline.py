@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 import torch
 

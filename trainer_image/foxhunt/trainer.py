@@ -206,7 +206,7 @@ class DQNTrainer:
                 bound = 1.0 / math.sqrt(layer.in_features)
                 layer.weight.copy_(torch.empty(layer.weight.shape).uniform_(-bound, bound, generator=init))
                 layer.bias.copy_(torch.empty(layer.bias.shape).uniform_(-bound, bound, generator=init))
-        for t, o in zip(self.target.parameters(), self.online.parameters()):
+        for t, o in zip(self.target.parameters(), self.online.parameters(), strict=True):
             t.copy_(o)
         for p in self.online.parameters():
             if p.grad is not None:
@@ -471,4 +471,4 @@ def policy_metrics(positions: torch.Tensor, returns: torch.Tensor, cost: float, 
         (positions - previous).abs().sum().double(),
         torch.where(active.sum() > 0, hits / active.sum().clamp(min=1), torch.zeros_like(mean)).double(),
     ]).tolist()  # one host transfer for the five figures
-    return dict(zip(("sharpe", "total_return", "max_drawdown", "turnover", "hit_rate"), values))
+    return dict(zip(("sharpe", "total_return", "max_drawdown", "turnover", "hit_rate"), values, strict=True))
