@@ -23,6 +23,6 @@ if [[ " $steps " == *" walk "* ]]; then
     --out "$OUT/walk_forward.json" ${WALK_ARGS:-} 2>&1 | tee "$OUT/walk_forward.log" || status=1
 fi
 if [[ " $steps " == *" sb3 "* && -f bench/peer_sb3.py ]]; then
-  python3 bench/peer_sb3.py --device cuda --out "$OUT/peer_sb3.json" ${SB3_ARGS:-} 2>&1 | tee "$OUT/peer_sb3.log" || status=1
+  python3 bench/peer_sb3.py --device cuda --out "$OUT/peer_sb3.json" ${SB3_ARGS:---bars 200000 --sb3-timesteps 30000 --sb3-big-timesteps 12288 --fox-epochs 5} 2>&1 | tee "$OUT/peer_sb3.log" || status=1
 fi
 exit $status

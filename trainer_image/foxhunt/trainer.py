@@ -151,8 +151,14 @@ class DQNTrainer:
             lr=config.lr,
             weight_decay=config.weight_decay,
             capturable=self.cuda,
-            foreach=True,
+            # One fused kernel for the whole update on CUDA; the multi-tensor path on CPU.
+            fused=self.cuda,
+            foreach=not self.cuda,
         )
+        # Fusing the gather, normalization, loss and their backward cuts the step's kernel
+        # count, which is what bounds a small network's step at batch 8192.
+        self._td_loss = torch.compile(self._td_loss_eager) if (self.cuda and config.compile) else self._td_loss_eager
+        self.init_generator = torch.Generator(device=self.device)
         # On CPU a private generator keeps runs reproducible; on CUDA the default generator is
         # the one whose philox offsets CUDA graph replays advance.
         self.generator = None if self.cuda else torch.Generator()
@@ -200,12 +206,13 @@ class DQNTrainer:
     def reset_for_fold(self, fold: int) -> None:
         """Forget everything learnt, in place: weights, target, Adam moments and step, replay, counters."""
         seed = fold_seed(self.seed, fold)
-        init = torch.Generator().manual_seed(seed)
+        # Drawn on the device, in place: no host-to-device copy, and the graph's pointers stay valid.
+        init = self.init_generator.manual_seed(seed)
         for layer in self.online:
             if isinstance(layer, nn.Linear):
                 bound = 1.0 / math.sqrt(layer.in_features)
-                layer.weight.copy_(torch.empty(layer.weight.shape).uniform_(-bound, bound, generator=init))
-                layer.bias.copy_(torch.empty(layer.bias.shape).uniform_(-bound, bound, generator=init))
+                layer.weight.uniform_(-bound, bound, generator=init)
+                layer.bias.uniform_(-bound, bound, generator=init)
         for t, o in zip(self.target.parameters(), self.online.parameters(), strict=True):
             t.copy_(o)
         for p in self.online.parameters():
@@ -247,15 +254,18 @@ class DQNTrainer:
         x = (self.data.features[rows] - self.mean) / self.std
         return torch.cat([x, position.unsqueeze(1)], dim=1)
 
-    def _train_step(self) -> None:
+    def _td_loss_eager(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Double-DQN Huber loss on a batch drawn by `u` (uniforms), and the batch's largest |Q|."""
         cfg = self.config
-        self._u.uniform_(0.0, 1.0, generator=self.generator)
-        idx = torch.minimum((self._u * self.n_valid_f).long(), self.n_valid - 1)
+        batch = u.shape[0]
+        idx = torch.minimum((u * self.n_valid_f).long(), self.n_valid - 1)
         rows = idx + self.train_start
         action = self.replay_action[idx]
-        next_position = (action - 1).to(torch.float32)
-        state = self._state(rows, self.replay_position[idx])
-        next_state = self._state(rows + 1, next_position)
+        # State and next state in one gather: rows t and t + 1 of the device features.
+        x = (self.data.features[torch.cat([rows, rows + 1])] - self.mean) / self.std
+        position = torch.cat([self.replay_position[idx], (action - 1).to(x.dtype)])
+        states = torch.cat([x, position.unsqueeze(1)], dim=1)
+        state, next_state = states[:batch], states[batch:]
         q_all = self.online(state)
         q = q_all.gather(1, action.unsqueeze(1)).squeeze(1)
         with torch.no_grad():
@@ -263,6 +273,12 @@ class DQNTrainer:
             q_next = self.target(next_state).gather(1, best).squeeze(1)
             y = self.replay_reward[idx] + cfg.gamma * q_next
         loss = nn.functional.smooth_l1_loss(q, y, beta=cfg.huber_delta)
+        return loss, q_all.detach().abs().max()
+
+    def _train_step(self) -> None:
+        cfg = self.config
+        self._u.uniform_(0.0, 1.0, generator=self.generator)
+        loss, q_absmax = self._td_loss(self._u)
         self.optimizer.zero_grad(set_to_none=False)
         loss.backward()
         nn.utils.clip_grad_norm_(self.online.parameters(), cfg.grad_clip, foreach=True)
@@ -270,7 +286,7 @@ class DQNTrainer:
         with torch.no_grad():
             torch._foreach_lerp_(list(self.target.parameters()), list(self.online.parameters()), cfg.tau)
             self.loss_sum.add_(loss.detach())
-            torch.maximum(self.q_absmax, q_all.detach().abs().max(), out=self.q_absmax)
+            torch.maximum(self.q_absmax, q_absmax, out=self.q_absmax)
 
     def _train_steps(self) -> None:
         for _ in range(self.config.steps_per_graph):
