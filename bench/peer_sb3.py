@@ -43,6 +43,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from foxhunt.config import TARGET_HORIZONS, DQNConfig
 from foxhunt.trainer import DQNTrainer, resolve_device, synchronize, to_device
 from foxhunt.walk_forward import FoldRange

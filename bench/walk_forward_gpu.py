@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from foxhunt.bars import generate_sample_bars, read_bars
 from foxhunt.config import DQNConfig, FoldConfig
 from foxhunt.features import compute_features

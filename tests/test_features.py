@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import talib
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from foxhunt import features as F
 from foxhunt.bars import Bars, generate_sample_bars, read_bars
 from foxhunt.config import TARGET_HORIZONS
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 REAL_FILES = ("EURUSD_M1_2018_2019.parquet", "YNDX_M1_2015_2016.parquet")

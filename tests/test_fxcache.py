@@ -8,10 +8,11 @@ import mmap
 import numpy as np
 import pyarrow as pa
 import pytest
-from foxhunt import fxcache, storage
-from foxhunt.features import FEATURE_NAMES, TARGET_NAMES, FeatureTable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from foxhunt import fxcache, storage
+from foxhunt.features import FEATURE_NAMES, TARGET_NAMES, FeatureTable
 
 MINUTE_NS = 60_000_000_000
 

@@ -11,6 +11,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from kubernetes_validate.utils import latest_version
+
 from foxhunt_workflows.checks import (
     gpu_count,
     parameter_problems,
@@ -20,7 +22,6 @@ from foxhunt_workflows.checks import (
     template_ref_problems,
 )
 from foxhunt_workflows.render import render_all
-from kubernetes_validate.utils import latest_version
 
 REPO = Path(__file__).resolve().parents[1]
 CHART = REPO / "helm" / "foxhunt"

@@ -9,10 +9,11 @@ import threading
 import time
 import urllib.request
 
-import foxhunt
 import pytest
-from foxhunt.metrics import PHASES, RunMetrics, resolve_pushgateway, resolve_run_id
 from prom_services import finish_pipeline, free_port, pushed_samples, start_pipeline, unique_run_id
+
+import foxhunt
+from foxhunt.metrics import PHASES, RunMetrics, resolve_pushgateway, resolve_run_id
 
 pytestmark = pytest.mark.services
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from foxhunt.cli import main
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

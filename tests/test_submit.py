@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+
 from foxhunt_workflows.commands import add_workflow_commands
 from foxhunt_workflows.submit import ArgoServer, SubmitUsageError
 

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 import torch
+
 from foxhunt.bars import generate_sample_bars
 from foxhunt.config import DQNConfig, FoldConfig
 from foxhunt.features import compute_features

@@ -7,10 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from foxhunt.config import TARGET_HORIZONS, FoldConfig
-from foxhunt.walk_forward import FoldRange, generate_walk_forward_indices, validate
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from foxhunt.config import TARGET_HORIZONS, FoldConfig
+from foxhunt.walk_forward import FoldRange, generate_walk_forward_indices, validate
 
 MINUTE = 60 * 10**9
 DAY = 86_400 * 10**9

@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+
 from foxhunt_workflows.checks import (
     gpu_count,
     parameter_problems,

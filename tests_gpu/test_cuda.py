@@ -6,6 +6,7 @@ These run on the GPU machine (`bash bench/gpu_run.sh`); CI has no GPU and collec
 import numpy as np
 import pytest
 import torch
+
 from foxhunt.bars import generate_sample_bars
 from foxhunt.config import DQNConfig, FoldConfig
 from foxhunt.features import compute_features

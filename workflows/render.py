@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from foxhunt_workflows.templates import RenderOptions, build_templates
 
 HEADER = (

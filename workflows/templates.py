@@ -10,13 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from foxhunt_workflows.params import (
-    PIPELINE_PARAMETERS,
-    PIPELINE_TEMPLATE,
-    PRECOMPUTE_TEMPLATE,
-    TRAIN_TEMPLATE,
-    pipeline_defaults,
-)
 from hera.workflows import (
     DAG,
     Container,
@@ -31,6 +24,14 @@ from hera.workflows import (
     WorkflowTemplate,
 )
 from hera.workflows import models as m
+
+from foxhunt_workflows.params import (
+    PIPELINE_PARAMETERS,
+    PIPELINE_TEMPLATE,
+    PRECOMPUTE_TEMPLATE,
+    TRAIN_TEMPLATE,
+    pipeline_defaults,
+)
 
 # Template names inside each WorkflowTemplate: what `templateRef.template` points at.
 PRECOMPUTE_STEP = "precompute"

@@ -41,6 +41,7 @@ class DQNConfig:
     steps_per_epoch: int = 0  # 0: ceil(train rows / batch size)
     steps_per_graph: int = 1  # training steps captured in one CUDA graph replay
     compile: bool = True  # torch.compile the TD loss on CUDA (CPU runs it eagerly)
+    bf16: bool = False  # bfloat16 autocast of the training step's matmuls on CUDA
     q_limit: float = 1e6  # guard: |Q| beyond this is divergence
     weight_decay: float = 0.0
 

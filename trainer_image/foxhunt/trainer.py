@@ -159,6 +159,8 @@ class DQNTrainer:
         # count, which is what bounds a small network's step at batch 8192.
         self._td_loss = torch.compile(self._td_loss_eager) if (self.cuda and config.compile) else self._td_loss_eager
         self.init_generator = torch.Generator(device=self.device)
+        if self.cuda:
+            torch.set_float32_matmul_precision("high")  # TF32: the net is small, the batch large
         # On CPU a private generator keeps runs reproducible; on CUDA the default generator is
         # the one whose philox offsets CUDA graph replays advance.
         self.generator = None if self.cuda else torch.Generator()
@@ -266,12 +268,13 @@ class DQNTrainer:
         position = torch.cat([self.replay_position[idx], (action - 1).to(x.dtype)])
         states = torch.cat([x, position.unsqueeze(1)], dim=1)
         state, next_state = states[:batch], states[batch:]
-        q_all = self.online(state)
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cuda and cfg.bf16):
+            q_all = self.online(state).float()
+            with torch.no_grad():
+                best = self.online(next_state).argmax(dim=1, keepdim=True)
+                q_next = self.target(next_state).float().gather(1, best).squeeze(1)
         q = q_all.gather(1, action.unsqueeze(1)).squeeze(1)
-        with torch.no_grad():
-            best = self.online(next_state).argmax(dim=1, keepdim=True)
-            q_next = self.target(next_state).gather(1, best).squeeze(1)
-            y = self.replay_reward[idx] + cfg.gamma * q_next
+        y = self.replay_reward[idx] + cfg.gamma * q_next
         loss = nn.functional.smooth_l1_loss(q, y, beta=cfg.huber_delta)
         return loss, q_all.detach().abs().max()
 
