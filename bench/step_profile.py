@@ -67,7 +67,6 @@ def main(argv: list[str] | None = None) -> int:
         "graph_fp32": replace(base, compile=False),
         "graph_compiled_tf32": base,
         "graph_compiled_bf16": replace(base, bf16=True),
-        "graph_compiled_bf16_x4": replace(base, bf16=True, steps_per_graph=4),
     }
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "bars": args.bars,
               "train_rows": fr.train_rows, "steps_per_epoch": math.ceil(fr.train_rows / base.batch_size),
