@@ -27,7 +27,9 @@ from foxhunt.config import DQNConfig
 N_ACTIONS = 3
 FLAT = 1  # action index of the flat position
 PHASES = ("reset", "normalize", "collect", "train", "validate", "checkpoint")
-_CHUNK_ROWS = 1 << 18  # rows per batched forward pass in collection and validation
+# Rows per batched forward pass in collection and validation: bounds activation memory, and on a
+# GPU a larger chunk means fewer launches.
+_CHUNK_ROWS = {"cpu": 1 << 18, "cuda": 1 << 20}
 
 
 class TrainingDiverged(RuntimeError):
@@ -283,7 +285,9 @@ class DQNTrainer:
     def _train_step(self) -> None:
         self._u.uniform_(0.0, 1.0, generator=self.generator)
         loss, q_absmax = self._td_loss(self._u)
-        self.optimizer.zero_grad(set_to_none=False)
+        # None, not zeros: backward then writes each gradient instead of adding to zeros (one
+        # kernel less per weight); under capture the new gradients live in the graph's own pool.
+        self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self._update(loss.detach(), q_absmax)
 
@@ -328,8 +332,9 @@ class DQNTrainer:
         n = fr.train_rows - 1
         cfg = self.config
         reward_1bar = self.data.targets[:, 0]
-        for lo in range(0, n, _CHUNK_ROWS):
-            hi = min(lo + _CHUNK_ROWS, n)
+        chunk = _CHUNK_ROWS[self.device.type]
+        for lo in range(0, n, chunk):
+            hi = min(lo + chunk, n)
             rows = torch.arange(fr.train_start + lo, fr.train_start + hi, device=self.device)
             incoming = torch.randint(0, N_ACTIONS, (hi - lo,), device=self.device, generator=self.generator)
             position = (incoming - 1).to(torch.float32)
@@ -395,8 +400,9 @@ class DQNTrainer:
     def greedy_maps(self, start: int, end: int) -> torch.Tensor:
         """Per bar, the greedy next-position index for each incoming position index: (n, 3) long."""
         maps = torch.empty((end - start, N_ACTIONS), dtype=torch.long, device=self.device)
-        for lo in range(start, end, _CHUNK_ROWS):
-            hi = min(lo + _CHUNK_ROWS, end)
+        chunk = _CHUNK_ROWS[self.device.type]
+        for lo in range(start, end, chunk):
+            hi = min(lo + chunk, end)
             rows = torch.arange(lo, hi, device=self.device)
             for p in range(N_ACTIONS):
                 position = torch.full((hi - lo,), float(p - 1), device=self.device)
