@@ -42,6 +42,11 @@ def quiet(_: str) -> None:
 
 
 def commit() -> str:
+    """The measured commit: from git, or FOXHUNT_GIT_COMMIT where the tree travels without .git."""
+    import os
+
+    if os.environ.get("FOXHUNT_GIT_COMMIT"):
+        return os.environ["FOXHUNT_GIT_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
