@@ -34,15 +34,14 @@ import datetime as dt
 import json
 import math
 import os
-import platform
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from provenance import device_name, git_commit
 
 from foxhunt.config import TARGET_HORIZONS, DQNConfig
 from foxhunt.trainer import DQNTrainer, resolve_device, synchronize, to_device
@@ -221,30 +220,6 @@ def measure_foxhunt(
         "grad_samples_per_s": steps * batch / max(train_seconds, 1e-9),
         "final_loss": h.loss[-1],
     }
-
-
-# ---- provenance --------------------------------------------------------------------------------
-def device_name(device: torch.device) -> str:
-    """The GPU's name, or the CPU model from /proc/cpuinfo."""
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_commit() -> str:
-    """HEAD's short hash; FOXHUNT_GIT_COMMIT where the copy has no .git; else "unknown"."""
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("FOXHUNT_GIT_COMMIT", "unknown")
 
 
 def ratio(a: float, b: float) -> float | None:

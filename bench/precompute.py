@@ -17,13 +17,13 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import socket
-import subprocess
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+
+from provenance import cpu_model, git_commit
 
 from foxhunt.bars import Bars, generate_sample_bars, read_bars
 from foxhunt.features import FeatureTable, compute_features
@@ -32,29 +32,6 @@ ROOT = Path(__file__).resolve().parents[1]
 EURUSD = ROOT.parent / "shared" / "data" / "EURUSD_M1_2018_2019.parquet"
 TARGET_BARS_PER_S = 1_000_000
 TARGET_FXCACHE_ROUND_TRIP_S = 1.5
-
-
-def git_commit() -> str:
-    """HEAD's hash, or "uncommitted" when the repository has no commit yet."""
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "uncommitted"
-    dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True).stdout
-    return head + ("-dirty" if dirty.strip() else "")
-
-
-def cpu_model() -> str:
-    """The CPU model name from /proc/cpuinfo, else what platform reports."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def measure_features(bars: Bars, repeat: int) -> tuple[dict, FeatureTable]:

@@ -14,8 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from provenance import device_name, git_commit
 
 from foxhunt.bars import generate_sample_bars, read_bars
 from foxhunt.config import DQNConfig, FoldConfig
@@ -39,27 +38,6 @@ TARGETS = {"load_seconds": 1.0, "transition_seconds": 0.005, "epoch_seconds": 0.
 
 def quiet(_: str) -> None:
     """Progress sink: the benchmark prints its own table."""
-
-
-def commit() -> str:
-    """The measured commit: from git, or FOXHUNT_GIT_COMMIT where the tree travels without .git."""
-    import os
-
-    if os.environ.get("FOXHUNT_GIT_COMMIT"):
-        return os.environ["FOXHUNT_GIT_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return platform.processor() or "cpu"
 
 
 def bench_folds(timestamp: np.ndarray, n_folds: int) -> FoldConfig:
@@ -228,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.work or tempfile.mkdtemp(prefix="foxhunt-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     now = datetime.now(timezone.utc)
-    result = {"benchmark": "walk_forward", "date": now.isoformat(timespec="seconds"), "commit": commit(),
+    result = {"benchmark": "walk_forward", "date": now.isoformat(timespec="seconds"), "commit": git_commit(),
               "device": device_name(device), "device_type": device.type, "torch": torch.__version__,
               "python": sys.version.split()[0], "dqn": vars(dqn) if hasattr(dqn, "__dict__") else str(dqn),
               "targets": TARGETS, "sizes": {}}

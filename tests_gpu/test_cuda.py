@@ -6,6 +6,7 @@ These run on the GPU machine (`bash bench/gpu_run.sh`); CI has no GPU and collec
 import numpy as np
 import pytest
 import torch
+from trainer_cases import FOLDS, SMALL, planted_arrays, run_fold
 
 from foxhunt.bars import generate_sample_bars
 from foxhunt.config import DQNConfig, FoldConfig
@@ -18,39 +19,17 @@ from foxhunt.trainer import (
     rollout_positions_reference,
     to_device,
 )
-from foxhunt.walk_forward import FoldRange, generate_walk_forward_indices
+from foxhunt.walk_forward import generate_walk_forward_indices
 
 if not torch.cuda.is_available():  # an error, not a skip: this file exists to run on a GPU
     raise RuntimeError("tests_gpu needs CUDA; run it on the GPU machine")
 
 CUDA = torch.device("cuda")
-SMALL = DQNConfig(hidden=32, batch_size=512, steps_per_epoch=15)
-FOLDS = [FoldRange(0, 0, 8000, 8060, 10_000, 1.0), FoldRange(1, 4000, 12_000, 12_060, 14_000, 1.0),
-         FoldRange(2, 8000, 16_000, 16_060, 18_000, 1.0)]
 
 
 @pytest.fixture(scope="module")
 def synthetic():
-    rng = np.random.default_rng(7)
-    n = 20_000
-    noise = rng.standard_normal(n + 1) * 1e-3
-    ret = np.zeros(n + 1)
-    for i in range(1, n + 1):
-        ret[i] = 0.3 * ret[i - 1] + noise[i]
-    features = rng.standard_normal((n, 42)).astype(np.float32)
-    features[:, 0] = ret[:n] * 1e3
-    targets = np.zeros((n, 4), np.float32)
-    targets[:, 0] = ret[1:]
-    return features, targets, np.arange(n, dtype=np.int64) * 60_000_000_000
-
-
-def run_fold(trainer, fold_range, epochs=2):
-    trainer.set_fold_range(fold_range)
-    trainer.reset_for_fold(fold_range.fold)
-    trainer.compute_norm_stats()
-    for epoch in range(epochs):
-        trainer.train_epoch(epoch, epochs)
-    return trainer.validate()
+    return planted_arrays()
 
 
 def test_upload_through_pinned_staging_is_exact(synthetic):

@@ -1,0 +1,37 @@
+"""The shipped WorkflowTemplates call the `foxhunt` CLI with flags and values it accepts."""
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from foxhunt.cli import build_parser
+
+CHART_WORKFLOWS = Path(__file__).resolve().parents[1] / "helm" / "foxhunt" / "files" / "workflows"
+EXPRESSION = re.compile(r"\{\{\s*(inputs|workflow)\.parameters\.([\w-]+)\s*\}\}")
+
+
+def foxhunt_containers():
+    for path in sorted(CHART_WORKFLOWS.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        defaults = {p["name"]: str(p.get("value", "")) for p in doc["spec"].get("arguments", {}).get("parameters", [])}
+        for template in doc["spec"]["templates"]:
+            container = template.get("container")
+            if container and container.get("command") == ["foxhunt"]:
+                inputs = {p["name"]: str(p.get("default", p.get("value", defaults.get(p["name"], ""))))
+                          for p in template.get("inputs", {}).get("parameters", [])}
+                yield pytest.param(container["args"], {**defaults, **inputs}, id=f"{path.stem}/{template['name']}")
+
+
+@pytest.mark.parametrize(("args", "parameters"), list(foxhunt_containers()))
+def test_template_args_parse_with_the_cli(args, parameters):
+    filled = [EXPRESSION.sub(lambda m: parameters.get(m.group(2), ""), a) for a in args]
+    assert not any("{{" in a for a in filled), filled
+    parsed = build_parser().parse_args(filled)
+    assert parsed.command in {"precompute", "train"}
+
+
+def test_every_step_of_the_pipeline_is_covered():
+    ids = {p.id for p in foxhunt_containers()}
+    assert any(i.startswith("train/") for i in ids) and any(i.startswith("precompute-features/") for i in ids)

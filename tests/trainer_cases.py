@@ -1,0 +1,34 @@
+"""Inputs shared by the trainer's CPU tests and their CUDA twins in tests_gpu/."""
+
+import numpy as np
+
+from foxhunt.config import DQNConfig
+from foxhunt.walk_forward import FoldRange
+
+SMALL = DQNConfig(hidden=32, batch_size=512, steps_per_epoch=15)
+FOLDS = [FoldRange(0, 0, 8000, 8060, 10_000, 1.0), FoldRange(1, 4000, 12_000, 12_060, 14_000, 1.0),
+         FoldRange(2, 8000, 16_000, 16_060, 18_000, 1.0)]
+
+
+def planted_arrays(n: int = 20_000, seed: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Random features, except column 0: the last AR(1) return that the 1-bar target depends on."""
+    rng = np.random.default_rng(seed)
+    noise = rng.standard_normal(n + 1) * 1e-3
+    ret = np.zeros(n + 1)
+    for i in range(1, n + 1):
+        ret[i] = 0.3 * ret[i - 1] + noise[i]
+    features = rng.standard_normal((n, 42)).astype(np.float32)
+    features[:, 0] = ret[:n] * 1e3
+    targets = np.zeros((n, 4), np.float32)
+    targets[:, 0] = ret[1:]
+    return features, targets, np.arange(n, dtype=np.int64) * 60_000_000_000
+
+
+def run_fold(trainer, fold_range: FoldRange, epochs: int = 2) -> dict:
+    """One fold as the pipeline runs it: point, reset, normalize, train, validate."""
+    trainer.set_fold_range(fold_range)
+    trainer.reset_for_fold(fold_range.fold)
+    trainer.compute_norm_stats()
+    for epoch in range(epochs):
+        trainer.train_epoch(epoch, epochs)
+    return trainer.validate()
