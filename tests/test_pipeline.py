@@ -110,3 +110,26 @@ def test_help_describes_every_command(argv, capsys):
         main(argv)
     assert exit_info.value.code == 0
     assert "--out" in capsys.readouterr().out
+
+
+def test_train_reads_an_s3_fxcache_and_writes_every_output_to_s3(seaweed_s3, tmp_path):
+    from foxhunt import storage
+
+    local = tmp_path / "run"
+    assert main(["pipeline", "--out", str(local), *FAST, *fast_params(tmp_path)]) == 0
+    fxcache_uri, out_uri = seaweed_s3.uri("features.fxcache"), seaweed_s3.uri("runs", "r1")
+    storage.upload_file(local / "features.fxcache", fxcache_uri)
+    code = main(["train", "--fxcache", fxcache_uri, "--out", out_uri, "--epochs", "1", "--train-days", "20",
+                 "--val-days", "5", "--step-days", "5", "--max-folds", "2", "--device", "cpu", *fast_params(tmp_path)])
+    assert code == 0
+    summary = json.loads(storage.read_bytes(storage.join(out_uri, "summary.json")))
+    assert summary["status"] == "succeeded" and len(summary["folds"]) == 2
+    local_summary = json.loads((local / "summary.json").read_text())
+    assert [f["validation"] for f in summary["folds"]] == [f["validation"] for f in local_summary["folds"]]
+    import io
+
+    weights = torch.load(io.BytesIO(storage.read_bytes(storage.join(out_uri, "fold_1", "weights.pt"))),
+                         weights_only=True)
+    assert weights["0.weight"].shape[1] == 43
+    assert storage.exists(storage.join(out_uri, "fold_0", "norm_stats_fold0.json"))
+    assert storage.exists(storage.join(out_uri, "run.png"))
