@@ -25,12 +25,12 @@ import numpy as np
 import torch
 from provenance import device_name, git_commit
 
-from foxhunt.bars import generate_sample_bars, read_bars
-from foxhunt.config import DQNConfig, FoldConfig
+from foxhunt.bars import NS_PER_DAY, generate_sample_bars, read_bars
+from foxhunt.config import PHASES, DQNConfig, FoldConfig
 from foxhunt.features import compute_features
 from foxhunt.fxcache import read_fxcache, write_fxcache
 from foxhunt.pipeline import TrainSettings, train
-from foxhunt.trainer import PHASES, DeviceData, DQNTrainer, resolve_device, synchronize, to_device
+from foxhunt.trainer import DeviceData, DQNTrainer, resolve_device, synchronize, to_device
 from foxhunt.walk_forward import FoldRange, generate_walk_forward_indices
 
 TARGETS = {"load_seconds": 1.0, "transition_seconds": 0.005, "epoch_seconds": 0.1, "run_seconds": 30.0}
@@ -42,13 +42,13 @@ def quiet(_: str) -> None:
 
 def bench_folds(timestamp: np.ndarray, n_folds: int) -> FoldConfig:
     """Expanding folds sized to the data: training on 70–90% of the span, validating on 10% slices."""
-    span_days = (int(timestamp[-1]) - int(timestamp[0])) / 86400e9
+    span_days = (int(timestamp[-1]) - int(timestamp[0])) / NS_PER_DAY
     val = span_days * 0.9 / (7 + n_folds)  # 3 folds: first train = 70% of the span
     return FoldConfig(train_days=val * 7, val_days=val, step_days=val, mode="expanding", max_folds=n_folds)
 
 
-def make_fxcache(path: Path, n_bars: int | None, bars_file: str | None) -> dict:
-    """Bars → features → fxcache on local disk; returns the timings."""
+def make_fxcache(path: Path, n_bars: int | None, bars_file: str | None, n_folds: int) -> tuple[dict, FoldConfig]:
+    """Bars → features → fxcache on local disk; returns the timings and the folds sized to these bars."""
     t0 = time.perf_counter()
     bars = read_bars([bars_file]) if bars_file else generate_sample_bars(n_bars, seed=0)
     t1 = time.perf_counter()
@@ -56,15 +56,13 @@ def make_fxcache(path: Path, n_bars: int | None, bars_file: str | None) -> dict:
     t2 = time.perf_counter()
     write_fxcache(str(path), table, source_uri=bars.source, source_hash=bars.content_hash)
     t3 = time.perf_counter()
-    return {"bars": len(bars), "rows": len(table), "bars_seconds": t1 - t0, "features_seconds": t2 - t1,
-            "fxcache_write_seconds": t3 - t2}
+    timings = {"bars": len(bars), "rows": len(table), "bars_seconds": t1 - t0, "features_seconds": t2 - t1,
+               "fxcache_write_seconds": t3 - t2}
+    return timings, bench_folds(table.timestamp, n_folds)
 
 
-def persistent_run(cache_path: Path, out: Path, epochs: int, n_folds: int, dqn: DQNConfig, device: str) -> dict:
+def persistent_run(cache_path: Path, out: Path, epochs: int, folds: FoldConfig, dqn: DQNConfig, device: str) -> dict:
     """The real `foxhunt train` code path; figures come from its summary."""
-    cache = read_fxcache(str(cache_path))
-    folds = bench_folds(cache.timestamp, n_folds)
-    del cache
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
@@ -221,17 +219,17 @@ def main(argv: list[str] | None = None) -> int:
         sizes.append(args.main_size)
     for n in sorted(sizes):
         path = work / f"bars{n}.fxcache"
-        prep = make_fxcache(path, n, None)
+        prep, folds = make_fxcache(path, n, None, args.folds)
         epochs = args.epochs if n == args.main_size else args.scaling_epochs
-        run = persistent_run(path, work / f"out{n}", epochs, args.folds, dqn, args.device)
+        run = persistent_run(path, work / f"out{n}", epochs, folds, dqn, args.device)
         result["sizes"][str(n)] = {"precompute": prep, "persistent": run}
         save()
         print(f"[{n:,} bars] load {run['load_seconds']:.3f}s, transition {run['transition_seconds_max'] * 1e3:.2f}ms, "
               f"epoch {run['epoch_seconds_median'] * 1e3:.1f}ms, run {run['run_seconds']:.1f}s", flush=True)
         if n == args.main_size:
-            main_path = path
+            main_path, main_folds = path, folds
 
-    compare_p = persistent_run(main_path, work / "cmp_persistent", args.compare_epochs, args.folds, dqn, args.device)
+    compare_p = persistent_run(main_path, work / "cmp_persistent", args.compare_epochs, main_folds, dqn, args.device)
     compare_n = naive_run(main_path, work, args.compare_epochs, args.folds, dqn, args.device)
     phase_ratio = {}
     for phase in PHASES:
@@ -251,8 +249,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.eurusd:
         path = work / "eurusd.fxcache"
-        prep = make_fxcache(path, None, args.eurusd)
-        run = persistent_run(path, work / "out_eurusd", args.epochs, args.folds, dqn, args.device)
+        prep, folds = make_fxcache(path, None, args.eurusd, args.folds)
+        run = persistent_run(path, work / "out_eurusd", args.epochs, folds, dqn, args.device)
         result["eurusd"] = {"file": args.eurusd, "precompute": prep, "persistent": run}
 
     main_run = result["sizes"][str(args.main_size)]["persistent"]

@@ -219,35 +219,60 @@ def _arg(name: str) -> str:
     return f"{{{{inputs.parameters.{name}}}}}"
 
 
-def precompute_template(options: RenderOptions) -> WorkflowTemplate:
-    """`precompute-features`: bars to fxcache on a CPU pod; a fast no-op when the cache is current."""
+def _foxhunt_step_template(
+    options: RenderOptions,
+    *,
+    template: str,
+    step: str,
+    inputs: tuple[str, ...],
+    args: list[str],
+    resources: m.ResourceRequirements,
+    deadline_seconds: int,
+    env: list | None = None,
+    volumes: list | None = None,
+    **placement,
+) -> WorkflowTemplate:
+    """A WorkflowTemplate of one `foxhunt` container: every pod gets the same security, retries and metrics."""
     with WorkflowTemplate(
-        name=PRECOMPUTE_TEMPLATE,
-        entrypoint=PRECOMPUTE_STEP,
+        name=template,
+        entrypoint=step,
         service_account_name=options.service_account,
-        arguments=_arguments(PRECOMPUTE_INPUTS, options),
+        arguments=_arguments(inputs, options),
     ) as wt:
         Container(
-            name=PRECOMPUTE_STEP,
-            inputs=_inputs(PRECOMPUTE_INPUTS, options),
+            name=step,
+            inputs=_inputs(inputs, options),
             image=_arg("image"),
             command=["foxhunt"],
-            args=["precompute", "--bars", _arg("bars-uri"), "--out", _arg("fxcache-uri")],
-            env=_common_env(options),
-            volumes=_writable_dirs(),
-            resources=_resources(options.precompute_resources),
+            args=args,
+            env=env or _common_env(options),
+            volumes=volumes or _writable_dirs(),
+            resources=resources,
             security_context=_container_security(options),
             pod_security_context=_pod_security(options),
-            retry_strategy=_retry_strategy(options.precompute_deadline_seconds),
-            active_deadline_seconds=options.precompute_deadline_seconds,
-            metrics=_step_metrics(PRECOMPUTE_STEP),
+            retry_strategy=_retry_strategy(deadline_seconds),
+            active_deadline_seconds=deadline_seconds,
+            metrics=_step_metrics(step),
+            **placement,
         )
     return wt
 
 
+def precompute_template(options: RenderOptions) -> WorkflowTemplate:
+    """`precompute-features`: bars to fxcache on a CPU pod; a fast no-op when the cache is current."""
+    return _foxhunt_step_template(
+        options,
+        template=PRECOMPUTE_TEMPLATE,
+        step=PRECOMPUTE_STEP,
+        inputs=PRECOMPUTE_INPUTS,
+        args=["precompute", "--bars", _arg("bars-uri"), "--out", _arg("fxcache-uri")],
+        resources=_resources(options.precompute_resources),
+        deadline_seconds=options.precompute_deadline_seconds,
+    )
+
+
 def train_template(options: RenderOptions) -> WorkflowTemplate:
     """`train`: every walk-forward fold in one pod with exactly one GPU from the chosen pool."""
-    env = _common_env(options) + [Env(name="FOXHUNT_PUSHGATEWAY", value=_arg("pushgateway"))]
     args = [
         "train",
         "--fxcache", _arg("fxcache-uri"),
@@ -262,32 +287,21 @@ def train_template(options: RenderOptions) -> WorkflowTemplate:
         "--window", _arg("window"),
         "--max-folds", _arg("max-folds"),
     ]  # fmt: skip
-    with WorkflowTemplate(
-        name=TRAIN_TEMPLATE,
-        entrypoint=TRAIN_STEP,
-        service_account_name=options.service_account,
-        arguments=_arguments(TRAIN_INPUTS, options),
-    ) as wt:
-        Container(
-            name=TRAIN_STEP,
-            inputs=_inputs(TRAIN_INPUTS, options),
-            image=_arg("image"),
-            command=["foxhunt"],
-            args=args,
-            env=env,
-            volumes=_writable_dirs()
-            # PyTorch worker processes share tensors through /dev/shm, which defaults to 64 MiB.
-            + [EmptyDirVolume(name="dshm", mount_path=SHM_DIR, medium="Memory", size_limit=m.Quantity(options.shm_size))],
-            resources=_resources(options.train_resources, {"nvidia.com/gpu": "1"}),
-            node_selector={options.gpu_pool_label: _arg("gpu-pool")},
-            tolerations=[m.Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
-            security_context=_container_security(options),
-            pod_security_context=_pod_security(options),
-            retry_strategy=_retry_strategy(options.train_deadline_seconds),
-            active_deadline_seconds=options.train_deadline_seconds,
-            metrics=_step_metrics(TRAIN_STEP),
-        )
-    return wt
+    return _foxhunt_step_template(
+        options,
+        template=TRAIN_TEMPLATE,
+        step=TRAIN_STEP,
+        inputs=TRAIN_INPUTS,
+        args=args,
+        env=_common_env(options) + [Env(name="FOXHUNT_PUSHGATEWAY", value=_arg("pushgateway"))],
+        # PyTorch worker processes share tensors through /dev/shm, which defaults to 64 MiB.
+        volumes=_writable_dirs()
+        + [EmptyDirVolume(name="dshm", mount_path=SHM_DIR, medium="Memory", size_limit=m.Quantity(options.shm_size))],
+        resources=_resources(options.train_resources, {"nvidia.com/gpu": "1"}),
+        deadline_seconds=options.train_deadline_seconds,
+        node_selector={options.gpu_pool_label: _arg("gpu-pool")},
+        tolerations=[m.Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")],
+    )
 
 
 def pipeline_template(options: RenderOptions) -> WorkflowTemplate:

@@ -13,6 +13,7 @@ from foxhunt import storage
 BAR_COLUMNS = ("timestamp", "open", "high", "low", "close", "volume")
 PRICE_COLUMNS = ("open", "high", "low", "close")
 NS_PER_MINUTE = 60_000_000_000
+NS_PER_DAY = 1440 * NS_PER_MINUTE
 
 
 class BarsError(ValueError):
@@ -36,12 +37,13 @@ class Bars:
         return len(self.timestamp)
 
 
-def _iso(ns: int) -> str:
-    return str(np.datetime64(int(ns), "ns")) + "Z"
+def iso_utc(ns: int) -> str:
+    """An int64 ns UTC timestamp as ISO-8601 to the second, with a Z."""
+    return str(np.datetime64(int(ns), "ns").astype("datetime64[s]")) + "Z"
 
 
 def _fail(uri: str, row: int, ts: int | None, rule: str) -> BarsError:
-    where = f"row {row}" + (f" ({_iso(ts)})" if ts is not None else "")
+    where = f"row {row}" + (f" ({iso_utc(ts)})" if ts is not None else "")
     return BarsError(f"{uri}: {where}: {rule}")
 
 
@@ -61,10 +63,8 @@ def _timestamps_ns(column, uri: str, tz: str | None) -> np.ndarray:
     elif pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
         try:
             parsed = pc.strptime(column, format="%Y-%m-%dT%H:%M:%S", unit="ns", error_is_null=False)
-        except Exception:
-            parsed = None
-        if parsed is None:
-            raise BarsError(f"{uri}: column 'timestamp' is text that is not ISO-8601")
+        except pa.ArrowInvalid as exc:
+            raise BarsError(f"{uri}: column 'timestamp' is text that is not ISO-8601") from exc
         return _timestamps_ns(parsed, uri, tz)
     else:
         raise BarsError(f"{uri}: column 'timestamp' has type {column.type}, expected a timestamp or int64 ns")
@@ -74,22 +74,21 @@ def _timestamps_ns(column, uri: str, tz: str | None) -> np.ndarray:
     return np.asarray(values.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def _read_table(path: Path, uri: str):
+def _read_table(path: Path, data: bytes, uri: str):
+    """Parse the file's bytes (read once: they are also what the content hash covers)."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
-    if path.stat().st_size == 0:
+    if not data:
         raise BarsError(f"{uri}: empty file")
     suffixes = [s.lower() for s in path.suffixes]
     try:
         if ".parquet" in suffixes or ".pq" in suffixes:
-            return pq.read_table(path)
+            return pq.read_table(pa.BufferReader(data))
         if ".csv" in suffixes:
             convert = pacsv.ConvertOptions(column_types={c: pa.float64() for c in BAR_COLUMNS[1:]})
-            return pacsv.read_csv(path, convert_options=convert)
-    except BarsError:
-        raise
+            return pacsv.read_csv(pa.BufferReader(data), convert_options=convert)
     except Exception as exc:  # pyarrow's parse errors already say what; we add which file
         raise BarsError(f"{uri}: cannot parse: {exc}") from exc
     raise BarsError(f"{uri}: unknown format (expected .csv or .parquet)")
@@ -98,7 +97,8 @@ def _read_table(path: Path, uri: str):
 def read_bars_file(uri: str, tz: str | None = None) -> tuple[Bars, str]:
     """Read and validate one bars file; returns the bars and the sha256 of its bytes."""
     path = storage.fetch(uri)
-    table = _read_table(path, uri)
+    data = path.read_bytes()
+    table = _read_table(path, data, uri)
     names = {n.lower(): n for n in table.column_names}
     missing = [c for c in BAR_COLUMNS if c not in names]
     if missing:
@@ -115,8 +115,7 @@ def read_bars_file(uri: str, tz: str | None = None) -> tuple[Bars, str]:
             raise BarsError(f"{uri}: column '{c}' is not numeric ({col.type})") from exc
     bars = Bars(ts, cols["open"], cols["high"], cols["low"], cols["close"], cols["volume"], uri)
     validate_bars(bars, uri)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return bars, digest
+    return bars, hashlib.sha256(data).hexdigest()
 
 
 def validate_bars(bars: Bars, uri: str) -> None:
@@ -150,7 +149,7 @@ def read_bars(uris: list[str] | tuple[str, ...], tz: str | None = None) -> Bars:
     parts = sorted((read_bars_file(u, tz) + (u,) for u in uris), key=lambda p: int(p[0].timestamp[0]))
     for (prev, _, prev_uri), (nxt, _, uri) in zip(parts, parts[1:], strict=False):
         if nxt.timestamp[0] <= prev.timestamp[-1]:
-            raise _fail(uri, 0, int(nxt.timestamp[0]), f"overlaps {prev_uri}, which ends at {_iso(prev.timestamp[-1])}")
+            raise _fail(uri, 0, int(nxt.timestamp[0]), f"overlaps {prev_uri}, which ends at {iso_utc(prev.timestamp[-1])}")
     digest = hashlib.sha256("".join(h for _, h, _ in parts).encode()).hexdigest() if len(parts) > 1 else parts[0][1]
     cat = {c: np.concatenate([getattr(p[0], c) for p in parts]) for c in BAR_COLUMNS}
     return Bars(**cat, source=",".join(u for _, _, u in parts), content_hash=digest)

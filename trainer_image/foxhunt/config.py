@@ -6,6 +6,8 @@ from dataclasses import dataclass, fields
 
 # Forward-return horizons of the targets, in bars; the longest one sets the default purge gap.
 TARGET_HORIZONS: tuple[int, ...] = (1, 5, 15, 60)
+# The timed phases of every fold, in order: reports, metrics and the dashboard use these names.
+PHASES: tuple[str, ...] = ("reset", "normalize", "collect", "train", "validate", "checkpoint")
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.signal import lfilter
 
-from foxhunt.bars import Bars
+from foxhunt.bars import NS_PER_DAY, NS_PER_MINUTE, Bars
 from foxhunt.config import TARGET_HORIZONS
 
 RETURN_LAGS = (1, 2, 3, 5, 10, 15, 30, 60, 120, 240)
@@ -93,8 +93,6 @@ TARGET_NAMES: tuple[str, ...] = tuple(f"forward_log_return_{h}" for h in TARGET_
 WARMUP_BARS = max(*RETURN_LAGS, *VOLATILITY_WINDOWS, VOLUME_MEAN_WINDOW, *SMA_WINDOWS)
 LOOKAHEAD_BARS = max(TARGET_HORIZONS)
 
-_NS_PER_MINUTE = 60_000_000_000
-_NS_PER_DAY = 1440 * _NS_PER_MINUTE
 _VOLUME_VAR_FLOOR = 1e-9  # relative to mean²: below it a window's volume counts as constant
 _CUMSUM_CHUNK = 16_384  # rows per cumulative-sum chunk; bounds the sums' magnitude, hence their rounding
 
@@ -362,8 +360,8 @@ def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) 
 
         say("calendar")
         stamps = bars.timestamp[lo:hi]
-        days = stamps // _NS_PER_DAY
-        day_angle = (stamps - days * _NS_PER_DAY) * (2.0 * np.pi / _NS_PER_DAY)
+        days = stamps // NS_PER_DAY
+        day_angle = (stamps - days * NS_PER_DAY) * (2.0 * np.pi / NS_PER_DAY)
         by_feature[next(column)] = np.sin(day_angle)
         by_feature[next(column)] = np.cos(day_angle)
         del day_angle
@@ -371,7 +369,7 @@ def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) 
         week_angle = (2.0 * np.pi / 7.0) * np.arange(7)
         by_feature[next(column)] = np.sin(week_angle)[weekday]
         by_feature[next(column)] = np.cos(week_angle)[weekday]
-        gap_minutes = (stamps - bars.timestamp[lo - 1 : hi - 1]) / _NS_PER_MINUTE
+        gap_minutes = (stamps - bars.timestamp[lo - 1 : hi - 1]) / NS_PER_MINUTE
         by_feature[next(column)] = np.log1p(gap_minutes)
     assert next(column, None) is None, "every feature column is written exactly once"
 

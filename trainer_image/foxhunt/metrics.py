@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from prometheus_client import CollectorRegistry, Counter, Gauge, push_to_gateway, start_http_server
 
 from foxhunt import __version__
+from foxhunt.config import PHASES
 
 log = logging.getLogger(__name__)
 
-PHASES = ("reset", "normalize", "collect", "train", "validate", "checkpoint")
 RUN_STATUSES = ("succeeded", "failed")
 DEFAULT_JOB = "foxhunt-train"
 
@@ -36,6 +36,33 @@ def resolve_run_id(cli_value: str | None) -> str:
 def resolve_pushgateway(cli_value: str | None) -> str | None:
     """The Pushgateway URL: the flag, else $FOXHUNT_PUSHGATEWAY, else None (no pushes)."""
     return cli_value or os.environ.get("FOXHUNT_PUSHGATEWAY") or None
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+# One gauge per fold figure, labelled by fold: (name, help, how to read it from the fold's report).
+FOLD_GAUGES = (
+    ("foxhunt_fold_seconds", "Wall seconds of a whole fold.", lambda r: r["fold_seconds"]),
+    ("foxhunt_fold_epoch_seconds", "Mean seconds per training epoch of a fold.", lambda r: _mean(r["epoch_seconds"])),
+    ("foxhunt_fold_last_epoch_seconds", "Seconds of a fold's last epoch.",
+     lambda r: r["epoch_seconds"][-1] if r["epoch_seconds"] else 0.0),
+    ("foxhunt_fold_epochs", "Training epochs run in a fold.", lambda r: len(r["epoch_seconds"])),
+    ("foxhunt_fold_samples_per_second", "Training samples per second of a fold.", lambda r: r["samples_per_second"]),
+    ("foxhunt_fold_final_loss", "Training loss of a fold's last epoch.", lambda r: r["final_loss"]),
+    ("foxhunt_fold_train_rows", "Rows in a fold's training range.", lambda r: r["train_rows"]),
+    ("foxhunt_fold_validation_rows", "Rows in a fold's validation range.", lambda r: r["val_rows"]),
+    ("foxhunt_fold_difficulty_score", "Difficulty score of a fold's range.", lambda r: r["difficulty_score"]),
+    ("foxhunt_fold_validation_sharpe", "Validation Sharpe ratio of the greedy policy.",
+     lambda r: r["validation"]["sharpe"]),
+    ("foxhunt_fold_validation_return", "Validation total log return after costs.",
+     lambda r: r["validation"]["total_return"]),
+    ("foxhunt_fold_validation_max_drawdown", "Validation maximum drawdown of the greedy policy.",
+     lambda r: r["validation"]["max_drawdown"]),
+    ("foxhunt_fold_validation_turnover", "Validation turnover of the greedy policy.",
+     lambda r: r["validation"]["turnover"]),
+)
 
 
 def _has_host(url: str) -> bool:
@@ -71,7 +98,6 @@ class RunMetrics:
         self.push_failures = 0
         self.registry = CollectorRegistry()
         r = self.registry
-        fold, phase = ["fold"], ["fold", "phase"]
         self._info = Gauge("foxhunt_run_info", "Always 1; labels describe the run.",
                            ["model", "device", "version"], registry=r)
         self._info.labels(model=model, device=device, version=__version__).set(1)
@@ -82,29 +108,10 @@ class RunMetrics:
         self._load_seconds = Gauge("foxhunt_data_load_seconds", "Seconds to load the fxcache onto the device.",
                                    registry=r)
         self._rows = Gauge("foxhunt_data_rows", "Rows loaded from the fxcache.", registry=r)
-        self._phase = Gauge("foxhunt_fold_phase_seconds", "Seconds spent in each phase of a fold.", phase, registry=r)
-        self._fold_seconds = Gauge("foxhunt_fold_seconds", "Wall seconds of a whole fold.", fold, registry=r)
-        self._epoch = Gauge("foxhunt_fold_epoch_seconds", "Mean seconds per training epoch of a fold.", fold,
-                            registry=r)
-        self._last_epoch = Gauge("foxhunt_fold_last_epoch_seconds", "Seconds of a fold's last epoch.", fold,
-                                 registry=r)
-        self._epochs = Gauge("foxhunt_fold_epochs", "Training epochs run in a fold.", fold, registry=r)
-        self._sps = Gauge("foxhunt_fold_samples_per_second", "Training samples per second of a fold.", fold,
-                          registry=r)
-        self._loss = Gauge("foxhunt_fold_final_loss", "Training loss of a fold's last epoch.", fold, registry=r)
-        self._train_rows = Gauge("foxhunt_fold_train_rows", "Rows in a fold's training range.", fold, registry=r)
-        self._val_rows = Gauge("foxhunt_fold_validation_rows", "Rows in a fold's validation range.", fold,
-                               registry=r)
-        self._difficulty = Gauge("foxhunt_fold_difficulty_score", "Difficulty score of a fold's range.", fold,
-                                 registry=r)
-        self._sharpe = Gauge("foxhunt_fold_validation_sharpe", "Validation Sharpe ratio of the greedy policy.", fold,
-                             registry=r)
-        self._return = Gauge("foxhunt_fold_validation_return", "Validation total log return after costs.",
-                             fold, registry=r)
-        self._drawdown = Gauge("foxhunt_fold_validation_max_drawdown", "Validation maximum drawdown of the greedy policy.",
-                               fold, registry=r)
-        self._turnover = Gauge("foxhunt_fold_validation_turnover", "Validation turnover of the greedy policy.", fold,
-                               registry=r)
+        self._phase = Gauge("foxhunt_fold_phase_seconds", "Seconds spent in each phase of a fold.",
+                            ["fold", "phase"], registry=r)
+        self._fold_gauges = [(Gauge(name, help_text, ["fold"], registry=r), read)
+                             for name, help_text, read in FOLD_GAUGES]
         self._last_fold_ts = Gauge("foxhunt_last_fold_completed_timestamp_seconds",
                                    "Unix time the latest fold completed.", registry=r)
         self._folds_done = Counter("foxhunt_folds_completed", "Folds completed in this run.", registry=r)
@@ -129,22 +136,8 @@ class RunMetrics:
         fold = str(int(report["fold"]))
         for phase in PHASES:
             self._phase.labels(fold=fold, phase=phase).set(report["phases"][phase])
-        epochs = list(report["epoch_seconds"])
-        self._fold_seconds.labels(fold).set(report["fold_seconds"])
-        self._epochs.labels(fold).set(len(epochs))
-        if epochs:
-            self._epoch.labels(fold).set(sum(epochs) / len(epochs))
-            self._last_epoch.labels(fold).set(epochs[-1])
-        self._sps.labels(fold).set(report["samples_per_second"])
-        self._loss.labels(fold).set(report["final_loss"])
-        self._train_rows.labels(fold).set(report["train_rows"])
-        self._val_rows.labels(fold).set(report["val_rows"])
-        self._difficulty.labels(fold).set(report["difficulty_score"])
-        validation = report["validation"]
-        self._sharpe.labels(fold).set(validation["sharpe"])
-        self._return.labels(fold).set(validation["total_return"])
-        self._drawdown.labels(fold).set(validation["max_drawdown"])
-        self._turnover.labels(fold).set(validation["turnover"])
+        for gauge, read in self._fold_gauges:
+            gauge.labels(fold).set(read(report))
         self._folds_done.inc()
         self._last_fold_ts.set(time.time())
         self.push()

@@ -11,20 +11,13 @@ from dataclasses import asdict, dataclass, field
 import torch
 
 from foxhunt import __version__, storage
-from foxhunt.bars import generate_sample_bars, read_bars
-from foxhunt.config import DQNConfig, FoldConfig
-from foxhunt.features import compute_features
+from foxhunt.bars import generate_sample_bars, iso_utc, read_bars
+from foxhunt.config import PHASES, DQNConfig, FoldConfig
+from foxhunt.features import FEATURE_NAMES, compute_features
 from foxhunt.fxcache import fxcache_matches, read_fxcache, write_fxcache
 from foxhunt.metrics import RunMetrics, resolve_pushgateway, resolve_run_id
 from foxhunt.report import render_run_png
-from foxhunt.trainer import (
-    PHASES,
-    DQNTrainer,
-    TrainingDiverged,
-    resolve_device,
-    synchronize,
-    to_device,
-)
+from foxhunt.trainer import DQNTrainer, resolve_device, synchronize, to_device
 from foxhunt.walk_forward import FoldRange, generate_walk_forward_indices
 
 Progress = Callable[[str], None]
@@ -72,17 +65,11 @@ def precompute(
     write_fxcache(out_uri, table, source_uri=bars.source, source_hash=bars.content_hash)
     t_write = time.perf_counter() - t0
     seconds = time.perf_counter() - start
-    first, last = _iso(table.timestamp[0]), _iso(table.timestamp[-1])
+    first, last = iso_utc(table.timestamp[0]), iso_utc(table.timestamp[-1])
     progress(f"precompute: {len(bars):,} bars in → {len(table):,} rows out, {first} → {last}, "
              f"wrote {out_uri} in {t_write:.2f}s, {seconds:.2f}s total")
     return {"cache_hit": False, "out": out_uri, "rows_in": len(bars), "rows_out": len(table),
             "first": first, "last": last, "seconds": seconds}
-
-
-def _iso(ns) -> str:
-    import numpy as np
-
-    return str(np.datetime64(int(ns), "ns").astype("datetime64[s]")) + "Z"
 
 
 # ---- train --------------------------------------------------------------------------------------
@@ -134,7 +121,9 @@ def train_fold(trainer: DQNTrainer, fold_range: FoldRange, epochs: int, out_uri:
     phases["train"] = sum(history.train_seconds)
 
     t0 = time.perf_counter()
-    validation = trainer.validate()
+    positions = trainer.greedy_positions()  # one rollout serves the metrics and the plot
+    validation = trainer.evaluate(positions)
+    curve = trainer.equity_curve(positions, fold_range.val_start)
     synchronize(device)
     phases["validate"] = time.perf_counter() - t0
 
@@ -143,7 +132,7 @@ def train_fold(trainer: DQNTrainer, fold_range: FoldRange, epochs: int, out_uri:
     buf = io.BytesIO()
     torch.save(trainer.state_dict_cpu(), buf)
     storage.write_bytes(storage.join(fold_dir, "weights.pt"), buf.getvalue())
-    norm = {"fold": fold, "feature_names": list(_feature_names()), **trainer.norm_stats_dict()}
+    norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **trainer.norm_stats_dict()}
     _write_json(storage.join(fold_dir, f"norm_stats_fold{fold}.json"), norm)
     phases["checkpoint"] = time.perf_counter() - t0
 
@@ -155,24 +144,22 @@ def train_fold(trainer: DQNTrainer, fold_range: FoldRange, epochs: int, out_uri:
         "phases": {p: phases[p] for p in PHASES},
         "fold_seconds": time.perf_counter() - fold_start,
         "epoch_seconds": history.epoch_seconds,
-        "samples_per_second": history.samples / train_seconds,
+        "samples_per_second": trainer.steps_done * trainer.config.batch_size / train_seconds,
         "final_loss": history.loss[-1] if history.loss else float("nan"),
         "loss": history.loss,
         "steps": trainer.steps_done,
         "validation": validation,
     }
     _write_json(storage.join(fold_dir, "report.json"), report)
-    return report, trainer.equity_curve(fold_range.val_start, fold_range.val_end)
+    return report, curve
 
 
-def _feature_names() -> tuple[str, ...]:
-    from foxhunt.features import FEATURE_NAMES
+def train(fxcache_uri: str, out_uri: str, settings: TrainSettings, progress: Progress = _print,
+          *, summary_extra: dict | None = None) -> dict:
+    """The one-pod run: load the fxcache once, put it on the device once, train every fold on one trainer.
 
-    return FEATURE_NAMES
-
-
-def train(fxcache_uri: str, out_uri: str, settings: TrainSettings, progress: Progress = _print) -> dict:
-    """The one-pod run: load the fxcache once, put it on the device once, train every fold on one trainer."""
+    `summary_extra` is merged into `summary.json` (the pipeline adds its precompute figures).
+    """
     if settings.model != "dqn":
         raise ValueError(f"--model {settings.model}: only 'dqn' exists")
     if settings.trials != 0:
@@ -180,8 +167,6 @@ def train(fxcache_uri: str, out_uri: str, settings: TrainSettings, progress: Pro
     if settings.epochs < 1:
         raise ValueError(f"--epochs {settings.epochs}: must be at least 1")
     device = resolve_device(settings.device)
-    if device.type == "cuda":
-        torch.set_float32_matmul_precision("high")  # TF32 matmuls: the net is small, the batch large
     run_id = resolve_run_id(settings.run_id)
     metrics = RunMetrics(run_id, pushgateway=resolve_pushgateway(settings.pushgateway), model=settings.model,
                          device=str(device), metrics_port=settings.metrics_port)
@@ -205,7 +190,7 @@ def train(fxcache_uri: str, out_uri: str, settings: TrainSettings, progress: Pro
         "fxcache": fxcache_uri, "fxcache_checksum": cache.metadata.get("checksum"), "rows": len(cache),
         "data_load_seconds": load_seconds, "epochs": settings.epochs, "seed": settings.seed,
         "fold_config": asdict(settings.folds), "dqn_config": asdict(settings.dqn),
-        "graph_captures": trainer.graph_captures, "folds": [], "status": "running",
+        "graph_captures": trainer.graph_captures, "folds": [], "status": "running", **(summary_extra or {}),
     }
     curves = {}
     try:
@@ -217,28 +202,28 @@ def train(fxcache_uri: str, out_uri: str, settings: TrainSettings, progress: Pro
             p = report["phases"]
             progress(f"fold {fold_range.fold} done: reset {p['reset'] * 1e3:.1f}ms normalize {p['normalize'] * 1e3:.1f}ms "
                      f"train {p['train']:.2f}s validation Sharpe {report['validation']['sharpe']:.2f}")
-    except (TrainingDiverged, RuntimeError, OSError) as exc:
-        summary["status"] = "failed"
+    except (RuntimeError, OSError) as exc:  # TrainingDiverged is a RuntimeError
         summary["error"] = f"{type(exc).__name__}: {exc}"
-        summary["push_failures"] = metrics.push_failures
-        summary["run_seconds"] = time.perf_counter() - run_start
-        _write_json(storage.join(out_uri, "summary.json"), summary)
-        metrics.run_finished("failed")
+        _finish(summary, "failed", metrics, run_start, out_uri)
         done = len(summary["folds"])
         raise RunFailed(f"fold {done} failed: {exc}; {done} completed fold(s) and summary.json are in {out_uri}") from exc
-    summary["status"] = "succeeded"
-    summary["run_seconds"] = time.perf_counter() - run_start
-    summary["graph_captures"] = trainer.graph_captures
-    metrics.run_finished("succeeded")
-    summary["push_failures"] = metrics.push_failures
     try:
         png = render_run_png(summary["folds"], curves, f"foxhunt run {run_id} on {device}")
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
         progress(f"run.png not drawn: {exc}")
     else:
         storage.write_bytes(storage.join(out_uri, "run.png"), png)
-    _write_json(storage.join(out_uri, "summary.json"), summary)
+    _finish(summary, "succeeded", metrics, run_start, out_uri)
     return summary
+
+
+def _finish(summary: dict, status: str, metrics: RunMetrics, run_start: float, out_uri: str) -> None:
+    """Close the run: final push, then `summary.json` with the status and every push failure counted."""
+    summary["status"] = status
+    summary["run_seconds"] = time.perf_counter() - run_start
+    metrics.run_finished(status)
+    summary["push_failures"] = metrics.push_failures
+    _write_json(storage.join(out_uri, "summary.json"), summary)
 
 
 def fold_table(summary: dict) -> str:
@@ -262,7 +247,4 @@ def pipeline(bars_uris: list[str] | None, out_uri: str, settings: TrainSettings,
     """Precompute then train, locally; with no bars, on generated sample bars."""
     fxcache_uri = storage.join(out_uri, "features.fxcache")
     pre = precompute(bars_uris, fxcache_uri, tz=tz, sample_bars=sample_bars, seed=settings.seed, progress=progress)
-    summary = train(fxcache_uri, out_uri, settings, progress)
-    summary["precompute"] = pre
-    _write_json(storage.join(out_uri, "summary.json"), summary)
-    return summary
+    return train(fxcache_uri, out_uri, settings, progress, summary_extra={"precompute": pre})

@@ -22,11 +22,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from foxhunt.bars import NS_PER_DAY
 from foxhunt.config import DQNConfig
 
 N_ACTIONS = 3
 FLAT = 1  # action index of the flat position
-PHASES = ("reset", "normalize", "collect", "train", "validate", "checkpoint")
 # Rows per batched forward pass in collection and validation: bounds activation memory, and on a
 # GPU a larger chunk means fewer launches.
 _CHUNK_ROWS = {"cpu": 1 << 18, "cuda": 1 << 20}
@@ -40,10 +40,10 @@ def resolve_device(name: str = "auto") -> torch.device:
     """`auto` → CUDA when present, else CPU; `cuda` without a GPU is a ValueError."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError("--device cuda: no CUDA device is available")
-    if name not in ("cpu",) and not name.startswith("cuda"):
+    if name != "cpu" and not name.startswith("cuda"):
         raise ValueError(f"--device {name}: expected auto, cpu or cuda")
+    if name != "cpu" and not torch.cuda.is_available():
+        raise ValueError(f"--device {name}: no CUDA device is available")
     return torch.device(name)
 
 
@@ -60,7 +60,6 @@ class DeviceData:
     features: torch.Tensor  # (n, 42) float32
     targets: torch.Tensor  # (n, 4) float32
     timestamp: np.ndarray  # (n,) int64 ns, stays on the host (fold boundaries, annualization)
-    load_seconds: float = 0.0
     uploaded_bytes: int = 0
 
 
@@ -68,7 +67,6 @@ def to_device(
     features: np.ndarray, targets: np.ndarray, timestamp: np.ndarray, device: torch.device
 ) -> DeviceData:
     """Put the arrays on the device once: zero-copy on CPU, pinned staging + async copies on CUDA."""
-    start = time.perf_counter()
     if device.type == "cpu":
         import warnings
 
@@ -83,7 +81,7 @@ def to_device(
         targs = _upload(targets, device)
         uploaded = features.nbytes + targets.nbytes
     synchronize(device)
-    return DeviceData(feats, targs, timestamp, time.perf_counter() - start, uploaded)
+    return DeviceData(feats, targs, timestamp, uploaded)
 
 
 def _upload(array: np.ndarray, device: torch.device, chunk_bytes: int = 64 << 20) -> torch.Tensor:
@@ -125,13 +123,13 @@ def fold_seed(seed: int, fold: int) -> int:
 class FoldHistory:
     """What one fold's training produced, epoch by epoch."""
 
-    epoch_seconds: list[float] = field(default_factory=list)
     collect_seconds: list[float] = field(default_factory=list)
     train_seconds: list[float] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
-    q_absmax: list[float] = field(default_factory=list)
-    epsilon: list[float] = field(default_factory=list)
-    samples: int = 0
+
+    @property
+    def epoch_seconds(self) -> list[float]:
+        return [c + t for c, t in zip(self.collect_seconds, self.train_seconds, strict=True)]
 
 
 class DQNTrainer:
@@ -174,7 +172,6 @@ class DQNTrainer:
         self.std = torch.ones(n_features, device=dev)
         self.train_start = torch.zeros((), dtype=torch.long, device=dev)
         self.n_valid = torch.ones((), dtype=torch.long, device=dev)
-        self.n_valid_f = torch.ones((), dtype=torch.float32, device=dev)
 
         # Replay: one transition per training bar, sized once for the largest fold.
         self.capacity = int(max_train_rows)
@@ -206,7 +203,6 @@ class DQNTrainer:
         n = fold_range.train_rows - 1  # the last bar has no next state inside the fold
         self.train_start.fill_(fold_range.train_start)
         self.n_valid.fill_(n)
-        self.n_valid_f.fill_(float(n))
 
     @torch.no_grad()
     def reset_for_fold(self, fold: int) -> None:
@@ -242,8 +238,7 @@ class DQNTrainer:
     @torch.no_grad()
     def compute_norm_stats(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and std per feature over the fold's training slice, on the device."""
-        fr = self.fold_range
-        train = self.data.features[fr.train_start : fr.train_end]  # a view
+        train = self.data.features[self.fold_range.train_slice]  # a view
         std, mean = torch.std_mean(train, dim=0, correction=0)
         # Constant features (e.g. zero volume) would divide by zero; 1 leaves them centred at 0.
         std = torch.where(std > 1e-8, std, torch.ones_like(std))
@@ -256,21 +251,20 @@ class DQNTrainer:
         return {"mean": self.mean.tolist(), "std": self.std.tolist()}
 
     # ---- the learning step ------------------------------------------------------------------
-    def _state(self, rows: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
-        x = (self.data.features[rows] - self.mean) / self.std
-        return torch.cat([x, position.unsqueeze(1)], dim=1)
+    def _state(self, features: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        """Network input: feature rows normalized with the fold's stats, then the incoming position."""
+        return torch.cat([(features - self.mean) / self.std, position.unsqueeze(1)], dim=1)
 
     def _td_loss_eager(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Double-DQN Huber loss on a batch drawn by `u` (uniforms), and the batch's largest |Q|."""
         cfg = self.config
         batch = u.shape[0]
-        idx = torch.minimum((u * self.n_valid_f).long(), self.n_valid - 1)
+        idx = torch.minimum((u * self.n_valid).long(), self.n_valid - 1)
         rows = idx + self.train_start
         action = self.replay_action[idx]
         # State and next state in one gather: rows t and t + 1 of the device features.
-        x = (self.data.features[torch.cat([rows, rows + 1])] - self.mean) / self.std
-        position = torch.cat([self.replay_position[idx], (action - 1).to(x.dtype)])
-        states = torch.cat([x, position.unsqueeze(1)], dim=1)
+        position = torch.cat([self.replay_position[idx], (action - 1).to(self.replay_position.dtype)])
+        states = self._state(self.data.features[torch.cat([rows, rows + 1])], position)
         state, next_state = states[:batch], states[batch:]
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cuda and cfg.bf16):
             q_all = self.online(state).float()
@@ -331,19 +325,18 @@ class DQNTrainer:
         fr = self.fold_range
         n = fr.train_rows - 1
         cfg = self.config
-        reward_1bar = self.data.targets[:, 0]
         chunk = _CHUNK_ROWS[self.device.type]
         for lo in range(0, n, chunk):
             hi = min(lo + chunk, n)
-            rows = torch.arange(fr.train_start + lo, fr.train_start + hi, device=self.device)
+            rows = slice(fr.train_start + lo, fr.train_start + hi)
             incoming = torch.randint(0, N_ACTIONS, (hi - lo,), device=self.device, generator=self.generator)
             position = (incoming - 1).to(torch.float32)
-            greedy = self.online(self._state(rows, position)).argmax(dim=1)
+            greedy = self.online(self._state(self.data.features[rows], position)).argmax(dim=1)
             explore = torch.rand(hi - lo, device=self.device, generator=self.generator) < epsilon
             random_action = torch.randint(0, N_ACTIONS, (hi - lo,), device=self.device, generator=self.generator)
             action = torch.where(explore, random_action, greedy)
             new_position = (action - 1).to(torch.float32)
-            reward = new_position * reward_1bar[rows] - cfg.cost * (new_position - position).abs()
+            reward = new_position * self.data.targets[rows, 0] - cfg.cost * (new_position - position).abs()
             self.replay_position[lo:hi] = position
             self.replay_action[lo:hi] = action
             self.replay_reward[lo:hi] = reward * cfg.reward_scale
@@ -383,14 +376,9 @@ class DQNTrainer:
             raise TrainingDiverged(f"fold {fold} epoch {epoch}: loss is {loss}")
         if not math.isfinite(q_absmax) or q_absmax > self.config.q_limit:
             raise TrainingDiverged(f"fold {fold} epoch {epoch}: |Q| reached {q_absmax:.3g} (limit {self.config.q_limit:g})")
-        h = self.history
-        h.collect_seconds.append(t1 - t0)
-        h.train_seconds.append(t2 - t1)
-        h.epoch_seconds.append(t2 - t0)
-        h.loss.append(loss)
-        h.q_absmax.append(q_absmax)
-        h.epsilon.append(eps)
-        h.samples += done * self.config.batch_size
+        self.history.collect_seconds.append(t1 - t0)
+        self.history.train_seconds.append(t2 - t1)
+        self.history.loss.append(loss)
         self.steps_done += done
         return {"epoch": epoch, "loss": loss, "epsilon": eps, "steps": done, "seconds": t2 - t0,
                 "samples_per_second": done * self.config.batch_size / max(t2 - t1, 1e-9)}
@@ -403,35 +391,43 @@ class DQNTrainer:
         chunk = _CHUNK_ROWS[self.device.type]
         for lo in range(start, end, chunk):
             hi = min(lo + chunk, end)
-            rows = torch.arange(lo, hi, device=self.device)
+            features = self.data.features[lo:hi]
             for p in range(N_ACTIONS):
                 position = torch.full((hi - lo,), float(p - 1), device=self.device)
-                maps[lo - start : hi - start, p] = self.online(self._state(rows, position)).argmax(dim=1)
+                maps[lo - start : hi - start, p] = self.online(self._state(features, position)).argmax(dim=1)
         return maps
 
     @torch.no_grad()
-    def validate(self, start: int | None = None, end: int | None = None) -> dict:
-        """The exact greedy policy with position state and costs over [start, end), on the device."""
-        fr = self.fold_range
-        start = fr.val_start if start is None else start
-        end = fr.val_end if end is None else end
-        positions = rollout_positions(self.greedy_maps(start, end), FLAT) - 1
+    def greedy_positions(self, start: int | None = None, end: int | None = None) -> torch.Tensor:
+        """Positions (−1, 0, 1) of the exact greedy policy over [start, end), entered from flat."""
+        start = self.fold_range.val_start if start is None else start
+        end = self.fold_range.val_end if end is None else end
+        return (rollout_positions(self.greedy_maps(start, end), FLAT) - 1).to(torch.float32)
+
+    @torch.no_grad()
+    def evaluate(self, positions: torch.Tensor, start: int | None = None) -> dict:
+        """Metrics of `positions` held from bar `start` on, beside buy-and-hold and flat, on the device."""
+        start = self.fold_range.val_start if start is None else start
+        end = start + positions.numel()
         returns = self.data.targets[start:end, 0]
-        ts = self.data.timestamp[start:end]
-        periods = periods_per_year(ts)
+        periods = periods_per_year(self.data.timestamp[start:end])
         return {
-            **policy_metrics(positions.to(torch.float32), returns, self.config.cost, periods),
+            **policy_metrics(positions, returns, self.config.cost, periods),
             "buy_and_hold": policy_metrics(torch.ones_like(returns), returns, self.config.cost, periods),
             "flat": policy_metrics(torch.zeros_like(returns), returns, self.config.cost, periods),
             "periods_per_year": periods,
         }
 
+    def validate(self, start: int | None = None, end: int | None = None) -> dict:
+        """The exact greedy policy with position state and costs over [start, end) (default: validation)."""
+        start = self.fold_range.val_start if start is None else start
+        return self.evaluate(self.greedy_positions(start, end), start)
+
     @torch.no_grad()
-    def equity_curve(self, start: int, end: int, points: int = 1000) -> np.ndarray:
-        """Cumulative log return of the greedy policy, thinned to at most `points` values (for plots)."""
-        positions = (rollout_positions(self.greedy_maps(start, end), FLAT) - 1).to(torch.float32)
-        pnl = policy_pnl(positions, self.data.targets[start:end, 0], self.config.cost)
-        curve = torch.cumsum(pnl.double(), 0)
+    def equity_curve(self, positions: torch.Tensor, start: int, points: int = 1000) -> np.ndarray:
+        """Cumulative log return of `positions` held from bar `start`, thinned to ≤ `points` values (plots)."""
+        returns = self.data.targets[start : start + positions.numel(), 0]
+        curve = torch.cumsum(policy_pnl(positions, returns, self.config.cost).double(), 0)
         step = max(1, curve.numel() // points)
         return curve[::step].cpu().numpy()
 
@@ -468,37 +464,41 @@ def rollout_positions_reference(maps: np.ndarray, start_index: int) -> np.ndarra
     return out
 
 
+def position_changes(positions: torch.Tensor) -> torch.Tensor:
+    """|position − previous position| per bar, the first entered from flat: what costs are paid on."""
+    return torch.diff(positions, prepend=positions.new_zeros(1)).abs()
+
+
 def policy_pnl(positions: torch.Tensor, returns: torch.Tensor, cost: float) -> torch.Tensor:
     """Per-bar log return of holding `positions` (entered from flat), after costs."""
-    previous = torch.cat([positions.new_zeros(1), positions[:-1]])
-    return positions * returns - cost * (positions - previous).abs()
+    return positions * returns - cost * position_changes(positions)
 
 
 def periods_per_year(timestamp: np.ndarray) -> float:
     """Bars per year implied by the average spacing of the timestamps (gaps included)."""
     if len(timestamp) < 2:
         return 1.0
-    span_years = (int(timestamp[-1]) - int(timestamp[0])) / (365.25 * 86400e9)
+    span_years = (int(timestamp[-1]) - int(timestamp[0])) / (365.25 * NS_PER_DAY)
     return (len(timestamp) - 1) / span_years if span_years > 0 else 1.0
 
 
 def policy_metrics(positions: torch.Tensor, returns: torch.Tensor, cost: float, periods: float) -> dict:
     """Sharpe (annualized), total log return, max drawdown, turnover and hit rate, computed on the device."""
-    pnl = policy_pnl(positions, returns, cost).double()
+    changes = position_changes(positions)
+    pnl = (positions * returns - cost * changes).double()
     n = pnl.numel()
     mean = pnl.mean()
     std = pnl.std(correction=0)
     equity = torch.cumsum(pnl, 0)
     peak = torch.cummax(torch.cat([equity.new_zeros(1), equity]), 0).values[1:]
     drawdown = 1.0 - torch.exp(-(peak - equity).max()) if n else equity.new_zeros(())
-    previous = torch.cat([positions.new_zeros(1), positions[:-1]])
     active = positions != 0
     hits = ((pnl > 0) & active).sum()
     values = torch.stack([
         torch.where(std > 0, mean / std * math.sqrt(periods), torch.zeros_like(mean)),
         pnl.sum(),
         drawdown.double(),
-        (positions - previous).abs().sum().double(),
+        changes.sum().double(),
         torch.where(active.sum() > 0, hits / active.sum().clamp(min=1), torch.zeros_like(mean)).double(),
     ]).tolist()  # one host transfer for the five figures
     return dict(zip(("sharpe", "total_return", "max_drawdown", "turnover", "hit_rate"), values, strict=True))

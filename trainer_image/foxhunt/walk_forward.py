@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from foxhunt.bars import NS_PER_DAY
 from foxhunt.config import FoldConfig
 
-NS_PER_DAY = 86_400 * 10**9
 MODES = ("rolling", "expanding")
 
 
