@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the tests need on a fresh machine, then runs them. The suite starts its own
-# services on 127.0.0.1 (Pushgateway, Prometheus, SeaweedFS, moto) and stops them.
+# services on 127.0.0.1 (Pushgateway, Prometheus, SeaweedFS, moto, PostgreSQL) and stops them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,13 @@ if ! command -v prometheus >/dev/null || ! command -v prometheus-pushgateway >/d
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
     prometheus prometheus-pushgateway >/dev/null
+fi
+
+# PostgreSQL for the trials' shared-study tests (tests/pg_service.py starts its own cluster).
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  echo "== installing Debian postgresql"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
 fi
 
 echo "== python environment (.venv)"

@@ -3,3 +3,6 @@ from s3_server import *  # noqa
 
 # Prometheus and Pushgateway on loopback, as fixtures any test module can request.
 from prom_services import *  # noqa
+
+# PostgreSQL on loopback, as fixtures any test module can request.
+from pg_service import *  # noqa

@@ -14,6 +14,7 @@ from prom_services import finish_pipeline, free_port, pushed_samples, start_pipe
 
 import foxhunt
 from foxhunt.metrics import PHASES, RunMetrics, resolve_pushgateway, resolve_run_id
+from foxhunt.reports import EpochStats, FoldDates, FoldReport, PolicyMetrics, Validation
 
 pytestmark = pytest.mark.services
 
@@ -22,21 +23,31 @@ TIMEOUT_S = 0.5
 MARGIN_S = 0.5
 
 
-def fold_report(fold: int) -> dict:
-    """A fold report shaped like the pipeline's fold_N/report.json, with values distinct per fold."""
+def policy(sharpe: float, total_return: float, max_drawdown: float, turnover: float = 0.0,
+           hit_rate: float = 0.0) -> PolicyMetrics:
+    return PolicyMetrics(sharpe, total_return, max_drawdown, turnover, hit_rate, gross_sharpe=sharpe,
+                         gross_return=total_return, exposure=0.5)
+
+
+def fold_report(fold: int) -> FoldReport:
+    """A fold report like the pipeline's fold_N/report.json, with values distinct per fold."""
     base = 1.0 + fold
-    return {
-        "fold": fold, "train_start": 1000 * fold, "train_end": 1000 * fold + 800, "val_start": 1000 * fold + 810,
-        "val_end": 1000 * fold + 1000, "train_rows": 800 + fold, "val_rows": 190 + fold,
-        "difficulty_score": 0.25 * base,
-        "phases": {p: base * (i + 1) / 1000.0 for i, p in enumerate(PHASES)},
-        "fold_seconds": 3.5 * base, "epoch_seconds": [0.5 * base, 0.7 * base, 0.6 * base],
-        "samples_per_second": 12345.5 * base, "final_loss": 0.125 * base,
-        "validation": {"sharpe": 1.5 * base - 4.0, "total_return": 0.01 * base, "max_drawdown": 0.02 * base,
-                       "turnover": 17.0 * base, "hit_rate": 0.51,
-                       "buy_and_hold": {"sharpe": 0.3, "total_return": 0.001, "max_drawdown": 0.05},
-                       "flat": {"sharpe": 0.0, "total_return": 0.0, "max_drawdown": 0.0}},
-    }
+    epochs = [EpochStats(epoch=i, loss=0.125 * base, epsilon=0.5, steps=10, collect_seconds=0.1 * base,
+                         train_seconds=(s - 0.1) * base, samples_per_second=1.0)
+              for i, s in enumerate((0.5, 0.7, 0.6))]
+    return FoldReport(
+        fold=fold, train_start=1000 * fold, train_end=1000 * fold + 800 + fold, val_start=1000 * fold + 810,
+        val_end=1000 * fold + 1000 + fold, difficulty_score=0.25 * base,
+        dates=FoldDates("2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z", "2024-01-02T01:00:00Z",
+                        "2024-01-03T00:00:00Z"),
+        phases={p: base * (i + 1) / 1000.0 for i, p in enumerate(PHASES)},
+        fold_seconds=3.5 * base, samples_per_second=12345.5 * base, steps=30, epochs=epochs,
+        validation=Validation(
+            model=policy(1.5 * base - 4.0, 0.01 * base, 0.02 * base, 17.0 * base, 0.51),
+            baselines={"buy_and_hold": policy(0.3, 0.001, 0.05), "flat": policy(0.0, 0.0, 0.0)},
+            periods_per_year=525_960.0,
+        ),
+    )
 
 
 def new_metrics(run_id: str, pushgateway: str | None, **kwargs) -> RunMetrics:
@@ -65,7 +76,7 @@ def test_every_phase_of_every_fold_is_pushed_with_the_reports_seconds(pushgatewa
     samples = pushed_samples(pushgateway, run_id)
     for fold in range(2):
         for phase in PHASES:
-            expected = fold_report(fold)["phases"][phase]
+            expected = fold_report(fold).phases[phase]
             assert value(samples, "foxhunt_fold_phase_seconds", fold=str(fold), phase=phase) == expected
 
 
@@ -74,21 +85,21 @@ def test_fold_gauges_equal_the_report(pushgateway):
     one_run(new_metrics(run_id, pushgateway))
     samples = pushed_samples(pushgateway, run_id)
     r = fold_report(1)
-    epochs = r["epoch_seconds"]
+    epochs = r.epoch_seconds
     expected = {
-        "foxhunt_fold_seconds": r["fold_seconds"],
+        "foxhunt_fold_seconds": r.fold_seconds,
         "foxhunt_fold_epoch_seconds": sum(epochs) / len(epochs),
         "foxhunt_fold_last_epoch_seconds": epochs[-1],
         "foxhunt_fold_epochs": len(epochs),
-        "foxhunt_fold_samples_per_second": r["samples_per_second"],
-        "foxhunt_fold_final_loss": r["final_loss"],
-        "foxhunt_fold_train_rows": r["train_rows"],
-        "foxhunt_fold_validation_rows": r["val_rows"],
-        "foxhunt_fold_difficulty_score": r["difficulty_score"],
-        "foxhunt_fold_validation_sharpe": r["validation"]["sharpe"],
-        "foxhunt_fold_validation_return": r["validation"]["total_return"],
-        "foxhunt_fold_validation_max_drawdown": r["validation"]["max_drawdown"],
-        "foxhunt_fold_validation_turnover": r["validation"]["turnover"],
+        "foxhunt_fold_samples_per_second": r.samples_per_second,
+        "foxhunt_fold_final_loss": r.final_loss,
+        "foxhunt_fold_train_rows": r.train_rows,
+        "foxhunt_fold_validation_rows": r.val_rows,
+        "foxhunt_fold_difficulty_score": r.difficulty_score,
+        "foxhunt_fold_validation_sharpe": r.validation.model.sharpe,
+        "foxhunt_fold_validation_return": r.validation.model.total_return,
+        "foxhunt_fold_validation_max_drawdown": r.validation.model.max_drawdown,
+        "foxhunt_fold_validation_turnover": r.validation.model.turnover,
     }
     assert {name: value(samples, name, fold="1") for name in expected} == expected
 
@@ -130,8 +141,8 @@ def test_two_runs_with_different_ids_are_both_fully_present(pushgateway):
     a.run_finished("succeeded")
     b.run_finished("failed")
     got_a, got_b = pushed_samples(pushgateway, first), pushed_samples(pushgateway, second)
-    assert value(got_a, "foxhunt_fold_validation_sharpe", fold="0") == fold_report(0)["validation"]["sharpe"]
-    assert value(got_b, "foxhunt_fold_validation_sharpe", fold="1") == fold_report(1)["validation"]["sharpe"]
+    assert value(got_a, "foxhunt_fold_validation_sharpe", fold="0") == fold_report(0).validation.model.sharpe
+    assert value(got_b, "foxhunt_fold_validation_sharpe", fold="1") == fold_report(1).validation.model.sharpe
     assert value(got_a, "foxhunt_run_finished", status="succeeded") == 1
     assert value(got_b, "foxhunt_run_finished", status="failed") == 1
 
@@ -234,7 +245,7 @@ def test_live_metrics_endpoint_serves_the_runs_registry():
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     finally:
         m.close()
-    expected = fold_report(0)["phases"]["train"]
+    expected = fold_report(0).phases["train"]
     match = re.search(r'^foxhunt_fold_phase_seconds\{fold="0",phase="train"\} (\S+)$', text, re.M)
     assert match is not None and float(match.group(1)) == expected
 

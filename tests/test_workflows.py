@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from hera.workflows import Env
+from secret_planting import leaked, planted_secrets  # noqa: F401 (a fixture)
 
+from foxhunt_workflows import pods, templates
 from foxhunt_workflows.checks import (
+    credential_problems,
     gpu_count,
     parameter_problems,
     patch_argo_schema,
@@ -31,6 +36,8 @@ WORKFLOW_TEMPLATE = "io.argoproj.workflow.v1alpha1.WorkflowTemplate"
 PIPELINE_PARAMETERS = {
     "model", "epochs", "trials", "gpu-pool", "bars-uri", "fxcache-uri", "output-uri", "pushgateway", "image",
     "train-days", "val-days", "step-days", "window", "max-folds",
+    "trial-workers", "study-storage-secret", "search-space", "dqn-params", "hyperopt-params-uri", "seed",
+    "purge-bars", "min-train-rows", "min-val-rows", "eval-cost", "eval-spread", "log-format",
 }  # fmt: skip
 
 
@@ -86,6 +93,17 @@ def test_rendering_does_not_import_torch(tmp_path):
     assert result.stdout.strip() == "False"
 
 
+def test_rendering_imports_no_training_library(tmp_path):
+    heavy = ("torch", "numpy", "scipy", "pyarrow", "matplotlib", "boto3", "optuna")
+    code = (
+        "import sys; from foxhunt_workflows.render import render_all; "
+        f"render_all({str(tmp_path)!r}); print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+
+    assert result.stdout.strip() == "[]"
+
+
 def test_commands_module_does_not_import_hera():
     code = "import sys, foxhunt_workflows.commands; print(any(m.split('.')[0] == 'hera' for m in sys.modules))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -128,9 +146,9 @@ def test_every_parameter_used_is_declared(documents):
 
 def test_an_undeclared_parameter_is_reported(documents):
     broken = copy.deepcopy(documents)
-    only_pod(broken["train"])["container"]["args"].append("{{inputs.parameters.seed}}")
+    only_pod(broken["train"])["container"]["args"].append("{{inputs.parameters.sede}}")
 
-    assert parameter_problems(broken.values()) == ["train/train: inputs.parameters.seed is not declared"]
+    assert parameter_problems(broken.values()) == ["train/train: inputs.parameters.sede is not declared"]
 
 
 def test_pipeline_declares_its_parameters_each_with_a_default(documents):
@@ -263,14 +281,37 @@ def test_s3_credentials_come_only_from_a_secret(documents, name):
     assert all("value" not in e and e["valueFrom"]["secretKeyRef"]["name"] == "foxhunt-s3" for e in aws)
 
 
-def test_no_secret_value_reaches_the_rendered_yaml(tmp_path, monkeypatch):
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "fake-secret-8c1f0e")
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "FAKEKEYID8C1F0E")
-    monkeypatch.setenv("ARGO_TOKEN", "fake-token-8c1f0e")
+def rendered_text(out_dir: Path) -> str:
+    return "".join(p.read_text() for p in render_all(out_dir))
 
-    text = "".join(p.read_text() for p in render_all(tmp_path))
 
-    assert "8c1f0e" not in text.lower()
+@pytest.mark.usefixtures("planted_secrets")
+def test_no_secret_value_reaches_the_rendered_yaml(tmp_path):
+    assert leaked(rendered_text(tmp_path)) == []
+
+
+def inline_credentials(options, run_id="{{workflow.name}}"):
+    """A careless pods.common_env: the credentials copied from the environment into the manifest."""
+    return [Env(name=key, value=os.environ[key]) for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")]
+
+
+@pytest.mark.usefixtures("planted_secrets")
+def test_a_renderer_that_copies_planted_credentials_is_caught(tmp_path, monkeypatch):
+    monkeypatch.setattr(pods, "common_env", inline_credentials)
+    monkeypatch.setattr(templates, "common_env", inline_credentials)
+
+    assert leaked(rendered_text(tmp_path)) == ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"]
+
+
+def test_credentials_in_pod_env_come_only_from_secrets(documents):
+    assert credential_problems(documents.values()) == []
+
+
+def test_a_credential_given_as_a_plain_value_is_reported(documents):
+    broken = copy.deepcopy(documents)
+    only_pod(broken["train"])["container"]["env"].append({"name": "ARGO_TOKEN", "value": "x"})
+
+    assert credential_problems(broken.values()) == ["train/train: ARGO_TOKEN is not read from a Secret"]
 
 
 @pytest.mark.parametrize("name", ["precompute-features", "train"])

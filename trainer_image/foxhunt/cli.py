@@ -1,6 +1,8 @@
 """The `foxhunt` command: precompute, train, pipeline, workflows render, submit.
 
-Exit codes: 0 success; 2 bad input or usage (one line, no traceback); 1 a failure during the run.
+Exit codes: 0 success; 2 bad input or usage (one line, no traceback); 1 a failure during the run;
+130 and 143 a run stopped by SIGINT and SIGTERM (it resumes when the same command runs again).
+Building the parser imports nothing heavy: the training modules load when a command runs.
 """
 
 from __future__ import annotations
@@ -9,42 +11,62 @@ import argparse
 import json
 import os
 import sys
-from dataclasses import replace
-from pathlib import Path
+import traceback
 
 from foxhunt import __version__
-from foxhunt.config import DQNConfig, FoldConfig, override
+from foxhunt.config import (
+    FLAGS,
+    PIPELINE_EPOCHS,
+    PIPELINE_FOLDS,
+    SAMPLE_BARS,
+    DQNConfig,
+    RunConfig,
+    expectation,
+    field_at,
+    flag_of,
+    flag_value,
+    override,
+    run_config_from_flags,
+    value_at,
+)
+from foxhunt.errors import EXIT_FAILURE, EXIT_USAGE, BadInput, ConfigError, FoxhuntError, RunInterrupted
 
-DEFAULT_FOLDS = FoldConfig()
+DEBUG_ENV = "FOXHUNT_DEBUG"  # set to 1 for the traceback of an unexpected error
+_GROUPS = {"folds": "walk-forward folds", "eval": "evaluation (fixed per run, never searched)"}
+_PYTHON_TYPES = {"int": int, "float": float, "str": str}
 
 
-def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"], help="where to train (default: auto)")
-    p.add_argument("--seed", type=int, default=0, help="run seed; each fold derives its own (default: 0)")
-    p.add_argument("--pushgateway", default=None,
-                   help="Pushgateway URL for per-fold metrics (default: $FOXHUNT_PUSHGATEWAY, else none)")
-    p.add_argument("--run-id", default=None,
-                   help="run id in the metrics' grouping key (default: $FOXHUNT_RUN_ID, the Argo workflow, or generated)")
-    p.add_argument("--metrics-port", type=int, default=None, help="also serve live /metrics on this port")
+def _add_setting(p: argparse.ArgumentParser, flag: str, default) -> None:
+    """One flag of FLAGS: its type, choices and help from the config field it sets."""
+    f = field_at(FLAGS[flag])
+    kind = str(f.type).removesuffix(" | None")
+    doc = f.metadata["doc"]
+    shown = flag_value(default) or "none"
+    if kind == "bool":
+        p.add_argument(f"--{flag}", action="store_true", default=default, help=doc.replace("%", "%%"))
+        return
+    choices = f.metadata["choices"] or None
+    p.add_argument(
+        f"--{flag}",
+        type=_PYTHON_TYPES[kind],
+        default=default,
+        choices=choices,
+        help=f"{doc} Allowed: {expectation(f)} (default: {shown})".replace("%", "%%"),
+    )
 
 
-def _add_training(p: argparse.ArgumentParser, *, epochs: int, folds: FoldConfig) -> None:
-    p.add_argument("--model", default="dqn", choices=["dqn"], help="the model to train (default: dqn)")
-    p.add_argument("--epochs", type=int, default=epochs, help=f"epochs per fold (default: {epochs})")
-    p.add_argument("--trials", type=int, default=0,
-                   help="hyperparameter-search trials; 0 trains once (N > 0 is not available yet)")
-    p.add_argument("--hyperopt-params", type=Path, default=None,
-                   help='JSON file like {"dqn": {"lr": 3e-4, "batch_size": 8192}} overriding DQN settings')
-    g = p.add_argument_group("walk-forward folds")
-    g.add_argument("--train-days", type=float, default=folds.train_days, help=f"default: {folds.train_days:g}")
-    g.add_argument("--val-days", type=float, default=folds.val_days, help=f"default: {folds.val_days:g}")
-    g.add_argument("--step-days", type=float, default=folds.step_days, help=f"default: {folds.step_days:g}")
-    g.add_argument("--window", choices=["rolling", "expanding"], default=folds.mode, help=f"default: {folds.mode}")
-    g.add_argument("--purge-bars", type=int, default=folds.purge_bars,
-                   help=f"bars dropped between train and validation (default: {folds.purge_bars})")
-    g.add_argument("--min-train-rows", type=int, default=folds.min_train_rows, help=f"default: {folds.min_train_rows}")
-    g.add_argument("--max-folds", type=int, default=folds.max_folds, help="0 = all that fit (default: %(default)s)")
-    _add_common(p)
+def _add_training(p: argparse.ArgumentParser, defaults: RunConfig) -> None:
+    p.add_argument(
+        "--hyperopt-params",
+        default=None,
+        metavar="URI",
+        help='JSON file (local or s3://) like {"dqn": {"lr": 3e-4, "batch_size": 8192}} '
+        "overriding DQN settings",
+    )
+    groups = {section: p.add_argument_group(title) for section, title in _GROUPS.items()}
+    for flag, path in FLAGS.items():
+        section = path.partition(".")[0] if "." in path else ""
+        _add_setting(groups.get(section, p), flag, value_at(defaults, path))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,27 +75,47 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"foxhunt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    p = sub.add_parser("precompute", help="bars → features → fxcache (a no-op when it exists for the same bars)")
-    p.add_argument("--bars", nargs="+", required=True, metavar="URI", help="CSV or Parquet bars, local or s3://")
+    p = sub.add_parser(
+        "precompute", help="bars → features → fxcache (a no-op when it exists for the same bars)"
+    )
+    p.add_argument(
+        "--bars", nargs="+", required=True, metavar="URI", help="CSV or Parquet bars, local or s3://"
+    )
     p.add_argument("--out", required=True, metavar="URI", help="fxcache to write, local or s3://")
     p.add_argument("--tz", default=None, help="time zone of naive timestamps (default: UTC)")
     p.add_argument("--force", action="store_true", help="recompute even when the fxcache already matches")
     p.set_defaults(func=cmd_precompute)
 
-    p = sub.add_parser("train", help="the one-pod run: load once, every fold on one trainer, reports, metrics")
+    p = sub.add_parser(
+        "train", help="the one-pod run: load once, every fold on one trainer, reports, metrics"
+    )
     p.add_argument("--fxcache", required=True, metavar="URI", help="fxcache to train on, local or s3://")
-    p.add_argument("--out", required=True, metavar="URI", help="output folder, local or s3://")
-    _add_training(p, epochs=50, folds=DEFAULT_FOLDS)
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="URI",
+        help="output folder, local or s3://; the same command again resumes the run there",
+    )
+    _add_training(p, RunConfig())
     p.set_defaults(func=cmd_train)
 
-    from foxhunt.pipeline import PIPELINE_FOLDS
-
-    p = sub.add_parser("pipeline", help="precompute + train locally; with no --bars, on generated sample bars")
-    p.add_argument("--bars", nargs="+", default=None, metavar="URI", help="bars files (default: generated sample)")
-    p.add_argument("--out", default="foxhunt-out", metavar="URI", help="output folder (default: ./foxhunt-out)")
+    p = sub.add_parser(
+        "pipeline", help="precompute + train locally; with no --bars, on generated sample bars"
+    )
+    p.add_argument(
+        "--bars", nargs="+", default=None, metavar="URI", help="bars files (default: generated sample)"
+    )
+    p.add_argument(
+        "--out", default="foxhunt-out", metavar="URI", help="output folder (default: ./foxhunt-out)"
+    )
     p.add_argument("--tz", default=None, help="time zone of naive timestamps (default: UTC)")
-    p.add_argument("--sample-bars", type=int, default=200_000, help="rows of generated bars (default: 200000)")
-    _add_training(p, epochs=3, folds=PIPELINE_FOLDS)
+    p.add_argument(
+        "--sample-bars",
+        type=int,
+        default=SAMPLE_BARS,
+        help=f"rows of generated bars (default: {SAMPLE_BARS})",
+    )
+    _add_training(p, RunConfig(epochs=PIPELINE_EPOCHS, folds=PIPELINE_FOLDS))
     p.set_defaults(func=cmd_pipeline)
 
     try:
@@ -85,24 +127,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _settings(args: argparse.Namespace):
-    from foxhunt.pipeline import TrainSettings
-
+def _hyperopt_dqn(uri: str | None) -> DQNConfig:
+    """DQN settings with a `--hyperopt-params` file applied; every problem is BadInput naming the file."""
     dqn = DQNConfig()
-    if args.hyperopt_params is not None:
-        try:
-            params = json.loads(args.hyperopt_params.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ValueError(f"{args.hyperopt_params}: cannot read hyperparameters: {exc}") from exc
-        if not isinstance(params, dict) or set(params) - {"dqn"}:
-            raise ValueError(f'{args.hyperopt_params}: expected {{"dqn": {{...}}}}, found keys {sorted(params)}')
-        dqn = override(dqn, params.get("dqn", {}), what=str(args.hyperopt_params))
-    folds = replace(DEFAULT_FOLDS, train_days=args.train_days, val_days=args.val_days, step_days=args.step_days,
-                    mode=args.window, purge_bars=args.purge_bars, min_train_rows=args.min_train_rows,
-                    max_folds=args.max_folds)
-    return TrainSettings(epochs=args.epochs, model=args.model, device=args.device, seed=args.seed,
-                         trials=args.trials, folds=folds, dqn=dqn, pushgateway=args.pushgateway,
-                         run_id=args.run_id, metrics_port=args.metrics_port)
+    if uri is None:
+        return dqn
+    from foxhunt import storage
+
+    try:
+        params = json.loads(storage.read_bytes(uri))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{uri}: cannot read hyperparameters: {exc}") from exc
+    if not isinstance(params, dict) or set(params) - {"dqn"} or not isinstance(params.get("dqn", {}), dict):
+        keys = sorted(params) if isinstance(params, dict) else type(params).__name__
+        raise BadInput(
+            f'{uri}: expected {{"dqn": {{...}}}}, found {keys}; evaluation costs are flags '
+            "(--eval-cost, --eval-spread), never hyperparameters"
+        )
+    return override(dqn, params.get("dqn", {}), what=uri)
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig that the parsed flags describe; a bad value is a UsageError naming its flag."""
+    values = {flag: getattr(args, flag.replace("-", "_")) for flag in FLAGS}
+    dqn = _hyperopt_dqn(args.hyperopt_params)
+    try:
+        return run_config_from_flags(values, dqn=dqn)
+    except ConfigError as exc:
+        flag = flag_of(exc)
+        if flag is None:
+            raise
+        raise ConfigError(exc.section, exc.path, f"(--{flag}) {exc.problem}") from exc
 
 
 def cmd_precompute(args: argparse.Namespace) -> int:
@@ -113,45 +168,60 @@ def cmd_precompute(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from foxhunt.pipeline import fold_table, train
+    settings = run_config(args)
+    from foxhunt.pipeline import train
+    from foxhunt.reports import fold_table
 
-    settings = _settings(args)
     summary = train(args.fxcache, args.out, settings)
     print(fold_table(summary))
-    print(f"outputs: {args.out} (summary.json, run.png, fold_N/)")
+    print(f"outputs: {args.out} (summary.json, manifest.json, run.png, fold_N/)")
     return 0
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
-    from foxhunt.pipeline import fold_table, pipeline
+    settings = run_config(args)
+    from foxhunt.pipeline import pipeline
+    from foxhunt.reports import fold_table
 
-    settings = _settings(args)
     summary = pipeline(args.bars, args.out, settings, sample_bars=args.sample_bars, tz=args.tz)
     print(fold_table(summary))
     where = args.out if "://" in args.out else os.path.abspath(args.out)
-    print(f"outputs: {where} (summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports)")
+    print(
+        f"outputs: {where} (summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports)"
+    )
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script."""
+    """Entry point of the console script: every error ends as one line on stderr and an exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from foxhunt.bars import BarsError
-    from foxhunt.fxcache import FxCacheError
-    from foxhunt.pipeline import RunFailed
-
+    name = f"foxhunt {args.command}"
     try:
         return args.func(args)
-    except (BarsError, FxCacheError, ValueError, FileNotFoundError) as exc:
-        print(f"foxhunt {args.command}: error: {exc}", file=sys.stderr)
-        return 2
-    except RunFailed as exc:
-        print(f"foxhunt {args.command}: failed: {exc}", file=sys.stderr)
-        return 1
+    except RunInterrupted as exc:
+        print(f"{name}: interrupted: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except FoxhuntError as exc:
+        kind = "error" if exc.exit_code == EXIT_USAGE else "failed"
+        print(f"{name}: {kind}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except (ValueError, FileNotFoundError) as exc:
+        # Input errors of modules whose own errors are not FoxhuntErrors yet (bars, fxcache, storage),
+        # raised before any run started: a run wraps everything inside it as a RunFailure.
+        print(f"{name}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"foxhunt {args.command}: interrupted", file=sys.stderr)
+        print(f"{name}: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        print(
+            f"{name}: unexpected error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

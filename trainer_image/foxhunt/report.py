@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from foxhunt.reports import RunSummary
 
 PHASE_COLORS = {
     "reset": "#4e79a7",
@@ -16,8 +20,9 @@ PHASE_COLORS = {
 }
 
 
-def render_run_png(folds: list[dict], curves: dict[int, np.ndarray], title: str) -> bytes:
+def render_run_png(summary: RunSummary, curves: dict[int, np.ndarray], title: str) -> bytes:
     """PNG bytes: left, each fold's validation equity curve; right, stacked phase seconds per fold."""
+    folds = summary.folds
     import matplotlib
 
     matplotlib.use("Agg")
@@ -25,11 +30,11 @@ def render_run_png(folds: list[dict], curves: dict[int, np.ndarray], title: str)
 
     fig, (ax_eq, ax_ph) = plt.subplots(1, 2, figsize=(13, 4.8))
     for report in folds:
-        fold = report["fold"]
+        fold = report.fold
         curve = curves.get(fold)
         if curve is None or len(curve) == 0:
             continue
-        sharpe = report["validation"]["sharpe"]
+        sharpe = report.validation.model.sharpe
         x = np.linspace(0.0, 1.0, len(curve))
         ax_eq.plot(x, np.expm1(curve) * 100.0, label=f"fold {fold} (Sharpe {sharpe:.2f})")
     ax_eq.axhline(0.0, color="grey", linewidth=0.8)
@@ -39,10 +44,10 @@ def render_run_png(folds: list[dict], curves: dict[int, np.ndarray], title: str)
     if folds:
         ax_eq.legend(fontsize=8)
 
-    labels = [str(r["fold"]) for r in folds]
+    labels = [str(r.fold) for r in folds]
     bottom = np.zeros(len(folds))
     for phase, color in PHASE_COLORS.items():
-        values = np.array([r["phases"].get(phase, 0.0) for r in folds])
+        values = np.array([r.phases.get(phase, 0.0) for r in folds])
         ax_ph.bar(labels, values, bottom=bottom, color=color, label=phase)
         bottom += values
     ax_ph.set_xlabel("fold")

@@ -262,3 +262,77 @@ def fetch(uri: str | os.PathLike, cache_dir: str | os.PathLike | None = None) ->
     if not cached.exists():
         download_file(uri, cached)
     return cached
+
+
+# ---- H2: listing, deleting and exclusive creation (run outputs, --overwrite, the --out lock) ----------
+def list_prefix(uri: str | os.PathLike) -> list[str]:
+    """Names (relative, with "/") of every file or object under the folder or prefix `uri`, sorted."""
+    if not is_s3(uri):
+        root = Path(uri)
+        if not root.is_dir():
+            return []
+        return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    bucket, _, key = str(uri)[len(S3_PREFIX) :].partition("/")
+    prefix = key.rstrip("/") + "/" if key.strip("/") else ""
+    names: list[str] = []
+    with _s3_errors(str(uri)):
+        for page in s3_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            names.extend(obj["Key"][len(prefix) :] for obj in page.get("Contents", []))
+    return sorted(names)
+
+
+def delete(uri: str | os.PathLike) -> None:
+    """Remove the file or object at `uri`; one that is already gone is fine."""
+    if not is_s3(uri):
+        Path(uri).unlink(missing_ok=True)
+        return
+    bucket, key = split_s3(str(uri))
+    with _s3_errors(str(uri)):
+        s3_client().delete_object(Bucket=bucket, Key=key)
+
+
+def create_exclusive(uri: str | os.PathLike, data: bytes) -> bool:
+    """Create `uri` holding `data` only if nothing is there; True if this call created it.
+
+    Local: O_CREAT | O_EXCL. S3: a PUT with If-None-Match: * (412 when the key exists), then a read
+    back, because a server that ignores the condition overwrites instead: the read-back then shows
+    whether this writer's bytes are the ones that stayed.
+    """
+    if not is_s3(uri):
+        path = Path(uri)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return True
+    from botocore.exceptions import ClientError
+
+    bucket, key = split_s3(str(uri))
+    with _s3_errors(str(uri)):
+        try:
+            s3_client().put_object(Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
+        except ClientError as exc:
+            if str(exc.response.get("Error", {}).get("Code", "")) in ("PreconditionFailed", "412"):
+                return False
+            raise
+    try:
+        return read_bytes(uri) == data
+    except FileNotFoundError:
+        return False
+
+
+def delete_prefix(uri: str | os.PathLike) -> None:
+    """Remove the folder or prefix `uri` and everything under it; one that is already gone is fine."""
+    if not is_s3(uri):
+        if Path(uri).is_dir():
+            shutil.rmtree(uri)
+        else:
+            Path(uri).unlink(missing_ok=True)
+        return
+    for name in list_prefix(uri):
+        delete(join(uri, name))

@@ -31,8 +31,7 @@ import numpy as np
 
 from foxhunt.bars import NS_PER_DAY
 from foxhunt.config import FoldConfig
-
-MODES = ("rolling", "expanding")
+from foxhunt.errors import BadInput
 
 
 @dataclass(frozen=True)
@@ -72,32 +71,15 @@ def days_to_ns(days: float) -> int:
     return round(days * NS_PER_DAY)
 
 
-def validate(config: FoldConfig) -> None:
-    """Raise ValueError naming the first setting of `config` that cannot describe folds."""
-    for name in ("train_days", "val_days", "step_days"):
-        value = getattr(config, name)
-        # `not value > 0` also rejects NaN; a length too short for one nanosecond is as useless as zero.
-        if not isinstance(value, (int, float)) or not value > 0 or not math.isfinite(value):
-            raise ValueError(f"fold config: {name} must be a positive finite number of days, got {value!r}")
-        if days_to_ns(value) < 1:
-            raise ValueError(f"fold config: {name}={value!r} is shorter than one nanosecond")
-    if config.mode not in MODES:
-        raise ValueError(f"fold config: mode must be one of {', '.join(MODES)}, got {config.mode!r}")
-    for name, lowest in (("purge_bars", 0), ("min_train_rows", 1), ("min_val_rows", 1), ("max_folds", 0)):
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lowest:
-            raise ValueError(f"fold config: {name} must be an integer >= {lowest}, got {value!r}")
-
-
 def _as_timestamps(timestamps: np.ndarray) -> np.ndarray:
     ts = np.asarray(timestamps)
     if ts.dtype.kind == "M":
         ts = ts.astype("datetime64[ns]").view(np.int64)
     if ts.ndim != 1 or ts.dtype.kind not in "iu":
-        raise ValueError(f"timestamps must be a 1-D integer array of ns, got shape {ts.shape} {ts.dtype}")
+        raise BadInput(f"timestamps must be a 1-D integer array of ns, got shape {ts.shape} {ts.dtype}")
     if len(ts) > 1 and not bool(np.all(ts[1:] > ts[:-1])):
         bad = int(np.argmin(ts[1:] > ts[:-1])) + 1
-        raise ValueError(f"timestamps must be strictly increasing; row {bad} is not after row {bad - 1}")
+        raise BadInput(f"timestamps must be strictly increasing; row {bad} is not after row {bad - 1}")
     return ts
 
 
@@ -133,9 +115,9 @@ def generate_walk_forward_indices(
 
     `close_returns`, when given, is the 1-bar log-return series aligned with `timestamps` (e.g. the
     first target column) and sets each fold's `difficulty_score`. The rules are in the module
-    docstring. Raises ValueError for an invalid config, bad timestamps, or when no fold fits.
+    docstring. The config checked itself when it was built (FoldConfig); timestamps that are not
+    strictly increasing, or data in which no fold fits, are BadInput (a ValueError).
     """
-    validate(config)
     ts = _as_timestamps(timestamps)
     n = len(ts)
     if close_returns is not None:
@@ -144,7 +126,7 @@ def generate_walk_forward_indices(
         raise ValueError(f"close_returns must have shape ({n},) like timestamps, got {close_returns.shape}")
     needed_rows = config.min_train_rows + config.purge_bars + config.min_val_rows
     if n < needed_rows:
-        raise ValueError(
+        raise BadInput(
             f"too few timestamps: {n} rows, but one fold needs at least {needed_rows} "
             f"(min_train_rows {config.min_train_rows} + purge_bars {config.purge_bars} "
             f"+ min_val_rows {config.min_val_rows})"
@@ -178,7 +160,7 @@ def generate_walk_forward_indices(
         kept = kept[: config.max_folds]
     if len(kept) == 0:
         span_days = (t_last - t0) / NS_PER_DAY
-        raise ValueError(
+        raise BadInput(
             f"no fold fits: the data span {span_days:.2f} days ({n} rows, "
             f"{np.datetime64(t0, 'ns')} to {np.datetime64(t_last, 'ns')}); each fold needs "
             f"{config.train_days:g} training days holding at least {config.min_train_rows} rows after "

@@ -7,6 +7,7 @@ list of problems, empty when the objects are sound, so a caller can show all of 
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -70,7 +71,9 @@ def pod_templates(document: dict[str, Any]) -> list[dict[str, Any]]:
 def template_ref_problems(documents: Iterable[dict[str, Any]]) -> list[str]:
     """Every `templateRef` must name a WorkflowTemplate in the set and a template inside it."""
     templates = _workflow_templates(documents)
-    available = {d["metadata"]["name"]: {t["name"] for t in d["spec"].get("templates", [])} for d in templates}
+    available = {
+        d["metadata"]["name"]: {t["name"] for t in d["spec"].get("templates", [])} for d in templates
+    }
     problems = []
     for document in templates:
         for template in document["spec"].get("templates", []):
@@ -91,11 +94,13 @@ def parameter_problems(documents: Iterable[dict[str, Any]]) -> list[str]:
     """Every `{{inputs.parameters.X}}` and `{{workflow.parameters.X}}` used must be declared.
 
     Inputs are declared by the template that uses them; workflow parameters by the
-    WorkflowTemplate's `spec.arguments`. A referenced template must also receive every input that
-    has no default.
+    WorkflowTemplate's `spec.arguments`. A template a task runs (by `templateRef` or by name) must
+    receive every input that has no default, and nothing it does not take.
     """
     templates = _workflow_templates(documents)
-    by_ref = {(d["metadata"]["name"], t["name"]): t for d in templates for t in d["spec"].get("templates", [])}
+    by_ref = {
+        (d["metadata"]["name"], t["name"]): t for d in templates for t in d["spec"].get("templates", [])
+    }
     problems = []
     for document in templates:
         name = document["metadata"]["name"]
@@ -106,16 +111,20 @@ def parameter_problems(documents: Iterable[dict[str, Any]]) -> list[str]:
                 for scope, parameter in _PARAMETER_REF.findall(text):
                     declared = declared_inputs if scope == "inputs" else declared_workflow
                     if parameter not in declared:
-                        problems.append(f"{name}/{template['name']}: {scope}.parameters.{parameter} is not declared")
+                        problems.append(
+                            f"{name}/{template['name']}: {scope}.parameters.{parameter} is not declared"
+                        )
             for task in template.get("dag", {}).get("tasks", []):
-                ref = task.get("templateRef")
-                target = by_ref.get((ref["name"], ref["template"])) if ref else None
+                ref = task.get("templateRef") or {"name": name, "template": task.get("template")}
+                target = by_ref.get((ref["name"], ref["template"]))
                 if target is None:
                     continue
                 passed = _names(task.get("arguments"))
                 wanted = {p["name"]: p for p in target.get("inputs", {}).get("parameters", [])}
                 for extra in sorted(passed - set(wanted)):
-                    problems.append(f"{name}/{task['name']}: passes {extra!r}, which {ref['name']} does not take")
+                    problems.append(
+                        f"{name}/{task['name']}: passes {extra!r}, which {ref['template']} does not take"
+                    )
                 for missing in sorted(n for n, p in wanted.items() if n not in passed and "default" not in p):
                     problems.append(f"{name}/{task['name']}: does not pass required input {missing!r}")
     return problems
@@ -164,3 +173,68 @@ def gpu_count(template: dict[str, Any]) -> tuple[int, int]:
         int(resources.get("requests", {}).get(GPU, 0)),
         int(resources.get("limits", {}).get(GPU, 0)),
     )
+
+
+# Environment variables that hold credentials by their name: they must come from a Secret.
+_CREDENTIAL_NAME = re.compile(r"SECRET|TOKEN|PASSWORD|ACCESS_KEY|STUDY_STORAGE")
+
+
+def credential_problems(documents: Iterable[dict[str, Any]]) -> list[str]:
+    """Every pod env var named like a credential must be read from a Secret, never given a value."""
+    problems = []
+    for document in _workflow_templates(documents):
+        for template in pod_templates(document):
+            where = f"{document['metadata']['name']}/{template['name']}"
+            for env in (template.get("container") or template.get("script")).get("env", []):
+                secret_ref = env.get("valueFrom", {}).get("secretKeyRef")
+                if _CREDENTIAL_NAME.search(env["name"]) and ("value" in env or not secret_ref):
+                    problems.append(f"{where}: {env['name']} is not read from a Secret")
+    return problems
+
+
+def _resolve_inputs(node: Any, inputs: dict[str, str]) -> Any:
+    if isinstance(node, str):
+        return re.sub(
+            r"\{\{inputs\.parameters\.([A-Za-z0-9_.-]+)\}\}",
+            lambda m: inputs.get(m.group(1), m.group(0)),
+            node,
+        )
+    if isinstance(node, dict):
+        return {k: _resolve_inputs(v, inputs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_resolve_inputs(v, inputs) for v in node]
+    return node
+
+
+def pod_manifests(documents: Iterable[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    """Each pod template of the WorkflowTemplates as the Kubernetes Pod it becomes (inputs at their defaults).
+
+    Scanners that know Kubernetes but not Argo (checkov) can check these. Argo adds its own init and
+    wait containers, which are Argo's, not these templates'.
+    """
+    pods = []
+    for document in _workflow_templates(documents):
+        spec = document["spec"]
+        for template in pod_templates(document):
+            inputs = {
+                p["name"]: str(p.get("default", "")) for p in template.get("inputs", {}).get("parameters", [])
+            }
+            template = _resolve_inputs(template, inputs)
+            container = {"name": "main", **(template.get("container") or template.get("script"))}
+            pod_spec: dict[str, Any] = {
+                "serviceAccountName": spec.get("serviceAccountName", "default"),
+                "securityContext": template.get("securityContext", {}),
+                "containers": [container],
+                "volumes": template.get("volumes", []),
+                "restartPolicy": "Never",
+            }
+            for key in ("nodeSelector", "tolerations", "activeDeadlineSeconds"):
+                if key in template:
+                    pod_spec[key] = template[key]
+            if "podSpecPatch" in template:
+                pod_spec |= json.loads(template["podSpecPatch"])
+            labels = template.get("metadata", {}).get("labels", {})
+            name = f"{document['metadata']['name']}-{template['name']}"
+            metadata = {"name": name, "namespace": namespace, "labels": labels}
+            pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec})
+    return pods

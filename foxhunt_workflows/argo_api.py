@@ -1,0 +1,280 @@
+"""A small client of the Argo Server's REST API: configured like the argo CLI, bounded in time.
+
+Every request has a connect and a read timeout, and all of them together stay inside one
+`Deadline` (the submit command's `--timeout`): each blocking socket call waits at most the time
+that is left. Failures are one-line `ArgoError`s; the ones worth another try (no connection, no
+answer, a 5xx from the server or a proxy in front of it) are `TransientError`s.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import ssl
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from foxhunt_workflows.arguments import SubmitUsageError
+
+CHUNK = 64 * 1024
+
+
+class ArgoError(Exception):
+    """A request that failed; the message is one line that says what to change, where it can."""
+
+
+class TransientError(ArgoError):
+    """A failure that may pass: the connection, a timeout, or a 5xx answer."""
+
+
+class Unreachable(TransientError):
+    """No connection could be made, so nothing was sent: always safe to try again."""
+
+
+class DeadlineExceeded(ArgoError):
+    """The command's `--timeout` ran out."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds to wait for a connection and for each read of an answer."""
+
+    connect: float = 10.0
+    read: float = 30.0
+
+
+@dataclass
+class Deadline:
+    """A point in time (by `clock`) after which nothing may wait; None: no deadline."""
+
+    at: float | None
+    clock: Callable[[], float] = time.monotonic
+
+    @classmethod
+    def after(cls, seconds: float | None, clock: Callable[[], float] = time.monotonic) -> Deadline:
+        """The deadline `seconds` from now (None: never)."""
+        return cls(None if seconds is None else clock() + seconds, clock)
+
+    def remaining(self) -> float | None:
+        """Seconds left (never negative), or None without a deadline."""
+        return None if self.at is None else max(0.0, self.at - self.clock())
+
+    def bound(self, seconds: float) -> float:
+        """`seconds`, shortened to what is left; DeadlineExceeded when nothing is."""
+        left = self.remaining()
+        if left is None:
+            return seconds
+        if left <= 0:
+            raise DeadlineExceeded("the --timeout ran out")
+        return min(seconds, left)
+
+
+def _env_flag(env: Mapping[str, str], name: str, *, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise SubmitUsageError(f"{name} must be true or false, not {raw!r}")
+
+
+def _bearer(token: str) -> str | None:
+    # `argo auth token` prints "Bearer ...", but people also export the bare token.
+    token = token.strip()
+    if not token:
+        return None
+    return token if token.lower().startswith("bearer ") else f"Bearer {token}"
+
+
+@dataclass(frozen=True)
+class ArgoServer:
+    """Where and how to reach the Argo Server, read from the argo CLI's environment variables."""
+
+    url: str
+    namespace: str
+    token: str | None
+    verify_ssl: bool
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], namespace: str | None = None) -> ArgoServer:
+        """ARGO_SERVER (host:port), ARGO_SECURE, ARGO_INSECURE_SKIP_VERIFY, ARGO_BASE_HREF, ARGO_TOKEN, ARGO_NAMESPACE."""
+        server = env.get("ARGO_SERVER", "").strip()
+        if not server:
+            raise SubmitUsageError("ARGO_SERVER is not set (host:port of the Argo Server)")
+        if "://" in server:
+            raise SubmitUsageError(
+                f"ARGO_SERVER is host:port without a scheme (set ARGO_SECURE instead): {server}"
+            )
+        scheme = "https" if _env_flag(env, "ARGO_SECURE", default=True) else "http"
+        base_href = env.get("ARGO_BASE_HREF", "").strip("/")
+        url = f"{scheme}://{server}/" + (f"{base_href}/" if base_href else "")
+        return cls(
+            url=url,
+            namespace=namespace or env.get("ARGO_NAMESPACE") or "default",
+            token=_bearer(env.get("ARGO_TOKEN", "")),
+            verify_ssl=not _env_flag(env, "ARGO_INSECURE_SKIP_VERIFY", default=False),
+        )
+
+    @property
+    def secure(self) -> bool:
+        """True when the server is reached over https."""
+        return self.url.startswith("https://")
+
+
+def _connection(server: ArgoServer, timeout: float) -> http.client.HTTPConnection:
+    parts = urllib.parse.urlsplit(server.url)
+    host, port = parts.hostname or "", parts.port or (443 if server.secure else 80)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if proxy and urllib.request.proxy_bypass(host):
+        proxy = None
+    target = (
+        urllib.parse.urlsplit(proxy if proxy and "://" in proxy else f"http://{proxy}") if proxy else None
+    )
+    connect_host = target.hostname if target else host
+    connect_port = (target.port or 80) if target else port
+    if server.secure:
+        context = ssl.create_default_context()
+        if not server.verify_ssl:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        connection = http.client.HTTPSConnection(connect_host, connect_port, timeout=timeout, context=context)
+        if target:
+            connection.set_tunnel(host, port)
+        return connection
+    return http.client.HTTPConnection(connect_host, connect_port, timeout=timeout)
+
+
+def _message(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+        text = str(data.get("message") or data.get("error") or "") if isinstance(data, dict) else ""
+    except ValueError:
+        text = body.decode("utf-8", "replace")
+    return " ".join(text.split())[:300]
+
+
+def _status_error(server: ArgoServer, status: int, body: bytes, what: str) -> ArgoError:
+    message = _message(body)
+    if status == 400 and "HTTPS server" in body.decode("utf-8", "replace"):
+        return ArgoError(f"{server.url} speaks https, not http: unset ARGO_SECURE (or set ARGO_SECURE=true)")
+    if status == 401:
+        return ArgoError(f"{what}: the Argo Server refused the token (401 {message}): check ARGO_TOKEN")
+    if status == 403:
+        return ArgoError(
+            f"{what}: forbidden in namespace {server.namespace!r} (403 {message}): "
+            "check that ARGO_TOKEN may submit there and ARGO_NAMESPACE / -n"
+        )
+    if status == 404:
+        return ArgoError(
+            f"{what}: not found in namespace {server.namespace!r} (404 {message}): "
+            "check ARGO_NAMESPACE / -n and that the foxhunt chart is installed there"
+        )
+    error = TransientError if status >= 500 else ArgoError
+    return error(f"{what}: the Argo Server answered {status} {message}".rstrip())
+
+
+def _read_body(
+    connection: http.client.HTTPConnection, response, timeouts: Timeouts, deadline: Deadline
+) -> bytes:
+    chunks = []
+    while True:
+        connection.sock.settimeout(deadline.bound(timeouts.read))
+        chunk = response.read(CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _exchange(server, method, path, body, timeouts, deadline, what) -> tuple[int, bytes]:
+    headers = {"Accept": "application/json"}
+    if server.token:
+        headers["Authorization"] = server.token
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    connection = _connection(server, deadline.bound(timeouts.connect))
+    try:
+        try:
+            connection.connect()
+        except OSError as error:
+            reason = "timed out" if isinstance(error, TimeoutError) else error.strerror or str(error)
+            raise Unreachable(f"{what}: cannot connect to {server.url}: {reason}") from None
+        connection.sock.settimeout(deadline.bound(timeouts.read))
+        connection.request(method, urllib.parse.urljoin(server.url, path), body=body, headers=headers)
+        response = connection.getresponse()
+        return response.status, _read_body(connection, response, timeouts, deadline)
+    finally:
+        connection.close()
+
+
+def request_json(
+    server: ArgoServer,
+    method: str,
+    path: str,
+    body: Mapping[str, Any] | None = None,
+    *,
+    timeouts: Timeouts,
+    deadline: Deadline,
+    what: str,
+) -> dict[str, Any]:
+    """One request to the Argo Server's API, its JSON answer as a dict; ArgoError on any failure."""
+    payload = None if body is None else json.dumps(body).encode()
+    try:
+        status, answer = _exchange(server, method, path.lstrip("/"), payload, timeouts, deadline, what)
+    except Unreachable:
+        if deadline.remaining() == 0:
+            raise DeadlineExceeded(
+                f"{what}: no connection to {server.url} before the --timeout ran out"
+            ) from None
+        raise
+    except DeadlineExceeded:
+        raise DeadlineExceeded(f"{what}: the --timeout ran out") from None
+    except TimeoutError:
+        if deadline.remaining() == 0:
+            raise DeadlineExceeded(
+                f"{what}: no answer from {server.url} before the --timeout ran out"
+            ) from None
+        raise TransientError(f"{what}: no answer from {server.url} within the time allowed") from None
+    except ssl.SSLError as error:
+        if "WRONG_VERSION_NUMBER" in str(error) or "record layer" in str(error):
+            raise ArgoError(f"{what}: {server.url} speaks http, not https: set ARGO_SECURE=false") from None
+        raise ArgoError(f"{what}: TLS with {server.url} failed: {error.reason or error}") from None
+    except (http.client.BadStatusLine, ConnectionResetError) as error:
+        hint = (
+            "" if server.secure else "; if the Argo Server uses TLS, unset ARGO_SECURE (https is the default)"
+        )
+        raise TransientError(
+            f"{what}: {server.url} gave no HTTP answer ({type(error).__name__}){hint}"
+        ) from None
+    except (OSError, http.client.HTTPException) as error:
+        reason = (
+            error.strerror
+            if isinstance(error, OSError) and error.strerror
+            else str(error) or type(error).__name__
+        )
+        raise TransientError(f"{what}: cannot reach {server.url}: {reason}") from None
+    if status >= 400:
+        raise _status_error(server, status, answer, what)
+    try:
+        data = json.loads(answer)
+    except ValueError:
+        raise ArgoError(f"{what}: {server.url} answered {status} with something other than JSON") from None
+    if not isinstance(data, dict):
+        raise ArgoError(f"{what}: {server.url} answered {status} with JSON that is not an object")
+    return data
+
+
+__all__ = [
+    "ArgoError",
+    "ArgoServer",
+    "Deadline",
+    "DeadlineExceeded",
+    "Timeouts",
+    "TransientError",
+    "request_json",
+]

@@ -1,0 +1,287 @@
+"""Hera definitions of the three foxhunt WorkflowTemplates.
+
+`precompute-features` builds the fxcache on a CPU pod; `train` runs every fold in one GPU pod;
+`train-pipeline` chains them by `templateRef`. With `trials > 0` the pipeline fans out
+`trial-workers` GPU pods on one Optuna study (PostgreSQL, URL from a Secret), then trains the best
+settings on all folds. Parameter references go through Hera's `get_parameter`, so a misspelt name
+is a KeyError when the templates are defined. The values that differ between clusters are
+`RenderOptions`; the Helm chart ships the render of the defaults and overrides those same fields.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+
+from hera.workflows import (
+    DAG,
+    Artifact,
+    Container,
+    Env,
+    NoneArchiveStrategy,
+    Parameter,
+    RawArtifact,
+    SecretEnv,
+    Task,
+    WorkflowTemplate,
+)
+from hera.workflows import models as m
+
+from foxhunt_workflows.params import (
+    DQN_PARAMS_FILE,
+    KINDS_ANNOTATION,
+    PIPELINE_TEMPLATE,
+    PRECOMPUTE_TEMPLATE,
+    SEARCH_SPACE_FILE,
+    TRAIN_TEMPLATE,
+    TRAINER_SETTINGS,
+    WorkflowParameter,
+    parameter,
+    pipeline_defaults,
+    pipeline_parameters,
+)
+from foxhunt_workflows.pods import OUTPUTS_DIR, RenderOptions, common_env, foxhunt_container
+
+# Template names inside each WorkflowTemplate: what `templateRef.template` points at.
+PRECOMPUTE_STEP = "precompute"
+TRAIN_STEP = "train"
+TRIAL_WORKER = "trial-worker"
+PIPELINE_ENTRYPOINT = "pipeline"
+# The key in the study Secret that holds the PostgreSQL URL (SQLAlchemy form).
+STUDY_SECRET_KEY = "url"
+
+# The fold, seed, evaluation and log settings, passed to `foxhunt train` flag for flag.
+RUN_SETTINGS: tuple[str, ...] = TRAINER_SETTINGS[3:]
+PRECOMPUTE_INPUTS: tuple[str, ...] = ("bars-uri", "fxcache-uri", "image")
+TRAIN_INPUTS: tuple[str, ...] = (
+    "fxcache-uri", "output-uri", "model", "epochs", "trials", "dqn-params", "hyperopt-params-uri",
+    *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
+)  # fmt: skip
+TRIAL_WORKER_INPUTS: tuple[str, ...] = (
+    "fxcache-uri", "output-uri", "model", "epochs", "trials", "search-space", "study-storage-secret",
+    "dqn-params", "hyperopt-params-uri", *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
+)  # fmt: skip
+# Inputs the pipeline fills for each trial worker; they are not workflow parameters.
+WORKER_INDEX = WorkflowParameter("worker", "0", "Index of this trial worker, 0 to trial-workers - 1", "int")
+STUDY_NAME = WorkflowParameter("study-name", "", "Optuna study the workers share: the workflow's name")
+
+
+def _declared(names: Iterable[str], options: RenderOptions) -> list[WorkflowParameter]:
+    cluster = {"image": options.image, "gpu-pool": options.gpu_pool}
+    declared = []
+    for name in names:
+        p = parameter(name)
+        declared.append(
+            WorkflowParameter(p.name, cluster.get(name, p.default), p.description, p.kind, p.enum)
+        )
+    return declared
+
+
+def _as_input(p: WorkflowParameter) -> Parameter:
+    return Parameter(name=p.name, default=p.default, description=p.description, enum=list(p.enum) or None)
+
+
+def _as_argument(p: WorkflowParameter) -> Parameter:
+    return Parameter(name=p.name, value=p.default, description=p.description, enum=list(p.enum) or None)
+
+
+def _kinds(parameters: Iterable[WorkflowParameter]) -> dict[str, str]:
+    # Argo parameters are untyped strings: the kinds travel with the template for `foxhunt submit`.
+    return {KINDS_ANNOTATION: json.dumps({p.name: p.kind for p in parameters if p.kind != "str"})}
+
+
+def _ref(container: Container) -> Callable[[str], str]:
+    return lambda name: str(container.get_parameter(name))
+
+
+def _settings_flags(ref: Callable[[str], str]) -> list[str]:
+    return [word for name in RUN_SETTINGS for word in (f"--{name}", ref(name))]
+
+
+def _dqn_params_file(ref: Callable[[str], str]) -> RawArtifact:
+    # Argo writes the JSON parameter to a file before the container starts: no shell in the pod.
+    return RawArtifact(name="dqn-params", path=DQN_PARAMS_FILE, data=f'{{"dqn": {ref("dqn-params")}}}')
+
+
+def _step_template(name: str, step: Container, options: RenderOptions, **extra) -> WorkflowTemplate:
+    # Declared at the workflow level too, so `argo submit --from workflowtemplate/<name> -p ...` works
+    # for a single step and the UI offers the same fields.
+    declared = _declared([p.name for p in step.inputs if isinstance(p, Parameter)], options)
+    return WorkflowTemplate(
+        name=name,
+        entrypoint=step.name,
+        service_account_name=options.service_account,
+        arguments=[_as_argument(p) for p in declared],
+        annotations=_kinds(declared),
+        templates=[step],
+        **extra,
+    )
+
+
+def precompute_step(options: RenderOptions) -> Container:
+    """The CPU pod: bars to fxcache; a fast no-op when the cache is current."""
+    step = foxhunt_container(
+        options,
+        name=PRECOMPUTE_STEP,
+        inputs=[_as_input(p) for p in _declared(PRECOMPUTE_INPUTS, options)],
+        resources=options.precompute_resources,
+        deadline_seconds=options.precompute_deadline_seconds,
+    )
+    ref = _ref(step)
+    step.args = ["precompute", "--bars", ref("bars-uri"), "--out", ref("fxcache-uri")]
+    return step
+
+
+def train_step(options: RenderOptions) -> Container:
+    """The GPU pod: every walk-forward fold on one trainer, with its results as Argo outputs."""
+    step = foxhunt_container(
+        options,
+        name=TRAIN_STEP,
+        inputs=[_as_input(p) for p in _declared(TRAIN_INPUTS, options)],
+        resources=options.train_resources,
+        deadline_seconds=options.train_deadline_seconds,
+        gpu=True,
+    )
+    ref = _ref(step)
+    step.inputs.append(_dqn_params_file(ref))
+    step.args = [
+        "train", "--fxcache", ref("fxcache-uri"), "--out", ref("output-uri"), "--model", ref("model"),
+        "--epochs", ref("epochs"), "--trials", ref("trials"), "--hyperopt-params", ref("hyperopt-params-uri"),
+        "--device", "cuda", *_settings_flags(ref),
+    ]  # fmt: skip
+    step.env += [
+        Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
+        Env(name="FOXHUNT_OUTPUTS_DIR", value=OUTPUTS_DIR),
+    ]
+    # Shown by `argo get` and the UI. The files are the trainer's; a run that failed before writing
+    # them still ends with its own status (defaults, optional artifacts).
+    step.outputs = [
+        Parameter(name="summary-uri", global_name="summary-uri",
+                  value_from=m.ValueFrom(path=f"{OUTPUTS_DIR}/summary_uri", default="")),
+        Parameter(name="stitched-sharpe", global_name="stitched-sharpe",
+                  value_from=m.ValueFrom(path=f"{OUTPUTS_DIR}/stitched_sharpe", default="")),
+        Artifact(name="summary", path=f"{OUTPUTS_DIR}/summary.json", optional=True, archive=NoneArchiveStrategy()),
+        Artifact(name="run-png", path=f"{OUTPUTS_DIR}/run.png", optional=True, archive=NoneArchiveStrategy()),
+    ]  # fmt: skip
+    return step
+
+
+def trial_worker_step(options: RenderOptions) -> Container:
+    """One GPU pod of a study: trials until the shared study has `trials` finished ones."""
+    inputs = [_as_input(p) for p in _declared(TRIAL_WORKER_INPUTS, options)]
+    inputs += [Parameter(name=p.name, description=p.description) for p in (WORKER_INDEX, STUDY_NAME)]
+    step = foxhunt_container(
+        options,
+        name=TRIAL_WORKER,
+        inputs=inputs,
+        resources=options.train_resources,
+        deadline_seconds=options.train_deadline_seconds,
+        gpu=True,
+        env=common_env(options, run_id="{{workflow.name}}-worker-{{inputs.parameters.worker}}"),
+    )
+    ref = _ref(step)
+    step.inputs += [
+        _dqn_params_file(ref),
+        RawArtifact(name="search-space", path=SEARCH_SPACE_FILE, data=ref("search-space")),
+    ]
+    # Kubernetes expands $(FOXHUNT_STUDY_STORAGE) from the container's env: the URL (with its
+    # password) never appears in the template, the workflow or the Argo UI.
+    step.args = [
+        "train", "--fxcache", ref("fxcache-uri"), "--out", ref("output-uri"), "--model", ref("model"),
+        "--epochs", ref("epochs"), "--trials", ref("trials"), "--search-space", SEARCH_SPACE_FILE,
+        "--study-storage", "$(FOXHUNT_STUDY_STORAGE)", "--study-name", ref("study-name"),
+        "--hyperopt-params", ref("hyperopt-params-uri"), "--device", "cuda", *_settings_flags(ref),
+    ]  # fmt: skip
+    step.env += [
+        Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
+        Env(name="FOXHUNT_TRIAL_WORKER", value=ref("worker")),
+        SecretEnv(name="FOXHUNT_STUDY_STORAGE", secret_name=ref("study-storage-secret"), secret_key=STUDY_SECRET_KEY),
+    ]  # fmt: skip
+    return step
+
+
+def arguments_for(target: Container, pipeline: WorkflowTemplate, overrides: Mapping[str, str] = {}) -> list:
+    """A task's arguments: each input of `target` from the workflow parameter of its name, or `overrides`.
+
+    Both lookups go through Hera: an override that `target` does not take, or an input the pipeline
+    does not declare, is a KeyError here.
+    """
+    for name in overrides:
+        target.get_parameter(name)
+    names = [p.name for p in target.inputs if isinstance(p, Parameter)]
+    return [
+        Parameter(name=n, value=overrides[n]) if n in overrides else pipeline.get_parameter(n) for n in names
+    ]
+
+
+def pipeline_template(options: RenderOptions, precompute: Container, train: Container) -> WorkflowTemplate:
+    """`train-pipeline`: precompute, then train; with trials > 0, trial workers then train of the best."""
+    declared = _declared([p.name for p in pipeline_parameters()], options)
+    worker = trial_worker_step(options)
+    with WorkflowTemplate(
+        name=PIPELINE_TEMPLATE,
+        entrypoint=PIPELINE_ENTRYPOINT,
+        service_account_name=options.service_account,
+        arguments=[_as_argument(p) for p in declared],
+        labels={"app.kubernetes.io/name": "foxhunt"},
+        annotations=_kinds(declared),
+    ) as wt:
+        trials = wt.get_parameter("trials")
+        # Each run writes under its own prefix, so reruns never overwrite an earlier run's reports.
+        run_dir = f"{wt.get_parameter('output-uri')}/{{{{workflow.name}}}}"
+        # A worker ends only when the study has all its trials, so each one's best_params.json is
+        # the study's best; worker 0's is read.
+        best_params = f"{run_dir}/trials/worker-0/best_params.json"
+        with DAG(name=PIPELINE_ENTRYPOINT):
+            first = Task(
+                name=PRECOMPUTE_STEP,
+                template_ref=m.TemplateRef(name=PRECOMPUTE_TEMPLATE, template=precompute.name),
+                arguments=arguments_for(precompute, wt),
+            )
+            single = Task(
+                name=TRAIN_STEP,
+                template_ref=m.TemplateRef(name=TRAIN_TEMPLATE, template=train.name),
+                arguments=arguments_for(train, wt, {"output-uri": run_dir}),
+                when=f"{trials} == 0",
+            )
+            workers = Task(
+                name="trials",
+                template=worker,
+                with_sequence=m.Sequence(count=m.IntOrString(str(wt.get_parameter("trial-workers")))),
+                arguments=arguments_for(
+                    worker,
+                    wt,
+                    {
+                        "output-uri": f"{run_dir}/trials/worker-{{{{item}}}}",
+                        "worker": "{{item}}",
+                        "study-name": "{{workflow.name}}",
+                    },
+                ),  # fmt: skip
+                when=f"{trials} > 0",
+            )
+            best = Task(
+                name="train-best",
+                template_ref=m.TemplateRef(name=TRAIN_TEMPLATE, template=train.name),
+                arguments=arguments_for(
+                    train, wt, {"output-uri": run_dir, "trials": "0", "hyperopt-params-uri": best_params}
+                ),
+                when=f"{trials} > 0",
+            )
+            first >> single
+            first >> workers >> best
+    wt.templates.append(worker)
+    return wt
+
+
+def build_templates(options: RenderOptions | None = None) -> list[WorkflowTemplate]:
+    """The three WorkflowTemplates, in dependency order (the pipeline last)."""
+    options = options or RenderOptions()
+    precompute, train = precompute_step(options), train_step(options)
+    return [
+        _step_template(PRECOMPUTE_TEMPLATE, precompute, options),
+        _step_template(TRAIN_TEMPLATE, train, options),
+        pipeline_template(options, precompute, train),
+    ]
+
+
+__all__ = ["RenderOptions", "build_templates", "pipeline_defaults"]

@@ -1,0 +1,48 @@
+"""The persistent Double-DQN trainer: built once per run, reset in place between folds.
+
+Modules, one job each: `device_data` (the fxcache on the device, uploaded once), `dqn` (the
+algorithm and the trainer's state), `settings` (the shape-free settings as device values), `step`
+(compile and CUDA-graph capture around the plain step), `policy` (greedy rollout scan, costs,
+metrics, annualisation), `diagnostics` (what the greedy policy does, epoch by epoch).
+"""
+
+from foxhunt.trainer.device_data import DeviceData, resolve_device, synchronize, to_device
+from foxhunt.trainer.diagnostics import FoldHistory, feature_agreement, policy_collapse
+from foxhunt.trainer.dqn import DQNTrainer, TrainingDiverged, build_qnet, fold_seed, td_target
+from foxhunt.trainer.policy import (
+    FLAT,
+    N_ACTIONS,
+    periods_per_year,
+    policy_metrics,
+    policy_pnl,
+    position_changes,
+    rollout_positions,
+    rollout_positions_reference,
+    trading_cost,
+)
+from foxhunt.trainer.settings import SHAPE_FIELDS
+
+__all__ = [
+    "FLAT",
+    "N_ACTIONS",
+    "SHAPE_FIELDS",
+    "DQNTrainer",
+    "DeviceData",
+    "FoldHistory",
+    "TrainingDiverged",
+    "build_qnet",
+    "feature_agreement",
+    "fold_seed",
+    "periods_per_year",
+    "policy_collapse",
+    "policy_metrics",
+    "policy_pnl",
+    "position_changes",
+    "resolve_device",
+    "rollout_positions",
+    "rollout_positions_reference",
+    "synchronize",
+    "td_target",
+    "to_device",
+    "trading_cost",
+]

@@ -1,0 +1,61 @@
+"""The shape-free DQN settings as device values: 0-d tensors that the captured step reads.
+
+A CUDA graph bakes Python numbers into its kernels and torch.compile guards on them, so a setting
+read as a Python float would need a new capture (and a recompile) to change. Read from a device
+buffer that is refilled in place, it changes between trials for free: one trainer, one capture
+and one compile serve every trial whose settings keep the step's shapes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import torch
+
+from foxhunt.config import DQNConfig
+
+# Settings that change tensor shapes or the step's code: a new trainer (new capture, new compile).
+SHAPE_FIELDS = ("batch_size", "hidden", "steps_per_graph", "compile", "bf16")
+
+
+@dataclass
+class StepSettings:
+    """The shape-free settings the training step and collection read, as 0-d device tensors.
+
+    Refilled in place by `DQNTrainer.apply_settings`: a captured graph and compiled kernels read
+    the new values without a new capture or compile. The epsilon schedule, steps per epoch and
+    the |Q| guard are host-side and read from the config at each epoch.
+    """
+
+    lr: torch.Tensor
+    gamma: torch.Tensor
+    tau: torch.Tensor
+    huber_delta: torch.Tensor
+    grad_clip: torch.Tensor
+    weight_decay: torch.Tensor
+    reward_scale: torch.Tensor
+    cost: torch.Tensor  # the training reward's cost; evaluation costs are the trainer's eval settings
+
+    @classmethod
+    def on(cls, device: torch.device, config: DQNConfig) -> StepSettings:
+        """Settings for `config` in fresh device buffers."""
+        return cls(
+            **{f.name: torch.tensor(float(getattr(config, f.name)), device=device) for f in fields(cls)}
+        )
+
+    @torch.no_grad()
+    def fill_(self, config: DQNConfig) -> None:
+        """Refill every buffer from `config`, in place (no new tensor, so graph pointers stay valid)."""
+        for f in fields(self):
+            getattr(self, f.name).fill_(float(getattr(config, f.name)))
+
+
+def check_shape_free(old: DQNConfig, new: DQNConfig) -> None:
+    """ValueError naming the first setting in SHAPE_FIELDS that differs: that change needs a new trainer."""
+    for name in SHAPE_FIELDS:
+        before, after = getattr(old, name), getattr(new, name)
+        if before != after:
+            raise ValueError(
+                f"{name}: {before!r} → {after!r} changes the training step's shapes or code; "
+                "build a new trainer for it"
+            )

@@ -1,0 +1,91 @@
+"""The step machinery: a plain training step, run eagerly, or compiled and captured as one CUDA graph.
+
+The algorithm (dqn.py) defines its step in four plain parts: draw a batch, compute the loss,
+clear the gradients, update after backward. This wrapper runs them the way the device wants,
+like LeanRL and torchtitan wrap theirs: on CPU it calls them eagerly; on CUDA it compiles the
+loss and the update (a small network at batch 8192 is bound by kernel count, not FLOPs:
+compiling fuses gather, normalization and loss, and turns clip, Adam and the Polyak step into a
+few well-spread kernels), warms up on a side stream, and captures `steps_per_graph` steps as one
+CUDA graph, once. Everything the graph reads (weights, optimizer state, replay, norm stats, the
+settings) lives in fixed device buffers that the algorithm refills in place, so folds and
+trials replay the same graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import torch
+
+
+@dataclass(frozen=True)
+class StepParts:
+    """A training step split where autograd runs; `plain_step` is the step they define."""
+
+    draw: Callable[[], torch.Tensor]  # fills and returns the batch's random draw
+    loss: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]  # draw → (loss, statistics)
+    zero_grad: Callable[[], None]
+    update: Callable[[torch.Tensor, torch.Tensor], None]  # (detached loss, statistics), after backward
+
+
+def plain_step(parts: StepParts) -> None:
+    """One training step, eagerly: draw, loss, backward, update."""
+    loss, stats = parts.loss(parts.draw())
+    parts.zero_grad()
+    loss.backward()
+    parts.update(loss.detach(), stats)
+
+
+class TrainStep:
+    """Runs `steps_per_graph` plain steps per call: eagerly on CPU, as one captured CUDA graph on CUDA."""
+
+    def __init__(
+        self,
+        parts: StepParts,
+        *,
+        device: torch.device,
+        steps_per_graph: int = 1,
+        compile: bool = True,
+        capture: bool = True,
+    ):
+        self.device = device
+        self.steps_per_graph = int(steps_per_graph)
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.graph_captures = 0
+        self.compiles = 0  # times this step's parts were wrapped by torch.compile
+        cuda = device.type == "cuda"
+        self.parts = parts
+        if cuda and compile:
+            self.parts = replace(parts, loss=torch.compile(parts.loss), update=torch.compile(parts.update))
+            self.compiles += 1
+        if cuda and capture:
+            self.capture()
+
+    def eager_steps(self) -> None:
+        """`steps_per_graph` steps without a graph."""
+        for _ in range(self.steps_per_graph):
+            plain_step(self.parts)
+
+    def capture(self, warmup_steps: int = 3) -> None:
+        """Capture `steps_per_graph` steps as one CUDA graph (the steps run during warm-up change state)."""
+        # Warm-up on a side stream creates the optimizer's state, the autograd buffers and the
+        # compiled kernels before capture.
+        current = torch.cuda.current_stream(self.device)
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(current)
+        with torch.cuda.stream(side):
+            for _ in range(warmup_steps):
+                plain_step(self.parts)
+        current.wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.eager_steps()
+        self.graph_captures += 1
+
+    def run(self) -> None:
+        """`steps_per_graph` training steps: one graph replay, or the eager steps when there is no graph."""
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            self.eager_steps()
