@@ -1,5 +1,6 @@
-"""Argo WorkflowTemplates for foxhunt: their Hera definitions, rendering and submission.
+"""Argo WorkflowTemplates for foxhunt: their Hera definitions, rendering, and the submit client.
 
-Importing this package (or `foxhunt_workflows.commands`) does not import Hera; the modules that
-build or submit workflows import it themselves, so `foxhunt --help` works without it.
+Importing this package (or `foxhunt_workflows.commands`) imports no Hera: only the modules that
+define or render templates (`pods`, `templates`, `render.render_documents`) do. `submit` checks
+against the packaged render (`rendered/`) and talks to the Argo Server over plain HTTP.
 """

@@ -127,27 +127,33 @@ class ArgoServer:
         return self.url.startswith("https://")
 
 
-def _connection(server: ArgoServer, timeout: float) -> http.client.HTTPConnection:
+def _proxy_for(server: ArgoServer) -> urllib.parse.SplitResult | None:
+    """The proxy the environment names for the server's scheme (HTTPS_PROXY, NO_PROXY, ...), if any."""
+    parts = urllib.parse.urlsplit(server.url)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
+        return None
+    return urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+
+
+def _connection(server: ArgoServer, timeout: float) -> tuple[http.client.HTTPConnection, str]:
+    """A connection to the server (through a proxy where one is set) and the URL prefix of requests."""
     parts = urllib.parse.urlsplit(server.url)
     host, port = parts.hostname or "", parts.port or (443 if server.secure else 80)
-    proxy = urllib.request.getproxies().get(parts.scheme)
-    if proxy and urllib.request.proxy_bypass(host):
-        proxy = None
-    target = (
-        urllib.parse.urlsplit(proxy if proxy and "://" in proxy else f"http://{proxy}") if proxy else None
-    )
-    connect_host = target.hostname if target else host
-    connect_port = (target.port or 80) if target else port
-    if server.secure:
-        context = ssl.create_default_context()
-        if not server.verify_ssl:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        connection = http.client.HTTPSConnection(connect_host, connect_port, timeout=timeout, context=context)
-        if target:
-            connection.set_tunnel(host, port)
-        return connection
-    return http.client.HTTPConnection(connect_host, connect_port, timeout=timeout)
+    proxy = _proxy_for(server)
+    connect_host, connect_port = (proxy.hostname or "", proxy.port or 80) if proxy else (host, port)
+    if not server.secure:
+        # A plain-http proxy takes the absolute URL; a server, the path.
+        prefix = server.url if proxy else parts.path
+        return http.client.HTTPConnection(connect_host, connect_port, timeout=timeout), prefix
+    context = ssl.create_default_context()
+    if not server.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    connection = http.client.HTTPSConnection(connect_host, connect_port, timeout=timeout, context=context)
+    if proxy:
+        connection.set_tunnel(host, port)
+    return connection, parts.path
 
 
 def _message(body: bytes) -> str:
@@ -179,12 +185,10 @@ def _status_error(server: ArgoServer, status: int, body: bytes, what: str) -> Ar
     return error(f"{what}: the Argo Server answered {status} {message}".rstrip())
 
 
-def _read_body(
-    connection: http.client.HTTPConnection, response, timeouts: Timeouts, deadline: Deadline
-) -> bytes:
+def _read_body(sock, response, timeouts: Timeouts, deadline: Deadline) -> bytes:
     chunks = []
     while True:
-        connection.sock.settimeout(deadline.bound(timeouts.read))
+        sock.settimeout(deadline.bound(timeouts.read))
         chunk = response.read(CHUNK)
         if not chunk:
             return b"".join(chunks)
@@ -197,17 +201,23 @@ def _exchange(server, method, path, body, timeouts, deadline, what) -> tuple[int
         headers["Authorization"] = server.token
     if body is not None:
         headers["Content-Type"] = "application/json"
-    connection = _connection(server, deadline.bound(timeouts.connect))
+    connection, prefix = _connection(server, deadline.bound(timeouts.connect))
     try:
         try:
             connection.connect()
+        except ssl.SSLError:
+            raise
         except OSError as error:
             reason = "timed out" if isinstance(error, TimeoutError) else error.strerror or str(error)
             raise Unreachable(f"{what}: cannot connect to {server.url}: {reason}") from None
-        connection.sock.settimeout(deadline.bound(timeouts.read))
-        connection.request(method, urllib.parse.urljoin(server.url, path), body=body, headers=headers)
-        response = connection.getresponse()
-        return response.status, _read_body(connection, response, timeouts, deadline)
+        sock = connection.sock
+        sock.settimeout(deadline.bound(timeouts.read))
+        connection.request(method, prefix + path, body=body, headers=headers)
+        # Read the answer from our own reference to the socket: http.client's getresponse() would
+        # close the connection's socket for an HTTP/1.0 answer, and with it the per-read timeouts.
+        response = http.client.HTTPResponse(sock, method=method)
+        response.begin()
+        return response.status, _read_body(sock, response, timeouts, deadline)
     finally:
         connection.close()
 

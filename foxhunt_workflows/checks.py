@@ -233,8 +233,7 @@ def pod_manifests(documents: Iterable[dict[str, Any]], namespace: str) -> list[d
                     pod_spec[key] = template[key]
             if "podSpecPatch" in template:
                 pod_spec |= json.loads(template["podSpecPatch"])
-            labels = template.get("metadata", {}).get("labels", {})
             name = f"{document['metadata']['name']}-{template['name']}"
-            metadata = {"name": name, "namespace": namespace, "labels": labels}
+            metadata = {"name": name, "namespace": namespace, **template.get("metadata", {})}
             pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec})
     return pods

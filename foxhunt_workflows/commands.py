@@ -131,7 +131,6 @@ def run_submit(args: argparse.Namespace) -> int:
     from foxhunt_workflows.render import shipped_template
     from foxhunt_workflows.submit import argo_cli_line, submit_template
 
-    deadline = Deadline.after(args.timeout)
     _check_flags(args)
     try:
         params = submission_params(args)
@@ -142,6 +141,8 @@ def run_submit(args: argparse.Namespace) -> int:
     except SubmitUsageError as error:
         raise _usage_error(str(error)) from None
 
+    # From here on every step can wait on the network: all of it stays inside --timeout.
+    deadline = Deadline.after(args.timeout)
     timeouts = Timeouts(connect=args.connect_timeout, read=args.read_timeout)
     try:
         created = submit_template(server, params, labels=args.label, timeouts=timeouts, deadline=deadline)

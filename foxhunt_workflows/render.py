@@ -52,4 +52,6 @@ def render_all(out_dir: Path | str, options=None) -> list[Path]:
 
 def shipped_template(name: str) -> dict[str, Any]:
     """The packaged render of WorkflowTemplate `name` (no Hera import); FileNotFoundError if unknown."""
-    return yaml.safe_load((PACKAGE_COPY / f"{name}.yaml").read_text(encoding="utf-8"))
+    # libyaml's loader where PyYAML has it: this runs on every `foxhunt submit`.
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load((PACKAGE_COPY / f"{name}.yaml").read_text(encoding="utf-8"), Loader=loader)  # noqa: S506

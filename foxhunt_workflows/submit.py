@@ -36,10 +36,13 @@ SUBMIT_CONNECT_TRIES = 3
 
 @dataclass(frozen=True)
 class Patience:
-    """How a wait treats transient failures: this many in a row are retried, each pause doubling."""
+    """How a wait treats transient failures: this many in a row are retried, each pause doubling.
+
+    The first pause is `first_backoff`, or the poll interval when that is None.
+    """
 
     max_failures: int = 8
-    first_backoff: float = 1.0
+    first_backoff: float | None = None
 
 
 DEFAULT_TIMEOUTS = Timeouts()
@@ -122,7 +125,8 @@ def wait_for(
             failures += 1
             if failures > patience.max_failures:
                 raise ArgoError(f"{error} (gave up after {failures} tries in a row)") from None
-            pause = min(patience.first_backoff * 2 ** (failures - 1), MAX_BACKOFF_SECONDS)
+            first = patience.first_backoff if patience.first_backoff is not None else poll_seconds
+            pause = min(first * 2 ** (failures - 1), MAX_BACKOFF_SECONDS)
             on_retry(error, pause)
             if not _pause(deadline, pause, sleep):
                 return None

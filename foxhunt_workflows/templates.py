@@ -269,7 +269,6 @@ def pipeline_template(options: RenderOptions, precompute: Container, train: Cont
             )
             first >> single
             first >> workers >> best
-    wt.templates.append(worker)
     return wt
 
 

@@ -26,11 +26,27 @@ python3 -m venv .venv
 pip install -q torch==2.13.0
 pip install -q -e ".[dev]"
 
+# checkov (the static scan of the chart, the workflow pods and the Dockerfile) pins old boto3 and
+# packaging releases, so it gets a virtualenv of its own; tests/test_security_scan.py runs it.
+echo "== checkov (.cache/checkov)"
+mkdir -p .cache
+[ -x .cache/checkov/bin/checkov ] || python3 -m venv .cache/checkov
+.cache/checkov/bin/pip install -q checkov==3.3.30
+
+# The base install's wheels, so tests/test_light_install.py installs the light client offline.
+echo "== base-install wheels (.cache/light-wheels)"
+python - <<'PY' > .cache/base-requirements.txt
+import tomllib
+print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))
+PY
+pip download -q -d .cache/light-wheels -r .cache/base-requirements.txt
+
 echo "== @grafana/schema + typescript (dashboard type check)"
 sh tests/grafana_schema/install.sh >/dev/null
 
 echo "== ruff"
 ruff check .
+ruff format --check .
 
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider "$@"

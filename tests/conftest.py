@@ -6,3 +6,6 @@ from prom_services import *  # noqa
 
 # PostgreSQL on loopback, as fixtures any test module can request.
 from pg_service import *  # noqa
+
+# A tiny fxcache and hyperparameters for `foxhunt train` runs, as fixtures any test module can request.
+from run_cases import tiny_fxcache, tiny_params  # noqa

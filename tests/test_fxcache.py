@@ -152,10 +152,10 @@ def test_target_is_absent_until_the_local_write_completes(tmp_path, monkeypatch)
 def test_failed_s3_write_publishes_nothing_and_leaves_no_staging_file(moto_s3, tmp_path, monkeypatch):
     monkeypatch.setenv("FOXHUNT_CACHE_DIR", str(tmp_path))
 
-    def fail_upload(path, uri, metadata=None):
+    def fail_upload(uri, data, metadata=None):
         raise OSError("connection reset")
 
-    monkeypatch.setattr(storage, "upload_file", fail_upload)
+    monkeypatch.setattr(storage, "write_atomic", fail_upload)
     uri = moto_s3.uri("cache.arrow")
     with pytest.raises(OSError, match="connection reset"):
         write_good(uri)

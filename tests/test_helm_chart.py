@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shutil
 from pathlib import Path
 
 import helm_python as helm
@@ -11,8 +13,12 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from chart_render import CHART, PROMETHEUS_RULE_API, of_kind, render, render_manifests, train_pod
+from hera.workflows import Env
 from kubernetes_validate.utils import latest_version
+from secret_planting import leaked, planted_secrets  # noqa: F401 (a fixture)
 
+from foxhunt_workflows import pods, templates
 from foxhunt_workflows.checks import (
     gpu_count,
     parameter_problems,
@@ -24,7 +30,6 @@ from foxhunt_workflows.checks import (
 from foxhunt_workflows.render import render_all
 
 REPO = Path(__file__).resolve().parents[1]
-CHART = REPO / "helm" / "foxhunt"
 SCHEMA_PATH = REPO.parent / "shared" / "reference" / "argo-workflows-v4-schema.json"
 WORKFLOW_TEMPLATE = "io.argoproj.workflow.v1alpha1.WorkflowTemplate"
 CORE_KINDS = {"ServiceAccount", "Role", "RoleBinding", "ConfigMap"}
@@ -54,27 +59,6 @@ monitoring:
 """
 
 
-def render(values: dict | None = None) -> list[dict]:
-    with helm.Chart.load(CHART) as chart:
-        manifests = chart.render(values, name="foxhunt", namespace="ml")
-    return [
-        document
-        for path, text in sorted(manifests.items())
-        if path.endswith(".yaml")
-        for document in yaml.safe_load_all(text)
-        if document
-    ]
-
-
-def of_kind(documents: list[dict], kind: str) -> dict[str, dict]:
-    return {d["metadata"]["name"]: d for d in documents if d["kind"] == kind}
-
-
-def train_pod(documents: list[dict]) -> dict:
-    (template,) = pod_templates(of_kind(documents, "WorkflowTemplate")["train"])
-    return template
-
-
 @pytest.fixture(scope="module")
 def defaults() -> list[dict]:
     return render()
@@ -82,7 +66,7 @@ def defaults() -> list[dict]:
 
 @pytest.fixture(scope="module")
 def overridden() -> list[dict]:
-    return render(helm.values_from_yaml(OVERRIDES))
+    return render(helm.values_from_yaml(OVERRIDES), api_versions=(PROMETHEUS_RULE_API,))
 
 
 @pytest.fixture(scope="module")
@@ -190,7 +174,9 @@ def test_image_digest_pins_the_image():
 
 
 def test_values_set_the_pool_label_key_but_the_pool_stays_a_parameter(overridden):
-    assert train_pod(overridden)["nodeSelector"] == {"cloud.google.com/gke-nodepool": "{{inputs.parameters.gpu-pool}}"}
+    assert train_pod(overridden)["nodeSelector"] == {
+        "cloud.google.com/gke-nodepool": "{{inputs.parameters.gpu-pool}}"
+    }
 
 
 def test_values_set_resources_and_the_train_pod_keeps_exactly_one_gpu(overridden):
@@ -221,7 +207,9 @@ def test_values_set_service_account_everywhere(overridden):
 def test_pods_read_credentials_from_the_named_existing_secret(overridden):
     for template in of_kind(overridden, "WorkflowTemplate").values():
         for pod in pod_templates(template):
-            refs = [e["valueFrom"]["secretKeyRef"] for e in pod["container"]["env"] if "valueFrom" in e]
+            # The S3 settings; a trial worker also reads the study's URL from the Secret its parameter names.
+            s3 = [e for e in pod["container"]["env"] if e["name"].startswith("AWS_")]
+            refs = [e["valueFrom"]["secretKeyRef"] for e in s3 if "valueFrom" in e]
             assert refs and {r["name"] for r in refs} == {"minio-credentials"}
 
 
@@ -229,15 +217,48 @@ def test_chart_never_creates_a_secret(defaults, overridden):
     assert [d for d in defaults + overridden if d["kind"] == "Secret"] == []
 
 
-def test_no_secret_value_appears_in_the_rendered_chart(monkeypatch):
+def chart_with_fresh_templates(tmp_path: Path) -> Path:
+    """A copy of the chart whose WorkflowTemplates are rendered now, by whatever renderer is in place."""
+    chart = tmp_path / "foxhunt"
+    shutil.copytree(CHART, chart)
+    shutil.rmtree(chart / "files" / "workflows")
+    render_all(chart / "files" / "workflows")
+    return chart
+
+
+@pytest.mark.usefixtures("planted_secrets")
+def test_no_secret_value_appears_in_the_rendered_chart(tmp_path, monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", FAKE_SECRET)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", FAKE_SECRET.upper())
-    monkeypatch.setenv("ARGO_TOKEN", FAKE_SECRET)
+    chart = chart_with_fresh_templates(tmp_path)
 
-    with helm.Chart.load(CHART) as chart:
-        manifests = chart.render(helm.values_from_yaml(OVERRIDES), name="foxhunt", namespace="ml")
+    manifests = render_manifests(helm.values_from_yaml(OVERRIDES), chart_dir=chart)
 
-    assert FAKE_SECRET not in "".join(manifests.values()).lower()
+    text = "".join(manifests.values())
+    assert FAKE_SECRET not in text.lower()
+    assert leaked(text) == []
+
+
+def copy_credentials_into_env(options, run_id="{{workflow.name}}"):
+    """A careless renderer: credentials copied from the environment into the manifests."""
+    return [Env(name=key, value=os.environ[key]) for key in ("AWS_SECRET_ACCESS_KEY", "ARGO_TOKEN")]
+
+
+@pytest.mark.usefixtures("planted_secrets")
+def test_a_chart_shipping_a_leaky_render_is_caught(tmp_path, monkeypatch):
+    monkeypatch.setattr(pods, "common_env", copy_credentials_into_env)
+    monkeypatch.setattr(templates, "common_env", copy_credentials_into_env)
+    chart = chart_with_fresh_templates(tmp_path)
+
+    manifests = render_manifests(helm.values_from_yaml(OVERRIDES), chart_dir=chart)
+
+    assert leaked("".join(manifests.values())) == ["AWS_SECRET_ACCESS_KEY", "ARGO_TOKEN"]
+
+
+def test_chart_values_cannot_hold_s3_credentials():
+    values = {"s3": {"existingSecret": "foxhunt-s3", "secretAccessKey": FAKE_SECRET}}
+
+    with pytest.raises(helm.HelmError, match="secretAccessKey"):
+        render(values)
 
 
 def test_executor_role_grants_only_workflow_task_results():
@@ -275,6 +296,8 @@ def test_alert_rules_ship_as_a_prometheus_rule(overridden):
 
 
 def test_prometheus_rule_can_be_turned_off():
-    documents = render({"monitoring": {"prometheusRule": {"enabled": False}}})
+    documents = render(
+        {"monitoring": {"prometheusRule": {"enabled": False}}}, api_versions=(PROMETHEUS_RULE_API,)
+    )
 
     assert of_kind(documents, "PrometheusRule") == {}

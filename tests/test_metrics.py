@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import dataclasses
+import json
 import logging
 import re
 import socket
@@ -11,9 +14,12 @@ import urllib.request
 
 import pytest
 from prom_services import finish_pipeline, free_port, pushed_samples, start_pipeline, unique_run_id
+from run_cases import train_argv
 
 import foxhunt
-from foxhunt.metrics import PHASES, RunMetrics, resolve_pushgateway, resolve_run_id
+from foxhunt.cli import main
+from foxhunt.errors import UsageError
+from foxhunt.metrics import PHASES, RunMetrics, live_run, resolve_pushgateway, resolve_run_id
 from foxhunt.reports import EpochStats, FoldDates, FoldReport, PolicyMetrics, Validation
 
 pytestmark = pytest.mark.services
@@ -23,25 +29,51 @@ TIMEOUT_S = 0.5
 MARGIN_S = 0.5
 
 
-def policy(sharpe: float, total_return: float, max_drawdown: float, turnover: float = 0.0,
-           hit_rate: float = 0.0) -> PolicyMetrics:
-    return PolicyMetrics(sharpe, total_return, max_drawdown, turnover, hit_rate, gross_sharpe=sharpe,
-                         gross_return=total_return, exposure=0.5)
+def policy(
+    sharpe: float, total_return: float, max_drawdown: float, turnover: float = 0.0, hit_rate: float = 0.0
+) -> PolicyMetrics:
+    return PolicyMetrics(
+        sharpe,
+        total_return,
+        max_drawdown,
+        turnover,
+        hit_rate,
+        gross_sharpe=sharpe,
+        gross_return=total_return,
+        exposure=0.5,
+    )
 
 
 def fold_report(fold: int) -> FoldReport:
     """A fold report like the pipeline's fold_N/report.json, with values distinct per fold."""
     base = 1.0 + fold
-    epochs = [EpochStats(epoch=i, loss=0.125 * base, epsilon=0.5, steps=10, collect_seconds=0.1 * base,
-                         train_seconds=(s - 0.1) * base, samples_per_second=1.0)
-              for i, s in enumerate((0.5, 0.7, 0.6))]
+    epochs = [
+        EpochStats(
+            epoch=i,
+            loss=0.125 * base,
+            epsilon=0.5,
+            steps=10,
+            collect_seconds=0.1 * base,
+            train_seconds=(s - 0.1) * base,
+            samples_per_second=1.0,
+        )
+        for i, s in enumerate((0.5, 0.7, 0.6))
+    ]
     return FoldReport(
-        fold=fold, train_start=1000 * fold, train_end=1000 * fold + 800 + fold, val_start=1000 * fold + 810,
-        val_end=1000 * fold + 1000 + fold, difficulty_score=0.25 * base,
-        dates=FoldDates("2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z", "2024-01-02T01:00:00Z",
-                        "2024-01-03T00:00:00Z"),
+        fold=fold,
+        train_start=1000 * fold,
+        train_end=1000 * fold + 800 + fold,
+        val_start=1000 * fold + 810,
+        val_end=1000 * fold + 1000 + fold,
+        difficulty_score=0.25 * base,
+        dates=FoldDates(
+            "2024-01-01T00:00:00Z", "2024-01-02T00:00:00Z", "2024-01-02T01:00:00Z", "2024-01-03T00:00:00Z"
+        ),
         phases={p: base * (i + 1) / 1000.0 for i, p in enumerate(PHASES)},
-        fold_seconds=3.5 * base, samples_per_second=12345.5 * base, steps=30, epochs=epochs,
+        fold_seconds=3.5 * base,
+        samples_per_second=12345.5 * base,
+        steps=30,
+        epochs=epochs,
         validation=Validation(
             model=policy(1.5 * base - 4.0, 0.01 * base, 0.02 * base, 17.0 * base, 0.51),
             baselines={"buy_and_hold": policy(0.3, 0.001, 0.05), "flat": policy(0.0, 0.0, 0.0)},
@@ -125,8 +157,11 @@ def test_group_is_keyed_by_job_and_run_id(pushgateway):
     run_id = unique_run_id("key")
     new_metrics(run_id, pushgateway).run_started()
     text = urllib.request.urlopen(f"{pushgateway}/metrics", timeout=5).read().decode()
-    line = next(x for x in text.splitlines() if x.startswith("foxhunt_run_start_timestamp_seconds{")
-                and f'run_id="{run_id}"' in x)
+    line = next(
+        x
+        for x in text.splitlines()
+        if x.startswith("foxhunt_run_start_timestamp_seconds{") and f'run_id="{run_id}"' in x
+    )
     assert 'job="foxhunt-train"' in line
 
 
@@ -149,8 +184,12 @@ def test_two_runs_with_different_ids_are_both_fully_present(pushgateway):
 
 def test_unreachable_pushgateway_neither_raises_nor_blocks_and_counts_every_failure():
     m = new_metrics(unique_run_id("down"), dead_url())
-    calls = [m.run_started, lambda: m.data_loaded(1.0, 10), lambda: m.fold_finished(fold_report(0)),
-             lambda: m.run_finished("failed")]
+    calls = [
+        m.run_started,
+        lambda: m.data_loaded(1.0, 10),
+        lambda: m.fold_finished(fold_report(0)),
+        lambda: m.run_finished("failed"),
+    ]
     for call in calls:
         t0 = time.monotonic()
         call()
@@ -255,6 +294,142 @@ def test_run_finished_rejects_an_unknown_status():
         new_metrics(unique_run_id("status"), None).run_finished("cancelled")
 
 
+def test_the_planned_folds_are_pushed_for_progress_and_eta(pushgateway):
+    run_id = unique_run_id("planned")
+    m = new_metrics(run_id, pushgateway)
+    m.folds_planned(3)
+    m.fold_finished(fold_report(0))
+    samples = pushed_samples(pushgateway, run_id)
+    assert value(samples, "foxhunt_folds_planned") == 3
+    assert value(samples, "foxhunt_folds_completed_total") == 1
+
+
+def test_an_interrupted_run_is_pushed_as_interrupted(pushgateway):
+    run_id = unique_run_id("interrupted")
+    m = new_metrics(run_id, pushgateway)
+    m.run_started()
+    m.run_finished("interrupted")
+    assert value(pushed_samples(pushgateway, run_id), "foxhunt_run_finished", status="interrupted") == 1
+
+
+def test_a_started_unfinished_recently_pushed_group_is_a_live_run(pushgateway):
+    run_id = unique_run_id("live")
+    m = new_metrics(run_id, pushgateway)
+    assert live_run(pushgateway, run_id, stale_seconds=60) is None
+    before = time.time()
+    m.run_started()
+    live = live_run(pushgateway, run_id, stale_seconds=60)
+    assert live is not None and before <= live["started"] <= live["last_push"] <= time.time()
+    assert live_run(pushgateway, run_id, stale_seconds=0) is None  # no push within the last 0 s: stale
+    m.run_finished("succeeded")
+    assert live_run(pushgateway, run_id, stale_seconds=60) is None
+
+
+def test_asking_an_unreachable_pushgateway_for_live_runs_answers_none():
+    assert live_run(dead_url(), "any", stale_seconds=60, timeout=TIMEOUT_S) is None
+
+
+def test_a_second_live_run_with_the_same_id_is_refused_before_any_output(
+    pushgateway, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    run_id = unique_run_id("dup")
+    first = new_metrics(run_id, pushgateway)
+    first.run_started()
+    out = tmp_path / "second"
+    argv = train_argv(
+        tiny_fxcache,
+        out,
+        tiny_params,
+        "--epochs",
+        "1",
+        "--max-folds",
+        "1",
+        "--pushgateway",
+        pushgateway,
+        "--run-id",
+        run_id,
+    )
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"run id {run_id} is live on {pushgateway}" in err and "another --run-id" in err
+    assert not out.exists() or list(out.iterdir()) == []
+    first.run_finished("succeeded")
+    assert main(argv) == 0  # a finished run's id may be used again
+
+
+def test_ten_concurrent_runs_on_one_pushgateway_keep_complete_separate_series(pushgateway):
+    run_ids = [unique_run_id(f"ten{i}") for i in range(10)]
+
+    def run_report(i: int, fold: int):
+        return dataclasses.replace(fold_report(fold), fold_seconds=100.0 * i + fold)
+
+    def one(i: int) -> None:
+        m = new_metrics(run_ids[i], pushgateway)
+        m.run_started()
+        m.folds_planned(3)
+        for fold in range(3):
+            m.fold_finished(run_report(i, fold))
+            m.push()  # a heartbeat between folds, as the run's thread sends
+        m.run_finished("succeeded")
+        assert m.push_failures == 0
+
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        list(pool.map(one, range(10)))
+    for i, run_id in enumerate(run_ids):
+        samples = pushed_samples(pushgateway, run_id)
+        assert {fold: value(samples, "foxhunt_fold_seconds", fold=str(fold)) for fold in range(3)} == {
+            fold: run_report(i, fold).fold_seconds for fold in range(3)
+        }
+        assert value(samples, "foxhunt_folds_completed_total") == 3
+        assert value(samples, "foxhunt_run_finished", status="succeeded") == 1
+
+
+def test_a_deleted_group_is_gone_from_the_pushgateway_after_prometheus_scraped_it(
+    prometheus, pushgateway, tiny_fxcache, tiny_params, tmp_path
+):
+    run_id = unique_run_id("deleted")
+    argv = train_argv(
+        tiny_fxcache,
+        tmp_path / "out",
+        tiny_params,
+        "--epochs",
+        "1",
+        "--max-folds",
+        "1",
+        "--pushgateway",
+        pushgateway,
+        "--run-id",
+        run_id,
+        "--delete-metrics-group",
+        "--metrics-keep-seconds",
+        "3",
+    )
+    assert main(argv) == 0
+    assert pushed_samples(pushgateway, run_id) == {}
+    scraped = prometheus.query(
+        f'last_over_time(foxhunt_run_finished{{run_id="{run_id}", status="succeeded"}}[1m])'
+    )
+    assert [float(r["value"][1]) for r in scraped] == [1.0]
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["push_failures"] == 0
+
+
+@pytest.mark.parametrize("bad", ["..", ".", "a/b", "run id", "x" * 129, "ümlaut"])
+def test_a_run_id_that_is_not_a_safe_label_value_is_a_usage_error(bad):
+    with pytest.raises(UsageError, match="--run-id: run id must be 1-128 characters"):
+        resolve_run_id(bad)
+
+
+def test_a_run_id_of_128_safe_characters_is_accepted():
+    assert resolve_run_id("a.B_c:d-1" + "x" * 119) == "a.B_c:d-1" + "x" * 119
+
+
+def test_a_bad_run_id_in_the_environment_names_the_variable(monkeypatch):
+    monkeypatch.delenv("FOXHUNT_RUN_ID", raising=False)
+    monkeypatch.setenv("ARGO_WORKFLOW_NAME", "../up")
+    with pytest.raises(UsageError, match=r"\$ARGO_WORKFLOW_NAME: run id"):
+        resolve_run_id(None)
+
+
 def test_run_id_flag_wins_over_the_environment(monkeypatch):
     monkeypatch.setenv("FOXHUNT_RUN_ID", "from-env")
     monkeypatch.setenv("ARGO_WORKFLOW_NAME", "train-pipeline-abcde")
@@ -306,8 +481,9 @@ def prometheus_values(prometheus, promql: str, count: int) -> dict[tuple, float]
 def assert_phases_in_prometheus_equal_the_report(prometheus, run) -> None:
     folds = run.summary["folds"]
     expected = {(str(r["fold"]), phase): seconds for r in folds for phase, seconds in r["phases"].items()}
-    got = prometheus_values(prometheus, f'foxhunt_fold_phase_seconds{{job="foxhunt-train", run_id="{run.run_id}"}}',
-                            len(expected))
+    got = prometheus_values(
+        prometheus, f'foxhunt_fold_phase_seconds{{job="foxhunt-train", run_id="{run.run_id}"}}', len(expected)
+    )
     assert got == expected
 
 
@@ -320,19 +496,24 @@ def test_every_phase_of_every_fold_reaches_prometheus_equal_to_the_run_report(pr
 def test_validation_sharpe_in_prometheus_equals_the_run_report(prometheus, pipeline_runs):
     run = pipeline_runs[0]
     expected = {(str(r["fold"]), None): r["validation"]["sharpe"] for r in run.summary["folds"]}
-    got = prometheus_values(prometheus, f'foxhunt_fold_validation_sharpe{{run_id="{run.run_id}"}}', len(expected))
+    got = prometheus_values(
+        prometheus, f'foxhunt_fold_validation_sharpe{{run_id="{run.run_id}"}}', len(expected)
+    )
     assert got == expected
 
 
 def test_two_concurrent_runs_are_both_fully_present_in_prometheus(prometheus, pipeline_runs):
     for run in pipeline_runs:
         assert_phases_in_prometheus_equal_the_report(prometheus, run)
-        finished = prometheus.wait_for(f'foxhunt_run_finished{{run_id="{run.run_id}", status="succeeded"}}', 1)
+        finished = prometheus.wait_for(
+            f'foxhunt_run_finished{{run_id="{run.run_id}", status="succeeded"}}', 1
+        )
         assert float(finished[0]["value"][1]) == 1
 
 
-def test_a_run_whose_pushgateway_dies_mid_run_completes_with_the_same_results(own_pushgateway, pipeline_runs,
-                                                                              tmp_path):
+def test_a_run_whose_pushgateway_dies_mid_run_completes_with_the_same_results(
+    own_pushgateway, pipeline_runs, tmp_path
+):
     reference = pipeline_runs[0].summary
     started = start_pipeline(tmp_path, unique_run_id("e2e-killed"), own_pushgateway.url)
     deadline = time.monotonic() + 300

@@ -13,8 +13,22 @@ from foxhunt.cli import main
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 EURUSD = SHARED / "data" / "EURUSD_M1_2018_2019.parquet"
-FAST = ["--sample-bars", "60000", "--epochs", "1", "--train-days", "20", "--val-days", "5", "--step-days", "5",
-        "--max-folds", "2", "--device", "cpu"]
+FAST = [
+    "--sample-bars",
+    "60000",
+    "--epochs",
+    "1",
+    "--train-days",
+    "20",
+    "--val-days",
+    "5",
+    "--step-days",
+    "5",
+    "--max-folds",
+    "2",
+    "--device",
+    "cpu",
+]
 
 
 def fast_params(tmp_path: Path, **dqn) -> list[str]:
@@ -73,8 +87,10 @@ def test_unknown_hyperparameter_lists_the_valid_keys(tmp_path, capsys):
 
 def test_bad_bars_are_a_one_line_error_naming_the_file(tmp_path, capsys):
     bad = tmp_path / "bad.csv"
-    bad.write_text("timestamp,open,high,low,close,volume\n2024-01-01T00:00:00,1,2,0.5,1.5,10\n"
-                   "2024-01-01T00:01:00,1,0.9,1.2,1,10\n")
+    bad.write_text(
+        "timestamp,open,high,low,close,volume\n2024-01-01T00:00:00,1,2,0.5,1.5,10\n"
+        "2024-01-01T00:01:00,1,0.9,1.2,1,10\n"
+    )
     assert main(["precompute", "--bars", str(bad), "--out", str(tmp_path / "x.fxcache")]) == 2
     err = capsys.readouterr().err.strip()
     assert str(bad) in err and "row 1" in err and "\n" not in err
@@ -93,8 +109,22 @@ def test_a_diverging_fold_fails_the_run_and_keeps_what_was_done(tmp_path, capsys
 
 def test_real_eurusd_runs_end_to_end(tmp_path):
     out = tmp_path / "eurusd"
-    code = main(["pipeline", "--bars", str(EURUSD), "--out", str(out), "--epochs", "2", "--max-folds", "2",
-                 "--device", "cpu", *fast_params(tmp_path)])
+    code = main(
+        [
+            "pipeline",
+            "--bars",
+            str(EURUSD),
+            "--out",
+            str(out),
+            "--epochs",
+            "2",
+            "--max-folds",
+            "2",
+            "--device",
+            "cpu",
+            *fast_params(tmp_path),
+        ]
+    )
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["rows"] > 700_000
@@ -119,8 +149,28 @@ def test_train_reads_an_s3_fxcache_and_writes_every_output_to_s3(seaweed_s3, tmp
     assert main(["pipeline", "--out", str(local), *FAST, *fast_params(tmp_path)]) == 0
     fxcache_uri, out_uri = seaweed_s3.uri("features.fxcache"), seaweed_s3.uri("runs", "r1")
     storage.upload_file(local / "features.fxcache", fxcache_uri)
-    code = main(["train", "--fxcache", fxcache_uri, "--out", out_uri, "--epochs", "1", "--train-days", "20",
-                 "--val-days", "5", "--step-days", "5", "--max-folds", "2", "--device", "cpu", *fast_params(tmp_path)])
+    code = main(
+        [
+            "train",
+            "--fxcache",
+            fxcache_uri,
+            "--out",
+            out_uri,
+            "--epochs",
+            "1",
+            "--train-days",
+            "20",
+            "--val-days",
+            "5",
+            "--step-days",
+            "5",
+            "--max-folds",
+            "2",
+            "--device",
+            "cpu",
+            *fast_params(tmp_path),
+        ]
+    )
     assert code == 0
     summary = json.loads(storage.read_bytes(storage.join(out_uri, "summary.json")))
     assert summary["status"] == "succeeded" and len(summary["folds"]) == 2
@@ -128,8 +178,9 @@ def test_train_reads_an_s3_fxcache_and_writes_every_output_to_s3(seaweed_s3, tmp
     assert [f["validation"] for f in summary["folds"]] == [f["validation"] for f in local_summary["folds"]]
     import io
 
-    weights = torch.load(io.BytesIO(storage.read_bytes(storage.join(out_uri, "fold_1", "weights.pt"))),
-                         weights_only=True)
+    weights = torch.load(
+        io.BytesIO(storage.read_bytes(storage.join(out_uri, "fold_1", "weights.pt"))), weights_only=True
+    )
     assert weights["0.weight"].shape[1] == 43
     assert storage.exists(storage.join(out_uri, "fold_0", "norm_stats_fold0.json"))
     assert storage.exists(storage.join(out_uri, "run.png"))

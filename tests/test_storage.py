@@ -133,8 +133,8 @@ def test_s3_fetch_downloads_again_when_the_object_changes(moto_s3, tmp_path):
 
 def test_multipart_upload_and_download_round_trip_on_seaweedfs(seaweed_s3, monkeypatch, tmp_path):
     # Shrink the threshold so an 11 MiB file goes up in parts (S3's minimum part is 5 MiB).
-    monkeypatch.setattr(storage, "MULTIPART_THRESHOLD", 5 * 1024 * 1024)
-    monkeypatch.setattr(storage, "MULTIPART_CHUNKSIZE", 5 * 1024 * 1024)
+    monkeypatch.setattr(storage.s3, "MULTIPART_THRESHOLD", 5 * 1024 * 1024)
+    monkeypatch.setattr(storage.s3, "MULTIPART_CHUNKSIZE", 5 * 1024 * 1024)
     src = tmp_path / "big.bin"
     src.write_bytes(bytes(range(251)) * (11 * 1024 * 1024 // 251))
     uri = seaweed_s3.uri("big.bin")

@@ -2,110 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import shlex
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from argo_standin import CI_RUN, GET_PATH, NAMESPACE, SUBMIT_PATH, WORKFLOW, FakeArgo, foxhunt, running_argo
 
-from foxhunt_workflows.commands import add_workflow_commands
 from foxhunt_workflows.submit import ArgoServer, SubmitUsageError
-
-WORKFLOW = "train-pipeline-x7k2p"
-NAMESPACE = "ci"
-SUBMIT_PATH = f"/api/v1/workflows/{NAMESPACE}/submit"
-GET_PATH = f"/api/v1/workflows/{NAMESPACE}/{WORKFLOW}"
-
-
-@dataclass
-class FakeArgo:
-    """Records every request; answers submit with a workflow and GET with the next scripted phase."""
-
-    phases: list[str] = field(default_factory=lambda: ["Succeeded"])
-    submit_status: int = 200
-    requests: list[dict] = field(default_factory=list)
-    port: int = 0
-
-    def next_phase(self) -> str:
-        return self.phases.pop(0) if len(self.phases) > 1 else self.phases[0]
-
-
-def handler_for(fake: FakeArgo) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
-
-        def reply(self, status: int, body: dict) -> None:
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def record(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            fake.requests.append(
-                {
-                    "method": self.command,
-                    "path": self.path.split("?")[0],
-                    "authorization": self.headers.get("Authorization"),
-                    "body": json.loads(body) if body else None,
-                }
-            )
-
-        def do_POST(self) -> None:
-            self.record()
-            if self.path != SUBMIT_PATH:
-                self.reply(404, {"code": 5, "message": "not found"})
-            elif fake.submit_status != 200:
-                self.reply(fake.submit_status, {"code": 7, "message": "permission denied"})
-            else:
-                self.reply(200, {"metadata": {"name": WORKFLOW, "namespace": NAMESPACE}, "spec": {}})
-
-        def do_GET(self) -> None:
-            self.record()
-            if self.path.split("?")[0] != GET_PATH:
-                self.reply(404, {"code": 5, "message": "not found"})
-                return
-            self.reply(200, {"metadata": {"name": WORKFLOW}, "spec": {}, "status": {"phase": fake.next_phase()}})
-
-    return Handler
 
 
 @pytest.fixture
 def argo(monkeypatch) -> Iterator[FakeArgo]:
-    fake = FakeArgo()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler_for(fake))
-    fake.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
-    thread.start()
-    for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(proxy, raising=False)
-    monkeypatch.setenv("ARGO_SERVER", f"127.0.0.1:{fake.port}")
-    monkeypatch.setenv("ARGO_SECURE", "false")
-    monkeypatch.setenv("ARGO_TOKEN", "s3cr3t-token")
-    monkeypatch.setenv("ARGO_NAMESPACE", NAMESPACE)
-    monkeypatch.delenv("ARGO_BASE_HREF", raising=False)
-    yield fake
-    server.shutdown()
-    server.server_close()
-    thread.join()
-
-
-def foxhunt(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="foxhunt")
-    add_workflow_commands(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(list(argv))
-    return args.func(args)
-
-
-CI_RUN = ("submit", "--model", "dqn", "--epochs", "50", "--trials", "0", "--gpu-pool", "ci-training-h100")
+    with running_argo(monkeypatch) as fake:
+        yield fake
 
 
 def test_submit_posts_what_the_argo_server_submit_endpoint_expects(argo):
@@ -127,7 +36,10 @@ def test_submit_posts_what_the_argo_server_submit_endpoint_expects(argo):
 def test_submit_adds_requested_labels(argo):
     foxhunt(*CI_RUN, "--label", "ci.job=1234")
 
-    assert argo.requests[0]["body"]["submitOptions"]["labels"] == "foxhunt.io/submitted-by=foxhunt-cli,ci.job=1234"
+    assert (
+        argo.requests[0]["body"]["submitOptions"]["labels"]
+        == "foxhunt.io/submitted-by=foxhunt-cli,ci.job=1234"
+    )
 
 
 @pytest.mark.parametrize("token", ["s3cr3t-token", "Bearer s3cr3t-token"])
@@ -186,7 +98,7 @@ def test_a_refused_submission_exits_one_with_the_reason(argo, capsys):
 
 
 def test_trials_above_zero_are_passed_through(argo):
-    foxhunt("submit", "--trials", "20")
+    foxhunt("submit", "--trials", "20", "-p", "study-storage-secret=foxhunt-study")
 
     assert "trials=20" in argo.requests[0]["body"]["submitOptions"]["parameters"]
 
@@ -194,7 +106,7 @@ def test_trials_above_zero_are_passed_through(argo):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (("--param", "seed=1"), "unknown parameter 'seed'"),
+        (("--param", "sede=1"), "unknown parameter 'sede'"),
         (("--param", "epochs"), "NAME=VALUE"),
         (("--epochs", "0"), "--epochs"),
         (("--wait", "--timeout", "-1"), "--timeout"),
@@ -222,7 +134,9 @@ def test_missing_argo_server_is_a_usage_error(monkeypatch, capsys):
 
 def test_argo_server_is_https_unless_argo_secure_is_false():
     assert ArgoServer.from_env({"ARGO_SERVER": "argo.example:2746"}).url == "https://argo.example:2746/"
-    assert ArgoServer.from_env({"ARGO_SERVER": "argo:2746", "ARGO_SECURE": "false"}).url == "http://argo:2746/"
+    assert (
+        ArgoServer.from_env({"ARGO_SERVER": "argo:2746", "ARGO_SECURE": "false"}).url == "http://argo:2746/"
+    )
 
 
 def test_insecure_skip_verify_turns_off_tls_verification():

@@ -46,12 +46,13 @@ def _add_setting(p: argparse.ArgumentParser, flag: str, default) -> None:
         p.add_argument(f"--{flag}", action="store_true", default=default, help=doc.replace("%", "%%"))
         return
     choices = f.metadata["choices"] or None
+    allowed = "" if kind == "str" and not choices else f" Allowed: {expectation(f)}."
     p.add_argument(
         f"--{flag}",
         type=_PYTHON_TYPES[kind],
         default=default,
         choices=choices,
-        help=f"{doc} Allowed: {expectation(f)} (default: {shown})".replace("%", "%%"),
+        help=f"{doc}{allowed} Default: {shown}.".replace("%", "%%"),
     )
 
 

@@ -142,8 +142,13 @@ class RunConfig:
     folds: FoldConfig = section(FoldConfig, "Walk-forward windows.")
     dqn: DQNConfig = section(DQNConfig, "Double DQN training settings.")
     eval: EvalConfig = section(EvalConfig, "Evaluation costs.")
-    pushgateway: str | None = setting(None, "Pushgateway URL for the metrics; None: no pushes.")
-    run_id: str | None = setting(None, "Run id in the metrics' grouping key; None: from the environment.")
+    pushgateway: str | None = setting(
+        None, "Pushgateway URL for the metrics (unset: $FOXHUNT_PUSHGATEWAY, else no pushes)."
+    )
+    run_id: str | None = setting(
+        None,
+        "Run id, the metrics' grouping key (unset: $FOXHUNT_RUN_ID, the Argo workflow name, or generated).",
+    )
     metrics_port: int | None = setting(None, "Also serve live /metrics on this port.", low=1, high=65535)
     delete_metrics_group: bool = setting(False, "Delete the run's Pushgateway group after its final push.")
     metrics_keep_seconds: float = setting(

@@ -33,13 +33,18 @@ class Bounds:
 
     def describe(self) -> str:
         """The range as text: ">= 1", "> 0", "in [0, 1)"."""
+        low, high = _number(self.low), _number(self.high)
         if self.low is not None and self.high is not None:
-            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+            return f"in {'(' if self.low_open else '['}{low}, {high}{')' if self.high_open else ']'}"
         if self.low is not None:
-            return f"{'>' if self.low_open else '>='} {self.low:g}"
+            return f"{'>' if self.low_open else '>='} {low}"
         if self.high is not None:
-            return f"{'<' if self.high_open else '<='} {self.high:g}"
+            return f"{'<' if self.high_open else '<='} {high}"
         return ""
+
+
+def _number(value: float | None) -> str:
+    return str(value) if isinstance(value, int) else f"{value:g}" if value is not None else ""
 
 
 def setting(default, doc: str, *, low=None, high=None, low_open=False, high_open=False, choices=(), unit=""):

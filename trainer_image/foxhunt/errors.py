@@ -51,7 +51,7 @@ class RunInterrupted(FoxhuntError):
     """A run stopped by a signal at a step boundary; exits 128 + the signal number."""
 
     def __init__(self, signum: int, where: str = "") -> None:
-        self.signum = signum
+        self.signum, self.where = signum, where
         self.exit_code = 128 + signum
         name = signal.Signals(signum).name
         super().__init__(f"stopped by {name}" + (f" {where}" if where else ""))

@@ -331,9 +331,9 @@ def evaluate_run(
     validation window. `baselines[fold]` may carry precomputed baseline positions (trials reuse
     them); otherwise `baselines.fold_baselines` computes them on the device.
     """
-    from foxhunt import baselines as base
+    from foxhunt import baselines as base  # torch: only where baselines are computed
 
-    returns = targets[:, 0]
+    returns = host_array(targets[:, 0])  # one transfer serves every fold and policy
     by_policy: dict[str, list[Record]] = {}
     windows = []
     for fold_range in folds:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -20,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from foxhunt import __version__, storage
+from foxhunt.errors import BadInput
 from foxhunt.features import FEATURE_NAMES, TARGET_NAMES, FeatureTable
 
 FORMAT_VERSION = 1
@@ -28,7 +28,9 @@ CHECKSUM_ALGORITHM = "sha256-tree-16MiB"
 # order, so the value does not depend on the number of threads.
 CHECKSUM_CHUNK_BYTES = 16 * 1024 * 1024
 FINITE_CHUNK_ROWS = 1 << 18
-S3_META_PREFIX = "fxcache-"  # user metadata on the S3 object, so a match needs only a HEAD
+# A copy of some metadata as the object's user metadata, so that `fxcache_matches` needs only a HEAD.
+# It is a claim, used for nothing but that skip decision: never for a path, never instead of the checks.
+S3_META_PREFIX = "fxcache-"
 METADATA_KEYS = (
     "format_version",
     "feature_names",
@@ -43,8 +45,8 @@ METADATA_KEYS = (
 )
 
 
-class FxCacheError(ValueError):
-    """An fxcache that cannot be trusted; the message names the URI and the problem."""
+class FxCacheError(BadInput):
+    """An fxcache that cannot be trusted; the message names the URI and the problem (exit 2)."""
 
 
 @dataclass
@@ -147,7 +149,7 @@ def _decode_metadata(uri: str, raw: dict | None) -> dict:
         raise FxCacheError(f"{uri}: unreadable schema metadata: {exc}") from exc
 
 
-def _s3_metadata(metadata: dict) -> dict[str, str]:
+def _object_metadata(metadata: dict) -> dict[str, str]:
     return {
         f"{S3_META_PREFIX}format-version": str(metadata["format_version"]),
         f"{S3_META_PREFIX}source-hash": metadata["source_hash"],
@@ -193,20 +195,9 @@ def write_fxcache(uri: str, table: FeatureTable, *, source_uri: str, source_hash
         ],
         schema=_schema().with_metadata(_encode_metadata(metadata)),
     )
-    if storage.is_s3(uri):
-        # Written whole to a local temp file, then one upload: S3 shows it only when complete.
-        staging_dir = storage.default_cache_dir() / "staging"
-        staging_dir.mkdir(parents=True, exist_ok=True)
-        fd, staging = tempfile.mkstemp(dir=staging_dir, suffix=".arrow")
-        os.close(fd)
-        try:
-            _write_ipc(Path(staging), batch)
-            storage.upload_file(staging, uri, metadata=_s3_metadata(metadata))
-        finally:
-            os.unlink(staging)
-    else:
-        with storage.atomic_local_path(uri) as tmp:
-            _write_ipc(tmp, batch)
+    # Written whole to a local file, then published at once: readers see all of it or nothing.
+    with storage.staged_write(uri, metadata=_object_metadata(metadata)) as tmp:
+        _write_ipc(tmp, batch)
     return metadata
 
 
@@ -266,11 +257,11 @@ def _open_local(uri: str, path: Path) -> FxCache:
     except FxCacheError:
         source.close()
         raise
-    except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
+    except (pa.ArrowException, OSError, ValueError, TypeError, IndexError, KeyError) as exc:
         # Damage can land anywhere in Arrow's own framing; whatever pyarrow or numpy trips
         # over, the caller gets one kind of refusal that says which file.
         source.close()
-        raise FxCacheError(f"{uri}: corrupt fxcache: {exc}") from exc
+        raise FxCacheError(f"{uri}: corrupt fxcache: {' '.join(str(exc).split())}") from exc
 
 
 def _load_mapped(uri: str, path: Path, source: pa.MemoryMappedFile) -> FxCache:
@@ -303,54 +294,63 @@ def _load_mapped(uri: str, path: Path, source: pa.MemoryMappedFile) -> FxCache:
 def read_fxcache(uri: str, cache_dir: str | os.PathLike | None = None) -> FxCache:
     """Load and validate the fxcache at `uri`; arrays are read-only views of a memory map.
 
-    An s3:// fxcache is downloaded once into the cache directory, keyed by its checksum;
-    later loads of the same content use that copy (`cache_hit=True`). Every problem is an
-    FxCacheError naming the URI.
+    An fxcache in object storage is downloaded once into the cache directory and verified (every
+    check below, the column checksum included) before use; later loads use that copy while the
+    object is unchanged and the copy still verifies (`cache_hit=True`). Every problem with the
+    content is an FxCacheError naming the URI.
     """
     uri = str(uri)
-    if not storage.is_s3(uri):
-        return _open_local(uri, Path(uri))
-    info = storage.head(uri)
-    content_key = info["metadata"].get(f"{S3_META_PREFIX}checksum") or f"etag-{info['etag']}"
-    local = Path(cache_dir or storage.default_cache_dir()) / "fxcache" / f"{content_key}.arrow"
-    if local.exists():
-        try:
-            cache = _open_local(uri, local)
-            cache.cache_hit = True
-            return cache
-        except FxCacheError:
-            local.unlink()  # a damaged local copy is fetched again rather than trusted
-    storage.download_file(uri, local)
-    return _open_local(uri, local)
+    opened: list[FxCache] = []
+
+    def verify(path: Path) -> str:
+        opened.append(_open_local(uri, path))  # the check is the full load: kept, not done twice
+        return opened[-1].metadata["checksum"]
+
+    fetched = storage.fetch_cached(uri, verify, cache_dir, check_md5=False)
+    cache = opened[-1]
+    cache.path, cache.cache_hit = fetched.path, fetched.cache_hit
+    return cache
+
+
+def _claimed_metadata(user: dict[str, str]) -> dict | None:
+    """The metadata an object's user metadata claims, or None when it has none or it is unreadable."""
+    try:
+        return {
+            "format_version": int(user[f"{S3_META_PREFIX}format-version"]),
+            "source_hash": user[f"{S3_META_PREFIX}source-hash"],
+            "checksum": user[f"{S3_META_PREFIX}checksum"],
+            "rows": int(user[f"{S3_META_PREFIX}rows"]),
+        }
+    except (KeyError, ValueError):
+        return None
+
+
+def _footer_metadata(uri: str, path: Path) -> dict | None:
+    """The schema metadata of a local fxcache (its footer only), or None when unreadable."""
+    try:
+        with pa.memory_map(str(path), "r") as source:
+            return _decode_metadata(uri, pa.ipc.open_file(source).schema.metadata)
+    except (OSError, pa.ArrowException, ValueError):
+        return None
 
 
 def fxcache_matches(uri: str, source_hash: str) -> dict | None:
     """Metadata of the fxcache at `uri` if it was built from bars with `source_hash` by this format.
 
-    Cheap: a local file's schema (footer) only, an S3 object's HEAD only; on S3 the metadata
-    is the subset kept in the object's user metadata. None when absent, different or unreadable.
+    Cheap: a local file's schema (footer) only, an object's HEAD only (the subset kept in its user
+    metadata). None when absent, different or unreadable, so that the fxcache is built again.
     """
     uri = str(uri)
-    if storage.is_s3(uri):
-        try:
-            user = storage.head(uri)["metadata"]
-        except FileNotFoundError:
-            return None
-        try:
-            metadata = {
-                "format_version": int(user[f"{S3_META_PREFIX}format-version"]),
-                "source_hash": user[f"{S3_META_PREFIX}source-hash"],
-                "checksum": user[f"{S3_META_PREFIX}checksum"],
-                "rows": int(user[f"{S3_META_PREFIX}rows"]),
-            }
-        except (KeyError, ValueError):
-            return None
-    else:
-        try:
-            with pa.memory_map(uri, "r") as source:
-                metadata = _decode_metadata(uri, pa.ipc.open_file(source).schema.metadata)
-        except (OSError, pa.ArrowException, ValueError):  # unreadable: not a match, so it gets rebuilt
-            return None
-    if metadata["format_version"] != FORMAT_VERSION or metadata["source_hash"] != source_hash:
+    try:
+        info = storage.head(uri)
+    except FileNotFoundError:
+        return None
+    local = storage.local_path(uri)
+    metadata = _footer_metadata(uri, local) if local is not None else _claimed_metadata(info["metadata"])
+    if (
+        metadata is None
+        or metadata["format_version"] != FORMAT_VERSION
+        or metadata["source_hash"] != source_hash
+    ):
         return None
     return metadata

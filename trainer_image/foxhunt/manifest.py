@@ -6,7 +6,7 @@ at the start of a run and after each fold, so a run started again with the same 
 retried pod) can tell which folds are done and intact, skip them, and train only the rest.
 
 The work is kept per scope: `run` is the walk-forward of the run itself; `trials` will hold one
-record per hyperparameter-search trial (its number → its folds, under `trial_N/`), so a resumed
+record per hyperparameter-search trial (its number → its folds), so a resumed
 search continues from its completed trials in the same way.
 """
 
@@ -36,7 +36,7 @@ RUN_FILES = (
     "study.json",
     "study.sqlite3",
 )
-OUTPUT_FOLDER = re.compile(r"(fold|trial)_\d+")
+OUTPUT_FOLDER = re.compile(r"fold_\d+|trials")  # folds, and the search's per-trial folders
 
 
 def sha256(data: bytes) -> str:

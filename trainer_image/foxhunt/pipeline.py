@@ -131,6 +131,24 @@ def _epoch_stats(stats: dict, collect_seconds: float, train_seconds: float) -> E
     )
 
 
+def _train_epochs(
+    trainer: DQNTrainer, epochs: int, progress: Progress, check: Callable[[], None]
+) -> list[EpochStats]:
+    """The fold's epochs, each after a boundary check, each reported on the console."""
+    fold = trainer.fold_range.fold
+    epoch_stats = []
+    for epoch in range(epochs):
+        check()
+        stats = trainer.train_epoch(epoch, epochs)
+        h = trainer.history
+        epoch_stats.append(_epoch_stats(stats, h.collect_seconds[-1], h.train_seconds[-1]))
+        progress(
+            f"fold {fold} epoch {epoch + 1}/{epochs}: loss {stats['loss']:.4f} eps {stats['epsilon']:.2f} "
+            f"{stats['steps']} steps {stats['seconds']:.2f}s {stats['samples_per_second']:,.0f} samples/s"
+        )
+    return epoch_stats
+
+
 def train_fold(
     trainer: DQNTrainer,
     fold_range: FoldRange,
@@ -155,16 +173,7 @@ def train_fold(
     synchronize(device)
     phases["normalize"] = time.perf_counter() - t0
 
-    epoch_stats = []
-    for epoch in range(epochs):
-        check()
-        stats = trainer.train_epoch(epoch, epochs)
-        h = trainer.history
-        epoch_stats.append(_epoch_stats(stats, h.collect_seconds[-1], h.train_seconds[-1]))
-        progress(
-            f"fold {fold} epoch {epoch + 1}/{epochs}: loss {stats['loss']:.4f} eps {stats['epsilon']:.2f} "
-            f"{stats['steps']} steps {stats['seconds']:.2f}s {stats['samples_per_second']:,.0f} samples/s"
-        )
+    epoch_stats = _train_epochs(trainer, epochs, progress, check)
     check()
     phases["collect"] = sum(e.collect_seconds for e in epoch_stats)
     phases["train"] = sum(e.train_seconds for e in epoch_stats)
@@ -177,19 +186,7 @@ def train_fold(
     phases["validate"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    buf = io.BytesIO()
-    torch.save(trainer.state_dict_cpu(), buf)
-    files = {
-        "weights.pt": buf.getvalue(),
-        f"norm_stats_fold{fold}.json": _json_bytes(
-            {"fold": fold, "feature_names": list(FEATURE_NAMES), **trainer.norm_stats_dict()}
-        ),
-        "equity.json": _json_bytes(
-            {"fold": fold, "val_start": fold_range.val_start, "log_equity": curve.tolist()}
-        ),
-    }
-    for name, data in files.items():
-        storage.write_bytes(storage.join(out_uri, f"fold_{fold}", name), data)
+    files = save_fold(trainer, fold_range, curve, out_uri)
     phases["checkpoint"] = time.perf_counter() - t0
 
     report = FoldReport(
@@ -205,6 +202,25 @@ def train_fold(
     files["report.json"] = _json_bytes(report.to_dict())
     storage.write_bytes(storage.join(out_uri, f"fold_{fold}", "report.json"), files["report.json"])
     return report, curve, {f"fold_{fold}/{name}": sha256(data) for name, data in files.items()}
+
+
+def save_fold(
+    trainer: DQNTrainer, fold_range: FoldRange, curve: np.ndarray, out_uri: str
+) -> dict[str, bytes]:
+    """Write the fold's weights, norm stats and equity curve under `fold_N/`; returns them by file name."""
+    fold = fold_range.fold
+    buf = io.BytesIO()
+    torch.save(trainer.state_dict_cpu(), buf)
+    norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **trainer.norm_stats_dict()}
+    equity = {"fold": fold, "val_start": fold_range.val_start, "log_equity": curve.tolist()}
+    files = {
+        "weights.pt": buf.getvalue(),
+        f"norm_stats_fold{fold}.json": _json_bytes(norm),
+        "equity.json": _json_bytes(equity),
+    }
+    for name, data in files.items():
+        storage.write_bytes(storage.join(out_uri, f"fold_{fold}", name), data)
+    return files
 
 
 def load_fold(out_uri: str, fold: int) -> tuple[FoldReport, np.ndarray]:
@@ -272,10 +288,19 @@ def train(
     except BaseException:
         lock.release()
         raise
-    summary = RunSummary(
+    summary = _new_summary(settings, run_id, str(device), fxcache_uri, cache, len(folds), extra)
+    with Run(out_uri, settings, summary, manifest, lock, metrics, progress) as run:
+        _run_folds(run, cache, folds, done, read_seconds, device)
+    return summary
+
+
+def _new_summary(
+    settings: RunConfig, run_id: str, device: str, fxcache_uri: str, cache, planned: int, extra: dict
+) -> RunSummary:
+    return RunSummary(
         run_id=run_id,
         model=settings.model,
-        device=str(device),
+        device=device,
         version=__version__,
         fxcache=fxcache_uri,
         fxcache_checksum=cache.metadata.get("checksum"),
@@ -287,12 +312,9 @@ def train(
         dqn_config=asdict(settings.dqn),
         eval_config=asdict(settings.eval),
         started_at=now_iso(),
-        folds_planned=len(folds),
+        folds_planned=planned,
         **extra,
     )
-    with Run(out_uri, settings, summary, manifest, lock, metrics, progress) as run:
-        _run_folds(run, cache, folds, done, read_seconds, device)
-    return summary
 
 
 def _run_folds(run: Run, cache, folds: list[FoldRange], done: set[int], read_seconds: float, device) -> None:

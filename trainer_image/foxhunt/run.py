@@ -196,9 +196,8 @@ class Run:
             exc = RunInterrupted(signal.SIGINT, "at once (second signal)")
         if isinstance(exc, RunInterrupted):
             self._finish_or_fail("interrupted", str(exc))
-            raise RunInterrupted(
-                exc.signum, f"{str(exc).partition(' ')[2]}; {self._where_outputs()}; the same command resumes"
-            ) from None
+            where = f"{exc.where}; {self._where_outputs()}; the same command resumes"
+            raise RunInterrupted(exc.signum, where) from None
         if not isinstance(exc, Exception):  # SystemExit and the like: record, then let it through
             self._finish_or_fail("failed", f"{type(exc).__name__}: {exc}")
             return False

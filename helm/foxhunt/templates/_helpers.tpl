@@ -36,7 +36,8 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "foxhunt.parameterDefaults" -}}
 {{- $defaults := dict -}}
 {{- range $name, $value := .Values.run -}}
-{{- $_ := set $defaults $name (toString $value) -}}
+{{- /* A JSON parameter given as a YAML mapping is passed on as its JSON text. */ -}}
+{{- $_ := set $defaults $name (ternary (toJson $value) (toString $value) (kindIs "map" $value)) -}}
 {{- end -}}
 {{- $_ := set $defaults "image" (include "foxhunt.image" .) -}}
 {{- $_ := set $defaults "gpu-pool" (toString .Values.gpu.pool) -}}
@@ -59,6 +60,7 @@ Call with (dict "root" $ "file" "files/workflows/NAME.yaml").
 {{- $secret := include "foxhunt.s3Secret" $root -}}
 {{- $labels := include "foxhunt.labels" $root | fromYaml -}}
 {{- $_ := set $doc.metadata "labels" (merge $labels (default (dict) $doc.metadata.labels)) -}}
+{{- $_ := set $doc.metadata "namespace" $root.Release.Namespace -}}
 {{- $_ := set $doc.spec "serviceAccountName" (include "foxhunt.serviceAccountName" $root) -}}
 {{- with $doc.spec.arguments -}}
 {{- range $p := .parameters -}}
@@ -80,8 +82,10 @@ Call with (dict "root" $ "file" "files/workflows/NAME.yaml").
 {{- $_ := set $t "nodeSelector" (dict $root.Values.gpu.poolLabel (values . | first)) -}}
 {{- end -}}
 {{- with $t.container -}}
-{{- $resources := deepCopy (required (printf "resources.%s is not set" $t.name) (index $root.Values.resources $t.name)) -}}
+{{- /* GPU pods (train, trial-worker) take resources.train; the others their own template's name. */ -}}
 {{- $gpu := index .resources.limits "nvidia.com/gpu" -}}
+{{- $key := ternary "train" $t.name (not (empty $gpu)) -}}
+{{- $resources := deepCopy (required (printf "resources.%s is not set" $key) (index $root.Values.resources $key)) -}}
 {{- if $gpu -}}
 {{- $_ := set $resources.requests "nvidia.com/gpu" $gpu -}}
 {{- $_ := set $resources.limits "nvidia.com/gpu" $gpu -}}
@@ -91,10 +95,16 @@ Call with (dict "root" $ "file" "files/workflows/NAME.yaml").
 {{- range $e := .env -}}
 {{- with $e.valueFrom -}}
 {{- with .secretKeyRef -}}
+{{- /* Only the S3 Secret (rendered as foxhunt-s3) is the chart's; the study Secret is a parameter. */ -}}
+{{- if eq .name "foxhunt-s3" -}}
 {{- $_ := set . "name" $secret -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and (not $root.Values.outputArtifacts) $t.outputs -}}
+{{- $_ := unset $t.outputs "artifacts" -}}
 {{- end -}}
 {{- end -}}
 {{- toYaml $doc -}}

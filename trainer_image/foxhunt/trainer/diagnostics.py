@@ -53,6 +53,14 @@ class FoldHistory:
     val_sharpe: list[float] = field(default_factory=list)  # validation net Sharpe, at the evaluation cost
     feature_agreement: list[float] = field(default_factory=list)  # see `feature_agreement`
 
+    def record_epoch(self, collect: float, train: float, loss: float, q_mean: float, q_max: float) -> None:
+        """Append one epoch's timings, loss and |Q| statistics."""
+        self.collect_seconds.append(collect)
+        self.train_seconds.append(train)
+        self.loss.append(loss)
+        self.q_mean.append(q_mean)
+        self.q_max.append(q_max)
+
     @property
     def epoch_seconds(self) -> list[float]:
         return [c + t for c, t in zip(self.collect_seconds, self.train_seconds, strict=True)]
@@ -69,10 +77,9 @@ class FoldHistory:
 
 
 def action_shares(positions: torch.Tensor) -> torch.Tensor:
-    """Share of bars spent short, flat and long: a (3,) float64 tensor summing to 1 (zeros when empty)."""
-    index = (positions.round().long() + 1).clamp(0, N_ACTIONS - 1)
-    counts = torch.bincount(index.reshape(-1), minlength=N_ACTIONS).double()
-    return counts / counts.sum().clamp(min=1)
+    """Share of bars spent short, flat and long: a (3,) float64 tensor summing to 1."""
+    # Comparisons, not bincount: bincount on CUDA reads its input's maximum on the host.
+    return torch.stack([(positions == p).double().mean() for p in (-1.0, 0.0, 1.0)])
 
 
 def policy_collapse(action_shares: list[float] | torch.Tensor, threshold: float = COLLAPSE_SHARE) -> bool:
@@ -95,14 +102,17 @@ def feature_agreement(
     return (acted == at_mean).double().mean()
 
 
-def evenly_spaced_blocks(start: int, end: int, max_rows: int, blocks: int) -> torch.Tensor:
+def evenly_spaced_blocks(
+    start: int, end: int, max_rows: int, blocks: int, device: torch.device | None = None
+) -> torch.Tensor:
     """Row indices (blocks, length) of equal contiguous blocks spread evenly over [start, end), at most
-    `max_rows` rows in all; the whole range as one block when it is short enough."""
+    `max_rows` rows in all; the whole range as one block when it is short enough. Made on `device`
+    (no host-to-device copy)."""
     if end - start <= max_rows:
-        return torch.arange(start, end).unsqueeze(0)
+        return torch.arange(start, end, device=device).unsqueeze(0)
     length = max_rows // blocks
-    starts = torch.linspace(start, end - length, blocks).round().long()
-    return starts.unsqueeze(1) + torch.arange(length).unsqueeze(0)
+    starts = torch.linspace(start, end - length, blocks, dtype=torch.float64, device=device).round().long()
+    return starts.unsqueeze(1) + torch.arange(length, device=device).unsqueeze(0)
 
 
 @torch.no_grad()
@@ -133,9 +143,13 @@ def greedy_diagnostics(
     maps = greedy_maps(qnet, data.features[val], mean, std, chunk_rows(device))
     positions = (rollout_positions(maps, FLAT) - 1).to(torch.float32)
     val_pnl = policy_pnl(positions, data.targets[val, 0], cost)
-    rows = evenly_spaced_blocks(train.start, train.stop, IN_SAMPLE_ROWS, IN_SAMPLE_BLOCKS).to(device)
+    rows = evenly_spaced_blocks(train.start, train.stop, IN_SAMPLE_ROWS, IN_SAMPLE_BLOCKS, device)
     sample_rows = min(AGREEMENT_ROWS, val.stop - val.start)
-    sample = torch.linspace(val.start, val.stop - 1, sample_rows, device=device).round().long()
+    sample = (
+        torch.linspace(val.start, val.stop - 1, sample_rows, dtype=torch.float64, device=device)
+        .round()
+        .long()
+    )
     return {
         "action_shares": action_shares(positions),
         "val_sharpe": annualised_sharpe(val_pnl, periods_per_year(data.timestamp[val])),

@@ -360,12 +360,7 @@ class DQNTrainer(GreedyEvaluation):
         loss, q_mean = loss_sum / done, q_sum / done
         t2 = time.perf_counter()
         self._guard(epoch, loss, q_max)
-        h = self.history
-        h.collect_seconds.append(t1 - t0)
-        h.train_seconds.append(t2 - t1)
-        h.loss.append(loss)
-        h.q_mean.append(q_mean)
-        h.q_max.append(q_max)
+        self.history.record_epoch(t1 - t0, t2 - t1, loss, q_mean, q_max)
         self.steps_done += done
         stats = {
             "epoch": epoch,
@@ -379,7 +374,7 @@ class DQNTrainer(GreedyEvaluation):
         }
         if self.diagnostics:
             started = time.perf_counter()
-            stats.update(record_diagnostics(h, self.epoch_diagnostics(), started))
+            stats.update(record_diagnostics(self.history, self.epoch_diagnostics(), started))
         return stats
 
     def _guard(self, epoch: int, loss: float, q_max: float) -> None:

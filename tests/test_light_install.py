@@ -1,0 +1,120 @@
+"""The base install is the light client: CLI, `workflows render` and `submit`, without torch.
+
+A fresh virtualenv (no system site-packages) gets the package without extras, from the repo's wheel
+and the base dependencies' wheels that scripts/test.sh downloads into .cache/light-wheels, with
+`--no-index`: the test itself needs no network. It then runs the client's commands.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+WHEELHOUSE = REPO / ".cache" / "light-wheels"
+IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+TRAINING_LIBRARIES = ("torch", "numpy", "scipy", "pyarrow", "matplotlib", "boto3", "prometheus_client")
+
+
+def run(*argv: str | Path, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def light_venv(tmp_path_factory) -> Path:
+    assert WHEELHOUSE.is_dir(), (
+        f"{WHEELHOUSE} is missing: scripts/test.sh downloads the base install's wheels"
+    )
+    root = tmp_path_factory.mktemp("light")
+    built = run(
+        sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root, REPO
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = root.glob("foxhunt-*.whl")
+    venv = root / "venv"
+    created = run(sys.executable, "-m", "venv", venv)
+    assert created.returncode == 0, created.stderr
+    installed = run(venv / "bin" / "pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE, wheel)
+    assert installed.returncode == 0, installed.stderr
+    return venv
+
+
+def test_the_base_dependencies_are_the_client_only():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    base = " ".join(project["dependencies"]).lower()
+
+    assert not [lib for lib in TRAINING_LIBRARIES if lib.replace("_", "-") in base]
+    assert {"torch", "numpy", "scipy", "pyarrow", "matplotlib", "boto3"} <= {
+        r.split(">")[0].split("=")[0].split("<")[0].lower() for r in project["optional-dependencies"]["train"]
+    }
+
+
+def test_the_light_install_has_no_training_library(light_venv):
+    code = f"import importlib.util, json; print(json.dumps([m for m in {TRAINING_LIBRARIES!r} if importlib.util.find_spec(m)]))"
+    result = run(light_venv / "bin" / "python", "-c", code)
+
+    assert json.loads(result.stdout) == []
+
+
+def test_version_answers_quickly_without_torch(light_venv, capsys):
+    from foxhunt import __version__
+
+    start = time.perf_counter()
+    result = run(light_venv / "bin" / "foxhunt", "--version")
+    seconds = time.perf_counter() - start
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"foxhunt {__version__}"
+    with capsys.disabled():
+        print(f"\nlight install: `foxhunt --version` took {seconds:.3f} s (fresh process, no torch)")
+
+
+def test_submit_help_works_without_torch(light_venv):
+    result = run(light_venv / "bin" / "foxhunt", "submit", "--help")
+
+    assert result.returncode == 0, result.stderr
+    assert "--dry-run" in result.stdout and "--parameter-file" in result.stdout
+
+
+def test_workflows_render_works_without_torch(light_venv, tmp_path):
+    result = run(light_venv / "bin" / "foxhunt", "workflows", "render", "--out", tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert {p.name for p in tmp_path.iterdir()} == {
+        "precompute-features.yaml",
+        "train.yaml",
+        "train-pipeline.yaml",
+    }
+    assert (tmp_path / "train.yaml").read_text() == (
+        REPO / "foxhunt_workflows/rendered/train.yaml"
+    ).read_text()
+
+
+def test_a_dry_run_submission_works_without_torch(light_venv):
+    result = run(light_venv / "bin" / "foxhunt", "submit", "--epochs", "5", "--dry-run", "-o", "json")
+
+    assert result.returncode == 0, result.stderr
+    assert {"name": "epochs", "value": "5"} in json.loads(result.stdout)["spec"]["arguments"]["parameters"]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--version"], ["--help"], ["submit", "--help"], ["submit", "--dry-run"]],
+    ids=["version", "help", "submit-help", "submit-dry-run"],
+)
+def test_client_commands_import_no_training_library(argv):
+    code = (
+        "import sys\nfrom foxhunt.cli import main\n"
+        f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
+        f"print('MODULES', sorted(m for m in {TRAINING_LIBRARIES!r} if m in sys.modules))"
+    )
+    result = run(sys.executable, "-c", code, env={"PATH": "/usr/bin:/bin", "ARGO_NAMESPACE": "ci"})
+
+    assert result.stdout.strip().splitlines()[-1] == "MODULES []", result.stderr
