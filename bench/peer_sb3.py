@@ -140,7 +140,12 @@ def normalized_train_slice(features: np.ndarray, fold: FoldRange) -> np.ndarray:
 def measure_sb3(env: BarsEnv, device: torch.device, *, timesteps: int, seed: int, **dqn_kwargs) -> dict:
     """learn() for `timesteps` env steps; wall, time inside train(), and the rates derived from them."""
     model = DQN(
-        "MlpPolicy", env, policy_kwargs=dict(net_arch=list(HIDDEN)), device=device, seed=seed, verbose=0,
+        "MlpPolicy",
+        env,
+        policy_kwargs=dict(net_arch=list(HIDDEN)),
+        device=device,
+        seed=seed,
+        verbose=0,
         **dqn_kwargs,
     )
     inner_train = model.train
@@ -184,8 +189,17 @@ def measure_sb3(env: BarsEnv, device: torch.device, *, timesteps: int, seed: int
 
 # ---- foxhunt -----------------------------------------------------------------------------------
 def measure_foxhunt(
-    features: np.ndarray, targets: np.ndarray, timestamp: np.ndarray, device: torch.device, fold: FoldRange,
-    *, batch: int, epochs: int, warmup_epochs: int, steps_per_epoch: int, seed: int,
+    features: np.ndarray,
+    targets: np.ndarray,
+    timestamp: np.ndarray,
+    device: torch.device,
+    fold: FoldRange,
+    *,
+    batch: int,
+    epochs: int,
+    warmup_epochs: int,
+    steps_per_epoch: int,
+    seed: int,
 ) -> dict:
     """A fold's epochs on a fresh DQNTrainer; rates over the epochs after the warm-up ones."""
     data = to_device(features, targets, timestamp, device)
@@ -229,12 +243,18 @@ def ratio(a: float, b: float) -> float | None:
 def table(results: dict) -> str:
     """The figures as a short fixed-width table."""
     lines = [f"{'learner':<22}{'batch':>6}{'env steps/s':>14}{'grad samples/s':>16}{'seconds':>9}"]
-    for key, label in (("sb3_default", "SB3 DQN default"), ("sb3_big", f"SB3 DQN batch {BIG_BATCH}"),
-                       ("foxhunt_32", "foxhunt batch 32"), ("foxhunt_big", f"foxhunt batch {BIG_BATCH}")):
+    for key, label in (
+        ("sb3_default", "SB3 DQN default"),
+        ("sb3_big", f"SB3 DQN batch {BIG_BATCH}"),
+        ("foxhunt_32", "foxhunt batch 32"),
+        ("foxhunt_big", f"foxhunt batch {BIG_BATCH}"),
+    ):
         r = results[key]
         seconds = r.get("learn_seconds", r.get("collect_seconds", 0.0) + r.get("train_seconds", 0.0))
-        lines.append(f"{label:<22}{r['batch_size']:>6}{r['env_steps_per_s']:>14,.0f}"
-                     f"{r['grad_samples_per_s']:>16,.0f}{seconds:>9.1f}")
+        lines.append(
+            f"{label:<22}{r['batch_size']:>6}{r['env_steps_per_s']:>14,.0f}"
+            f"{r['grad_samples_per_s']:>16,.0f}{seconds:>9.1f}"
+        )
     return "\n".join(lines)
 
 
@@ -247,13 +267,18 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/...)")
     parser.add_argument("--train-fraction", type=float, default=0.8)
     parser.add_argument("--sb3-timesteps", type=int, default=20_000, help="SB3 at its defaults")
-    parser.add_argument("--sb3-big-timesteps", type=int, default=BIG_BATCH + 256,
-                        help=f"SB3 at batch {BIG_BATCH}; the first {BIG_BATCH} only fill the buffer")
+    parser.add_argument(
+        "--sb3-big-timesteps",
+        type=int,
+        default=BIG_BATCH + 256,
+        help=f"SB3 at batch {BIG_BATCH}; the first {BIG_BATCH} only fill the buffer",
+    )
     parser.add_argument("--fox-epochs", type=int, default=2, help="timed foxhunt epochs per batch size")
     parser.add_argument("--warmup-epochs", type=int, default=1)
     parser.add_argument("--fox-steps", type=int, default=0, help="steps per foxhunt epoch (0: rows / batch)")
-    parser.add_argument("--threads", type=int, default=0,
-                        help="torch CPU threads for both learners (0: torch's default)")
+    parser.add_argument(
+        "--threads", type=int, default=0, help="torch CPU threads for both learners (0: torch's default)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if args.sb3_big_timesteps <= BIG_BATCH:
@@ -272,48 +297,77 @@ def main() -> None:
     load_seconds = time.perf_counter() - load_start
     fold = make_fold(len(features), args.train_fraction)
     cost, reward_scale = DQNConfig.cost, DQNConfig.reward_scale
-    print(f"data: {described}, {len(features):,} rows ({load_seconds:.1f} s), training slice "
-          f"{fold.train_rows:,} rows; device {device} ({device_name(device)}), torch threads "
-          f"{torch.get_num_threads()}", flush=True)
+    print(
+        f"data: {described}, {len(features):,} rows ({load_seconds:.1f} s), training slice "
+        f"{fold.train_rows:,} rows; device {device} ({device_name(device)}), torch threads "
+        f"{torch.get_num_threads()}",
+        flush=True,
+    )
 
     results: dict = {}
     # foxhunt first: on a GPU it pays CUDA's start-up (context, cuBLAS), which SB3 then finds warm.
     for key, batch in (("foxhunt_32", 32), ("foxhunt_big", BIG_BATCH)):
         results[key] = r = measure_foxhunt(
-            features, targets, timestamp, device, fold, batch=batch, epochs=args.fox_epochs,
-            warmup_epochs=args.warmup_epochs, steps_per_epoch=args.fox_steps, seed=args.seed,
+            features,
+            targets,
+            timestamp,
+            device,
+            fold,
+            batch=batch,
+            epochs=args.fox_epochs,
+            warmup_epochs=args.warmup_epochs,
+            steps_per_epoch=args.fox_steps,
+            seed=args.seed,
         )
-        print(f"foxhunt batch {batch}: {r['epochs_timed']} epochs × {r['steps_per_epoch']} steps, "
-              f"collect {r['collect_seconds']:.2f} s, train {r['train_seconds']:.2f} s", flush=True)
+        print(
+            f"foxhunt batch {batch}: {r['epochs_timed']} epochs × {r['steps_per_epoch']} steps, "
+            f"collect {r['collect_seconds']:.2f} s, train {r['train_seconds']:.2f} s",
+            flush=True,
+        )
 
     env_features = normalized_train_slice(features, fold)
     returns = np.asarray(targets[fold.train_slice, 0], dtype=np.float64)
     sb3_runs = (
         ("sb3_default", args.sb3_timesteps, {}),
-        ("sb3_big", args.sb3_big_timesteps,
-         dict(batch_size=BIG_BATCH, train_freq=1, gradient_steps=1, learning_starts=BIG_BATCH)),
+        (
+            "sb3_big",
+            args.sb3_big_timesteps,
+            dict(batch_size=BIG_BATCH, train_freq=1, gradient_steps=1, learning_starts=BIG_BATCH),
+        ),
     )
     for key, timesteps, kwargs in sb3_runs:
         env = BarsEnv(env_features, returns, cost, reward_scale)
         results[key] = r = measure_sb3(env, device, timesteps=timesteps, seed=args.seed, **kwargs)
-        print(f"SB3 {key}: {r['timesteps']:,} timesteps, {r['gradient_steps']:,} gradient steps at batch "
-              f"{r['batch_size']}, learn {r['learn_seconds']:.1f} s (train() {r['train_seconds']:.1f} s)",
-              flush=True)
+        print(
+            f"SB3 {key}: {r['timesteps']:,} timesteps, {r['gradient_steps']:,} gradient steps at batch "
+            f"{r['batch_size']}, learn {r['learn_seconds']:.1f} s (train() {r['train_seconds']:.1f} s)",
+            flush=True,
+        )
 
     fox32, foxbig, sb3d, sb3b = (results[k] for k in ("foxhunt_32", "foxhunt_big", "sb3_default", "sb3_big"))
     ratios = {
         "env_steps_foxhunt32_over_sb3_default": ratio(fox32["env_steps_per_s"], sb3d["env_steps_per_s"]),
         "env_steps_foxhunt8192_over_sb3_8192": ratio(foxbig["env_steps_per_s"], sb3b["env_steps_per_s"]),
-        "grad_samples_foxhunt32_over_sb3_default": ratio(fox32["grad_samples_per_s"], sb3d["grad_samples_per_s"]),
-        "grad_samples_foxhunt8192_over_sb3_8192": ratio(foxbig["grad_samples_per_s"], sb3b["grad_samples_per_s"]),
+        "grad_samples_foxhunt32_over_sb3_default": ratio(
+            fox32["grad_samples_per_s"], sb3d["grad_samples_per_s"]
+        ),
+        "grad_samples_foxhunt8192_over_sb3_8192": ratio(
+            foxbig["grad_samples_per_s"], sb3b["grad_samples_per_s"]
+        ),
         # Against SB3's time inside train() only: the fairest like-for-like of the gradient step itself.
-        "grad_samples_foxhunt32_over_sb3_default_train_only":
-            ratio(fox32["grad_samples_per_s"], sb3d["grad_samples_per_s_train_only"]),
-        "grad_samples_foxhunt8192_over_sb3_8192_train_only":
-            ratio(foxbig["grad_samples_per_s"], sb3b["grad_samples_per_s_train_only"]),
+        "grad_samples_foxhunt32_over_sb3_default_train_only": ratio(
+            fox32["grad_samples_per_s"], sb3d["grad_samples_per_s_train_only"]
+        ),
+        "grad_samples_foxhunt8192_over_sb3_8192_train_only": ratio(
+            foxbig["grad_samples_per_s"], sb3b["grad_samples_per_s_train_only"]
+        ),
         # Each at its own default batch (foxhunt 8192, SB3 32).
-        "grad_samples_foxhunt_default_over_sb3_default": ratio(foxbig["grad_samples_per_s"], sb3d["grad_samples_per_s"]),
-        "env_steps_foxhunt_default_over_sb3_default": ratio(foxbig["env_steps_per_s"], sb3d["env_steps_per_s"]),
+        "grad_samples_foxhunt_default_over_sb3_default": ratio(
+            foxbig["grad_samples_per_s"], sb3d["grad_samples_per_s"]
+        ),
+        "env_steps_foxhunt_default_over_sb3_default": ratio(
+            foxbig["env_steps_per_s"], sb3d["env_steps_per_s"]
+        ),
     }
     now = dt.datetime.now(dt.timezone.utc)
     payload = {
@@ -330,22 +384,35 @@ def main() -> None:
         "stable_baselines3": stable_baselines3.__version__,
         "gymnasium": gym.__version__,
         "commit": git_commit(),
-        "data": {"source": described, "rows": len(features), "train_rows": fold.train_rows,
-                 "fold": fold.to_dict(), "load_seconds": load_seconds},
-        "problem": {"obs_dim": env_features.shape[1] + 1, "actions": 3, "net_arch": HIDDEN, "cost": cost,
-                    "reward_scale": reward_scale},
+        "data": {
+            "source": described,
+            "rows": len(features),
+            "train_rows": fold.train_rows,
+            "fold": fold.to_dict(),
+            "load_seconds": load_seconds,
+        },
+        "problem": {
+            "obs_dim": env_features.shape[1] + 1,
+            "actions": 3,
+            "net_arch": HIDDEN,
+            "cost": cost,
+            "reward_scale": reward_scale,
+        },
         "results": results,
         "ratios_foxhunt_over_sb3": ratios,
         "notes": "SB3: one env (DummyVecEnv), replay on the host; env steps/s = timesteps / learn() wall. "
-                 "foxhunt: env steps/s = rows collected / collect seconds; grad samples/s = steps × batch / "
-                 "train seconds. Throughput only; the two learners do not see the same transitions.",
+        "foxhunt: env steps/s = rows collected / collect seconds; grad samples/s = steps × batch / "
+        "train seconds. Throughput only; the two learners do not see the same transitions.",
     }
     out = args.out or ROOT / "bench" / "results" / f"peer_sb3-{device.type}-{now:%Y-%m-%d}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(payload, indent=2) + "\n")
     print(f"wrote {out}")
     print(table(results))
-    print("foxhunt / SB3: " + ", ".join(f"{k} {v:.1f}×" for k, v in ratios.items() if v is not None and math.isfinite(v)))
+    print(
+        "foxhunt / SB3: "
+        + ", ".join(f"{k} {v:.1f}×" for k, v in ratios.items() if v is not None and math.isfinite(v))
+    )
 
 
 if __name__ == "__main__":

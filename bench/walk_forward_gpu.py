@@ -76,7 +76,9 @@ def persistent_run(
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
     # overwrite: a benchmark measures a whole run, never a resume of an earlier one in the same folder
-    settings = TrainSettings(epochs=epochs, device=device, folds=folds, dqn=dqn, run_id="bench", overwrite=True)
+    settings = TrainSettings(
+        epochs=epochs, device=device, folds=folds, dqn=dqn, run_id="bench", overwrite=True
+    )
     t0 = time.perf_counter()
     summary = train(str(cache_path), str(out), settings, progress=quiet).to_dict()
     wall = time.perf_counter() - t0

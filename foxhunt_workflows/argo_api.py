@@ -253,7 +253,12 @@ def request_json(
     except ssl.SSLError as error:
         if "WRONG_VERSION_NUMBER" in str(error) or "record layer" in str(error):
             raise ArgoError(f"{what}: {server.url} speaks http, not https: set ARGO_SECURE=false") from None
-        raise ArgoError(f"{what}: TLS with {server.url} failed: {error.reason or error}") from None
+        hint = (
+            "; ARGO_INSECURE_SKIP_VERIFY=true skips the check"
+            if isinstance(error, ssl.SSLCertVerificationError)
+            else ""
+        )
+        raise ArgoError(f"{what}: TLS with {server.url} failed: {error.reason or error}{hint}") from None
     except (http.client.BadStatusLine, ConnectionResetError) as error:
         hint = (
             "" if server.secure else "; if the Argo Server uses TLS, unset ARGO_SECURE (https is the default)"

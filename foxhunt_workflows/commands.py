@@ -75,7 +75,7 @@ def _add_submit(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="a hard limit on the whole command, in seconds",
+        help="a hard limit, in seconds, on all the command's network waits",
     )
     add("--poll", type=float, default=10.0, metavar="S", help="seconds between status checks (default: 10)")
     add("--connect-timeout", type=float, default=10.0, metavar="S", help="per request (default: 10)")

@@ -234,7 +234,8 @@ def foxhunt_container(
         # The chart's NetworkPolicy selects the pods by these labels.
         labels={"app.kubernetes.io/name": "foxhunt", "app.kubernetes.io/component": name},
         annotations={
-            f"checkov.io/skip{i}": f"{check}={reason}" for i, (check, reason) in enumerate(SCAN_JUSTIFICATIONS.items(), 1)
+            f"checkov.io/skip{i}": f"{check}={reason}"
+            for i, (check, reason) in enumerate(SCAN_JUSTIFICATIONS.items(), 1)
         },
         **template_fields,
     )

@@ -244,6 +244,8 @@ def pipeline_template(options: RenderOptions, precompute: Container, train: Cont
                 arguments=arguments_for(train, wt, {"output-uri": run_dir}),
                 when=f"{trials} == 0",
             )
+            # One pod per sequence item: trial-workers is the study's concurrency (a template's
+            # `parallelism` is a fixed number, not a parameter).
             workers = Task(
                 name="trials",
                 template=worker,

@@ -20,7 +20,16 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["S3Server", "seaweed_server", "seaweed_s3", "moto_server", "moto_s3", "s3_get_requests"]
+__all__ = [
+    "S3Server",
+    "SeaweedProcess",
+    "s3_proxy",
+    "seaweed_server",
+    "seaweed_s3",
+    "moto_server",
+    "moto_s3",
+    "s3_get_requests",
+]
 
 STARTUP_TIMEOUT_S = 60.0
 _DUMMY_ENV = {
@@ -87,52 +96,87 @@ def _create_bucket_when_ready(server: S3Server, alive, log: Path) -> None:
             client.create_bucket(Bucket=server.bucket)
             return
         except Exception as exc:  # not listening yet, or filer not ready: both clear up within seconds
+            code = str(getattr(exc, "response", {}).get("Error", {}).get("Code", ""))
+            if code in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+                return  # a restarted server that kept its data
             last_error = exc
             time.sleep(0.2)
     raise RuntimeError(f"S3 server at {server.endpoint} not ready after {STARTUP_TIMEOUT_S} s: {last_error}")
 
 
+class SeaweedProcess:
+    """One `weed mini` process on fixed free loopback ports and a data folder that outlives it.
+
+    `kill()` then `start()` is a server crash and restart: same ports, same data.
+    """
+
+    NAMES = ("s3", "master", "volume", "filer", "admin")
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "data").mkdir(parents=True, exist_ok=True)
+        (root / "logs").mkdir(exist_ok=True)
+        keys = [f"{n}{g}" for n in self.NAMES for g in ("", ".grpc")]
+        self.ports = dict(zip(keys, _free_ports(len(keys)), strict=True))
+        self.server = S3Server(endpoint=f"http://127.0.0.1:{self.ports['s3']}", bucket="foxhunt-test")
+        self.log = root / "weed.log"
+        self.process: subprocess.Popen | None = None
+
+    def _command(self) -> list[str]:
+        root, ports = self.root, self.ports
+        return [
+            _weed_binary(),
+            f"-logdir={root / 'logs'}",
+            "mini",
+            f"-dir={root / 'data'}",
+            "-ip=127.0.0.1",
+            "-ip.bind=127.0.0.1",
+            *[f"-{name}.port={ports[name]}" for name in self.NAMES],
+            *[f"-{name}.port.grpc={ports[name + '.grpc']}" for name in self.NAMES],
+            f"-filer.localSocket={root / 'filer.sock'}",
+            f"-s3.localSocket={root / 's3.sock'}",
+            "-admin.ui=false",
+            "-webdav=false",
+            "-s3.port.iceberg=0",
+            "-s3.port.lance=0",
+            "-master.telemetry=false",
+        ]
+
+    def start(self) -> S3Server:
+        """Start the server and wait until its bucket is usable."""
+        with open(self.log, "ab") as out:
+            self.process = subprocess.Popen(
+                self._command(), stdout=out, stderr=subprocess.STDOUT, cwd=self.root
+            )
+        process = self.process
+        _create_bucket_when_ready(self.server, lambda: process.poll() is None, self.log)
+        return self.server
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no shutdown, no flush."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self) -> None:
+        """Terminate politely, then kill."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
 @pytest.fixture(scope="session")
 def seaweed_server(tmp_path_factory):
     """A SeaweedFS `weed mini` S3 server on free loopback ports, stopped at the end of the session."""
-    root = tmp_path_factory.mktemp("seaweedfs")
-    (root / "data").mkdir()
-    (root / "logs").mkdir()
-    names = ("s3", "master", "volume", "filer", "admin")
-    ports = dict(
-        zip([f"{n}{g}" for n in names for g in ("", ".grpc")], _free_ports(2 * len(names)), strict=True)
-    )
-    command = [
-        _weed_binary(),
-        f"-logdir={root / 'logs'}",
-        "mini",
-        f"-dir={root / 'data'}",
-        "-ip=127.0.0.1",
-        "-ip.bind=127.0.0.1",
-        *[f"-{name}.port={ports[name]}" for name in names],
-        *[f"-{name}.port.grpc={ports[name + '.grpc']}" for name in names],
-        f"-filer.localSocket={root / 'filer.sock'}",
-        f"-s3.localSocket={root / 's3.sock'}",
-        "-admin.ui=false",
-        "-webdav=false",
-        "-s3.port.iceberg=0",
-        "-s3.port.lance=0",
-        "-master.telemetry=false",
-    ]
-    log = root / "weed.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=root)
-    server = S3Server(endpoint=f"http://127.0.0.1:{ports['s3']}", bucket="foxhunt-test")
+    weed = SeaweedProcess(tmp_path_factory.mktemp("seaweedfs"))
     try:
-        _create_bucket_when_ready(server, lambda: process.poll() is None, log)
-        yield server
+        yield weed.start()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        weed.stop()
 
 
 @pytest.fixture(scope="session")
@@ -186,3 +230,17 @@ def s3_get_requests():
     events.register("before-call.s3.GetObject", record)
     yield calls
     events.unregister("before-call.s3.GetObject", record)
+
+
+@pytest.fixture
+def s3_proxy(seaweed_server, monkeypatch):
+    """A fault-injecting proxy in front of the session's SeaweedFS; boto3's environment points at the proxy."""
+    from fault_proxy import FaultProxy
+
+    port = int(seaweed_server.endpoint.rsplit(":", 1)[1])
+    proxy = FaultProxy("127.0.0.1", port)
+    _point_boto3_at(monkeypatch, S3Server(endpoint=proxy.endpoint, bucket=seaweed_server.bucket))
+    try:
+        yield proxy
+    finally:
+        proxy.stop()

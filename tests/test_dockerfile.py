@@ -99,7 +99,10 @@ def test_image_requirements_pin_every_dependency_exactly():
 
 def test_image_pins_satisfy_the_package_dependency_ranges():
     pins = pinned_requirements()
-    dependencies = [Requirement(d) for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]]
+    dependencies = [
+        Requirement(d)
+        for d in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    ]
 
     for dependency in dependencies:
         version = pins[dependency.name.lower()].removeprefix("==")
@@ -107,7 +110,11 @@ def test_image_pins_satisfy_the_package_dependency_ranges():
 
 
 def test_everything_the_dockerfile_copies_exists_and_is_in_the_build_context(dockerfile):
-    patterns = [line for line in (REPO / ".dockerignore").read_text().splitlines() if line and not line.startswith("#")]
+    patterns = [
+        line
+        for line in (REPO / ".dockerignore").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     included = {p[1:].rstrip("/") for p in patterns if p.startswith("!")}
     sources = [
         source
@@ -121,3 +128,20 @@ def test_everything_the_dockerfile_copies_exists_and_is_in_the_build_context(doc
     for source in sources:
         assert (REPO / source).exists(), source
         assert source.rstrip("/") in included, source
+
+
+def test_image_pins_satisfy_the_train_extra_it_installs():
+    pins = pinned_requirements()
+    train = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["train"]
+
+    for dependency in map(Requirement, train):
+        assert dependency.name.lower() in pins, dependency
+        assert dependency.specifier.contains(
+            pins[dependency.name.lower()].removeprefix("=="), prereleases=True
+        )
+
+
+def test_the_image_has_the_light_client_too():
+    pins = pinned_requirements()
+
+    assert {"hera", "pyyaml"} <= set(pins)

@@ -132,6 +132,19 @@ def test_epoch_diagnostics_read_the_greedy_policy_in_and_out_of_sample(device):
     assert trainer.history.val_sharpe == [stats["val_sharpe"]]
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_policy_that_always_goes_long_is_flagged_collapsed_and_blind_to_features(device):
+    rng = np.random.default_rng(9)
+    trainer = tiny_trainer(
+        rng.choice([-2.0, 2.0], 900), rng.standard_normal(900) * 1e-3, device, replace(TINY, lr=1e-12)
+    )
+    set_layers(trainer.online, *constant_layers([0.0, 0.0, 1.0]))
+    stats = trainer.train_epoch(0, 1)
+    assert stats["action_shares"] == [0.0, 0.0, 1.0]
+    assert stats["collapsed"] and trainer.history.collapsed
+    assert stats["feature_agreement"] == 1.0 and trainer.history.features_ignored
+
+
 def test_diagnostics_off_leave_only_the_training_figures():
     trainer = tiny_trainer(np.ones(60), np.zeros(60), "cpu", diagnostics=False)
     stats = trainer.train_epoch(0, 1)

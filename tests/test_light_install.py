@@ -33,9 +33,17 @@ def light_venv(tmp_path_factory) -> Path:
         f"{WHEELHOUSE} is missing: scripts/test.sh downloads the base install's wheels"
     )
     root = tmp_path_factory.mktemp("light")
-    built = run(
-        sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root, REPO
-    )
+    # Built from the files the image's build context has too, so the packaging needs nothing else,
+    # and in a copy, so the build leaves nothing in the repo.
+    source = root / "source"
+    for part in ("pyproject.toml", "README.md", "trainer_image/foxhunt", "foxhunt_workflows"):
+        (source / part).parent.mkdir(parents=True, exist_ok=True)
+        if (REPO / part).is_dir():
+            shutil.copytree(REPO / part, source / part, ignore=IGNORED)
+        else:
+            shutil.copy(REPO / part, source / part)
+    pip_wheel = (sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation")
+    built = run(*pip_wheel, "-w", root, source, cwd=source)
     assert built.returncode == 0, built.stderr
     (wheel,) = root.glob("foxhunt-*.whl")
     venv = root / "venv"

@@ -183,3 +183,24 @@ def test_min_val_rows_drops_folds_with_too_few_validation_rows(tiny_fxcache, tin
     rows = [f["val_rows"] for f in summary_of(tmp_path / "all")["folds"]]
     kept = [f["val_rows"] for f in summary_of(tmp_path / "some")["folds"]]
     assert min(rows) < 2000 and kept and min(kept) >= 2000
+
+
+def test_json_log_format_gives_one_json_object_per_line_with_the_run_id(
+    tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    argv = quick_argv(
+        tiny_fxcache, tmp_path / "out", tiny_params, "--log-format", "json", "--run-id", "json-run"
+    )
+    assert main(argv) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert lines and all(line["run_id"] == "json-run" and line["time"].endswith("+00:00") for line in lines)
+    messages = [line["message"] for line in lines]
+    assert any(m.startswith("fold 2 done") for m in messages) and messages[-1].startswith("outputs: ")
+
+
+def test_an_out_that_cannot_hold_files_is_exit_2_before_any_work(tiny_fxcache, tiny_params, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert main(quick_argv(tiny_fxcache, blocker / "out", tiny_params)) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cannot create the run's lock" in err and "\n" not in err

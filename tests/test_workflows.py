@@ -30,7 +30,9 @@ from foxhunt_workflows.commands import add_workflow_commands
 from foxhunt_workflows.render import render_all, render_documents
 from foxhunt_workflows.templates import RenderOptions
 
-SCHEMA_PATH = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "argo-workflows-v4-schema.json"
+SCHEMA_PATH = (
+    Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "argo-workflows-v4-schema.json"
+)
 WORKFLOW_TEMPLATE = "io.argoproj.workflow.v1alpha1.WorkflowTemplate"
 
 PIPELINE_PARAMETERS = {
@@ -79,7 +81,11 @@ def test_workflows_render_command_writes_the_templates(tmp_path, capsys):
     args = parser.parse_args(["workflows", "render", "--out", str(tmp_path)])
 
     assert args.func(args) == 0
-    assert {p.name for p in tmp_path.iterdir()} == {"precompute-features.yaml", "train.yaml", "train-pipeline.yaml"}
+    assert {p.name for p in tmp_path.iterdir()} == {
+        "precompute-features.yaml",
+        "train.yaml",
+        "train-pipeline.yaml",
+    }
     assert str(tmp_path / "train.yaml") in capsys.readouterr().out
 
 
@@ -105,7 +111,9 @@ def test_rendering_imports_no_training_library(tmp_path):
 
 
 def test_commands_module_does_not_import_hera():
-    code = "import sys, foxhunt_workflows.commands; print(any(m.split('.')[0] == 'hera' for m in sys.modules))"
+    code = (
+        "import sys, foxhunt_workflows.commands; print(any(m.split('.')[0] == 'hera' for m in sys.modules))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
 
     assert result.stdout.strip() == "False"
@@ -137,7 +145,9 @@ def test_a_template_ref_to_a_missing_template_is_reported(documents):
     broken = copy.deepcopy(documents)
     broken["train-pipeline"]["spec"]["templates"][0]["dag"]["tasks"][1]["templateRef"]["template"] = "trian"
 
-    assert template_ref_problems(broken.values()) == ["train-pipeline/pipeline/train: 'train' has no template 'trian'"]
+    assert template_ref_problems(broken.values()) == [
+        "train-pipeline/pipeline/train: 'train' has no template 'trian'"
+    ]
 
 
 def test_every_parameter_used_is_declared(documents):
@@ -277,7 +287,12 @@ def test_s3_credentials_come_only_from_a_secret(documents, name):
     env = only_pod(documents[name])["container"]["env"]
     aws = [e for e in env if e["name"].startswith("AWS_")]
 
-    assert {e["name"] for e in aws} == {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_ENDPOINT_URL", "AWS_REGION"}
+    assert {e["name"] for e in aws} == {
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_ENDPOINT_URL",
+        "AWS_REGION",
+    }
     assert all("value" not in e and e["valueFrom"]["secretKeyRef"]["name"] == "foxhunt-s3" for e in aws)
 
 

@@ -79,6 +79,15 @@ def test_shape_free_settings_reuse_one_capture_and_one_compile_across_trials(syn
     assert len(set(losses)) == len(trials), losses  # every trial trained with its own settings
 
 
+def test_every_trainer_of_a_process_runs_a_compiled_step(synthetic, caplog):
+    """Dynamo compiles each trainer's step anew; past its default limit of 8 it would run them eagerly."""
+    data = to_device(*synthetic, CUDA)
+    with caplog.at_level("WARNING", logger="torch._dynamo"):
+        trainers = [DQNTrainer(data, SMALL, max_train_rows=8000, seed=i) for i in range(10)]
+    assert all(t.compiles == 1 and t.graph_captures == 1 for t in trainers)
+    assert not [r for r in caplog.records if "recompile_limit" in r.getMessage()]
+
+
 def _one_replay_update(trainer: DQNTrainer, lr: float) -> float:
     """Largest weight change of one graph replay from the fold's fresh start, at learning rate `lr`."""
     trainer.apply_settings(replace(trainer.config, lr=lr))

@@ -175,7 +175,7 @@ def _read_table(uri: str, data: bytes):
             return pq.read_table(pa.BufferReader(data), use_threads=False)
         if ".csv" in suffixes:
             source = pa.BufferReader(data)
-            if suffixes[-1] == ".gz":
+            if suffixes[-1] == ".gz" or data[:2] == b"\x1f\x8b":  # gzip, whatever the name says
                 source = pa.CompressedInputStream(source, "gzip")
             convert = pacsv.ConvertOptions(column_types={c: pa.float64() for c in BAR_COLUMNS[1:]})
             read = pacsv.ReadOptions(use_threads=False)

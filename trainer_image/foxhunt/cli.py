@@ -171,26 +171,33 @@ def cmd_precompute(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     from foxhunt.pipeline import train
-    from foxhunt.reports import fold_table
 
     summary = train(args.fxcache, args.out, settings)
-    print(fold_table(summary))
-    print(f"outputs: {args.out} (summary.json, manifest.json, run.png, fold_N/)")
+    _closing_lines(settings, summary, f"outputs: {args.out} (summary.json, manifest.json, run.png, fold_N/)")
     return 0
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
     from foxhunt.pipeline import pipeline
-    from foxhunt.reports import fold_table
 
     summary = pipeline(args.bars, args.out, settings, sample_bars=args.sample_bars, tz=args.tz)
-    print(fold_table(summary))
     where = args.out if "://" in args.out else os.path.abspath(args.out)
-    print(
+    outputs = (
         f"outputs: {where} (summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports)"
     )
+    _closing_lines(settings, summary, outputs)
     return 0
+
+
+def _closing_lines(settings: RunConfig, summary, outputs: str) -> None:
+    """The fold table and where the outputs are, on the run's console (text, or JSON lines)."""
+    from foxhunt.reports import fold_table
+    from foxhunt.run import console
+
+    emit = console(settings.log_format, summary.run_id)
+    for line in [*fold_table(summary).splitlines(), outputs]:
+        emit(line)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,11 +214,6 @@ def main(argv: list[str] | None = None) -> int:
         kind = "error" if exc.exit_code == EXIT_USAGE else "failed"
         print(f"{name}: {kind}: {exc}", file=sys.stderr)
         return exc.exit_code
-    except (ValueError, FileNotFoundError) as exc:
-        # Input errors of modules whose own errors are not FoxhuntErrors yet (bars, fxcache, storage),
-        # raised before any run started: a run wraps everything inside it as a RunFailure.
-        print(f"{name}: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
         return 130

@@ -273,6 +273,9 @@ def _load_mapped(uri: str, path: Path, source: pa.MemoryMappedFile) -> FxCache:
     if reader.num_record_batches != 1:
         raise FxCacheError(f"{uri}: {reader.num_record_batches} record batches, expected exactly 1")
     batch = reader.get_batch(0)
+    # Lengths and buffer sizes as the file states them are checked before any slice is taken: a
+    # damaged length reached Arrow's C++ assertions and aborted the process (found by fuzzing).
+    batch.validate(full=True)
     columns = {name: batch.column(name) for name in ("timestamp", "features", "targets")}
     if any(col.null_count for col in columns.values()):
         raise FxCacheError(f"{uri}: a column has null entries")
@@ -306,7 +309,7 @@ def read_fxcache(uri: str, cache_dir: str | os.PathLike | None = None) -> FxCach
         opened.append(_open_local(uri, path))  # the check is the full load: kept, not done twice
         return opened[-1].metadata["checksum"]
 
-    fetched = storage.fetch_cached(uri, verify, cache_dir, check_md5=False)
+    fetched = storage.fetch_cached(uri, verify, cache_dir)
     cache = opened[-1]
     cache.path, cache.cache_hit = fetched.path, fetched.cache_hit
     return cache

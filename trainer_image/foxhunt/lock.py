@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
 from foxhunt import storage
-from foxhunt.errors import UsageError
+from foxhunt.errors import FoxhuntError, UsageError
 
 LOCK_NAME = "run.lock"
 HEARTBEAT_SECONDS = 10.0
@@ -89,7 +89,7 @@ class OutLock:
         """
         deadline = time.monotonic() + wait_seconds
         while True:
-            if storage.create_exclusive(self.uri, self._mine):
+            if self._create():
                 self.held = True
                 return None
             raw, holder, age = self._current()
@@ -112,6 +112,16 @@ class OutLock:
                 f"{self.uri}: held by {who}, heartbeat {age:.0f}s ago; two runs cannot "
                 f"write into one --out (a lock is stale after {self.stale_seconds:g}s)"
             )
+
+    def _create(self) -> bool:
+        try:
+            return storage.create_exclusive(self.uri, self._mine)
+        except FoxhuntError:
+            raise
+        except OSError as exc:  # the first write into --out: a path that cannot hold files shows here
+            raise UsageError(
+                f"{self.uri}: cannot create the run's lock ({exc}); is --out a writable folder?"
+            ) from exc
 
     def _current(self) -> tuple[bytes | None, LockHolder | None, float]:
         """The lock's bytes, its holder and its heartbeat age in seconds (None bytes: no lock)."""

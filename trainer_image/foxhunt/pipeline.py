@@ -12,7 +12,7 @@ import io
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import torch
@@ -378,11 +378,12 @@ def pipeline(
 ) -> RunSummary:
     """Precompute then train, locally; with no bars, on generated sample bars."""
     fxcache_uri = storage.join(out_uri, "features.fxcache")
-    emit = progress or _print
+    settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
+    emit = progress or console(settings.log_format, settings.run_id)
 
     def prepare() -> dict:
         return precompute(
             bars_uris, fxcache_uri, tz=tz, sample_bars=sample_bars, seed=settings.seed, progress=emit
         )
 
-    return train(fxcache_uri, out_uri, settings, progress, prepare=prepare)
+    return train(fxcache_uri, out_uri, settings, emit, prepare=prepare)

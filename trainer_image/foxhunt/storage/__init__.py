@@ -174,7 +174,7 @@ def download_file(uri: str | os.PathLike, path: str | os.PathLike) -> Path:
     target = Path(path)
     with atomic_local_path(target) as tmp:
         if loc.is_s3:
-            s3.download(loc, tmp, s3.head(loc), check_md5=True)
+            s3.download(loc, tmp, s3.head(loc))
         else:
             regular_file(loc.path, loc.uri)
             shutil.copyfile(loc.path, tmp)
@@ -185,8 +185,6 @@ def fetch_cached(
     uri: str | os.PathLike,
     verify: Callable[[Path], str] | None = None,
     cache_dir: str | os.PathLike | None = None,
-    *,
-    check_md5: bool = True,
 ) -> Fetched:
     """A local copy of `uri` that `verify` (the reader's own check, returning the content checksum) accepted.
 
@@ -195,7 +193,7 @@ def fetch_cached(
     while the object's size and ETag are unchanged and the copy still verifies.
     """
     root = Path(cache_dir or default_cache_dir())
-    return cache.fetch(require_object(uri), verify or cache.sha256_file, root, check_md5=check_md5)
+    return cache.fetch(require_object(uri), verify or cache.sha256_file, root)
 
 
 def fetch(uri: str | os.PathLike, cache_dir: str | os.PathLike | None = None) -> Path:

@@ -156,12 +156,12 @@ def _reuse(loc: Location, info: dict, index: Path, objects: Path, verify) -> Fet
     return None
 
 
-def fetch(loc: Location, verify: Callable[[Path], str], root: Path, *, check_md5: bool) -> Fetched:
+def fetch(loc: Location, verify: Callable[[Path], str], root: Path) -> Fetched:
     """A verified local copy of `loc` (see the module docstring); local files are verified in place.
 
     `verify(path)` is the reader's check: it raises the reader's error for bad content and returns the
-    content's checksum (lowercase hex). `check_md5` also checks a download against an MD5 ETag, for
-    content that carries no checksum of its own.
+    content's checksum (lowercase hex). A download is also checked against the object's size, and
+    its MD5 when the ETag is one, before `verify` sees it.
     """
     if not loc.is_s3:
         regular_file(loc.path, loc.uri)
@@ -175,7 +175,7 @@ def fetch(loc: Location, verify: Callable[[Path], str], root: Path, *, check_md5
         if hit is not None:
             return hit
         with part_file(objects) as part:
-            s3.download(loc, part, info, check_md5)
+            s3.download(loc, part, info)
             checksum = _checked(verify(part))
             final = objects / f"{checksum}{_suffix(loc.key)}"
             os.replace(part, final)

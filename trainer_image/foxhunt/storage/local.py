@@ -65,5 +65,7 @@ def regular_file(path: Path, uri: str) -> os.stat_result:
         kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a socket or device"
         raise StorageAccessError(f"{uri}: is {kind}, not a regular file")
     if not os.access(path, os.R_OK):
+        if not os.path.lexists(path):  # removed since the stat (e.g. a released lock): gone, not forbidden
+            raise MissingObject(f"{uri}: no such file")
         raise StorageAccessError(f"{uri}: not readable (permission denied)")
     return info

@@ -21,7 +21,8 @@ import os
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -124,9 +125,11 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _is_transient(exc: Exception) -> bool:
+    from boto3.exceptions import RetriesExceededError as DownloadRetriesExceeded
     from botocore.exceptions import (
         ClientError,
         ConnectionError,
+        FlexibleChecksumError,
         HTTPClientError,
         IncompleteReadError,
         ResponseStreamingError,
@@ -137,10 +140,12 @@ def _is_transient(exc: Exception) -> bool:
         return _status(exc) >= 500 or _code(exc) in _TRANSIENT_CODES
     transient = (
         ConnectionError,
+        FlexibleChecksumError,
         HTTPClientError,
         IncompleteReadError,
         ResponseStreamingError,
         RetriesExceededError,
+        DownloadRetriesExceeded,
         TransientError,
         socket.timeout,
         ConnectionResetError,
@@ -182,6 +187,14 @@ def backoff_seconds(failed_attempts: int) -> float:
     return base * random.uniform(0.75, 1.25)
 
 
+def _unwrapped(exc: Exception) -> Exception:
+    """The botocore error inside boto3's S3UploadFailedError, which only rewords it."""
+    inner = exc.__context__
+    if type(exc).__name__ == "S3UploadFailedError" and isinstance(inner, Exception):
+        return inner
+    return exc
+
+
 def attempt(uri: str, what: str, operation: Callable[[], T]) -> T:
     """Run `operation`, retrying transient failures within the budget; every final error names `uri`."""
     attempts = int(setting("FOXHUNT_S3_ATTEMPTS"))
@@ -189,7 +202,8 @@ def attempt(uri: str, what: str, operation: Callable[[], T]) -> T:
     for n in range(1, attempts + 1):
         try:
             return operation()
-        except Exception as exc:
+        except Exception as raised:
+            exc = _unwrapped(raised)
             if not _is_transient(exc):
                 permanent = _permanent(uri, exc)
                 if permanent is None:
@@ -253,6 +267,16 @@ def get_bytes(loc: Location) -> bytes:
     return attempt(loc.uri, "GET", get)
 
 
+@contextmanager
+def _bucket_named_when_missing(loc: Location) -> Iterator[None]:
+    """A refused write says "no such bucket" when that is why (SeaweedFS answers such a PUT with 403)."""
+    try:
+        yield
+    except (StorageAccessError, MissingObject):
+        head_bucket(loc)
+        raise
+
+
 def put_bytes(loc: Location, data: bytes, metadata: dict[str, str] | None, if_absent: bool = False) -> bool:
     """One PUT (visible whole or not at all); with `if_absent`, False when the key already existed."""
     extra = {"IfNoneMatch": "*"} if if_absent else {}
@@ -268,19 +292,21 @@ def put_bytes(loc: Location, data: bytes, metadata: dict[str, str] | None, if_ab
             raise
         return True
 
-    return attempt(loc.uri, "PUT", put)
+    with _bucket_named_when_missing(loc):
+        return attempt(loc.uri, "PUT", put)
 
 
 def upload(loc: Location, path: Path, metadata: dict[str, str] | None) -> None:
     """A managed upload: a multipart upload is completed only on success and aborted on failure."""
     extra = {"Metadata": dict(metadata)} if metadata else None
-    attempt(
-        loc.uri,
-        "upload",
-        lambda: client().upload_file(
-            str(path), loc.bucket, loc.key, ExtraArgs=extra, Config=_transfer_config()
-        ),
-    )
+    with _bucket_named_when_missing(loc):
+        attempt(
+            loc.uri,
+            "upload",
+            lambda: client().upload_file(
+                str(path), loc.bucket, loc.key, ExtraArgs=extra, Config=_transfer_config()
+            ),
+        )
 
 
 def md5_of_etag(info: dict) -> str | None:
@@ -298,9 +324,9 @@ def _file_md5(path: Path) -> str:
     return digest.hexdigest()
 
 
-def download(loc: Location, path: Path, info: dict, check_md5: bool) -> None:
+def download(loc: Location, path: Path, info: dict) -> None:
     """A managed download into `path`, checked against the HEAD `info` (size; MD5 when the ETag is one)."""
-    expected_md5 = md5_of_etag(info) if check_md5 else None
+    expected_md5 = md5_of_etag(info)
 
     def get() -> None:
         client().download_file(loc.bucket, loc.key, str(path), Config=_transfer_config())

@@ -7,8 +7,8 @@ metrics, annualisation), `diagnostics` (what the greedy policy does, epoch by ep
 """
 
 from foxhunt.trainer.device_data import DeviceData, resolve_device, synchronize, to_device
-from foxhunt.trainer.diagnostics import FoldHistory, feature_agreement, policy_collapse
-from foxhunt.trainer.dqn import DQNTrainer, TrainingDiverged, build_qnet, fold_seed, td_target
+from foxhunt.trainer.diagnostics import FoldHistory, TrainingDiverged, feature_agreement, policy_collapse
+from foxhunt.trainer.dqn import DQNTrainer, build_qnet, fold_seed, td_target
 from foxhunt.trainer.policy import (
     FLAT,
     N_ACTIONS,

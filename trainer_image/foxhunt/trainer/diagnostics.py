@@ -1,4 +1,5 @@
-"""Per-epoch training diagnostics: what the greedy policy does now, so collapse and under-training show.
+"""Per-epoch training diagnostics: the divergence guard, and what the greedy policy does now, so that
+collapse and under-training show.
 
 Per epoch, beside the loss and |Q| that the step accumulates on the device: the greedy policy's
 action shares and net Sharpe on the validation range, its in-sample net Sharpe, and whether its
@@ -8,6 +9,7 @@ transfer; the trainer's `diagnostics=False` turns it off (benchmarks).
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -34,6 +36,18 @@ IGNORED_AGREEMENT = 0.99  # actions unchanged with features at their mean on thi
 IN_SAMPLE_ROWS = 1 << 16
 IN_SAMPLE_BLOCKS = 16
 AGREEMENT_ROWS = 4096  # validation rows sampled (evenly) for the feature check
+
+
+class TrainingDiverged(RuntimeError):
+    """The guard stopped a fold: non-finite loss or exploding Q-values."""
+
+
+def check_divergence(fold: int, epoch: int, loss: float, q_max: float, q_limit: float) -> None:
+    """The guard, once per epoch: TrainingDiverged on a non-finite loss or |Q| beyond `q_limit`."""
+    if not math.isfinite(loss):
+        raise TrainingDiverged(f"fold {fold} epoch {epoch}: loss is {loss}")
+    if not math.isfinite(q_max) or q_max > q_limit:
+        raise TrainingDiverged(f"fold {fold} epoch {epoch}: |Q| reached {q_max:.3g} (limit {q_limit:g})")
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 Q-network → epsilon schedule → reward → TD target → loss and update → the trainer: replay,
 collection, training epochs, resets between folds. The trainer is built once per run and reset in
-place between folds; the step machinery (compile, CUDA graph) is in step.py, evaluation in policy.py.
+place between folds. The step machinery (compile, CUDA graph) is in step.py, the settings it reads
+from the device in settings.py, evaluation in policy.py, per-epoch diagnostics in diagnostics.py.
 
 Actions are positions: index 0, 1, 2 = short, flat, long (position = index − 1). The state at bar t
 is the fold-normalized feature row t plus the position held coming into t; the reward of choosing
@@ -22,14 +23,10 @@ from torch import nn
 
 from foxhunt.config import DQNConfig
 from foxhunt.trainer.device_data import DeviceData, chunk_rows, synchronize
-from foxhunt.trainer.diagnostics import FoldHistory, greedy_diagnostics, record_diagnostics
+from foxhunt.trainer.diagnostics import FoldHistory, check_divergence, greedy_diagnostics, record_diagnostics
 from foxhunt.trainer.policy import FLAT, N_ACTIONS, GreedyEvaluation, policy_state
 from foxhunt.trainer.settings import StepSettings, check_shape_free
 from foxhunt.trainer.step import StepParts, TrainStep
-
-
-class TrainingDiverged(RuntimeError):
-    """The guard stopped a fold: non-finite loss or exploding Q-values."""
 
 
 # ---- the Q-network -------------------------------------------------------------------------------
@@ -57,7 +54,13 @@ def epsilon_schedule(epoch: int, epochs: int, config: DQNConfig) -> float:
     return config.eps_start + (config.eps_end - config.eps_start) * frac
 
 
-def transition_reward(position, new_position, next_return, cost, scale):
+def transition_reward(
+    position: torch.Tensor,
+    new_position: torch.Tensor,
+    next_return: torch.Tensor,
+    cost: float | torch.Tensor,
+    scale: float | torch.Tensor,
+) -> torch.Tensor:
     """(new position × the bar's forward return − cost × |position change|) × reward scale."""
     return (new_position * next_return - cost * (new_position - position).abs()) * scale
 
@@ -90,8 +93,10 @@ def clip_grad_norm(grads: list[torch.Tensor], max_norm: torch.Tensor) -> None:
 
 @torch.no_grad()
 def polyak_update(target: list[torch.Tensor], online: list[torch.Tensor], tau: torch.Tensor) -> None:
-    """target ← (1 − τ) · target + τ · online, in place."""
-    torch._foreach_lerp_(target, online, [tau] * len(target))
+    """target ← (1 − τ) · target + τ · online, in place, with τ a device value."""
+    # target + τ·(online − target) as one fused multiply-add, which rounds as torch's lerp does for
+    # τ < 0.5; foreach lerp takes τ only as a host number, and inductor does not fuse its tensor form.
+    torch._foreach_addcmul_(target, torch._foreach_sub(online, target), [tau] * len(target))
 
 
 class DQNTrainer(GreedyEvaluation):
@@ -322,7 +327,7 @@ class DQNTrainer(GreedyEvaluation):
         clip_grad_norm(grads, s.grad_clip)
         with torch.no_grad():
             # Adam's own L2 term (grad + decay × weight, rounded as Adam rounds it), decay from the device.
-            torch._foreach_addcmul_(grads, params, [s.weight_decay.expand_as(p) for p in params])
+            torch._foreach_addcmul_(grads, params, [s.weight_decay] * len(params))
         self.optimizer.step()
         with torch.no_grad():
             polyak_update(list(self.target.parameters()), params, s.tau)
@@ -359,7 +364,7 @@ class DQNTrainer(GreedyEvaluation):
         ).tolist()  # one sync
         loss, q_mean = loss_sum / done, q_sum / done
         t2 = time.perf_counter()
-        self._guard(epoch, loss, q_max)
+        check_divergence(self.fold_range.fold, epoch, loss, q_max, self.config.q_limit)
         self.history.record_epoch(t1 - t0, t2 - t1, loss, q_mean, q_max)
         self.steps_done += done
         stats = {
@@ -376,15 +381,6 @@ class DQNTrainer(GreedyEvaluation):
             started = time.perf_counter()
             stats.update(record_diagnostics(self.history, self.epoch_diagnostics(), started))
         return stats
-
-    def _guard(self, epoch: int, loss: float, q_max: float) -> None:
-        fold = self.fold_range.fold
-        if not math.isfinite(loss):
-            raise TrainingDiverged(f"fold {fold} epoch {epoch}: loss is {loss}")
-        if not math.isfinite(q_max) or q_max > self.config.q_limit:
-            raise TrainingDiverged(
-                f"fold {fold} epoch {epoch}: |Q| reached {q_max:.3g} (limit {self.config.q_limit:g})"
-            )
 
     def epoch_diagnostics(self) -> dict[str, torch.Tensor]:
         """The greedy policy now: validation action shares and Sharpe, in-sample Sharpe, feature agreement."""

@@ -18,6 +18,11 @@ from dataclasses import dataclass, replace
 
 import torch
 
+# Dynamo guards a compiled function on the trainer's modules and optimizer by identity, so each new
+# trainer compiles its step again; past dynamo's default of 8 compiles per function (a test run, or
+# trials over several shapes in one process) it would silently run the step uncompiled.
+RECOMPILE_LIMIT = 256
+
 
 @dataclass(frozen=True)
 class StepParts:
@@ -74,7 +79,7 @@ class TrainStep:
         current = torch.cuda.current_stream(self.device)
         side = torch.cuda.Stream(self.device)
         side.wait_stream(current)
-        with torch.cuda.stream(side):
+        with torch.cuda.stream(side), torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
             for _ in range(warmup_steps):
                 plain_step(self.parts)
         current.wait_stream(side)
@@ -87,5 +92,8 @@ class TrainStep:
         """`steps_per_graph` training steps: one graph replay, or the eager steps when there is no graph."""
         if self.graph is not None:
             self.graph.replay()
+        elif self.compiles:
+            with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+                self.eager_steps()
         else:
             self.eager_steps()
