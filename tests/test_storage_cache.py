@@ -191,4 +191,15 @@ def test_a_download_killed_midway_leaves_nothing_after_the_next_fetch(s3_proxy, 
     other = seaweed_server.uri("small.bin")
     seaweed_server.client().put_object(Bucket=bucket, Key=storage.split_s3(other)[1], Body=b"x")
     storage.fetch_cached(other)
+    assert storage.fetch_cached(other).cache_hit
     assert list(cache_dir.glob("objects/*.part-*")) == []
+
+
+def test_a_fetch_served_from_the_cache_also_removes_dead_parts(moto_s3, cache_dir):
+    uri = moto_s3.uri("x.csv")
+    storage.write_bytes(uri, b"x")
+    storage.fetch_cached(uri)
+    dead = make_part(cache_dir / "objects", f"e.part-{download_cache._host_tag()}-{dead_pid()}")
+    staged = make_part(cache_dir / "staging", f"f.part-{download_cache._host_tag()}-{dead_pid()}")
+    assert storage.fetch_cached(uri).cache_hit
+    assert not dead.exists() and not staged.exists()

@@ -149,6 +149,16 @@ def _train_epochs(
     return epoch_stats
 
 
+@dataclass
+class FoldOutcome:
+    """A completed fold: its report, its validation positions, the baselines' positions, its files' sha256."""
+
+    report: FoldReport
+    positions: np.ndarray  # float64 −1/0/1, one per validation bar
+    baselines: dict[str, object] | None  # None for a fold taken over from an earlier attempt
+    outputs: dict[str, str] | None  # output file (relative to --out) → sha256; None when taken over
+
+
 def train_fold(
     trainer: DQNTrainer,
     fold_range: FoldRange,
@@ -156,13 +166,21 @@ def train_fold(
     out_uri: str,
     progress: Progress = _print,
     check: Callable[[], None] = lambda: None,
-) -> tuple[FoldReport, np.ndarray, dict[str, str]]:
+    *,
+    scoring: Scoring | None = None,
+) -> FoldOutcome:
     """One fold on the persistent trainer: reset, normalize, train, validate, checkpoint.
 
-    `check` runs at every epoch boundary (a stop signal raises there). Returns the report, the thinned
-    validation equity curve, and the sha256 of each output file by its name relative to `out_uri`.
+    `check` runs at every epoch boundary (a stop signal raises there). Validation scores the greedy
+    positions beside the baselines with `scoring` (default: the trainer's evaluation costs, the
+    bootstrap seeded with its seed).
     """
     device, fold, phases = trainer.device, fold_range.fold, {}
+    scoring = scoring or Scoring(
+        cost=trainer.config.cost if trainer.eval_cost is None else trainer.eval_cost,
+        spread=trainer.eval_spread,
+        seed=trainer.seed,
+    )
     fold_start = t0 = time.perf_counter()
     trainer.set_fold_range(fold_range)
     trainer.reset_for_fold(fold)
@@ -179,57 +197,60 @@ def train_fold(
     phases["train"] = sum(e.train_seconds for e in epoch_stats)
 
     t0 = time.perf_counter()
-    positions = trainer.greedy_positions()  # one rollout serves the metrics and the plot
-    validation = Validation.from_dict(trainer.evaluate(positions))  # at the run's evaluation costs
-    curve = trainer.equity_curve(positions, fold_range.val_start)
+    data = trainer.data
+    positions = trainer.greedy_positions()  # one rollout serves the evaluation and the saved record
+    window, baselines = evaluate_fold(
+        data.features, data.targets, data.timestamp, fold_range, positions, scoring
+    )
     synchronize(device)
     phases["validate"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    files = save_fold(trainer, fold_range, curve, out_uri)
+    files = save_fold(trainer, fold_range, positions, out_uri)
     phases["checkpoint"] = time.perf_counter() - t0
 
     report = FoldReport(
         **fold_range.to_dict(),
-        dates=fold_dates(fold_range, trainer.data.timestamp),
+        dates=fold_dates(fold_range, data.timestamp),
         phases={p: phases[p] for p in PHASES},
         fold_seconds=time.perf_counter() - fold_start,
         samples_per_second=trainer.steps_done * trainer.config.batch_size / max(phases["train"], 1e-9),
         steps=trainer.steps_done,
         epochs=epoch_stats,
-        validation=validation,
+        validation=Validation.from_window(window),
+        evaluation=window,
+        warnings=fold_warnings(fold, epoch_stats),
     )
+    for warning in report.warnings:
+        progress(f"WARNING {warning}")
     files["report.json"] = _json_bytes(report.to_dict())
     storage.write_bytes(storage.join(out_uri, f"fold_{fold}", "report.json"), files["report.json"])
-    return report, curve, {f"fold_{fold}/{name}": sha256(data) for name, data in files.items()}
+    outputs = {f"fold_{fold}/{name}": sha256(data) for name, data in files.items()}
+    return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
 
 
-def save_fold(
-    trainer: DQNTrainer, fold_range: FoldRange, curve: np.ndarray, out_uri: str
-) -> dict[str, bytes]:
-    """Write the fold's weights, norm stats and equity curve under `fold_N/`; returns them by file name."""
+def save_fold(trainer: DQNTrainer, fold_range: FoldRange, positions, out_uri: str) -> dict[str, bytes]:
+    """Write the fold's weights, norm stats and validation positions under `fold_N/`; returns them by name."""
     fold = fold_range.fold
     buf = io.BytesIO()
     torch.save(trainer.state_dict_cpu(), buf)
     norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **trainer.norm_stats_dict()}
-    equity = {"fold": fold, "val_start": fold_range.val_start, "log_equity": curve.tolist()}
     files = {
         "weights.pt": buf.getvalue(),
         f"norm_stats_fold{fold}.json": _json_bytes(norm),
-        "equity.json": _json_bytes(equity),
+        POSITIONS_FILE: positions_bytes(positions),
     }
     for name, data in files.items():
         storage.write_bytes(storage.join(out_uri, f"fold_{fold}", name), data)
     return files
 
 
-def load_fold(out_uri: str, fold: int) -> tuple[FoldReport, np.ndarray]:
-    """The report and equity curve of a fold an earlier attempt completed."""
-    report = FoldReport.from_dict(
-        json.loads(storage.read_bytes(storage.join(out_uri, f"fold_{fold}", "report.json")))
-    )
-    equity = json.loads(storage.read_bytes(storage.join(out_uri, f"fold_{fold}", "equity.json")))
-    return report, np.asarray(equity["log_equity"], dtype=np.float64)
+def load_fold(out_uri: str, fold: int) -> FoldOutcome:
+    """The report and validation positions of a fold an earlier attempt completed (its outputs verified)."""
+    folder = storage.join(out_uri, f"fold_{fold}")
+    report = FoldReport.from_dict(json.loads(storage.read_bytes(storage.join(folder, "report.json"))))
+    positions = positions_from_bytes(storage.read_bytes(storage.join(folder, POSITIONS_FILE)))
+    return FoldOutcome(report, positions, None, None)
 
 
 # ---- checks before work -------------------------------------------------------------------------

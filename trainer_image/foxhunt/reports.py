@@ -4,13 +4,20 @@ These dataclasses are the one contract that the JSON files, the printed table, t
 picture read. `to_dict()` gives the JSON shape (keys unchanged since the first release; derived
 figures such as `train_rows` and `final_loss` are written for readers of the files, not read back);
 `from_dict()` reads it again, which is how a resumed run takes over the folds it does not retrain.
+
+The evaluation (`foxhunt.evaluation`) has one place in the files: each fold's window under
+`evaluation` in `fold_N/report.json` (and so in `summary.json`'s folds), the stitched record under
+`stitched` in `summary.json`. `validation` is the short form of the fold's `evaluation`: the model's
+and each baseline's figures after costs, as earlier releases wrote them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 
 from foxhunt.config import PHASES
+from foxhunt.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
 
 RUN_STATUSES: tuple[str, ...] = ("running", "succeeded", "failed", "interrupted")
 
@@ -32,6 +39,21 @@ class PolicyMetrics:
     def from_dict(cls, data: dict) -> PolicyMetrics:
         """Read the five figures from a dict holding at least them."""
         return cls(**{f.name: float(data[f.name]) for f in fields(cls)})
+
+    @classmethod
+    def from_evaluation(cls, evaluation: Evaluation) -> PolicyMetrics:
+        """The short form of a policy's evaluation: net figures, with the gross Sharpe and return."""
+        net, gross = evaluation.net, evaluation.gross
+        return cls(
+            sharpe=net.sharpe,
+            total_return=net.log_return,
+            max_drawdown=net.max_drawdown,
+            turnover=net.turnover,
+            hit_rate=net.hit_rate,
+            gross_sharpe=gross.sharpe,
+            gross_return=gross.log_return,
+            exposure=net.exposure,
+        )
 
 
 @dataclass(frozen=True)
@@ -55,6 +77,38 @@ class Validation:
         """Read what `to_dict` wrote: every dict-valued key is a baseline."""
         baselines = {name: PolicyMetrics.from_dict(v) for name, v in data.items() if isinstance(v, dict)}
         return cls(PolicyMetrics.from_dict(data), baselines, float(data["periods_per_year"]))
+
+    @classmethod
+    def from_window(cls, window: WindowEvaluation) -> Validation:
+        """The short form of a fold's window evaluation: the model and every baseline, after costs."""
+        return cls(
+            PolicyMetrics.from_evaluation(window.policies[MODEL]),
+            {n: PolicyMetrics.from_evaluation(e) for n, e in window.policies.items() if n != MODEL},
+            window.policies[MODEL].net.periods_per_year,
+        )
+
+
+def window_to_dict(window: WindowEvaluation) -> dict:
+    """The JSON shape of a window's evaluation; `start`/`end` (ISO-8601 UTC) are for readers, not read back."""
+    from foxhunt.bars import iso_utc
+
+    return {"start": iso_utc(window.start_ns), "end": iso_utc(window.end_ns), **asdict(window)}
+
+
+def window_from_dict(data: dict) -> WindowEvaluation:
+    """Read what `window_to_dict` wrote."""
+    return WindowEvaluation(
+        fold=int(data["fold"]),
+        start_ns=int(data["start_ns"]),
+        end_ns=int(data["end_ns"]),
+        n_bars=int(data["n_bars"]),
+        policies={
+            name: Evaluation(gross=Metrics(**e["gross"]), net=Metrics(**e["net"]))
+            for name, e in data["policies"].items()
+        },
+        standings={name: Standing(**s) for name, s in data["standings"].items()},
+        best_baseline=data["best_baseline"],
+    )
 
 
 @dataclass(frozen=True)
@@ -109,6 +163,8 @@ class FoldReport:
     steps: int
     epochs: list[EpochStats]
     validation: Validation
+    evaluation: WindowEvaluation | None = None  # the model and the baselines over the validation window
+    warnings: list[str] = field(default_factory=list)  # training diagnostics: collapse, features ignored
 
     @property
     def train_rows(self) -> int:
@@ -151,6 +207,8 @@ class FoldReport:
             "steps": self.steps,
             "epochs": [asdict(e) for e in self.epochs],
             "validation": self.validation.to_dict(),
+            "evaluation": None if self.evaluation is None else window_to_dict(self.evaluation),
+            "warnings": list(self.warnings),
         }
 
     @classmethod
@@ -170,6 +228,8 @@ class FoldReport:
             steps=int(data["steps"]),
             epochs=[EpochStats(**e) for e in data["epochs"]],
             validation=Validation.from_dict(data["validation"]),
+            evaluation=window_from_dict(data["evaluation"]) if data.get("evaluation") else None,
+            warnings=list(data.get("warnings", [])),
         )
 
 
@@ -202,15 +262,23 @@ class RunSummary:
     push_failures: int = 0
     error: str | None = None
     precompute: dict | None = None  # the pipeline's precompute figures
+    stitched: WindowEvaluation | None = None  # the folds' validation windows as one record (fold −1)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
             raise ValueError(f"run status {self.status!r}: expected one of {', '.join(RUN_STATUSES)}")
 
+    @property
+    def warnings(self) -> list[str]:
+        """Every fold's warnings, in fold order (written to `summary.json`, derived again when read)."""
+        return [w for r in self.folds for w in r.warnings]
+
     def to_dict(self) -> dict:
         """The JSON shape of `summary.json`; `error` and `precompute` only when set."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["warnings"] = self.warnings
         data["folds"] = [r.to_dict() for r in self.folds]
+        data["stitched"] = None if self.stitched is None else window_to_dict(self.stitched)
         for optional in ("error", "precompute"):
             if data[optional] is None:
                 del data[optional]
@@ -222,22 +290,88 @@ class RunSummary:
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values["folds"] = [FoldReport.from_dict(r) for r in data.get("folds", [])]
+        values["stitched"] = window_from_dict(data["stitched"]) if data.get("stitched") else None
         return cls(**values)
 
 
-def fold_table(summary: RunSummary) -> str:
-    """A plain-text table of the folds: validation dates, rows, phase seconds and validation Sharpe."""
+@dataclass(frozen=True)
+class TableRow:
+    """One line of the printed table: a fold's validation window, or the stitched record."""
+
+    label: str
+    first_bar: str  # ISO-8601 UTC
+    last_bar: str
+    bars: int
+    net_return: float  # exp(net log return) − 1
+    max_drawdown: float
+    sharpe: float  # net, annualised
+    sharpe_se: float  # Lo (2002), annualised; NaN where the report has none
+    buy_and_hold: float  # its net Sharpe on the same bars
+    best_baseline: str
+    best_sharpe: float
+
+
+def window_row(label: str, window: WindowEvaluation) -> TableRow:
+    """The table row of a window's evaluation."""
+    from foxhunt.bars import iso_utc
+
+    model = window.policies[MODEL].net
+    return TableRow(
+        label,
+        iso_utc(window.start_ns),
+        iso_utc(window.end_ns),
+        window.n_bars,
+        model.total_return,
+        model.max_drawdown,
+        model.sharpe,
+        model.sharpe_se,
+        window.policies["buy_and_hold"].net.sharpe,
+        window.best_baseline,
+        window.policies[window.best_baseline].net.sharpe,
+    )
+
+
+def _report_row(report: FoldReport) -> TableRow:
+    """A fold's row: from its evaluation, else (a report of an older release) from its validation."""
+    if report.evaluation is not None:
+        return window_row(str(report.fold), report.evaluation)
+    v = report.validation
+    best = max(v.baselines, key=lambda name: v.baselines[name].sharpe)
+    return TableRow(
+        str(report.fold),
+        report.dates.val_first_bar,
+        report.dates.val_last_bar,
+        report.val_rows,
+        math.expm1(v.model.total_return),
+        v.model.max_drawdown,
+        v.model.sharpe,
+        float("nan"),
+        v.baselines["buy_and_hold"].sharpe,
+        best,
+        v.baselines[best].sharpe,
+    )
+
+
+def evaluation_table(rows: list[TableRow]) -> str:
+    """Plain text: per window its dates, bars, net return, max drawdown, Sharpe ± SE, buy-and-hold, best baseline."""
     head = (
-        f"{'fold':>4} {'validation from':<16} {'train':>9} {'val':>8} "
-        + " ".join(f"{p:>10}" for p in PHASES)
-        + f" {'sharpe':>8} {'b&h':>8}"
+        f"{'fold':>8}  {'validation from':<16}  {'validation to':<16}  {'bars':>9}  {'net return':>10}  "
+        f"{'max dd':>7}  {'sharpe ± se':>15}  {'b&h':>7}  {'best baseline':<16}  {'sharpe':>7}"
     )
     lines = [head, "-" * len(head)]
-    for r in summary.folds:
-        v = r.validation
+    for r in rows:
+        se = f"{r.sharpe_se:6.2f}" if math.isfinite(r.sharpe_se) else f"{'n/a':>6}"
         lines.append(
-            f"{r.fold:>4} {r.dates.val_first_bar[:16]:<16} {r.train_rows:>9,} {r.val_rows:>8,} "
-            + " ".join(f"{r.phases[p]:>10.4f}" for p in PHASES)
-            + f" {v.model.sharpe:>8.2f} {v.baselines['buy_and_hold'].sharpe:>8.2f}"
+            f"{r.label:>8}  {r.first_bar[:16]:<16}  {r.last_bar[:16]:<16}  {r.bars:>9,}  "
+            f"{r.net_return:>+10.2%}  {r.max_drawdown:>7.2%}  {r.sharpe:>6.2f} ± {se}  {r.buy_and_hold:>7.2f}  "
+            f"{r.best_baseline:<16}  {r.best_sharpe:>7.2f}"
         )
     return "\n".join(lines)
+
+
+def fold_table(summary: RunSummary) -> str:
+    """The run's table: one row per fold, then the stitched record's row when the run has one."""
+    rows = [_report_row(r) for r in summary.folds]
+    if summary.stitched is not None:
+        rows.append(window_row("stitched", summary.stitched))
+    return evaluation_table(rows)

@@ -167,10 +167,13 @@ def fetch(loc: Location, verify: Callable[[Path], str], root: Path) -> Fetched:
         regular_file(loc.path, loc.uri)
         return Fetched(loc.path, _checked(verify(loc.path)), cache_hit=False)
     objects = root / "objects"
+    remove_stale_parts(objects)  # on every fetch, so that a run served from the cache cleans up too
+    remove_stale_parts(root / "staging")
     name = hashlib.sha256(loc.uri.encode()).hexdigest()
     index = root / "index" / f"{name}.json"
     with _locked(root / "locks" / f"{name}.lock"):
-        info = s3.head(loc)
+        with s3.naming_missing_bucket(loc):
+            info = s3.head(loc)
         hit = _reuse(loc, info, index, objects, verify)
         if hit is not None:
             return hit

@@ -20,7 +20,6 @@ from foxhunt.storage.local import regular_file
 from foxhunt.storage.locations import (
     S3_PREFIX,
     Location,
-    MissingObject,
     StorageAccessError,
     locate,
     require_object,
@@ -33,11 +32,8 @@ def check_input(uri: str | os.PathLike) -> None:
     if not loc.is_s3:
         regular_file(loc.path, loc.uri)
         return
-    try:
+    with s3.naming_missing_bucket(loc):
         s3.head(loc)
-    except MissingObject:
-        s3.head_bucket(loc)  # says "no such bucket" when that is why
-        raise
 
 
 def _overwrites(out: Location, given: Location) -> bool:

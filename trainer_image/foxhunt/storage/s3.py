@@ -60,7 +60,6 @@ _TRANSIENT_CODES = (
     "RequestTimeout",
     "InternalError",
     "ServiceUnavailable",
-    "RequestTimeTooSkewed",
 )
 
 
@@ -268,8 +267,9 @@ def get_bytes(loc: Location) -> bytes:
 
 
 @contextmanager
-def _bucket_named_when_missing(loc: Location) -> Iterator[None]:
-    """A refused write says "no such bucket" when that is why (SeaweedFS answers such a PUT with 403)."""
+def naming_missing_bucket(loc: Location) -> Iterator[None]:
+    """A refusal says "no such bucket" when that is why: a HEAD of a key cannot tell, and SeaweedFS
+    answers a PUT into a missing bucket with 403."""
     try:
         yield
     except (StorageAccessError, MissingObject):
@@ -292,14 +292,14 @@ def put_bytes(loc: Location, data: bytes, metadata: dict[str, str] | None, if_ab
             raise
         return True
 
-    with _bucket_named_when_missing(loc):
+    with naming_missing_bucket(loc):
         return attempt(loc.uri, "PUT", put)
 
 
 def upload(loc: Location, path: Path, metadata: dict[str, str] | None) -> None:
     """A managed upload: a multipart upload is completed only on success and aborted on failure."""
     extra = {"Metadata": dict(metadata)} if metadata else None
-    with _bucket_named_when_missing(loc):
+    with naming_missing_bucket(loc):
         attempt(
             loc.uri,
             "upload",
