@@ -117,7 +117,7 @@ def fold_outputs(out: Path) -> dict[int, dict]:
             "loss": report["loss"],
             "weights": (fold_dir / "weights.pt").read_bytes(),
             "norm_stats": (fold_dir / f"norm_stats_fold{fold}.json").read_bytes(),
-            "equity": (fold_dir / "equity.json").read_bytes(),
+            "positions": (fold_dir / "positions.npy").read_bytes(),
         }
     return folds
 

@@ -41,8 +41,9 @@ def schema_checker() -> Path:
 
 
 def run_schema_check(checker: Path, dashboard: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(["node", str(checker / "check.mjs"), str(dashboard)], capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        ["node", str(checker / "check.mjs"), str(dashboard)], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_dashboard_type_checks_against_grafana_schema(schema_checker):
@@ -66,7 +67,9 @@ def test_schema_version_is_at_least_39():
 
 def test_run_id_variable_lists_the_run_ids_of_foxhunt_run_info_from_the_datasource_variable():
     variables = {v["name"]: v for v in load_dashboard()["templating"]["list"]}
-    assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+    assert (
+        variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+    )
     run_id = variables["run_id"]
     assert run_id["type"] == "query"
     assert run_id["query"] == "label_values(foxhunt_run_info, run_id)"
@@ -88,9 +91,23 @@ def test_dashboard_has_a_panel_for_each_run_figure():
         "validation Sharpe": lambda e: "foxhunt_fold_validation_sharpe" in e,
         "data load seconds": lambda e: "foxhunt_data_load_seconds" in e,
         "recent runs": lambda e: "foxhunt_run_start_timestamp_seconds" in e and "$run_id" not in e,
+        "stitched Sharpe": lambda e: "foxhunt_stitched_validation_sharpe{" in e,
+        "stitched Sharpe's standard error": lambda e: "foxhunt_stitched_validation_sharpe_se" in e,
+        "each fold's best baseline": lambda e: "foxhunt_fold_best_baseline_sharpe" in e,
+        "each fold's validation dates": lambda e: "foxhunt_fold_info" in e and "val_start, val_end" in e,
     }
     missing = [name for name, matches in wanted.items() if not any(matches(e) for e in exprs)]
     assert missing == []
+
+
+def test_each_folds_sharpe_is_drawn_beside_its_best_baselines_by_fold():
+    panel = next(
+        p for p in load_dashboard()["panels"] if p["title"] == "Fold Sharpe against its best baseline"
+    )
+    exprs = [t["expr"] for t in panel["targets"]]
+    assert any(e.startswith("max by (fold) (foxhunt_fold_validation_sharpe{") for e in exprs)
+    assert any(e.startswith("max by (fold) (foxhunt_fold_best_baseline_sharpe{") for e in exprs)
+    assert panel["options"]["xField"] == "fold" and panel["transformations"][0]["id"] == "merge"
 
 
 def test_run_id_variable_query_finds_a_real_run(prometheus, pipeline_runs):

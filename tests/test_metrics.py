@@ -13,12 +13,14 @@ import time
 import urllib.request
 
 import pytest
+from evaluation_cases import window
 from prom_services import finish_pipeline, free_port, pushed_samples, start_pipeline, unique_run_id
 from run_cases import train_argv
 
 import foxhunt
 from foxhunt.cli import main
 from foxhunt.errors import UsageError
+from foxhunt.evaluation import MODEL
 from foxhunt.metrics import PHASES, RunMetrics, live_run, resolve_pushgateway, resolve_run_id
 from foxhunt.reports import EpochStats, FoldDates, FoldReport, PolicyMetrics, Validation
 
@@ -134,6 +136,45 @@ def test_fold_gauges_equal_the_report(pushgateway):
         "foxhunt_fold_validation_turnover": r.validation.model.turnover,
     }
     assert {name: value(samples, name, fold="1") for name in expected} == expected
+
+
+def test_a_folds_dates_standard_error_and_best_baseline_are_pushed(pushgateway):
+    run_id = unique_run_id("evaluated")
+    evaluated = dataclasses.replace(fold_report(2), evaluation=window(2, seed=5))
+    new_metrics(run_id, pushgateway).fold_finished(evaluated)
+    samples = pushed_samples(pushgateway, run_id)
+    dates, best = evaluated.dates, evaluated.evaluation.best_baseline
+    net = evaluated.evaluation.policies
+    assert (
+        value(
+            samples, "foxhunt_fold_info", fold="2", val_start=dates.val_first_bar, val_end=dates.val_last_bar
+        )
+        == 1
+    )
+    assert value(samples, "foxhunt_fold_validation_sharpe_se", fold="2") == net[MODEL].net.sharpe_se
+    assert (
+        value(samples, "foxhunt_fold_best_baseline_sharpe", fold="2", baseline=best) == net[best].net.sharpe
+    )
+    assert [k for k in samples if k[0] == "foxhunt_fold_best_baseline_sharpe"] == [
+        ("foxhunt_fold_best_baseline_sharpe", frozenset({("fold", "2"), ("baseline", best)}))
+    ]
+
+
+def test_the_stitched_record_is_pushed_with_every_baseline(pushgateway):
+    run_id = unique_run_id("stitched")
+    stitched = window(-1, n=600, seed=6)
+    new_metrics(run_id, pushgateway).run_evaluated(stitched)
+    samples = pushed_samples(pushgateway, run_id)
+    model = stitched.policies[MODEL].net
+    assert value(samples, "foxhunt_stitched_validation_sharpe") == model.sharpe
+    assert value(samples, "foxhunt_stitched_validation_sharpe_se") == model.sharpe_se
+    assert value(samples, "foxhunt_stitched_return") == model.log_return
+    assert value(samples, "foxhunt_stitched_max_drawdown") == model.max_drawdown
+    for name in ("buy_and_hold", "flat"):
+        assert (
+            value(samples, "foxhunt_stitched_baseline_sharpe", baseline=name)
+            == stitched.policies[name].net.sharpe
+        )
 
 
 def test_run_level_gauges_and_counters_are_pushed(pushgateway):
@@ -500,6 +541,16 @@ def test_validation_sharpe_in_prometheus_equals_the_run_report(prometheus, pipel
         prometheus, f'foxhunt_fold_validation_sharpe{{run_id="{run.run_id}"}}', len(expected)
     )
     assert got == expected
+
+
+def test_the_stitched_sharpe_and_fold_dates_in_prometheus_equal_the_run_report(prometheus, pipeline_runs):
+    run = pipeline_runs[0]
+    stitched = prometheus.wait_for(f'foxhunt_stitched_validation_sharpe{{run_id="{run.run_id}"}}', 1)
+    assert float(stitched[0]["value"][1]) == run.summary["stitched"]["policies"]["model"]["net"]["sharpe"]
+    folds = run.summary["folds"]
+    info = prometheus.wait_for(f'foxhunt_fold_info{{run_id="{run.run_id}"}}', len(folds))
+    got = {r["metric"]["fold"]: (r["metric"]["val_start"], r["metric"]["val_end"]) for r in info}
+    assert got == {str(f["fold"]): (f["dates"]["val_first_bar"], f["dates"]["val_last_bar"]) for f in folds}
 
 
 def test_two_concurrent_runs_are_both_fully_present_in_prometheus(prometheus, pipeline_runs):

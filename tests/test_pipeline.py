@@ -55,6 +55,9 @@ def test_pipeline_with_no_arguments_succeeds_from_the_console_script(tmp_path):
         report = json.loads((out / f"fold_{fold}" / "report.json").read_text())
         assert set(report["phases"]) == {"reset", "normalize", "collect", "train", "validate", "checkpoint"}
     assert "sharpe" in done.stdout and str(out) in done.stdout
+    assert summary["stitched"]["n_bars"] == sum(f["val_rows"] for f in summary["folds"])
+    assert (out / "timings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert any(line.startswith("stitched  ") for line in done.stdout.splitlines())
 
 
 def test_second_precompute_of_the_same_bars_is_a_no_op(tmp_path, capsys):
@@ -132,6 +135,8 @@ def test_real_eurusd_runs_end_to_end(tmp_path):
     for report in summary["folds"]:
         assert report["train_rows"] > 50_000
         assert all(v >= 0 for v in report["phases"].values())
+        assert report["evaluation"]["start"].startswith("2018-")
+    assert summary["stitched"]["n_bars"] == sum(f["val_rows"] for f in summary["folds"])
 
 
 @pytest.mark.parametrize("argv", [["train", "--help"], ["pipeline", "--help"], ["precompute", "--help"]])

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
+from evaluation_cases import window
 
 from foxhunt.config import PHASES
+from foxhunt.evaluation import MODEL
 from foxhunt.reports import (
     RUN_STATUSES,
     EpochStats,
@@ -17,6 +20,8 @@ from foxhunt.reports import (
     RunSummary,
     Validation,
     fold_table,
+    window_from_dict,
+    window_to_dict,
 )
 
 # The keys readers of report.json relied on before the reports were typed; they must all stay.
@@ -172,9 +177,72 @@ def test_an_unknown_run_status_is_refused():
         summary(status="cancelled")
 
 
-def test_the_fold_table_shows_each_folds_dates_rows_and_sharpe():
-    lines = fold_table(summary()).splitlines()
+def test_a_window_evaluation_reads_back_equal_through_json():
+    original = window(2)
+    data = json.loads(json.dumps(window_to_dict(original)))
+    assert window_from_dict(data) == original
+    assert (data["start"], data["end"]) == ("2024-01-01T00:00:00Z", "2024-01-01T03:59:00Z")
+
+
+def test_a_fold_report_with_its_evaluation_and_warnings_reads_back_equal():
+    original = dataclasses.replace(report(), evaluation=window(0), warnings=["fold 0: collapsed"])
+    assert FoldReport.from_dict(json.loads(json.dumps(original.to_dict()))) == original
+
+
+def test_a_summary_lists_every_folds_warnings_and_its_stitched_record():
+    folds = [dataclasses.replace(report(k), warnings=[f"fold {k}: w"]) for k in range(2)]
+    data = summary(folds=folds, stitched=window(-1)).to_dict()
+    assert data["warnings"] == ["fold 0: w", "fold 1: w"]
+    assert data["stitched"]["n_bars"] == 240
+    assert RunSummary.from_dict(json.loads(json.dumps(data))) == summary(folds=folds, stitched=window(-1))
+
+
+def test_validation_from_a_window_is_its_net_figures_with_the_gross_sharpe():
+    w = window(0)
+    v = Validation.from_window(w)
+    net, gross = w.policies[MODEL].net, w.policies[MODEL].gross
+    assert (v.model.sharpe, v.model.total_return, v.model.gross_sharpe) == (
+        net.sharpe,
+        net.log_return,
+        gross.sharpe,
+    )
+    assert v.model.gross_return == gross.log_return and v.model.gross_return != v.model.total_return
+    assert set(v.baselines) == {"buy_and_hold", "flat"}
+    assert v.periods_per_year == net.periods_per_year
+
+
+def table_rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines()[2:]]
+
+
+def test_the_fold_table_shows_each_folds_dates_and_figures():
+    w = window(0)
+    folds = [dataclasses.replace(report(0), evaluation=w), report(1)]
+    lines = fold_table(summary(folds=folds)).splitlines()
     assert len(lines) == 4 and lines[0].split()[:3] == ["fold", "validation", "from"]
+    net = w.policies[MODEL].net
     row = lines[2].split()
-    assert row[:4] == ["0", "2024-01-01T16:00", "900", "240"]
-    assert row[-2:] == ["1.50", "0.30"]
+    assert row[:4] == ["0", "2024-01-01T00:00", "2024-01-01T03:59", "240"]
+    assert row[4:10] == [
+        f"{net.total_return:+.2%}",
+        f"{net.max_drawdown:.2%}",
+        f"{net.sharpe:.2f}",
+        "±",
+        f"{net.sharpe_se:.2f}",
+        f"{w.policies['buy_and_hold'].net.sharpe:.2f}",
+    ]
+    assert row[10:] == [w.best_baseline, f"{w.policies[w.best_baseline].net.sharpe:.2f}"]
+
+
+def test_a_fold_of_an_older_report_shows_its_validation_without_a_standard_error():
+    row = fold_table(summary()).splitlines()[2].split()
+    assert row[:4] == ["0", "2024-01-01T16:00", "2024-01-01T19:59", "240"]
+    assert row[4:] == ["+1.01%", "2.00%", "1.50", "±", "n/a", "0.30", "buy_and_hold", "0.30"]
+
+
+def test_the_table_ends_with_the_stitched_row():
+    stitched = window(-1, n=480)
+    lines = fold_table(summary(stitched=stitched)).splitlines()
+    assert len(lines) == 5
+    assert lines[-1].split()[:4] == ["stitched", "2024-01-01T00:00", "2024-01-01T07:59", "480"]
+    assert lines[-1].split()[6] == f"{stitched.policies[MODEL].net.sharpe:.2f}"

@@ -141,3 +141,31 @@ def test_multipart_upload_and_download_round_trip_on_seaweedfs(seaweed_s3, monke
     storage.upload_file(src, uri)
     assert storage.head(uri)["etag"].endswith("-3")  # a multipart ETag counts its parts
     assert storage.download_file(uri, tmp_path / "back.bin").read_bytes() == src.read_bytes()
+
+
+def test_write_atomic_takes_bytes_or_a_local_file(tmp_path, moto_s3):
+    src = tmp_path / "src.bin"
+    src.write_bytes(b"from a file")
+    for target in (str(tmp_path / "out" / "a.bin"), moto_s3.uri("a.bin")):
+        storage.write_atomic(target, b"bytes")
+        assert storage.read_bytes(target) == b"bytes"
+        storage.write_atomic(target, src)
+        assert storage.read_bytes(target) == b"from a file"
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_staged_write_publishes_on_success_and_nothing_on_failure(where, tmp_path, moto_s3, monkeypatch):
+    monkeypatch.setenv("FOXHUNT_CACHE_DIR", str(tmp_path / "cache"))
+    target = str(tmp_path / "out.bin") if where == "local" else moto_s3.uri("out.bin")
+    with pytest.raises(RuntimeError, match="writer failed"):
+        with storage.staged_write(target) as tmp:
+            tmp.write_bytes(b"half")
+            raise RuntimeError("writer failed")
+    assert not storage.exists(target)
+    with storage.staged_write(target, metadata={"kind": "test"}) as tmp:
+        tmp.write_bytes(b"whole")
+    assert storage.read_bytes(target) == b"whole"
+    staged = (
+        [p for p in (tmp_path / "cache").rglob("*") if p.is_file()] if (tmp_path / "cache").exists() else []
+    )
+    assert staged == []

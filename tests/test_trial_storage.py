@@ -61,6 +61,12 @@ def test_a_study_storage_url_that_is_not_usable_is_bad_input_without_its_passwor
         open_study("hunter2", tmp_path, "s", seed=0)
 
 
+def test_a_string_that_is_no_url_is_shown_without_any_of_it_but_a_scheme():
+    assert redacted("pg:/admin:hunter2@db") == "(not a URL)"
+    assert redacted("hunter2") == "(not a URL)"
+    assert redacted("nosuch://admin:hunter2@db.example/x") == "nosuch://admin:***@db.example/x"
+
+
 def test_an_unreachable_study_server_is_a_run_failure_without_its_password(tmp_path):
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))

@@ -1,4 +1,4 @@
-"""The `foxhunt` command: precompute, train, pipeline, workflows render, submit.
+"""The `foxhunt` command: precompute, train, pipeline, evaluate, workflows render, submit.
 
 Exit codes: 0 success; 2 bad input or usage (one line, no traceback); 1 a failure during the run;
 130 and 143 a run stopped by SIGINT and SIGTERM (it resumes when the same command runs again).
@@ -68,6 +68,41 @@ def _add_training(p: argparse.ArgumentParser, defaults: RunConfig) -> None:
     for flag, path in FLAGS.items():
         section = path.partition(".")[0] if "." in path else ""
         _add_setting(groups.get(section, p), flag, value_at(defaults, path))
+    _add_search(p.add_argument_group("search (with --trials N > 0)"))
+
+
+def _add_search(g: argparse._ArgumentGroup) -> None:
+    """The flags of a search; --study-storage is a URL (with a password, from a Secret) and never recorded."""
+    from foxhunt.trials.search import DEFAULT_OBJECTIVE, OBJECTIVES, WORKER_ENV
+
+    g.add_argument(
+        "--search-space",
+        default=None,
+        metavar="URI",
+        help="YAML or JSON {dqn setting: distribution}, local or s3:// (default: a space of the "
+        "shape-free settings lr, gamma, tau, eps_decay_fraction, huber_delta, weight_decay)",
+    )
+    g.add_argument(
+        "--study-storage",
+        default=None,
+        metavar="URL",
+        help="SQLAlchemy URL of a shared study, e.g. postgresql://user:pass@host/db (default: SQLite "
+        f"in --out); the worker index comes from ${WORKER_ENV}",
+    )
+    g.add_argument(
+        "--study-name",
+        default=None,
+        metavar="NAME",
+        help="study to create or continue (default: the --out folder's name; with --study-storage, the run id)",
+    )
+    g.add_argument(
+        "--objective",
+        default=DEFAULT_OBJECTIVE,
+        choices=tuple(OBJECTIVES),
+        help="what a trial maximises: "
+        + "; ".join(f"{name}: {what}" for name, what in OBJECTIVES.items())
+        + f" (default: {DEFAULT_OBJECTIVE})",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,6 +154,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training(p, RunConfig(epochs=PIPELINE_EPOCHS, folds=PIPELINE_FOLDS))
     p.set_defaults(func=cmd_pipeline)
 
+    p = sub.add_parser(
+        "evaluate",
+        help="score a saved run's folds on an fxcache (each fold on the bars of its own validation dates)",
+    )
+    p.add_argument("--run", required=True, metavar="URI", help="a run's --out folder, local or s3://")
+    p.add_argument("--fxcache", required=True, metavar="URI", help="fxcache to score on, local or s3://")
+    p.add_argument(
+        "--out", default=None, metavar="URI", help="folder for evaluation.json and run.png (default: none)"
+    )
+    p.add_argument(
+        "--eval-cost", type=float, default=None, help="cost per unit of change (default: the run's)"
+    )
+    p.add_argument("--eval-spread", type=float, default=None, help="bid-ask spread (default: the run's)")
+    p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"), help="default: cpu")
+    p.set_defaults(func=cmd_evaluate)
+
     try:
         from foxhunt_workflows.commands import add_workflow_commands
     except ImportError:  # the trainer image may ship without the workflows package
@@ -168,25 +219,71 @@ def cmd_precompute(args: argparse.Namespace) -> int:
     return 0
 
 
+def search_options(args: argparse.Namespace, settings: RunConfig):
+    """The search the flags ask for (None with --trials 0, where the search flags are refused)."""
+    from foxhunt.trials.search import search_options as options
+
+    return options(
+        settings.trials,
+        search_space=args.search_space,
+        study_storage=args.study_storage,
+        study_name=args.study_name,
+        objective=args.objective,
+    )
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
+    search = search_options(args, settings)
     from foxhunt.pipeline import train
 
-    summary = train(args.fxcache, args.out, settings)
+    summary = train(args.fxcache, args.out, settings, search=search)
+    if search is not None:
+        _study_lines(settings, summary, args.out)
+        return 0
     _closing_lines(settings, summary, f"outputs: {args.out} (summary.json, manifest.json, run.png, fold_N/)")
     return 0
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
+    search = search_options(args, settings)
     from foxhunt.pipeline import pipeline
 
-    summary = pipeline(args.bars, args.out, settings, sample_bars=args.sample_bars, tz=args.tz)
+    summary = pipeline(args.bars, args.out, settings, sample_bars=args.sample_bars, tz=args.tz, search=search)
     where = args.out if "://" in args.out else os.path.abspath(args.out)
+    if search is not None:
+        _study_lines(settings, summary, where)
+        return 0
     outputs = (
         f"outputs: {where} (summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports)"
     )
     _closing_lines(settings, summary, outputs)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from foxhunt.config import EvalConfig
+    from foxhunt.rescore import read_run_summary, score_saved_run, write_saved_run_score
+    from foxhunt.run_evaluation import stitched_report
+
+    eval_config = None
+    if args.eval_cost is not None or args.eval_spread is not None:
+        run_costs = read_run_summary(args.run).eval_config
+        chosen = {"cost": args.eval_cost, "spread": args.eval_spread}
+        try:
+            eval_config = EvalConfig(**{k: run_costs[k] if v is None else v for k, v in chosen.items()})
+        except ConfigError as exc:
+            raise ConfigError(exc.section, exc.path, f"(--eval-{exc.path}) {exc.problem}") from exc
+    score = score_saved_run(args.run, args.fxcache, eval_config=eval_config, device=args.device)
+    lines = score.table().splitlines()
+    if score.evaluation is not None:
+        lines += stitched_report(score.evaluation.stitched, len(score.evaluation.folds))
+    if args.out:
+        written = write_saved_run_score(score, args.out)
+        lines.append(f"outputs: {args.out} ({', '.join(written)})")
+    for line in lines:
+        print(line, flush=True)
     return 0
 
 
@@ -197,6 +294,16 @@ def _closing_lines(settings: RunConfig, summary, outputs: str) -> None:
 
     emit = console(settings.log_format, summary.run_id)
     for line in [*fold_table(summary).splitlines(), outputs]:
+        emit(line)
+
+
+def _study_lines(settings: RunConfig, summary, out: str) -> None:
+    """The study table and where the search's outputs are, on the run's console."""
+    from foxhunt.run import console
+    from foxhunt.trials.outputs import study_lines
+
+    emit = console(settings.log_format, summary.run_id)
+    for line in study_lines(out):
         emit(line)
 
 

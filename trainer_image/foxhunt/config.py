@@ -94,6 +94,16 @@ class DQNConfig:
     steps_per_graph: int = setting(1, "Training steps captured in one CUDA graph replay.", low=1)
     compile: bool = setting(True, "torch.compile the training step on CUDA (CPU runs it eagerly).")
     bf16: bool = setting(False, "bfloat16 autocast of the training step's matmuls on CUDA.")
+    paired_next_state: bool = setting(
+        True,
+        "On CUDA, the online and target networks value the next state in one batched product per layer "
+        "(same arithmetic; CPU runs them apart).",
+    )
+    fused_activation: bool = setting(
+        True,
+        "On CUDA, collection's forward passes add bias and apply ReLU inside the matrix products "
+        "(same arithmetic; CPU runs the modules).",
+    )
     q_limit: float = setting(
         1e6, "Guard: a |Q| beyond this stops the fold as diverged.", low=0, low_open=True
     )
@@ -164,9 +174,16 @@ class RunConfig:
     log_format: str = setting(
         "text", "Console lines as text or as one JSON object per line.", choices=("text", "json")
     )
+    compile_cache: str = setting(
+        "auto",
+        "Where the compiled training step is kept for the next run: auto (beside the fxcache), off, "
+        "or a folder URI (local or s3://). Used on CUDA with compile.",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "run config")
+        if not self.compile_cache.strip():
+            raise ConfigError("run config", "compile_cache", "must be auto, off or a folder URI, got ''")
         problem = None if self.run_id is None else run_id_problem(self.run_id)
         if problem:
             raise ConfigError("run config", "run_id", problem)
@@ -214,6 +231,7 @@ FLAGS: dict[str, str] = {
     "metrics-keep-seconds": "metrics_keep_seconds",
     "overwrite": "overwrite",
     "log-format": "log_format",
+    "compile-cache": "compile_cache",
 }
 # The section of a dotted path → the label its errors carry.
 SECTION_LABELS = {"": "run config", "folds": "fold config", "dqn": "dqn config", "eval": "eval config"}

@@ -5,9 +5,10 @@ kind, and for every completed fold the sha256 of each of its output files. It is
 at the start of a run and after each fold, so a run started again with the same command (a
 retried pod) can tell which folds are done and intact, skip them, and train only the rest.
 
-The work is kept per scope: `run` is the walk-forward of the run itself; `trials` will hold one
-record per hyperparameter-search trial (its number → its folds), so a resumed
-search continues from its completed trials in the same way.
+The work is kept per scope: `run` is the walk-forward of the run itself; `trials` holds one record
+per hyperparameter-search trial (its number → its completed folds, under `trials/NNNN/`), and
+`search` what a search must keep to be continued (objective, study name and storage, search space).
+The study itself (Optuna's storage) says which trials finished; a resumed search continues it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,11 @@ RUN_FILES = (
     "study.json",
     "study.sqlite3",
 )
-OUTPUT_FOLDER = re.compile(r"fold_\d+|trials")  # folds, and the search's per-trial folders
+OUTPUT_FOLDER = re.compile(r"fold_\d+")  # the run's folds
+# A search's per-trial folders are `trials/NNNN`; other folders under `trials/` (the trial workers'
+# `--out` of an Argo study, `trials/worker-N`) belong to other runs.
+TRIALS_FOLDER = "trials"
+TRIAL_FOLDER = re.compile(r"\d+")
 
 
 def sha256(data: bytes) -> str:
@@ -75,6 +80,7 @@ class Manifest:
     run: WorkRecord = field(default_factory=WorkRecord)
     trials: dict[int, WorkRecord] = field(default_factory=dict)
     format: int = MANIFEST_FORMAT
+    search: dict = field(default_factory=dict)  # a search's identity (foxhunt.trials.driver.SearchPlan)
 
     def identity(self) -> dict[str, object]:
         """What must be equal for a run to continue these outputs, by dotted key."""
@@ -86,6 +92,7 @@ class Manifest:
         }
         for name in RESULT_SETTINGS:
             flat.update(_flatten(self.config.get(name), name))
+        flat.update(_flatten(self.search, "search") if self.search else {})
         return flat
 
     def to_bytes(self) -> bytes:
@@ -110,6 +117,7 @@ class Manifest:
                 run=WorkRecord.from_dict(data["run"]),
                 trials={int(k): WorkRecord.from_dict(v) for k, v in data.get("trials", {}).items()},
                 format=int(data["format"]),
+                search=dict(data.get("search") or {}),
             )
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a foxhunt manifest: {exc!r}") from exc
@@ -161,9 +169,16 @@ def verify_fold(out_uri: str, record: FoldRecord) -> str | None:
 
 
 def run_outputs(out_uri: str) -> list[str]:
-    """Top-level names in `out_uri` that a run wrote: the run files and fold or trial folders."""
-    tops = {name.partition("/")[0] for name in storage.list_prefix(out_uri)}
-    return sorted(t for t in tops if t in RUN_FILES or OUTPUT_FOLDER.fullmatch(t))
+    """Names in `out_uri` that a run wrote: the run files, fold folders and trial folders (`trials/0007`)."""
+    found = set()
+    for name in storage.list_prefix(out_uri):
+        top, _, rest = name.partition("/")
+        trial = rest.partition("/")[0]
+        if top in RUN_FILES or OUTPUT_FOLDER.fullmatch(top):
+            found.add(top)
+        elif top == TRIALS_FOLDER and TRIAL_FOLDER.fullmatch(trial):
+            found.add(f"{top}/{trial}")
+    return sorted(found)
 
 
 def remove_run_outputs(out_uri: str) -> list[str]:
@@ -214,4 +229,16 @@ def resume_point(
             manifest.run.folds[fold] = record
         else:
             progress(f"fold {fold}: {problem}; training it again")
+    _take_over_trials(out_uri, recorded, manifest, progress)
     return done
+
+
+def _take_over_trials(out_uri: str, recorded: Manifest, manifest: Manifest, progress) -> None:
+    # The study holds the trials' results; the records keep their folders' checksums. A damaged
+    # folder is reported (its trial is not run again: the study already counted it).
+    for number, work in sorted(recorded.trials.items()):
+        for fold, record in sorted(work.folds.items()):
+            problem = verify_fold(out_uri, record)
+            if problem is not None:
+                progress(f"trial {number} fold {fold}: {problem}")
+        manifest.trials[number] = work

@@ -28,6 +28,7 @@ from prometheus_client import (
 from foxhunt import __version__
 from foxhunt.config import PHASES, run_id_problem
 from foxhunt.errors import ConfigError, UsageError
+from foxhunt.evaluation import MODEL, WindowEvaluation
 from foxhunt.reports import FoldReport
 
 log = logging.getLogger(__name__)
@@ -179,6 +180,48 @@ class RunMetrics:
         self._fold_gauges = [
             (Gauge(name, help_text, ["fold"], registry=r), read) for name, help_text, read in FOLD_GAUGES
         ]
+        self._fold_info = Gauge(
+            "foxhunt_fold_info",
+            "Always 1; labels give a fold's validation dates (first and last bar, ISO-8601 UTC).",
+            ["fold", "val_start", "val_end"],
+            registry=r,
+        )
+        self._fold_sharpe_se = Gauge(
+            "foxhunt_fold_validation_sharpe_se",
+            "Standard error (Lo 2002) of a fold's validation Sharpe after costs.",
+            ["fold"],
+            registry=r,
+        )
+        self._fold_best_baseline = Gauge(
+            "foxhunt_fold_best_baseline_sharpe",
+            "Validation Sharpe after costs of a fold's best baseline, labelled by its name.",
+            ["fold", "baseline"],
+            registry=r,
+        )
+        self._stitched = {
+            name: Gauge(name, help_text, registry=r)
+            for name, help_text in (
+                (
+                    "foxhunt_stitched_validation_sharpe",
+                    "Sharpe after costs of the stitched out-of-sample record.",
+                ),
+                ("foxhunt_stitched_validation_sharpe_se", "Standard error (Lo 2002) of the stitched Sharpe."),
+                (
+                    "foxhunt_stitched_return",
+                    "Total log return after costs of the stitched out-of-sample record.",
+                ),
+                (
+                    "foxhunt_stitched_max_drawdown",
+                    "Max drawdown after costs of the stitched out-of-sample record.",
+                ),
+            )
+        }
+        self._stitched_baseline = Gauge(
+            "foxhunt_stitched_baseline_sharpe",
+            "Sharpe after costs of each baseline over the stitched record's bars.",
+            ["baseline"],
+            registry=r,
+        )
         self._last_fold_ts = Gauge(
             "foxhunt_last_fold_completed_timestamp_seconds",
             "Unix time the latest fold completed.",
@@ -216,8 +259,30 @@ class RunMetrics:
             self._phase.labels(fold=fold, phase=phase).set(report.phases[phase])
         for gauge, read in self._fold_gauges:
             gauge.labels(fold).set(read(report))
+        self._fold_info.labels(fold, report.dates.val_first_bar, report.dates.val_last_bar).set(1)
+        window = report.evaluation
+        if window is not None:
+            self._fold_sharpe_se.labels(fold).set(window.policies[MODEL].net.sharpe_se)
+            best = window.best_baseline
+            self._fold_best_baseline.labels(fold, best).set(window.policies[best].net.sharpe)
         self._folds_done.inc()
         self._last_fold_ts.set(time.time())
+        self.push()
+
+    def run_evaluated(self, stitched: WindowEvaluation) -> None:
+        """Record the stitched out-of-sample record (model and baselines after costs) and push."""
+        net = stitched.policies[MODEL].net
+        values = {
+            "foxhunt_stitched_validation_sharpe": net.sharpe,
+            "foxhunt_stitched_validation_sharpe_se": net.sharpe_se,
+            "foxhunt_stitched_return": net.log_return,
+            "foxhunt_stitched_max_drawdown": net.max_drawdown,
+        }
+        for name, gauge in self._stitched.items():
+            gauge.set(values[name])
+        for name, evaluation in stitched.policies.items():
+            if name != MODEL:
+                self._stitched_baseline.labels(name).set(evaluation.net.sharpe)
         self.push()
 
     def run_finished(self, status: str) -> None:
@@ -331,6 +396,3 @@ def refuse_live_run(pushgateway: str, run_id: str, *, stale_seconds: float) -> N
             f"run id {run_id} is live on {pushgateway} (started {started}, last push "
             f"{time.time() - live['last_push']:.0f}s ago); give this run another --run-id"
         )
-
-
-# ---- train --------------------------------------------------------------------------------------

@@ -8,28 +8,27 @@ verified against the manifest, is taken over instead of trained again.
 
 from __future__ import annotations
 
-import io
-import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
 
-import numpy as np
-import torch
-
 from foxhunt import __version__, storage
+from foxhunt.argo_outputs import write_argo_outputs
 from foxhunt.bars import generate_sample_bars, iso_utc, read_bars
-from foxhunt.config import PHASES, SAMPLE_BARS, RunConfig
+from foxhunt.config import SAMPLE_BARS, RunConfig
 from foxhunt.errors import UsageError
-from foxhunt.features import FEATURE_NAMES, compute_features
+from foxhunt.evaluation import MODEL, Scoring
+from foxhunt.features import compute_features
+from foxhunt.fold_training import FoldOutcome, load_fold, train_fold
 from foxhunt.fxcache import fxcache_matches, read_fxcache, write_fxcache
 from foxhunt.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
-from foxhunt.manifest import Manifest, resume_point, sha256
+from foxhunt.manifest import Manifest, resume_point
 from foxhunt.metrics import RunMetrics, refuse_live_run, resolve_pushgateway, resolve_run_id
-from foxhunt.report import render_run_png
-from foxhunt.reports import EpochStats, FoldDates, FoldReport, RunSummary, Validation, fold_table
+from foxhunt.reports import RunSummary, fold_table
 from foxhunt.run import Progress, Run, console, now_iso
-from foxhunt.trainer import DQNTrainer, resolve_device, synchronize, to_device
+from foxhunt.run_evaluation import run_pictures, run_scoring, stitched_evaluation, stitched_report
+from foxhunt.trainer import DQNTrainer, resolve_device, to_device
+from foxhunt.trials.search import SearchOptions
 from foxhunt.walk_forward import FoldRange, generate_walk_forward_indices
 
 # `TrainSettings` is the name the benchmarks and older callers use for a run's settings.
@@ -97,172 +96,20 @@ def precompute(
     }
 
 
-# ---- one fold -----------------------------------------------------------------------------------
-def _json_bytes(payload: dict) -> bytes:
-    return (json.dumps(payload, indent=2) + "\n").encode()
-
-
-def fold_dates(fold_range: FoldRange, timestamp: np.ndarray) -> FoldDates:
-    """The first and last bar of the fold's training and validation ranges."""
-    return FoldDates(
-        iso_utc(timestamp[fold_range.train_start]),
-        iso_utc(timestamp[fold_range.train_end - 1]),
-        iso_utc(timestamp[fold_range.val_start]),
-        iso_utc(timestamp[fold_range.val_end - 1]),
-    )
-
-
-def _epoch_stats(stats: dict, collect_seconds: float, train_seconds: float) -> EpochStats:
-    shares = stats.get("action_shares")
-    return EpochStats(
-        epoch=stats["epoch"],
-        loss=stats["loss"],
-        epsilon=stats["epsilon"],
-        steps=stats["steps"],
-        collect_seconds=collect_seconds,
-        train_seconds=train_seconds,
-        samples_per_second=stats["samples_per_second"],
-        q_mean=stats.get("q_mean"),
-        q_max=stats.get("q_max"),
-        action_shares=list(shares) if shares is not None else None,
-        train_sharpe=stats.get("train_sharpe"),
-        val_sharpe=stats.get("val_sharpe"),
-        feature_agreement=stats.get("feature_agreement"),
-    )
-
-
-def _train_epochs(
-    trainer: DQNTrainer, epochs: int, progress: Progress, check: Callable[[], None]
-) -> list[EpochStats]:
-    """The fold's epochs, each after a boundary check, each reported on the console."""
-    fold = trainer.fold_range.fold
-    epoch_stats = []
-    for epoch in range(epochs):
-        check()
-        stats = trainer.train_epoch(epoch, epochs)
-        h = trainer.history
-        epoch_stats.append(_epoch_stats(stats, h.collect_seconds[-1], h.train_seconds[-1]))
-        progress(
-            f"fold {fold} epoch {epoch + 1}/{epochs}: loss {stats['loss']:.4f} eps {stats['epsilon']:.2f} "
-            f"{stats['steps']} steps {stats['seconds']:.2f}s {stats['samples_per_second']:,.0f} samples/s"
-        )
-    return epoch_stats
-
-
-@dataclass
-class FoldOutcome:
-    """A completed fold: its report, its validation positions, the baselines' positions, its files' sha256."""
-
-    report: FoldReport
-    positions: np.ndarray  # float64 −1/0/1, one per validation bar
-    baselines: dict[str, object] | None  # None for a fold taken over from an earlier attempt
-    outputs: dict[str, str] | None  # output file (relative to --out) → sha256; None when taken over
-
-
-def train_fold(
-    trainer: DQNTrainer,
-    fold_range: FoldRange,
-    epochs: int,
-    out_uri: str,
-    progress: Progress = _print,
-    check: Callable[[], None] = lambda: None,
-    *,
-    scoring: Scoring | None = None,
-) -> FoldOutcome:
-    """One fold on the persistent trainer: reset, normalize, train, validate, checkpoint.
-
-    `check` runs at every epoch boundary (a stop signal raises there). Validation scores the greedy
-    positions beside the baselines with `scoring` (default: the trainer's evaluation costs, the
-    bootstrap seeded with its seed).
-    """
-    device, fold, phases = trainer.device, fold_range.fold, {}
-    scoring = scoring or Scoring(
-        cost=trainer.config.cost if trainer.eval_cost is None else trainer.eval_cost,
-        spread=trainer.eval_spread,
-        seed=trainer.seed,
-    )
-    fold_start = t0 = time.perf_counter()
-    trainer.set_fold_range(fold_range)
-    trainer.reset_for_fold(fold)
-    synchronize(device)
-    phases["reset"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    trainer.compute_norm_stats()
-    synchronize(device)
-    phases["normalize"] = time.perf_counter() - t0
-
-    epoch_stats = _train_epochs(trainer, epochs, progress, check)
-    check()
-    phases["collect"] = sum(e.collect_seconds for e in epoch_stats)
-    phases["train"] = sum(e.train_seconds for e in epoch_stats)
-
-    t0 = time.perf_counter()
-    data = trainer.data
-    positions = trainer.greedy_positions()  # one rollout serves the evaluation and the saved record
-    window, baselines = evaluate_fold(
-        data.features, data.targets, data.timestamp, fold_range, positions, scoring
-    )
-    synchronize(device)
-    phases["validate"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    files = save_fold(trainer, fold_range, positions, out_uri)
-    phases["checkpoint"] = time.perf_counter() - t0
-
-    report = FoldReport(
-        **fold_range.to_dict(),
-        dates=fold_dates(fold_range, data.timestamp),
-        phases={p: phases[p] for p in PHASES},
-        fold_seconds=time.perf_counter() - fold_start,
-        samples_per_second=trainer.steps_done * trainer.config.batch_size / max(phases["train"], 1e-9),
-        steps=trainer.steps_done,
-        epochs=epoch_stats,
-        validation=Validation.from_window(window),
-        evaluation=window,
-        warnings=fold_warnings(fold, epoch_stats),
-    )
-    for warning in report.warnings:
-        progress(f"WARNING {warning}")
-    files["report.json"] = _json_bytes(report.to_dict())
-    storage.write_bytes(storage.join(out_uri, f"fold_{fold}", "report.json"), files["report.json"])
-    outputs = {f"fold_{fold}/{name}": sha256(data) for name, data in files.items()}
-    return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
-
-
-def save_fold(trainer: DQNTrainer, fold_range: FoldRange, positions, out_uri: str) -> dict[str, bytes]:
-    """Write the fold's weights, norm stats and validation positions under `fold_N/`; returns them by name."""
-    fold = fold_range.fold
-    buf = io.BytesIO()
-    torch.save(trainer.state_dict_cpu(), buf)
-    norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **trainer.norm_stats_dict()}
-    files = {
-        "weights.pt": buf.getvalue(),
-        f"norm_stats_fold{fold}.json": _json_bytes(norm),
-        POSITIONS_FILE: positions_bytes(positions),
-    }
-    for name, data in files.items():
-        storage.write_bytes(storage.join(out_uri, f"fold_{fold}", name), data)
-    return files
-
-
-def load_fold(out_uri: str, fold: int) -> FoldOutcome:
-    """The report and validation positions of a fold an earlier attempt completed (its outputs verified)."""
-    folder = storage.join(out_uri, f"fold_{fold}")
-    report = FoldReport.from_dict(json.loads(storage.read_bytes(storage.join(folder, "report.json"))))
-    positions = positions_from_bytes(storage.read_bytes(storage.join(folder, POSITIONS_FILE)))
-    return FoldOutcome(report, positions, None, None)
-
-
 # ---- checks before work -------------------------------------------------------------------------
-def _check_settings(settings: RunConfig):
-    """What a run can know is wrong before it touches anything: UsageError (exit 2)."""
-    if settings.trials != 0:
-        raise UsageError("--trials > 0: hyperparameter search (Optuna) does not exist yet; use --trials 0")
+def _check_settings(settings: RunConfig, out_uri: str, search: SearchOptions | None):
+    """What a run can know is wrong before it touches anything: UsageError (exit 2). With `--trials N`
+    the search too: its space, its storage URL and its study name (`plan`, else None)."""
     try:
         device = resolve_device(settings.device)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    return device, resolve_run_id(settings.run_id), resolve_pushgateway(settings.pushgateway)
+    plan = None
+    if settings.trials > 0:
+        from foxhunt.trials.driver import plan_search  # Optuna: imported by a search only
+
+        plan = plan_search(search, out_uri, settings)
+    return device, resolve_run_id(settings.run_id), resolve_pushgateway(settings.pushgateway), plan
 
 
 def train(
@@ -273,13 +120,15 @@ def train(
     *,
     prepare: Callable[[], dict] | None = None,
     summary_extra: dict | None = None,
+    search: SearchOptions | None = None,
 ) -> RunSummary:
     """The one-pod run: load the fxcache once, put it on the device once, train every fold on one trainer.
 
     `prepare` runs once the `--out` is locked, before the fxcache is read (the pipeline precomputes
-    there); its result joins `summary_extra` in `summary.json`.
+    there); its result joins `summary_extra` in `summary.json`. With `settings.trials > 0` the run is a
+    search (`search`: its options, default ones when None): trials of the whole walk-forward.
     """
-    device, run_id, pushgateway = _check_settings(settings)
+    device, run_id, pushgateway, plan = _check_settings(settings, out_uri, search)
     progress = progress or console(settings.log_format, run_id)
     lock = OutLock(out_uri, run_id)
     predecessor = lock.acquire(wait_seconds=STALE_SECONDS + HEARTBEAT_SECONDS)
@@ -296,7 +145,12 @@ def train(
             cache.timestamp, settings.folds, close_returns=cache.targets[:, 0]
         )
         manifest = Manifest(
-            fxcache_uri, cache.metadata.get("checksum"), __version__, device.type, asdict(settings)
+            fxcache_uri,
+            cache.metadata.get("checksum"),
+            __version__,
+            device.type,
+            asdict(settings),
+            search=plan.identity if plan else {},
         )
         done = resume_point(out_uri, manifest, settings.overwrite, progress)
         metrics = RunMetrics(
@@ -310,8 +164,11 @@ def train(
         lock.release()
         raise
     summary = _new_summary(settings, run_id, str(device), fxcache_uri, cache, len(folds), extra)
-    with Run(out_uri, settings, summary, manifest, lock, metrics, progress) as run:
-        _run_folds(run, cache, folds, done, read_seconds, device)
+    try:
+        with Run(out_uri, settings, summary, manifest, lock, metrics, progress) as run:
+            _run_folds(run, cache, folds, done, read_seconds, device, plan)
+    finally:  # every way out of the run: Argo's step outputs hold what exists by now
+        write_argo_outputs(summary, out_uri, progress)
     return summary
 
 
@@ -338,8 +195,13 @@ def _new_summary(
     )
 
 
-def _run_folds(run: Run, cache, folds: list[FoldRange], done: set[int], read_seconds: float, device) -> None:
-    """Upload once, build the trainer once, then every fold: taken over when done, else trained."""
+def _run_folds(
+    run: Run, cache, folds: list[FoldRange], done: set[int], read_seconds: float, device, plan=None
+) -> None:
+    """Upload once, build the trainer once, then every fold: taken over when done, else trained.
+
+    A search (`plan`) hands the uploaded data to its trials instead (foxhunt.trials.driver).
+    """
     settings, summary, out_uri, progress = run.config, run.summary, run.out_uri, run.progress
     t0 = time.perf_counter()
     data = to_device(cache.features, cache.targets, cache.timestamp, device)
@@ -353,6 +215,11 @@ def _run_folds(run: Run, cache, folds: list[FoldRange], done: set[int], read_sec
         f"{len(folds)} folds: "
         + ", ".join(f"{f.fold}: train {f.train_rows:,} val {f.val_rows:,}" for f in folds)
     )
+    if plan is not None:
+        from foxhunt.trials.driver import run_search
+
+        run_search(run, data, folds, plan)
+        return
     trainer = DQNTrainer(
         data,
         settings.dqn,
@@ -361,31 +228,56 @@ def _run_folds(run: Run, cache, folds: list[FoldRange], done: set[int], read_sec
         eval_cost=settings.eval.cost,
         eval_spread=settings.eval.spread,
     )
-    curves = {}
+    scoring = run_scoring(settings.eval, settings.seed)
+    outcomes: dict[int, FoldOutcome] = {}
     for fold_range in folds:
         run.check()
         run.current_fold = fold = fold_range.fold
         if fold in done:
-            report, curves[fold] = load_fold(out_uri, fold)
-            run.fold_finished(report, None)
+            outcomes[fold] = load_fold(out_uri, fold)
+            run.fold_finished(outcomes[fold].report, None)
             progress(f"fold {fold} skipped: completed by an earlier attempt, outputs verified")
             continue
-        report, curves[fold], outputs = train_fold(
-            trainer, fold_range, settings.epochs, out_uri, progress, run.check
+        outcomes[fold] = outcome = train_fold(
+            trainer, fold_range, settings.epochs, out_uri, progress, run.check, scoring=scoring
         )
-        run.fold_finished(report, outputs)
-        p = report.phases
+        run.fold_finished(outcome.report, outcome.outputs)
+        p, window = outcome.report.phases, outcome.report.evaluation
+        net = window.policies[MODEL].net
         progress(
             f"fold {fold} done: reset {p['reset'] * 1e3:.1f}ms normalize {p['normalize'] * 1e3:.1f}ms "
-            f"train {p['train']:.2f}s validation Sharpe {report.validation.model.sharpe:.2f}"
+            f"train {p['train']:.2f}s validation Sharpe {net.sharpe:.2f} ± {net.sharpe_se:.2f} after costs, "
+            f"best baseline {window.best_baseline} {window.policies[window.best_baseline].net.sharpe:.2f}"
         )
     summary.graph_captures = trainer.graph_captures
+    run.current_fold = None
+    _evaluate_run(run, data, folds, outcomes, scoring)
+
+
+def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring) -> None:
+    """The stitched record into the summary, the metrics and the console; run.png and timings.png."""
+    summary, progress = run.summary, run.progress
+    evaluation = stitched_evaluation(
+        data.features,
+        data.targets,
+        data.timestamp,
+        folds,
+        {fold: o.positions for fold, o in outcomes.items()},
+        scoring,
+        {fold: o.baselines for fold, o in outcomes.items() if o.baselines is not None},
+    )
+    summary.stitched = evaluation.stitched
+    run.metrics.run_evaluated(evaluation.stitched)
+    for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level):
+        progress(line)
+    title = f"foxhunt run {summary.run_id} on {summary.device}"
     try:
-        png = render_run_png(summary, curves, f"foxhunt run {summary.run_id} on {device}")
+        pictures = run_pictures(evaluation, summary.folds, title)
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
-        progress(f"run.png not drawn: {exc}")
-    else:
-        storage.write_bytes(storage.join(out_uri, "run.png"), png)
+        progress(f"run.png and timings.png not drawn: {exc}")
+        return
+    for name, png in pictures.items():
+        storage.write_bytes(storage.join(run.out_uri, name), png)
 
 
 def pipeline(
@@ -396,8 +288,9 @@ def pipeline(
     sample_bars: int = SAMPLE_BARS,
     tz: str | None = None,
     progress: Progress | None = None,
+    search: SearchOptions | None = None,
 ) -> RunSummary:
-    """Precompute then train, locally; with no bars, on generated sample bars."""
+    """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars."""
     fxcache_uri = storage.join(out_uri, "features.fxcache")
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
     emit = progress or console(settings.log_format, settings.run_id)
@@ -407,4 +300,4 @@ def pipeline(
             bars_uris, fxcache_uri, tz=tz, sample_bars=sample_bars, seed=settings.seed, progress=emit
         )
 
-    return train(fxcache_uri, out_uri, settings, emit, prepare=prepare)
+    return train(fxcache_uri, out_uri, settings, emit, prepare=prepare, search=search)

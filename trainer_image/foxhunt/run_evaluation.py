@@ -14,13 +14,12 @@ seed, so on the run's own fxcache it reproduces the run's figures exactly.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from foxhunt.config import EvalConfig
 from foxhunt.evaluation import (
-    BUY_AND_HOLD,
     MODEL,
     RunEvaluation,
     Scoring,
@@ -153,16 +152,3 @@ def run_pictures(run: RunEvaluation | None, reports: Sequence, title: str) -> di
         phases = {p: [r.phases[p] for r in reports] for p in PHASES}
         pictures["timings.png"] = render_timings_png([r.fold for r in reports], phases, f"{title}: timings")
     return pictures
-
-
-def best_of(window: WindowEvaluation) -> tuple[str, float]:
-    """The window's best baseline and its net Sharpe."""
-    return window.best_baseline, window.policies[window.best_baseline].net.sharpe
-
-
-def buy_and_hold_sharpe(window: WindowEvaluation) -> float:
-    """Buy-and-hold's net Sharpe on the window."""
-    return window.policies[BUY_AND_HOLD].net.sharpe
-
-
-Progress = Callable[[str], None]

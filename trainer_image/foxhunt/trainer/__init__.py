@@ -1,14 +1,17 @@
 """The persistent Double-DQN trainer: built once per run, reset in place between folds.
 
-Modules, one job each: `device_data` (the fxcache on the device, uploaded once), `dqn` (the
-algorithm and the trainer's state), `settings` (the shape-free settings as device values), `step`
-(compile and CUDA-graph capture around the plain step), `policy` (greedy rollout scan, costs,
-metrics, annualisation), `diagnostics` (what the greedy policy does, epoch by epoch).
+Modules, one job each: `device_data` (the fxcache on the device, uploaded once), `networks` (the
+Q-network, and its paired and fused evaluations on CUDA), `dqn` (the algorithm and the trainer's
+state), `settings` (the shape-free settings as device values), `step` (compile and CUDA-graph
+capture around the plain step), `warmup` (a CUDA trainer's one-time kernel loads, at build),
+`policy` (greedy rollout scan, costs, metrics, annualisation), `diagnostics` (what the greedy
+policy does, epoch by epoch).
 """
 
 from foxhunt.trainer.device_data import DeviceData, resolve_device, synchronize, to_device
 from foxhunt.trainer.diagnostics import FoldHistory, TrainingDiverged, feature_agreement, policy_collapse
-from foxhunt.trainer.dqn import DQNTrainer, build_qnet, fold_seed, td_target
+from foxhunt.trainer.dqn import DQNTrainer, fold_seed, td_target
+from foxhunt.trainer.networks import build_qnet
 from foxhunt.trainer.policy import (
     FLAT,
     N_ACTIONS,

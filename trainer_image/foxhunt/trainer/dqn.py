@@ -1,6 +1,6 @@
 """Double DQN over index ranges of device arrays, readable top to bottom like CleanRL's dqn.py.
 
-Q-network → epsilon schedule → reward → TD target → loss and update → the trainer: replay,
+Q-network (networks.py) → epsilon schedule → reward → TD target → loss and update → the trainer: replay,
 collection, training epochs, resets between folds. The trainer is built once per run and reset in
 place between folds. The step machinery (compile, CUDA graph) is in step.py, the settings it reads
 from the device in settings.py, evaluation in policy.py, per-epoch diagnostics in diagnostics.py.
@@ -24,23 +24,14 @@ from torch import nn
 from foxhunt.config import DQNConfig
 from foxhunt.trainer.device_data import DeviceData, chunk_rows, synchronize
 from foxhunt.trainer.diagnostics import FoldHistory, check_divergence, greedy_diagnostics, record_diagnostics
+from foxhunt.trainer.networks import build_qnet, inference_q, pair_networks, paired_q
 from foxhunt.trainer.policy import FLAT, N_ACTIONS, GreedyEvaluation, policy_state
 from foxhunt.trainer.settings import StepSettings, check_shape_free
 from foxhunt.trainer.step import StepParts, TrainStep
+from foxhunt.trainer.warmup import warm_up
 
 
-# ---- the Q-network -------------------------------------------------------------------------------
-def build_qnet(n_features: int, hidden: int) -> nn.Sequential:
-    """features + position → Q-value per action (short, flat, long)."""
-    return nn.Sequential(
-        nn.Linear(n_features + 1, hidden),
-        nn.ReLU(),
-        nn.Linear(hidden, hidden),
-        nn.ReLU(),
-        nn.Linear(hidden, N_ACTIONS),
-    )
-
-
+# ---- the Q-network (networks.py) and the fold's seed -----------------------------------------------
 def fold_seed(seed: int, fold: int) -> int:
     """One seed per (run seed, fold): folds are reproducible alone and independent of order."""
     return (seed * 1_000_003 + fold * 7_919) % (2**63 - 1)
@@ -136,6 +127,8 @@ class DQNTrainer(GreedyEvaluation):
         self.step = TrainStep(
             parts, device=self.device, steps_per_graph=config.steps_per_graph, compile=config.compile
         )
+        if self.cuda:  # load every kernel a fold launches now, not in the first fold's transition
+            warm_up(self, int(max_train_rows))
         self.reset_for_fold(0)
 
     def _build_networks(self, n_features: int) -> None:
@@ -144,6 +137,12 @@ class DQNTrainer(GreedyEvaluation):
         self.online = build_qnet(n_features, config.hidden).to(dev)
         self.target = build_qnet(n_features, config.hidden).to(dev)
         self.target.requires_grad_(False)
+        # On CUDA the two networks can share stacked weight buffers, evaluated on the next state as
+        # one batched product per layer; before the optimizer exists, which then holds the views.
+        self.pairs = (
+            pair_networks(self.online, self.target) if self.cuda and config.paired_next_state else None
+        )
+        self.fused_activation = self.cuda and config.fused_activation
         self.settings = StepSettings.on(dev, config)
         # On CUDA Adam reads the learning rate from the settings buffer (a tensor lr needs
         # capturable=True); on CPU, where nothing is captured, the param group's float is updated.
@@ -266,9 +265,8 @@ class DQNTrainer(GreedyEvaluation):
             rows = slice(fr.train_start + lo, fr.train_start + hi)
             incoming = torch.randint(0, N_ACTIONS, (hi - lo,), device=self.device, generator=self.generator)
             position = (incoming - 1).to(torch.float32)
-            greedy = self.online(
-                policy_state(self.data.features[rows], position, self.mean, self.std)
-            ).argmax(dim=1)
+            state = policy_state(self.data.features[rows], position, self.mean, self.std)
+            greedy = inference_q(self.online, state, self.fused_activation).argmax(dim=1)
             explore = torch.rand(hi - lo, device=self.device, generator=self.generator) < epsilon
             random_action = torch.randint(
                 0, N_ACTIONS, (hi - lo,), device=self.device, generator=self.generator
@@ -303,8 +301,11 @@ class DQNTrainer(GreedyEvaluation):
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cuda and self.config.bf16):
             q_all = self.online(state).float()
             with torch.no_grad():
-                q_next_online = self.online(next_state)
-                q_next_target = self.target(next_state).float()
+                if self.pairs is None:
+                    q_next_online, q_next_target = self.online(next_state), self.target(next_state)
+                else:
+                    q_next_online, q_next_target = paired_q(self.pairs, next_state)
+                q_next_target = q_next_target.float()
         q = q_all.gather(1, action.unsqueeze(1)).squeeze(1)
         return q, td_target(self.replay_reward[idx], q_next_online, q_next_target, self.settings.gamma), q_all
 

@@ -15,7 +15,15 @@ import torch
 from foxhunt.config import DQNConfig
 
 # Settings that change tensor shapes or the step's code: a new trainer (new capture, new compile).
-SHAPE_FIELDS = ("batch_size", "hidden", "steps_per_graph", "compile", "bf16")
+SHAPE_FIELDS = (
+    "batch_size",
+    "hidden",
+    "steps_per_graph",
+    "compile",
+    "bf16",
+    "paired_next_state",
+    "fused_activation",
+)
 
 
 @dataclass

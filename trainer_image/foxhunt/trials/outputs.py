@@ -192,9 +192,17 @@ def _dumps(value: Any) -> bytes:
 
 
 def write_study_outputs(
-    study: optuna.Study, out_uri: str, *, planned_trials: int, base: DQNConfig | None = None
+    study: optuna.Study,
+    out_uri: str,
+    *,
+    planned_trials: int,
+    base: DQNConfig | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write the study table, the best settings (once a trial has completed) and the summary; returns it."""
+    """Write the study table, the best settings (once a trial has completed) and the summary; returns it.
+
+    `extra` joins the summary (the driver adds what this process built: trainers, captures, compiles).
+    """
     rows = study_table(study)
     storage.write_bytes(storage.join(out_uri, TABLE_CSV), table_csv(rows).encode())
     storage.write_bytes(storage.join(out_uri, TABLE_JSON), _dumps([asdict(r) for r in rows]))
@@ -203,6 +211,26 @@ def write_study_outputs(
         storage.write_bytes(
             storage.join(out_uri, BEST_PARAMS), _dumps(best_settings(best, base or DQNConfig()))
         )
-    summary = study_summary(study, planned_trials)
+    summary = {**study_summary(study, planned_trials), **(extra or {})}
     storage.write_bytes(storage.join(out_uri, SUMMARY), _dumps(summary))
     return summary
+
+
+def study_lines(out_uri: str) -> list[str]:
+    """The study table as text (number, state, objective, folds, seconds), then where the outputs are."""
+    rows = json.loads(storage.read_bytes(storage.join(out_uri, TABLE_JSON)))
+    head = f"{'trial':>5} {'state':<9} {'objective':>10} {'folds':>5} {'seconds':>8}  settings"
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        objective = "" if row["objective"] is None else f"{row['objective']:.4g}"
+        seconds = "" if row["duration_seconds"] is None else f"{row['duration_seconds']:.1f}"
+        settings = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row["params"].items()
+        )
+        lines.append(
+            f"{row['number']:>5} {row['state'].lower():<9} {objective:>10} {row['folds_run']:>5} "
+            f"{seconds:>8}  {settings}"
+        )
+    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, manifest.json, summary.json"
+    lines.append(f"outputs: {out_uri} ({files}, {TRIALS_DIR}/NNNN/fold_F/, {TRIALS_DIR}/NNNN/trial.json)")
+    return lines

@@ -39,6 +39,8 @@ NOT_HYPERPARAMETERS = {
     "compile": "a compiler switch, not a hyperparameter",
     "bf16": "a numeric-precision switch, not a hyperparameter",
     "steps_per_graph": "a CUDA-graph batching setting, not a hyperparameter",
+    "paired_next_state": "a kernel-fusion switch, not a hyperparameter",
+    "fused_activation": "a kernel-fusion switch, not a hyperparameter",
     "q_limit": "a divergence guard, not a hyperparameter",
 }
 # Settings of the evaluation (the yardstick), in the spellings a file might use: "spread",

@@ -8,6 +8,7 @@ A URL can carry a password (it comes from a Secret in the cluster): messages sho
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 import tempfile
 import time
@@ -29,6 +30,7 @@ SQLITE_BUSY_TIMEOUT_S = 60
 OPEN_ATTEMPTS = 5
 # A plain postgresql:// URL uses psycopg 3, the driver foxhunt ships (SQLAlchemy 2.0 would pick psycopg2).
 POSTGRES_DRIVER = "postgresql+psycopg"
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
 
 def study_storage_url(storage_url: str | None, work_dir: str | Path) -> str:
@@ -45,7 +47,19 @@ def redacted(url: str) -> str:
     try:
         return make_url(url).render_as_string(hide_password=True)
     except sa_exc.ArgumentError:
-        return url.partition("://")[0] + "://..."
+        # Only a scheme is shown: anything else of a string that is no URL may be a password.
+        scheme, sep, _ = url.partition("://")
+        return f"{scheme}://..." if sep and _SCHEME.fullmatch(scheme) else "(not a URL)"
+
+
+def check_storage_url(url: str) -> None:
+    """BadInput (naming the redacted URL) when `url` is not a SQLAlchemy URL; checked before any work."""
+    try:
+        make_url(url)
+    except sa_exc.ArgumentError as exc:
+        raise BadInput(
+            f"study storage {redacted(url)}: not a usable SQLAlchemy URL: {_first_line(exc)}"
+        ) from exc
 
 
 def _driver_url(url: str) -> str:

@@ -1,0 +1,197 @@
+"""One fold on the persistent trainer: reset, normalize, train, validate, checkpoint; and taking over a
+fold that an earlier attempt completed.
+
+A fold writes under `fold_N/`: `weights.pt` (the online network, for `torch.load(weights_only=True)`),
+`norm_stats_foldN.json`, `positions.npy` (its greedy validation positions, which the run's stitched
+record and a resume read) and `report.json` (timings, epochs, the evaluation of its window beside
+the baselines, and the training diagnostics' warnings).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from foxhunt import storage
+from foxhunt.bars import iso_utc
+from foxhunt.config import PHASES
+from foxhunt.evaluation import Scoring
+from foxhunt.features import FEATURE_NAMES
+from foxhunt.manifest import sha256
+from foxhunt.reports import EpochStats, FoldDates, FoldReport, Validation
+from foxhunt.run_evaluation import (
+    POSITIONS_FILE,
+    evaluate_fold,
+    fold_warnings,
+    positions_bytes,
+    positions_from_bytes,
+)
+from foxhunt.trainer import DQNTrainer, synchronize
+from foxhunt.walk_forward import FoldRange
+
+Progress = Callable[[str], None]
+
+
+def _print(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _json_bytes(payload: dict) -> bytes:
+    return (json.dumps(payload, indent=2) + "\n").encode()
+
+
+def fold_dates(fold_range: FoldRange, timestamp: np.ndarray) -> FoldDates:
+    """The first and last bar of the fold's training and validation ranges."""
+    return FoldDates(
+        iso_utc(timestamp[fold_range.train_start]),
+        iso_utc(timestamp[fold_range.train_end - 1]),
+        iso_utc(timestamp[fold_range.val_start]),
+        iso_utc(timestamp[fold_range.val_end - 1]),
+    )
+
+
+def _epoch_stats(stats: dict, collect_seconds: float, train_seconds: float) -> EpochStats:
+    shares = stats.get("action_shares")
+    return EpochStats(
+        epoch=stats["epoch"],
+        loss=stats["loss"],
+        epsilon=stats["epsilon"],
+        steps=stats["steps"],
+        collect_seconds=collect_seconds,
+        train_seconds=train_seconds,
+        samples_per_second=stats["samples_per_second"],
+        q_mean=stats.get("q_mean"),
+        q_max=stats.get("q_max"),
+        action_shares=list(shares) if shares is not None else None,
+        train_sharpe=stats.get("train_sharpe"),
+        val_sharpe=stats.get("val_sharpe"),
+        feature_agreement=stats.get("feature_agreement"),
+    )
+
+
+def _train_epochs(
+    trainer: DQNTrainer, epochs: int, progress: Progress, check: Callable[[], None]
+) -> list[EpochStats]:
+    """The fold's epochs, each after a boundary check, each reported on the console."""
+    fold = trainer.fold_range.fold
+    epoch_stats = []
+    for epoch in range(epochs):
+        check()
+        stats = trainer.train_epoch(epoch, epochs)
+        h = trainer.history
+        epoch_stats.append(_epoch_stats(stats, h.collect_seconds[-1], h.train_seconds[-1]))
+        progress(
+            f"fold {fold} epoch {epoch + 1}/{epochs}: loss {stats['loss']:.4f} eps {stats['epsilon']:.2f} "
+            f"{stats['steps']} steps {stats['seconds']:.2f}s {stats['samples_per_second']:,.0f} samples/s"
+        )
+    return epoch_stats
+
+
+@dataclass
+class FoldOutcome:
+    """A completed fold: its report, its validation positions, the baselines' positions, its files' sha256."""
+
+    report: FoldReport
+    positions: np.ndarray  # float64 −1/0/1, one per validation bar
+    baselines: dict[str, object] | None  # None for a fold taken over from an earlier attempt
+    outputs: dict[str, str] | None  # output file (relative to --out) → sha256; None when taken over
+
+
+def train_fold(
+    trainer: DQNTrainer,
+    fold_range: FoldRange,
+    epochs: int,
+    out_uri: str,
+    progress: Progress = _print,
+    check: Callable[[], None] = lambda: None,
+    *,
+    scoring: Scoring | None = None,
+) -> FoldOutcome:
+    """One fold on the persistent trainer: reset, normalize, train, validate, checkpoint.
+
+    `check` runs at every epoch boundary (a stop signal raises there). Validation scores the greedy
+    positions beside the baselines with `scoring` (default: the trainer's evaluation costs, the
+    bootstrap seeded with its seed).
+    """
+    device, fold, phases = trainer.device, fold_range.fold, {}
+    scoring = scoring or Scoring(
+        cost=trainer.config.cost if trainer.eval_cost is None else trainer.eval_cost,
+        spread=trainer.eval_spread,
+        seed=trainer.seed,
+    )
+    fold_start = t0 = time.perf_counter()
+    trainer.set_fold_range(fold_range)
+    trainer.reset_for_fold(fold)
+    synchronize(device)
+    phases["reset"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    trainer.compute_norm_stats()
+    synchronize(device)
+    phases["normalize"] = time.perf_counter() - t0
+
+    epoch_stats = _train_epochs(trainer, epochs, progress, check)
+    check()
+    phases["collect"] = sum(e.collect_seconds for e in epoch_stats)
+    phases["train"] = sum(e.train_seconds for e in epoch_stats)
+
+    t0 = time.perf_counter()
+    data = trainer.data
+    positions = trainer.greedy_positions()  # one rollout serves the evaluation and the saved record
+    window, baselines = evaluate_fold(
+        data.features, data.targets, data.timestamp, fold_range, positions, scoring
+    )
+    synchronize(device)
+    phases["validate"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    files = save_fold(trainer, fold_range, positions, out_uri)
+    phases["checkpoint"] = time.perf_counter() - t0
+
+    report = FoldReport(
+        **fold_range.to_dict(),
+        dates=fold_dates(fold_range, data.timestamp),
+        phases={p: phases[p] for p in PHASES},
+        fold_seconds=time.perf_counter() - fold_start,
+        samples_per_second=trainer.steps_done * trainer.config.batch_size / max(phases["train"], 1e-9),
+        steps=trainer.steps_done,
+        epochs=epoch_stats,
+        validation=Validation.from_window(window),
+        evaluation=window,
+        warnings=fold_warnings(fold, epoch_stats),
+    )
+    for warning in report.warnings:
+        progress(f"WARNING {warning}")
+    files["report.json"] = _json_bytes(report.to_dict())
+    storage.write_bytes(storage.join(out_uri, f"fold_{fold}", "report.json"), files["report.json"])
+    outputs = {f"fold_{fold}/{name}": sha256(data) for name, data in files.items()}
+    return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
+
+
+def save_fold(trainer: DQNTrainer, fold_range: FoldRange, positions, out_uri: str) -> dict[str, bytes]:
+    """Write the fold's weights, norm stats and validation positions under `fold_N/`; returns them by name."""
+    fold = fold_range.fold
+    buf = io.BytesIO()
+    torch.save(trainer.state_dict_cpu(), buf)
+    norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **trainer.norm_stats_dict()}
+    files = {
+        "weights.pt": buf.getvalue(),
+        f"norm_stats_fold{fold}.json": _json_bytes(norm),
+        POSITIONS_FILE: positions_bytes(positions),
+    }
+    for name, data in files.items():
+        storage.write_bytes(storage.join(out_uri, f"fold_{fold}", name), data)
+    return files
+
+
+def load_fold(out_uri: str, fold: int) -> FoldOutcome:
+    """The report and validation positions of a fold an earlier attempt completed (its outputs verified)."""
+    folder = storage.join(out_uri, f"fold_{fold}")
+    report = FoldReport.from_dict(json.loads(storage.read_bytes(storage.join(folder, "report.json"))))
+    positions = positions_from_bytes(storage.read_bytes(storage.join(folder, POSITIONS_FILE)))
+    return FoldOutcome(report, positions, None, None)

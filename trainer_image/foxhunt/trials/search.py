@@ -1,0 +1,105 @@
+"""What a search is besides its trials: the space file, the study's storage and name, the objective, the worker.
+
+Light on purpose (standard library only): the CLI parser reads `OBJECTIVES` for its choices, and a run
+checks these options before any work.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from foxhunt.errors import UsageError
+
+# What a trial maximises, by `--objective` name; every one is read from the trial's evaluation at the
+# run's evaluation costs (net of costs, out of sample).
+OBJECTIVES: dict[str, str] = {
+    "stitched_sharpe": "annualised net Sharpe of the stitched out-of-sample record",
+    "mean_fold_sharpe": "mean of the folds' annualised net validation Sharpe",
+    "stitched_return": "net log return of the stitched out-of-sample record",
+}
+DEFAULT_OBJECTIVE = "stitched_sharpe"
+WORKER_ENV = "FOXHUNT_TRIAL_WORKER"
+# Optuna study names are free text; keep derived ones to what a label or a file name can hold.
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How `--trials N` searches: where the space comes from, where the study lives, what it maximises."""
+
+    search_space: str | None = None  # URI of a YAML or JSON space; None: the default space
+    study_storage: str | None = None  # SQLAlchemy URL (PostgreSQL); None: SQLite in --out
+    study_name: str | None = None  # None: derived from the run (see `study_name`)
+    objective: str = DEFAULT_OBJECTIVE
+    worker: int = 0  # this process's index among the workers of one study ($FOXHUNT_TRIAL_WORKER)
+
+    def __post_init__(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise UsageError(f"--objective {self.objective!r}: expected one of {', '.join(OBJECTIVES)}")
+
+    @property
+    def embedded(self) -> bool:
+        """True when the study is the SQLite file in `--out`, which only this run uses."""
+        return not self.study_storage
+
+
+def trial_worker(environ: Mapping[str, str] = os.environ) -> int:
+    """This worker's index from $FOXHUNT_TRIAL_WORKER (0 when unset); UsageError when it is not one."""
+    raw = environ.get(WORKER_ENV, "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit():
+        raise UsageError(f"${WORKER_ENV}: expected a worker index 0, 1, 2, ..., got {raw!r}")
+    return int(raw)
+
+
+def search_options(
+    trials: int,
+    *,
+    search_space: str | None,
+    study_storage: str | None,
+    study_name: str | None,
+    objective: str,
+    environ: Mapping[str, str] = os.environ,
+) -> SearchOptions | None:
+    """The search of a run from its flags: None with `--trials 0`, where the search flags are refused."""
+    if trials == 0:
+        given = [
+            flag
+            for flag, value in (
+                ("--search-space", search_space),
+                ("--study-storage", study_storage),
+                ("--study-name", study_name),
+            )
+            if value
+        ]
+        if given:
+            raise UsageError(f"{', '.join(given)}: only for a search; add --trials N (N > 0)")
+        return None
+    return SearchOptions(
+        search_space=search_space or None,
+        study_storage=study_storage or None,
+        study_name=study_name or None,
+        objective=objective,
+        worker=trial_worker(environ),
+    )
+
+
+def study_name(options: SearchOptions, out_uri: str, explicit_run_id: str | None) -> str:
+    """The study's name: `--study-name`; else for the embedded study the `--out` folder's name; else the
+    run id when one was given. A shared storage with neither is refused: a generated name would start
+    a new study on every restart."""
+    if options.study_name:
+        return options.study_name
+    if options.embedded:
+        tail = _UNSAFE.sub("-", out_uri.rstrip("/").rpartition("/")[2]).strip("-.")
+        return tail or "foxhunt"
+    if explicit_run_id:
+        return explicit_run_id
+    raise UsageError(
+        "--study-storage: name the shared study with --study-name (or give the run an id with --run-id); "
+        "a generated name would start a new study on every restart"
+    )
