@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# One GPU session: the CUDA tests, the walk-forward benchmark, the SB3 peer benchmark.
-# Run from the repo root on the GPU machine; results land in $OUT (default /tmp/foxhunt-gpu).
-#   bash bench/gpu_run.sh [tests] [walk] [sb3]      (default: all three)
+# One GPU session: the CUDA tests, issue 15's targets, the trials benchmark; results land in $OUT.
+# Run from the repo root on the GPU machine (default OUT: /tmp/foxhunt-gpu):
+#   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD) bash bench/gpu_run.sh [tests] [perf] [trials] [walk] [sb3]
+# Default: tests perf trials. Each log starts with the device, torch and the commit measured.
+# At most eight files come back from a device session, so each step writes one log (and one JSON):
+#   tests  → gpu_tests.log
+#   perf   → perf_targets.json, perf_targets.log      (PERF_ARGS, e.g. "--variants --adopt-best" or "--quick")
+#   trials → trials_gpu.json, trials_gpu.log          (only when bench/trials_gpu.py exists; TRIALS_ARGS)
+#   walk   → walk_forward.json, walk_forward.log      (the older walk-forward benchmark)
+#   sb3    → peer_sb3.json, peer_sb3.log
+# Time on an H200: tests ≈ 3–5 min, perf ≈ 4 min (≈ 6–7 with --variants); run them as separate
+# commands when one command may last 10 minutes at most.
 set -uo pipefail
 OUT=${OUT:-/tmp/foxhunt-gpu}
 mkdir -p "$OUT"
@@ -11,18 +20,44 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH="$PYTHONPATH:/tmp/site"
 fi
-steps=${*:-tests walk sb3}
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
-python3 -c "import torch, sys; print('torch', torch.__version__, 'python', sys.version.split()[0])" | tee -a "$OUT/gpu.txt"
+if [[ -z "${FOXHUNT_GIT_COMMIT:-}" ]]; then
+  FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+fi
+export FOXHUNT_GIT_COMMIT
+steps=${*:-tests perf trials}
+
+header() {  # device, driver, torch, python and the commit, at the top of every log
+  echo "# commit: $FOXHUNT_GIT_COMMIT"
+  echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/# device: /'
+  python3 -c "import torch, sys; print('# torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
+  echo "# command: $*"
+}
+
 status=0
 if [[ " $steps " == *" tests "* ]]; then
-  python3 -m pytest tests_gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" || status=1
+  { header pytest tests_gpu; python3 -m pytest tests_gpu -q -p no:cacheprovider -rA 2>&1; } \
+    | tee "$OUT/gpu_tests.log" || status=1
+fi
+if [[ " $steps " == *" perf "* ]]; then
+  { header perf_targets.py ${PERF_ARGS:-}
+    python3 bench/perf_targets.py --out "$OUT/perf_targets.json" ${PERF_ARGS:-} 2>&1; } \
+    | tee "$OUT/perf_targets.log" || status=1
+fi
+if [[ " $steps " == *" trials "* && -f bench/trials_gpu.py ]]; then
+  { header trials_gpu.py ${TRIALS_ARGS:-}
+    python3 bench/trials_gpu.py --out "$OUT/trials_gpu.json" ${TRIALS_ARGS:-} 2>&1; } \
+    | tee "$OUT/trials_gpu.log" || status=1
 fi
 if [[ " $steps " == *" walk "* ]]; then
-  python3 bench/walk_forward_gpu.py --eurusd "${EURUSD:-.gpu/EURUSD_M1_2018_2019.parquet}" \
-    --out "$OUT/walk_forward.json" ${WALK_ARGS:-} 2>&1 | tee "$OUT/walk_forward.log" || status=1
+  { header walk_forward_gpu.py ${WALK_ARGS:-}
+    python3 bench/walk_forward_gpu.py --eurusd "${EURUSD:-.gpu/EURUSD_M1_2018_2019.parquet}" \
+      --out "$OUT/walk_forward.json" ${WALK_ARGS:-} 2>&1; } | tee "$OUT/walk_forward.log" || status=1
 fi
 if [[ " $steps " == *" sb3 "* && -f bench/peer_sb3.py ]]; then
-  python3 bench/peer_sb3.py --device cuda --out "$OUT/peer_sb3.json" ${SB3_ARGS:---bars 200000 --sb3-timesteps 30000 --sb3-big-timesteps 12288 --fox-epochs 5} 2>&1 | tee "$OUT/peer_sb3.log" || status=1
+  { header peer_sb3.py
+    python3 bench/peer_sb3.py --device cuda --out "$OUT/peer_sb3.json" \
+      ${SB3_ARGS:---bars 200000 --sb3-timesteps 30000 --sb3-big-timesteps 12288 --fox-epochs 5} 2>&1; } \
+    | tee "$OUT/peer_sb3.log" || status=1
 fi
 exit $status

@@ -12,7 +12,12 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "helm" / "foxhunt" / "rules" / "foxhunt-rules.yaml"
 RULE_TESTS = ROOT / "tests" / "promtool" / "foxhunt-rules.test.yaml"
-ALERTS = {"FoxhuntSlowFoldTransition", "FoxhuntNoFoldCompleted", "FoxhuntPushFailures"}
+ALERTS = {
+    "FoxhuntSlowFoldTransition",
+    "FoxhuntNoFoldCompleted",
+    "FoxhuntPushFailures",
+    "FoxhuntTrialsFailing",
+}
 
 
 def promtool(*args: str) -> subprocess.CompletedProcess:
@@ -32,14 +37,18 @@ def test_promtool_unit_tests_of_every_alert_pass():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_rule_file_defines_the_three_alerts():
+def test_rule_file_defines_every_alert():
     rules = [r for g in yaml.safe_load(RULES.read_text())["groups"] for r in g["rules"]]
     assert {r["alert"] for r in rules} == ALERTS
 
 
 @pytest.mark.parametrize("alert", sorted(ALERTS))
 def test_unit_tests_show_the_alert_both_firing_and_not_firing(alert):
-    cases = [c for t in yaml.safe_load(RULE_TESTS.read_text())["tests"] for c in t.get("alert_rule_test", [])
-             if c["alertname"] == alert]
+    cases = [
+        c
+        for t in yaml.safe_load(RULE_TESTS.read_text())["tests"]
+        for c in t.get("alert_rule_test", [])
+        if c["alertname"] == alert
+    ]
     assert any(c["exp_alerts"] for c in cases), f"{alert} is never expected to fire"
     assert any(not c["exp_alerts"] for c in cases), f"{alert} is never expected to stay quiet"

@@ -74,10 +74,15 @@ def test_second_precompute_of_the_same_bars_is_a_no_op(tmp_path, capsys):
     assert out.stat().st_mtime_ns == first
 
 
-def test_trials_above_zero_is_a_usage_error(tmp_path, capsys):
-    assert main(["pipeline", "--out", str(tmp_path / "o"), "--trials", "3", *FAST]) == 2
+def test_trials_with_a_search_space_that_names_no_dqn_setting_is_a_usage_error(tmp_path, capsys):
+    # `--trials N` is a search (tests/test_trials_run.py); its space is checked before any work.
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps({"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2}}))
+    argv = ["pipeline", "--out", str(tmp_path / "o"), "--trials", "3", "--search-space", str(space), *FAST]
+    assert main(argv) == 2
     err = capsys.readouterr().err.strip()
-    assert "Optuna" in err and "\n" not in err
+    assert "learning_rate: not a DQN setting" in err and "\n" not in err
+    assert not (tmp_path / "o").exists()
 
 
 def test_unknown_hyperparameter_lists_the_valid_keys(tmp_path, capsys):

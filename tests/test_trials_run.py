@@ -10,11 +10,15 @@ import csv
 import io
 import json
 import signal
+import sqlite3
+import time
+from contextlib import closing
 
 import pytest
-from run_cases import TRAIN_ARGS, start_train
+from run_cases import start_train
 from trainer_cases import DEVICES
 
+from foxhunt import storage
 from foxhunt.cli import main
 
 # Two folds of two short epochs: a trial takes about a second on one CPU core.
@@ -123,6 +127,22 @@ def test_another_objective_is_the_figure_it_names(tiny_fxcache, tiny_params, tmp
     assert trial["objective"]["value"] != pytest.approx(trial["stitched"]["net"]["sharpe"], rel=1e-6)
 
 
+def test_a_search_into_object_storage_keeps_its_study_there_and_a_new_pod_continues_it(
+    moto_s3, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    out = moto_s3.uri("runs", "search")
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 2)) == 0
+    for name in ("study.sqlite3", "trials.json", "best_params.json", "trials/0001/trial.json"):
+        assert storage.exists(f"{out}/{name}"), name
+    local = storage.download_file(f"{out}/study.sqlite3", tmp_path / "study.sqlite3")
+    with closing(sqlite3.connect(local)) as db:
+        assert db.execute("select count(*) from trials where state = 'COMPLETE'").fetchone() == (2,)
+    capsys.readouterr()
+    # A new pod has no local study: only the uploaded one can tell it that both trials are done.
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 2)) == 0
+    assert " epoch " not in capsys.readouterr().out
+
+
 # ---- one trainer per shape --------------------------------------------------------------------------------
 
 
@@ -219,10 +239,11 @@ def test_a_used_out_with_another_search_space_is_refused_naming_the_difference(
 
 
 def long_search_argv(fxcache, out, params, trials: int) -> list[str]:
-    """A search whose folds last long enough (24 epochs) for a signal to land inside one."""
+    """A search whose folds last long enough (8 epochs) for a signal to land inside one."""
     return [
         "train", "--fxcache", str(fxcache), "--out", str(out), "--hyperopt-params", str(params),
-        *TRAIN_ARGS, "--max-folds", "2", "--trials", str(trials), "--search-space", str(params.parent / "lr.json"),
+        *SEARCH_ARGS, "--epochs", "8", "--device", "cpu", "--trials", str(trials),
+        "--search-space", str(params.parent / "lr.json"),
     ]  # fmt: skip
 
 
@@ -241,7 +262,7 @@ def test_a_search_killed_inside_a_trial_retries_that_trial_and_finishes_like_an_
     out = tmp_path / "out"
     argv = long_search_argv(tiny_fxcache, out, tiny_params, 2)
     first = start_train(argv, tmp_path / "first.log")
-    first.wait_for("trial 1 fold 0 epoch 3/")
+    first.wait_for("trial 1 fold 0 epoch 2/")
     first.process.kill()
     first.finish()
 
@@ -262,7 +283,7 @@ def test_sigterm_inside_a_trial_ends_interrupted_and_the_same_command_finishes_t
     out = tmp_path / "out"
     argv = long_search_argv(tiny_fxcache, out, tiny_params, 2)
     first = start_train(argv, tmp_path / "first.log")
-    first.wait_for("trial 1 fold 0 epoch 3/")
+    first.wait_for("trial 1 fold 0 epoch 2/")
     first.process.send_signal(signal.SIGTERM)
     assert first.finish() == 143, first.output()
     assert read_json(out / "summary.json")["status"] == "interrupted"
@@ -276,3 +297,35 @@ def test_sigterm_inside_a_trial_ends_interrupted_and_the_same_command_finishes_t
         json.dumps(r["params"]): r["objective"] for r in rows if r["objective"] is not None
     } == uninterrupted
     assert read_json(out / "summary.json")["status"] == "succeeded"
+
+
+# ---- workers sharing one study (the Argo fan-out) ------------------------------------------------------------
+
+
+@pytest.mark.services
+def test_two_trial_workers_on_one_postgres_study_finish_exactly_n_trials_between_them(
+    postgres_server, tiny_fxcache, tiny_params, tmp_path, monkeypatch
+):
+    url = postgres_server.create_database(f"workers_{time.time_ns()}")
+    workers = []
+    for worker in range(2):
+        monkeypatch.setenv("FOXHUNT_TRIAL_WORKER", str(worker))  # start_train passes the environment on
+        argv = search_argv(
+            tiny_fxcache, tmp_path / f"worker-{worker}", tiny_params, 4,
+            "--study-storage", url, "--study-name", "shared", "--run-id", f"shared-worker-{worker}",
+        )  # fmt: skip
+        workers.append(start_train(argv, tmp_path / f"worker-{worker}.log"))
+    for process in workers:
+        assert process.finish() == 0, process.output()
+
+    tables = [read_json(tmp_path / f"worker-{w}" / "trials.json") for w in range(2)]
+    finished = [r for r in tables[0] if r["state"] in ("COMPLETE", "PRUNED")]
+    assert len(finished) == 4 and tables[0] == tables[1]  # each worker writes the whole study's table
+    ran_here = [
+        sorted(int(p.name) for p in (tmp_path / f"worker-{w}").glob("trials/[0-9]*")) for w in range(2)
+    ]
+    assert sorted(ran_here[0] + ran_here[1]) == sorted(r["number"] for r in finished)  # none twice, none lost
+    assert all(r["worker"] == w for w in range(2) for r in finished if r["number"] in ran_here[w])
+    best = read_json(tmp_path / "worker-0" / "best_params.json")
+    assert best == read_json(tmp_path / "worker-1" / "best_params.json")
+    assert read_json(tmp_path / "worker-1" / "manifest.json")["search"]["storage"] == url

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, replace
 
-from foxhunt import __version__, storage
+from foxhunt import __version__, compile_cache, storage
 from foxhunt.argo_outputs import write_argo_outputs
 from foxhunt.bars import generate_sample_bars, iso_utc, read_bars
 from foxhunt.config import SAMPLE_BARS, RunConfig
@@ -220,14 +220,20 @@ def _run_folds(
 
         run_search(run, data, folds, plan)
         return
+    max_rows = max(f.train_rows for f in folds)
+    step_cache = compile_cache.for_run(
+        settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, progress
+    )
+    built = time.perf_counter()
     trainer = DQNTrainer(
         data,
         settings.dqn,
-        max_train_rows=max(f.train_rows for f in folds),
+        max_train_rows=max_rows,
         seed=settings.seed,
         eval_cost=settings.eval.cost,
         eval_spread=settings.eval.spread,
     )
+    progress(f"trainer built in {time.perf_counter() - built:.2f}s (compile, capture and warm-up)")
     scoring = run_scoring(settings.eval, settings.seed)
     outcomes: dict[int, FoldOutcome] = {}
     for fold_range in folds:
@@ -242,6 +248,8 @@ def _run_folds(
             trainer, fold_range, settings.epochs, out_uri, progress, run.check, scoring=scoring
         )
         run.fold_finished(outcome.report, outcome.outputs)
+        if step_cache is not None:
+            step_cache.after_fold(progress)
         p, window = outcome.report.phases, outcome.report.evaluation
         net = window.policies[MODEL].net
         progress(

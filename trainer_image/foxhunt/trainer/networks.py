@@ -8,7 +8,7 @@ evaluations run with fewer, larger kernels, without changing what is computed:
   layer (online in slot 0, target in slot 1; the modules' parameters become views of it, so the
   optimizer, the Polyak step and resets update it in place). `paired_q` then runs both networks
   as one matrix product for the first layer and one batched product for each of the others: three
-  products and two activations instead of six and four.
+  products and two activations instead of six and four, all on contiguous memory.
 - *Fused activations.* `inference_q` runs the hidden layers as matrix products whose epilogue adds
   the bias and applies ReLU (cuBLASLt), so collection's forward passes over millions of rows do not
   write and read every hidden activation a second time for the ReLU.
@@ -65,13 +65,13 @@ def pair_networks(online: nn.Sequential, target: nn.Sequential) -> list[PairedLa
 def paired_q(pairs: list[PairedLayer], state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Q of the online and of the target network on the same states, as (online, target)."""
     (w1, b1), (w2, b2), (w3, b3) = pairs
-    batch, hidden = state.shape[0], w1.shape[1]
-    # Layer 1: both networks read the same input, so one product with both weight matrices side by side.
-    h = torch.addmm(b1.reshape(-1), state, w1.reshape(2 * hidden, -1).t()).relu()
-    h = h.view(batch, 2, hidden).transpose(0, 1)  # (2, batch, hidden): slot 0 online, slot 1 target
-    h = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2)).relu()
-    q = torch.baddbmm(b3.unsqueeze(1), h, w3.transpose(1, 2))
-    return q[0], q[1]
+    # Transposed throughout, (slot, unit, row): every product reads and writes contiguous memory, the
+    # first layer is one product for both networks ((2·hidden, in) @ (in, rows)), and the last layer
+    # writes 3 long rows instead of rows of 3.
+    h = (torch.matmul(w1, state.t()) + b1.unsqueeze(-1)).relu()  # (2, hidden, rows)
+    h = torch.baddbmm(b2.unsqueeze(-1), w2, h).relu()
+    q = torch.baddbmm(b3.unsqueeze(-1), w3, h)  # (2, actions, rows)
+    return q[0].t(), q[1].t()
 
 
 def inference_q(net: nn.Sequential, state: torch.Tensor, fused: bool) -> torch.Tensor:

@@ -4,7 +4,7 @@ Everything a trial does not change is made once per process: the fxcache is on t
 the whole study, and one trainer per distinct shape (`SHAPE_FIELDS`: batch size, hidden width)
 serves every trial of that shape. Between trials `apply_settings` refills the device values that the
 captured step reads (no new capture, no new compile); between folds `reset_for_fold` does the rest.
-A trial trains the folds in order with the pipeline's `train_fold`, reports each fold's net
+A trial trains the folds in order with `fold_training.train_fold` (as a run does), reports each fold's net
 validation Sharpe to the pruner, and is scored on the stitched out-of-sample record (`evaluation`,
 without the bootstrap: a cheap objective). Its outputs are `trials/NNNN/fold_F/` and
 `trials/NNNN/trial.json` in `--out`; the manifest records each completed fold of each trial.
@@ -19,6 +19,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ SETTINGS_FAILURES = (TrainingDiverged,)
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """A search checked before any work: its options, its space, the study's name and the base settings."""
+    """A search checked before any work: its options, its space and the study's name."""
 
     options: SearchOptions
     space: dict[str, Distribution]
@@ -246,20 +247,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     settings, options = run.config, plan.options
     # The run's own lines say how each trial ended; Optuna would add a traceback for a stopped one.
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    max_rows = max(f.train_rows for f in folds)
-
-    def build(dqn: DQNConfig) -> DQNTrainer:
-        run.progress(f"building a trainer for {', '.join(f'{n}={getattr(dqn, n)}' for n in SHAPE_FIELDS)}")
-        return DQNTrainer(
-            data,
-            dqn,
-            max_train_rows=max_rows,
-            seed=settings.seed,
-            eval_cost=settings.eval.cost,
-            eval_spread=settings.eval.spread,
-        )
-
-    pool = TrainerPool(build)
+    pool = TrainerPool(_trainer_builder(run, data, max(f.train_rows for f in folds)))
     with study_workspace(run.out_uri, options) as work_dir:
         study = open_study(
             options.study_storage, work_dir, plan.study_name, settings.seed, worker=options.worker
@@ -269,25 +257,11 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             f"study {plan.study_name} ({where}): {settings.trials} trials, objective {options.objective}, "
             f"searching {', '.join(plan.space)}; worker {options.worker}"
         )
+        synced = work_dir / STUDY_FILE if options.embedded and storage.is_s3(run.out_uri) else None
+        save = partial(_save_study, run, study, pool, synced)
         metrics = TrialMetrics(run.metrics.registry, settings.trials)
-        synced = options.embedded and storage.is_s3(run.out_uri)
-
-        def save() -> dict[str, Any]:
-            machinery = {
-                "builds": pool.builds,
-                "graph_captures": pool.graph_captures,
-                "compiles": pool.compiles,
-            }
-            summary = write_study_outputs(
-                study,
-                run.out_uri,
-                planned_trials=settings.trials,
-                base=settings.dqn,
-                extra={"trainers": machinery},
-            )
-            if synced:
-                sync_study_file(work_dir / STUDY_FILE, run.out_uri)
-            return summary
+        metrics.update_study(study)  # a resumed study's totals, and every counter at its value, at once
+        run.metrics.push()
 
         def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
             metrics.record(study, trial)
@@ -320,6 +294,35 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     if summary["best"] is None:
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, run.out_uri))
+    return summary
+
+
+def _trainer_builder(run: Run, data: DeviceData, max_train_rows: int) -> Callable[[DQNConfig], DQNTrainer]:
+    settings = run.config
+
+    def build(dqn: DQNConfig) -> DQNTrainer:
+        run.progress(f"building a trainer for {', '.join(f'{n}={getattr(dqn, n)}' for n in SHAPE_FIELDS)}")
+        return DQNTrainer(
+            data,
+            dqn,
+            max_train_rows=max_train_rows,
+            seed=settings.seed,
+            eval_cost=settings.eval.cost,
+            eval_spread=settings.eval.spread,
+        )
+
+    return build
+
+
+def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> dict[str, Any]:
+    """The study's files in `--out` (and the SQLite study uploaded there when `--out` is s3://)."""
+    # What this process built, for the record: one trainer, capture and compile per shape.
+    built = {"builds": pool.builds, "graph_captures": pool.graph_captures, "compiles": pool.compiles}
+    summary = write_study_outputs(
+        study, run.out_uri, planned_trials=run.config.trials, base=run.config.dqn, extra={"trainers": built}
+    )
+    if synced is not None:
+        sync_study_file(synced, run.out_uri)
     return summary
 
 

@@ -1,0 +1,41 @@
+"""One fresh process's view of the compile cache: build a compiled CUDA trainer with the cache in FOLDER,
+save it after "the first fold", and print what was loaded and what Inductor hit or compiled, as JSON.
+
+    python tests_gpu/compile_cache_probe.py FOLDER
+"""
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+import torch  # noqa: E402
+from torch._dynamo.utils import counters  # noqa: E402
+from trainer_cases import SMALL, planted_arrays  # noqa: E402
+
+from foxhunt import compile_cache  # noqa: E402
+from foxhunt.trainer import DQNTrainer, to_device  # noqa: E402
+
+
+def main(folder: str) -> None:
+    data = to_device(*planted_arrays(), torch.device("cuda"))
+    lines: list[str] = []
+    cache = compile_cache.for_run(folder, "unused", torch.device("cuda"), SMALL, data, 8000, lines.append)
+    trainer = DQNTrainer(data, SMALL, max_train_rows=8000)
+    cache.after_fold(lines.append)
+    print(
+        json.dumps(
+            {
+                "loaded": cache.loaded,
+                "saved_bytes": cache.saved_bytes,
+                "compiles": trainer.compiles,
+                "inductor": dict(counters["inductor"]),
+                "lines": lines,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

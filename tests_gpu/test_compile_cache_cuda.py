@@ -1,0 +1,40 @@
+"""The compiled step's cache between two fresh processes on CUDA: the first compiles and saves it, the
+second (with empty Inductor and Triton caches, like a new pod) loads it and compiles nothing."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+if not torch.cuda.is_available():  # an error, not a skip: this file exists to run on a GPU
+    raise RuntimeError("tests_gpu needs CUDA; run it on the GPU machine")
+
+PROBE = Path(__file__).with_name("compile_cache_probe.py")
+
+
+def _fresh_process(folder: Path, scratch: Path) -> dict:
+    """Run the probe with its own empty Inductor and Triton caches; its JSON report."""
+    env = {
+        **os.environ,
+        "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor"),
+        "TRITON_CACHE_DIR": str(scratch / "triton"),
+    }
+    done = subprocess.run(
+        [sys.executable, str(PROBE), str(folder)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_fresh_process_loads_the_saved_step_and_compiles_nothing(tmp_path):
+    folder = tmp_path / "fx.arrow.torch-compile"
+    first = _fresh_process(folder, tmp_path / "pod1")
+    assert not first["loaded"] and first["saved_bytes"] > 0
+    assert first["inductor"].get("fxgraph_cache_miss", 0) >= 1
+    second = _fresh_process(folder, tmp_path / "pod2")
+    assert second["loaded"] and second["saved_bytes"] == 0 and second["compiles"] == 1
+    assert second["inductor"].get("fxgraph_cache_hit", 0) >= 1, second
+    assert second["inductor"].get("fxgraph_cache_miss", 0) == 0, second
