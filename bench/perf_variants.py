@@ -48,7 +48,32 @@ def step_seconds(trainer: DQNTrainer, steps: int = 200) -> float:
     return (time.perf_counter() - started) / (replays * trainer.config.steps_per_graph)
 
 
-def measure_variant(data, config: DQNConfig, fold, epochs: int, repeats: int, seed: int = 0) -> dict:
+def top_kernels(trainer: DQNTrainer, replays: int = 50, top: int = 15) -> list[dict]:
+    """The CUDA kernels of `replays` graph replays by device time per step (where the step's time goes)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            trainer.step.run()
+        synchronize(trainer.device)
+    steps = replays * trainer.config.steps_per_graph
+    rows = []
+    for event in prof.key_averages():
+        device_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
+        if device_us > 0:
+            rows.append(
+                {
+                    "kernel": event.key[:120],
+                    "calls_per_step": event.count / steps,
+                    "us_per_step": device_us / steps,
+                }
+            )
+    return sorted(rows, key=lambda r: -r["us_per_step"])[:top]
+
+
+def measure_variant(
+    data, config: DQNConfig, fold, epochs: int, repeats: int, seed: int = 0
+) -> tuple[dict, DQNTrainer]:
     """Build one trainer for `config` and time `repeats` × `epochs` epochs of `fold` from its fresh start."""
     synchronize(data.features.device)
     started = time.perf_counter()
@@ -77,21 +102,28 @@ def measure_variant(data, config: DQNConfig, fold, epochs: int, repeats: int, se
         "build_seconds": build,
         "last_loss": statistics.median(losses),
     }
-    del trainer
-    if data.features.is_cuda:
-        torch.cuda.empty_cache()
-    return result
+    return result, trainer
+
+
+def profile_kernels(trainers: dict[str, DQNTrainer], results: dict[str, dict]) -> None:
+    """Each kept trainer's top kernels into its result, after every timing (the profiler may slow what follows)."""
+    for name, trainer in trainers.items():
+        try:
+            results[name]["top_kernels"] = top_kernels(trainer) if trainer.cuda else []
+        except Exception as exc:  # the profile is a diagnosis, never a reason to lose the timings
+            results[name]["top_kernels"] = [{"error": f"{type(exc).__name__}: {exc}"}]
 
 
 def run_matrix(data, base: DQNConfig, fold, *, epochs: int, repeats: int, deadline: float, log=print) -> dict:
     """Every variant of `base` that fits before `deadline` (perf_counter); failures are recorded, not raised."""
     results: dict[str, dict] = {}
+    trainers: dict[str, DQNTrainer] = {}
     for name, changes in variant_changes(base).items():
         if time.perf_counter() > deadline:
             results[name] = {"changes": changes, "skipped": "time budget spent"}
             continue
         try:
-            measured = measure_variant(data, replace(base, **changes), fold, epochs, repeats)
+            measured, trainers[name] = measure_variant(data, replace(base, **changes), fold, epochs, repeats)
         except Exception as exc:  # one variant's failure must not cost the others' figures
             results[name] = {"changes": changes, "error": f"{type(exc).__name__}: {exc}"}
             log(f"variant {name}: failed: {exc}")
@@ -102,6 +134,10 @@ def run_matrix(data, base: DQNConfig, fold, *, epochs: int, repeats: int, deadli
             f"step {measured['step_seconds'] * 1e6:.0f} µs, collect {measured['collect_seconds'] * 1e3:.1f} ms, "
             f"build {measured['build_seconds']:.1f} s"
         )
+    profile_kernels(trainers, results)
+    trainers.clear()
+    if data.features.is_cuda:
+        torch.cuda.empty_cache()
     return {"base": asdict(base), "fold_train_rows": fold.train_rows, "variants": results, **choose(results)}
 
 

@@ -105,7 +105,8 @@ def test_rendering_replaces_only_the_generated_block():
     assert twice.endswith("## Earlier\n\nkept\n") and twice.startswith("# B\n\n## Latest figures")
 
 
-def test_a_file_just_read_is_resident_and_evict_reports_what_mincore_sees(tmp_path):
+def test_a_file_just_read_is_resident_and_evict_reports_what_mincore_sees(tmp_path, monkeypatch):
+    monkeypatch.setattr(page_cache, "_drop_all_caches", lambda: False)  # never the whole machine's cache here
     path = tmp_path / "blob"
     path.write_bytes(np.random.default_rng(0).bytes(1 << 20))
     path.read_bytes()

@@ -16,6 +16,7 @@ import traceback
 from foxhunt import __version__
 from foxhunt.config import (
     FLAGS,
+    PIPELINE_DQN,
     PIPELINE_EPOCHS,
     PIPELINE_FOLDS,
     SAMPLE_BARS,
@@ -179,9 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _hyperopt_dqn(uri: str | None) -> DQNConfig:
-    """DQN settings with a `--hyperopt-params` file applied; every problem is BadInput naming the file."""
-    dqn = DQNConfig()
+def _hyperopt_dqn(uri: str | None, dqn: DQNConfig | None = None) -> DQNConfig:
+    """DQN settings (default: `train`'s) with a `--hyperopt-params` file applied; every problem is
+    BadInput naming the file."""
+    dqn = DQNConfig() if dqn is None else dqn
     if uri is None:
         return dqn
     from foxhunt import storage
@@ -202,7 +204,7 @@ def _hyperopt_dqn(uri: str | None) -> DQNConfig:
 def run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig that the parsed flags describe; a bad value is a UsageError naming its flag."""
     values = {flag: getattr(args, flag.replace("-", "_")) for flag in FLAGS}
-    dqn = _hyperopt_dqn(args.hyperopt_params)
+    dqn = _hyperopt_dqn(args.hyperopt_params, PIPELINE_DQN if args.command == "pipeline" else None)
     try:
         return run_config_from_flags(values, dqn=dqn)
     except ConfigError as exc:

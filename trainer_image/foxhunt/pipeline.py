@@ -233,7 +233,7 @@ def _run_folds(
         eval_cost=settings.eval.cost,
         eval_spread=settings.eval.spread,
     )
-    progress(f"trainer built in {time.perf_counter() - built:.2f}s (compile, capture and warm-up)")
+    progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
     scoring = run_scoring(settings.eval, settings.seed)
     outcomes: dict[int, FoldOutcome] = {}
     for fold_range in folds:
