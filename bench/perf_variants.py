@@ -142,18 +142,16 @@ def run_matrix(data, base: DQNConfig, fold, *, epochs: int, repeats: int, deadli
 
 
 def choose(results: dict[str, dict]) -> dict:
-    """The fastest measured variant when it beats the base by more than NOISE_MARGIN, else the base."""
+    """The fastest measured variant when it beats the base by more than NOISE_MARGIN, else the base; when
+    the base itself failed, the fastest variant that ran (so `--adopt-best` still measures working code)."""
     measured = {n: r for n, r in results.items() if "epoch_seconds" in r}
-    if "base" not in measured:
-        return {
-            "choice": "base",
-            "choice_changes": {},
-            "choice_gain": 0.0,
-            "why": "the base was not measured",
-        }
-    base = measured["base"]["epoch_seconds"]
+    if not measured:
+        return {"choice": "base", "choice_changes": {}, "choice_gain": 0.0, "why": "no variant ran"}
     best = min(measured, key=lambda n: measured[n]["epoch_seconds"])
-    gain = 1.0 - measured[best]["epoch_seconds"] / base
+    if "base" not in measured:
+        why = f"the base did not run ({results.get('base', {}).get('error', 'skipped')}); fastest that ran"
+        return {"choice": best, "choice_changes": results[best]["changes"], "choice_gain": None, "why": why}
+    gain = 1.0 - measured[best]["epoch_seconds"] / measured["base"]["epoch_seconds"]
     if best == "base" or gain <= NOISE_MARGIN:
         return {"choice": "base", "choice_changes": {}, "choice_gain": 0.0, "why": "no variant beat the base"}
     why = f"{gain:.1%} faster epoch than the base (margin {NOISE_MARGIN:.0%})"

@@ -89,6 +89,14 @@ def test_a_variant_is_chosen_only_when_it_beats_the_base_by_more_than_the_noise(
     assert perf_variants.choose(results)["choice_changes"] == {"bf16": True}
 
 
+def test_when_the_base_fails_the_fastest_variant_that_ran_is_chosen():
+    results = {"base": {"error": "compile failed", "changes": {}}, "bf16=True": {"epoch_seconds": 0.2,
+               "changes": {"bf16": True}}, "steps_per_graph=2": {"epoch_seconds": 0.1,
+               "changes": {"steps_per_graph": 2}}}  # fmt: skip
+    chosen = perf_variants.choose(results)
+    assert chosen["choice_changes"] == {"steps_per_graph": 2} and "compile failed" in chosen["why"]
+
+
 def test_the_readme_block_marks_what_is_not_met():
     block = render_readme.render(_report([_run(0.12, 24)]), "results/x.json")
     lines = {line.split(" | ")[0]: line for line in block.splitlines() if line.startswith("| ")}

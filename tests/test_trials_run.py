@@ -82,6 +82,7 @@ def test_a_study_of_three_trials_leaves_a_table_a_folder_per_trial_and_a_deflate
     best = max(rows, key=lambda r: r["objective"])
     assert study["best"]["number"] == best["number"] and study["finished_trials"] == 3
     assert study["selection"]["n_trials"] == 3 and 0.0 <= study["selection"]["dsr"] <= 1.0
+    assert read_json(three_trials / "summary.json")["folds_planned"] == 3 * 2  # trials × folds
 
 
 def test_the_manifest_records_every_fold_of_every_trial_with_its_checksums(three_trials):

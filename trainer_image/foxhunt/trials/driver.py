@@ -261,7 +261,10 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         save = partial(_save_study, run, study, pool, synced)
         metrics = TrialMetrics(run.metrics.registry, settings.trials)
         metrics.update_study(study)  # a resumed study's totals, and every counter at its value, at once
-        run.metrics.push()
+        # The folds this process may train: every fold of each trial still to run (pruning ends some early).
+        left = max(settings.trials - sum(map(is_finished, study.get_trials(deepcopy=False))), 0)
+        run.summary.folds_planned = left * len(folds)
+        run.metrics.folds_planned(run.summary.folds_planned)  # pushes
 
         def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
             metrics.record(study, trial)
