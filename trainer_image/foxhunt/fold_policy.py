@@ -15,6 +15,10 @@ gives the positions in the fold's `positions.npy`.
 A fold folder holds `weights.pt` (read with `torch.load(..., weights_only=True)`, so a file can carry
 no code), `norm_stats_foldN.json` (mean and std per feature, with the feature names) and lives in a
 run folder whose `manifest.json` (or `summary.json`) gives the network's settings.
+
+On a GPU the policy uses TF32 matrix products as the trainer does (it sets torch's float32 matmul
+precision to "high" for the process), so a fold trained on CUDA rolls out on CUDA exactly as in its
+run; on another device the positions may differ where two actions' Q-values are within rounding.
 """
 
 from __future__ import annotations
@@ -138,6 +142,9 @@ def load_policy(fold_dir_uri: str, device: str | torch.device = "cpu") -> Policy
         raise BadInput(
             f"{weights_uri}: not the weights of a {config.hidden}-unit foxhunt Q-network ({exc})"
         ) from exc
+    if torch.device(device).type == "cuda":
+        # The trainer's setting, so that the rollout on a GPU is the run's own (TF32 matmuls).
+        torch.set_float32_matmul_precision("high")
     qnet.to(device).eval()
     as_tensor = lambda values: torch.tensor(values, dtype=torch.float32, device=device)  # noqa: E731
     return Policy(fold, qnet, as_tensor(norm["mean"]), as_tensor(norm["std"]), config)

@@ -1,0 +1,46 @@
+"""On CUDA: a trained fold loads as the run's own policy, and `foxhunt evaluate` in a fresh process
+reproduces the run's evaluation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+from run_cases import TINY_DQN
+
+from foxhunt.cli import main
+
+
+def test_a_cuda_run_is_reproduced_by_its_loaded_policies_and_by_evaluate(tmp_path):
+    from foxhunt.fold_policy import load_policy
+    from foxhunt.fxcache import read_fxcache
+    from foxhunt.pipeline import precompute
+
+    tiny_fxcache = tmp_path / "tiny.fxcache"
+    precompute(None, str(tiny_fxcache), sample_bars=20_000, seed=3, progress=lambda _: None)
+
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps({"dqn": TINY_DQN}))
+    out = tmp_path / "out"
+    argv = ["train", "--fxcache", str(tiny_fxcache), "--out", str(out), "--hyperopt-params", str(params),
+            "--epochs", "2", "--train-days", "5", "--val-days", "2", "--step-days", "2", "--max-folds", "2",
+            "--device", "cuda", "--seed", "5"]  # fmt: skip
+    assert main(argv) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    features = read_fxcache(str(tiny_fxcache)).features
+    for report in summary["folds"]:
+        fold_dir = out / f"fold_{report['fold']}"
+        policy = load_policy(str(fold_dir), device="cuda")
+        rows = features[report["val_start"] : report["val_end"]]
+        assert np.array_equal(policy.rollout(rows), np.load(fold_dir / "positions.npy"))
+    done = subprocess.run(
+        [sys.executable, "-m", "foxhunt", "evaluate", "--run", str(out), "--fxcache", str(tiny_fxcache),
+         "--out", str(tmp_path / "ev"), "--device", "cuda"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    scored = json.loads((tmp_path / "ev" / "evaluation.json").read_text())
+    assert scored["folds"] == [f["evaluation"] for f in summary["folds"]]
+    assert scored["stitched"] == summary["stitched"]
