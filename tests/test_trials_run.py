@@ -11,6 +11,7 @@ import io
 import json
 import signal
 import sqlite3
+import sys
 import time
 from contextlib import closing
 
@@ -224,6 +225,15 @@ def test_a_shared_study_needs_a_name_that_survives_a_restart(tiny_fxcache, tiny_
     )
     assert main(argv) == 2
     assert "--study-name" in capsys.readouterr().err
+
+
+def test_a_search_where_optuna_is_not_installed_exits_2_naming_the_extra(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setitem(sys.modules, "foxhunt.trials.driver", None)  # what a missing Optuna makes of it
+    assert main(search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 2)) == 2
+    assert "foxhunt[train]" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_used_out_with_another_search_space_is_refused_naming_the_difference(

@@ -106,8 +106,10 @@ def _check_settings(settings: RunConfig, out_uri: str, search: SearchOptions | N
         raise UsageError(str(exc)) from exc
     plan = None
     if settings.trials > 0:
-        from foxhunt.trials.driver import plan_search  # Optuna: imported by a search only
-
+        try:
+            from foxhunt.trials.driver import plan_search  # Optuna: imported by a search only
+        except ImportError as exc:
+            raise UsageError(f"--trials needs the search's packages (foxhunt[train]): {exc}") from exc
         plan = plan_search(search, out_uri, settings)
     return device, resolve_run_id(settings.run_id), resolve_pushgateway(settings.pushgateway), plan
 

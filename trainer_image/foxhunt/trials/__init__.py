@@ -1,6 +1,8 @@
-"""Hyperparameter search over whole walk-forward runs: the search space, the Optuna study, its outputs.
+"""Hyperparameter search over whole walk-forward runs (`foxhunt train --trials N`).
 
-`space` reads and checks search spaces and imports nothing heavy, so a run can check its
-`--search-space` before any work; `study` (the Optuna study and the trial loop), `outputs`
-(study table, best settings, Deflated Sharpe Ratio) and `metrics` (Prometheus) import Optuna.
+`search` (the options: space file, study storage and name, objective, worker) and `space` (reading
+and checking search spaces) import nothing heavy, so a run checks its search before any work;
+`study` (the Optuna study and the trial loop), `study_storage` (SQLite in --out or a SQL server),
+`outputs` (study table, best settings, Deflated Sharpe Ratio), `metrics` (Prometheus) and `driver`
+(trials on one loaded dataset, one trainer per shape) import Optuna.
 """
