@@ -180,12 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _hyperopt_dqn(uri: str | None, dqn: DQNConfig | None = None) -> DQNConfig:
-    """DQN settings (default: `train`'s) with a `--hyperopt-params` file applied; every problem is
-    BadInput naming the file."""
-    dqn = DQNConfig() if dqn is None else dqn
+def _hyperopt_dqn(uri: str | None, without_file: DQNConfig | None = None) -> DQNConfig:
+    """DQN settings: `train`'s defaults with a `--hyperopt-params` file applied (the same file means the
+    same settings in every command), else `without_file` when given; every problem is BadInput naming
+    the file."""
+    dqn = DQNConfig()
     if uri is None:
-        return dqn
+        return dqn if without_file is None else without_file
     from foxhunt import storage
 
     try:
