@@ -106,6 +106,16 @@ def _add_search(g: argparse._ArgumentGroup) -> None:
     )
 
 
+def _add_timestamp_unit(p: argparse.ArgumentParser) -> None:
+    # The units of foxhunt.bars.TIMESTAMP_UNITS, written out: the parser imports no numpy.
+    p.add_argument(
+        "--timestamp-unit",
+        default=None,
+        choices=("s", "ms", "us", "ns"),
+        help="what integer timestamps count since 1970-01-01 UTC (required when they are integers)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every sub-command."""
     parser = argparse.ArgumentParser(prog="foxhunt", description=__doc__.splitlines()[0])
@@ -120,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", required=True, metavar="URI", help="fxcache to write, local or s3://")
     p.add_argument("--tz", default=None, help="time zone of naive timestamps (default: UTC)")
+    _add_timestamp_unit(p)
     p.add_argument("--force", action="store_true", help="recompute even when the fxcache already matches")
     p.set_defaults(func=cmd_precompute)
 
@@ -146,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="foxhunt-out", metavar="URI", help="output folder (default: ./foxhunt-out)"
     )
     p.add_argument("--tz", default=None, help="time zone of naive timestamps (default: UTC)")
+    _add_timestamp_unit(p)
     p.add_argument(
         "--sample-bars",
         type=int,
@@ -189,6 +201,7 @@ def _hyperopt_dqn(uri: str | None, without_file: DQNConfig | None = None) -> DQN
         return dqn if without_file is None else without_file
     from foxhunt import storage
 
+    storage.check_input(uri)
     try:
         params = json.loads(storage.read_bytes(uri))
     except (OSError, ValueError) as exc:
@@ -218,7 +231,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
 def cmd_precompute(args: argparse.Namespace) -> int:
     from foxhunt.pipeline import precompute
 
-    precompute(args.bars, args.out, tz=args.tz, force=args.force)
+    precompute(args.bars, args.out, tz=args.tz, timestamp_unit=args.timestamp_unit, force=args.force)
     return 0
 
 
@@ -251,10 +264,19 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
+    from foxhunt import storage
     from foxhunt.pipeline import pipeline
 
-    summary = pipeline(args.bars, args.out, settings, sample_bars=args.sample_bars, tz=args.tz, search=search)
-    where = args.out if "://" in args.out else os.path.abspath(args.out)
+    summary = pipeline(
+        args.bars,
+        args.out,
+        settings,
+        sample_bars=args.sample_bars,
+        tz=args.tz,
+        timestamp_unit=args.timestamp_unit,
+        search=search,
+    )
+    where = args.out if storage.local_path(args.out) is None else os.path.abspath(args.out)
     if search is not None:
         _study_lines(settings, summary, where)
         return 0

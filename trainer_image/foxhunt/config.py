@@ -192,13 +192,12 @@ class RunConfig:
 # Settings that shape the results: a resumed run must have the same ones (the manifest compares them).
 RESULT_SETTINGS: tuple[str, ...] = ("model", "epochs", "seed", "trials", "folds", "dqn", "eval")
 
-# Pipeline defaults (`foxhunt pipeline`, the local run on generated bars): about a minute on 2 CPU
-# cores. Without a --hyperopt-params file its DQN settings differ from `train`'s GPU defaults where a
+# Pipeline defaults (`foxhunt pipeline`, the local run on generated bars): about 25 s on 2 CPU cores.
+# Without a --hyperopt-params file its DQN settings differ from `train`'s GPU defaults where half a
 # minute of CPU needs it: batches of 1024 give 60 updates an epoch instead of 8 for the same compute,
 # at a higher learning rate, and a training cost of 2 bp (twice the evaluation cost) keeps so briefly
-# trained a policy from churning.
-# With `train`'s settings the same minute ends with a turnover of ~75,000 a year and a stitched
-# Sharpe near −35 after costs (measured on the default sample, seed 0).
+# trained a policy from churning. With `train`'s settings the same budget ends with a turnover of
+# ~75,000 a year and a stitched Sharpe near −35 after costs (measured on the default sample, seed 0).
 PIPELINE_FOLDS = FoldConfig(train_days=60.0, val_days=20.0, step_days=20.0, max_folds=3)
 PIPELINE_EPOCHS = 3
 PIPELINE_DQN = DQNConfig(batch_size=1024, lr=1e-3, cost=2e-4)

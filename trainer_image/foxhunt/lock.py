@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 
 from foxhunt import storage
 from foxhunt.errors import FoxhuntError, UsageError
+from foxhunt.storage.cache import pid_alive
 
 LOCK_NAME = "run.lock"
 HEARTBEAT_SECONDS = 10.0
@@ -57,17 +58,6 @@ class LockHolder:
             return cls(**json.loads(raw))
         except (ValueError, TypeError):
             return None
-
-
-def pid_alive(pid: int) -> bool:
-    """True while a process with this pid exists on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, owned by someone else
-    return True
 
 
 class OutLock:

@@ -14,7 +14,7 @@ from dataclasses import asdict, replace
 
 from foxhunt import __version__, compile_cache, storage
 from foxhunt.argo_outputs import write_argo_outputs
-from foxhunt.bars import generate_sample_bars, iso_utc, read_bars
+from foxhunt.bars import check_reading_options, generate_sample_bars, iso_utc, read_bars
 from foxhunt.config import SAMPLE_BARS, RunConfig
 from foxhunt.errors import UsageError
 from foxhunt.evaluation import MODEL, Scoring
@@ -46,6 +46,7 @@ def precompute(
     out_uri: str,
     *,
     tz: str | None = None,
+    timestamp_unit: str | None = None,
     force: bool = False,
     sample_bars: int = SAMPLE_BARS,
     seed: int = 0,
@@ -53,7 +54,12 @@ def precompute(
 ) -> dict:
     """Bars → 42 features + 4 targets → fxcache at `out_uri`; a no-op when it exists for the same bars."""
     start = time.perf_counter()
-    bars = read_bars(bars_uris, tz=tz) if bars_uris else generate_sample_bars(sample_bars, seed=seed)
+    check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=False)
+    bars = (
+        read_bars(bars_uris, tz=tz, timestamp_unit=timestamp_unit)
+        if bars_uris
+        else generate_sample_bars(sample_bars, seed=seed)
+    )
     if not force:
         existing = fxcache_matches(out_uri, bars.content_hash)
         if existing is not None:
@@ -97,6 +103,26 @@ def precompute(
 
 
 # ---- checks before work -------------------------------------------------------------------------
+def check_bars_and_output(
+    bars_uris: list[str] | None, tz: str | None, timestamp_unit: str | None, out_uri: str, *, folder: bool
+) -> None:
+    """Before reading a bar: the reading options, every bars input, and an `out_uri` that can be written
+    and overwrites no bars file (`precompute --out <the bars file>` would replace it). UsageError (exit 2)."""
+    check_reading_options(tz, timestamp_unit)
+    for uri in bars_uris or ():
+        storage.check_input(uri)
+    storage.check_output(out_uri, inputs=bars_uris or (), folder=folder)
+
+
+def _check_run_paths(fxcache_uri: str | None, out_uri: str, search: SearchOptions | None) -> None:
+    """The fxcache (None: the pipeline writes it) and search space exist and can be read; `--out` is a
+    folder that can be written and sits inside no input. UsageError (exit 2), before the `--out` lock."""
+    inputs = [uri for uri in (fxcache_uri, search.search_space if search else None) if uri]
+    for uri in inputs:
+        storage.check_input(uri)
+    storage.check_output(out_uri, inputs=inputs, folder=True)
+
+
 def _check_settings(settings: RunConfig, out_uri: str, search: SearchOptions | None):
     """What a run can know is wrong before it touches anything: UsageError (exit 2). With `--trials N`
     the search too: its space, its storage URL and its study name (`plan`, else None)."""
@@ -130,6 +156,7 @@ def train(
     there); its result joins `summary_extra` in `summary.json`. With `settings.trials > 0` the run is a
     search (`search`: its options, default ones when None): trials of the whole walk-forward.
     """
+    _check_run_paths(None if prepare else fxcache_uri, out_uri, search)
     device, run_id, pushgateway, plan = _check_settings(settings, out_uri, search)
     progress = progress or console(settings.log_format, run_id)
     lock = OutLock(out_uri, run_id)
@@ -297,17 +324,25 @@ def pipeline(
     *,
     sample_bars: int = SAMPLE_BARS,
     tz: str | None = None,
+    timestamp_unit: str | None = None,
     progress: Progress | None = None,
     search: SearchOptions | None = None,
 ) -> RunSummary:
     """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars."""
+    check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=True)
     fxcache_uri = storage.join(out_uri, "features.fxcache")
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
     emit = progress or console(settings.log_format, settings.run_id)
 
     def prepare() -> dict:
         return precompute(
-            bars_uris, fxcache_uri, tz=tz, sample_bars=sample_bars, seed=settings.seed, progress=emit
+            bars_uris,
+            fxcache_uri,
+            tz=tz,
+            timestamp_unit=timestamp_unit,
+            sample_bars=sample_bars,
+            seed=settings.seed,
+            progress=emit,
         )
 
     return train(fxcache_uri, out_uri, settings, emit, prepare=prepare, search=search)

@@ -61,7 +61,8 @@ def _host_tag() -> str:
     return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """True while a process with this pid exists on this host."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -85,7 +86,7 @@ def remove_stale_parts(directory: Path) -> list[Path]:
             age = now - entry.stat().st_mtime
         except FileNotFoundError:
             continue  # finished or removed meanwhile
-        dead = found["host"] == _host_tag() and not _pid_alive(int(found["pid"]))
+        dead = found["host"] == _host_tag() and not pid_alive(int(found["pid"]))
         if dead or age > PART_MAX_AGE_SECONDS:
             entry.unlink(missing_ok=True)
             removed.append(entry)

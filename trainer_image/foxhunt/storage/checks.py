@@ -82,8 +82,10 @@ def _check_local_output(loc: Location, folder: bool) -> None:
             raise StorageAccessError(f"{loc.uri}: is a folder, expected a file name")
         if not folder and not path.is_file():
             raise StorageAccessError(f"{loc.uri}: exists and is not a regular file")
-    # Probe in the nearest folder that exists, so a refused run leaves nothing behind.
-    existing = next(p for p in (path, *path.parents) if p.exists())
+    # Probe in the nearest folder that exists, so a refused run leaves nothing behind; a file output's
+    # writes go beside it (a file already there is replaced by a rename in its folder).
+    candidates = (path, *path.parents) if folder else path.parents
+    existing = next(p for p in candidates if p.exists())
     if not existing.is_dir():
         raise StorageAccessError(f"{loc.uri}: {existing} is a file, not a folder")
     try:
