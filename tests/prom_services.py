@@ -48,8 +48,24 @@ __all__ = [
 STARTUP_TIMEOUT_S = 60.0
 PIPELINE_TIMEOUT_S = 300.0
 # Small enough for a few seconds per fold on 2 CPU cores; CPU and a fixed seed make results repeatable.
-PIPELINE_ARGS = ("--sample-bars", "60000", "--epochs", "1", "--max-folds", "2", "--train-days", "20",
-                 "--val-days", "5", "--step-days", "5", "--seed", "7", "--device", "cpu")
+PIPELINE_ARGS = (
+    "--sample-bars",
+    "60000",
+    "--epochs",
+    "1",
+    "--max-folds",
+    "2",
+    "--train-days",
+    "20",
+    "--val-days",
+    "5",
+    "--step-days",
+    "5",
+    "--seed",
+    "7",
+    "--device",
+    "cpu",
+)
 
 
 def free_port() -> int:
@@ -87,8 +103,9 @@ def _wait_until(ready, what: str, proc: subprocess.Popen, log: Path) -> None:
 def _binary(name: str) -> str:
     path = shutil.which(name)
     if path is None:
-        raise RuntimeError(f"{name} not found: apt-get install -y --no-install-recommends prometheus "
-                           "prometheus-pushgateway")
+        raise RuntimeError(
+            f"{name} not found: apt-get install -y --no-install-recommends prometheus prometheus-pushgateway"
+        )
     return path
 
 
@@ -112,8 +129,13 @@ def start_pushgateway(workdir: Path) -> Pushgateway:
     log = workdir / f"pushgateway-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [_binary("prometheus-pushgateway"), f"--web.listen-address=127.0.0.1:{port}", "--persistence.file="],
-            stdout=out, stderr=subprocess.STDOUT,
+            [
+                _binary("prometheus-pushgateway"),
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--persistence.file=",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     url = f"http://127.0.0.1:{port}"
     _wait_until(lambda: _http_get(f"{url}/-/ready", 1.0) is not None, "pushgateway", proc, log)
@@ -209,9 +231,14 @@ def prometheus(pushgateway, prom_workdir) -> Prometheus:
     log = prom_workdir / "prometheus.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [_binary("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tsdb}",
-             f"--web.listen-address=127.0.0.1:{port}"],
-            stdout=out, stderr=subprocess.STDOUT,
+            [
+                _binary("prometheus"),
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tsdb}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     prom = Prometheus(f"http://127.0.0.1:{port}", proc)
 
@@ -267,9 +294,22 @@ def start_pipeline(workdir: Path, run_id: str, pushgateway: str) -> StartedPipel
     started = time.time()
     with console.open("w") as sink:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "foxhunt", "pipeline", "--out", str(out), "--pushgateway", pushgateway,
-             "--run-id", run_id, *PIPELINE_ARGS],
-            stdout=sink, stderr=subprocess.STDOUT, env=env,
+            [
+                sys.executable,
+                "-m",
+                "foxhunt",
+                "pipeline",
+                "--out",
+                str(out),
+                "--pushgateway",
+                pushgateway,
+                "--run-id",
+                run_id,
+                *PIPELINE_ARGS,
+            ],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=env,
         )
     return StartedPipeline(run_id, out, console, proc, started)
 
@@ -278,13 +318,17 @@ def finish_pipeline(run: StartedPipeline) -> PipelineRun:
     """Wait for a started pipeline; a non-zero exit fails with its output."""
     run.process.wait(timeout=PIPELINE_TIMEOUT_S)
     if run.process.returncode != 0:
-        raise AssertionError(f"foxhunt pipeline {run.run_id} exited {run.process.returncode}:\n{run.output()[-4000:]}")
+        raise AssertionError(
+            f"foxhunt pipeline {run.run_id} exited {run.process.returncode}:\n{run.output()[-4000:]}"
+        )
     return PipelineRun(run.run_id, run.out, run.output(), run.started)
 
 
 @pytest.fixture(scope="session")
 def pipeline_runs(pushgateway, prometheus, tmp_path_factory) -> tuple[PipelineRun, PipelineRun]:
     """Two real pipeline runs started at once with different run ids, both pushing to the session Pushgateway."""
-    started = [start_pipeline(tmp_path_factory.mktemp(name), unique_run_id(name), pushgateway)
-               for name in ("e2e-a", "e2e-b")]
+    started = [
+        start_pipeline(tmp_path_factory.mktemp(name), unique_run_id(name), pushgateway)
+        for name in ("e2e-a", "e2e-b")
+    ]
     return tuple(finish_pipeline(run) for run in started)

@@ -288,3 +288,37 @@ def test_evaluate_on_a_folder_that_is_not_a_run_is_a_usage_error(tiny_fxcache, t
     assert main(["evaluate", "--run", str(tmp_path), "--fxcache", str(tiny_fxcache)]) == 2
     err = capsys.readouterr().err.strip()
     assert "not a foxhunt run" in err and str(tmp_path) in err and "\n" not in err
+
+
+def test_a_saved_fold_trades_the_bars_of_its_own_dates_in_another_file(tiny_run, tiny_fxcache):
+    from foxhunt.fxcache import read_fxcache
+    from foxhunt.reports import FoldReport
+    from foxhunt.rescore import saved_fold_range
+
+    timestamp = read_fxcache(str(tiny_fxcache)).timestamp
+    for data in tiny_run.summary["folds"]:
+        report = FoldReport.from_dict(data)
+        same = saved_fold_range(report, timestamp)
+        assert (same.train_start, same.train_end, same.val_start, same.val_end) == (
+            report.train_start,
+            report.train_end,
+            report.val_start,
+            report.val_end,
+        )
+        # A file that starts 1,000 bars later holds the same dates 1,000 rows earlier.
+        later = saved_fold_range(report, timestamp[1000:])
+        assert (later.val_start, later.val_end) == (report.val_start - 1000, report.val_end - 1000)
+        assert later.train_start == max(report.train_start - 1000, 0)
+
+
+def test_evaluate_on_an_fxcache_outside_the_runs_dates_is_a_usage_error(tiny_run, tmp_path, capsys):
+    from foxhunt.bars import generate_sample_bars, write_bars
+    from foxhunt.pipeline import precompute
+
+    bars = tmp_path / "later.parquet"
+    write_bars(generate_sample_bars(2000, seed=4, start="2025-06-02T00:00:00"), bars)
+    later = tmp_path / "later.fxcache"
+    precompute([str(bars)], str(later), progress=lambda _: None)
+    assert main(["evaluate", "--run", str(tiny_run.out), "--fxcache", str(later)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"{later}: no bars in the validation dates of any fold" in err and "\n" not in err

@@ -301,9 +301,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         except ConfigError as exc:
             raise ConfigError(exc.section, exc.path, f"(--eval-{exc.path}) {exc.problem}") from exc
     score = score_saved_run(args.run, args.fxcache, eval_config=eval_config, device=args.device)
-    lines = score.table().splitlines()
-    if score.evaluation is not None:
-        lines += stitched_report(score.evaluation.stitched, len(score.evaluation.folds))
+    lines = [
+        *score.table().splitlines(),
+        *stitched_report(score.evaluation.stitched, len(score.evaluation.folds)),
+    ]
     if args.out:
         written = write_saved_run_score(score, args.out)
         lines.append(f"outputs: {args.out} ({', '.join(written)})")

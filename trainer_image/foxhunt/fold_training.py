@@ -103,6 +103,12 @@ class FoldOutcome:
     outputs: dict[str, str] | None  # output file (relative to --out) → sha256; None when taken over
 
 
+def trainer_scoring(trainer: DQNTrainer) -> Scoring:
+    """The trainer's evaluation costs (its training cost when it has none), the bootstrap seeded with its seed."""
+    cost = trainer.config.cost if trainer.eval_cost is None else trainer.eval_cost
+    return Scoring(cost=cost, spread=trainer.eval_spread, seed=trainer.seed)
+
+
 def train_fold(
     trainer: DQNTrainer,
     fold_range: FoldRange,
@@ -120,11 +126,7 @@ def train_fold(
     bootstrap seeded with its seed).
     """
     device, fold, phases = trainer.device, fold_range.fold, {}
-    scoring = scoring or Scoring(
-        cost=trainer.config.cost if trainer.eval_cost is None else trainer.eval_cost,
-        spread=trainer.eval_spread,
-        seed=trainer.seed,
-    )
+    scoring = scoring or trainer_scoring(trainer)
     fold_start = t0 = time.perf_counter()
     trainer.set_fold_range(fold_range)
     trainer.reset_for_fold(fold)
@@ -141,8 +143,8 @@ def train_fold(
     phases["train"] = sum(e.train_seconds for e in epoch_stats)
 
     t0 = time.perf_counter()
-    data = trainer.data
     positions = trainer.greedy_positions()  # one rollout serves the evaluation and the saved record
+    data = trainer.data
     window, baselines = evaluate_fold(
         data.features, data.targets, data.timestamp, fold_range, positions, scoring
     )
@@ -169,7 +171,7 @@ def train_fold(
         progress(f"WARNING {warning}")
     files["report.json"] = _json_bytes(report.to_dict())
     storage.write_bytes(storage.join(out_uri, f"fold_{fold}", "report.json"), files["report.json"])
-    outputs = {f"fold_{fold}/{name}": sha256(data) for name, data in files.items()}
+    outputs = {f"fold_{fold}/{name}": sha256(content) for name, content in files.items()}
     return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
 
 

@@ -114,6 +114,15 @@ FOLD_GAUGES = (
 )
 
 
+# The stitched record's gauges: name → what it holds.
+STITCHED_GAUGES = {
+    "foxhunt_stitched_validation_sharpe": "Annualised Sharpe",
+    "foxhunt_stitched_validation_sharpe_se": "Standard error (Lo 2002) of the Sharpe",
+    "foxhunt_stitched_return": "Total log return",
+    "foxhunt_stitched_max_drawdown": "Max drawdown",
+}
+
+
 def _has_host(url: str) -> bool:
     # prometheus_client accepts a bare host:port and prefixes http:// itself.
     full = url if "://" in url else f"http://{url}"
@@ -180,6 +189,23 @@ class RunMetrics:
         self._fold_gauges = [
             (Gauge(name, help_text, ["fold"], registry=r), read) for name, help_text, read in FOLD_GAUGES
         ]
+        self._evaluation_gauges(r)
+        self._last_fold_ts = Gauge(
+            "foxhunt_last_fold_completed_timestamp_seconds",
+            "Unix time the latest fold completed.",
+            registry=r,
+        )
+        self._folds_done = Counter("foxhunt_folds_completed", "Folds completed in this run.", registry=r)
+        self._folds_planned = Gauge("foxhunt_folds_planned", "Folds this run will train in all.", registry=r)
+        self._push_failed = Counter(
+            "foxhunt_push_failures", "Pushes to the Pushgateway that failed.", registry=r
+        )
+        self._server = None
+        if metrics_port is not None:
+            self._server, _ = start_http_server(metrics_port, addr=metrics_addr, registry=r)
+
+    def _evaluation_gauges(self, r: CollectorRegistry) -> None:
+        """The evaluation's gauges: each fold's dates, SE and best baseline; the stitched record."""
         self._fold_info = Gauge(
             "foxhunt_fold_info",
             "Always 1; labels give a fold's validation dates (first and last bar, ISO-8601 UTC).",
@@ -199,22 +225,8 @@ class RunMetrics:
             registry=r,
         )
         self._stitched = {
-            name: Gauge(name, help_text, registry=r)
-            for name, help_text in (
-                (
-                    "foxhunt_stitched_validation_sharpe",
-                    "Sharpe after costs of the stitched out-of-sample record.",
-                ),
-                ("foxhunt_stitched_validation_sharpe_se", "Standard error (Lo 2002) of the stitched Sharpe."),
-                (
-                    "foxhunt_stitched_return",
-                    "Total log return after costs of the stitched out-of-sample record.",
-                ),
-                (
-                    "foxhunt_stitched_max_drawdown",
-                    "Max drawdown after costs of the stitched out-of-sample record.",
-                ),
-            )
+            name: Gauge(name, f"{what} of the stitched out-of-sample record, after costs.", registry=r)
+            for name, what in STITCHED_GAUGES.items()
         }
         self._stitched_baseline = Gauge(
             "foxhunt_stitched_baseline_sharpe",
@@ -222,19 +234,6 @@ class RunMetrics:
             ["baseline"],
             registry=r,
         )
-        self._last_fold_ts = Gauge(
-            "foxhunt_last_fold_completed_timestamp_seconds",
-            "Unix time the latest fold completed.",
-            registry=r,
-        )
-        self._folds_done = Counter("foxhunt_folds_completed", "Folds completed in this run.", registry=r)
-        self._folds_planned = Gauge("foxhunt_folds_planned", "Folds this run will train in all.", registry=r)
-        self._push_failed = Counter(
-            "foxhunt_push_failures", "Pushes to the Pushgateway that failed.", registry=r
-        )
-        self._server = None
-        if metrics_port is not None:
-            self._server, _ = start_http_server(metrics_port, addr=metrics_addr, registry=r)
 
     def run_started(self) -> None:
         """Mark the start of the run and push."""

@@ -7,7 +7,8 @@ joins those windows exactly as a run does. The ridge baseline is fitted on the n
 the fold's training dates. On the run's own fxcache this reproduces the run's fold and stitched
 figures exactly (same bars, same costs, the bootstrap seeded with the run's seed); on another
 instrument over the same dates it is the same walk-forward on that instrument's bars. A fold whose
-dates hold fewer than two bars of the new fxcache (validation or training) is skipped and named.
+dates hold fewer than two bars of the new fxcache (validation or training) is skipped and named; an
+fxcache with no bars in any fold's dates is refused (exit 2).
 
 Costs are the run's evaluation costs unless given. The result is printed as the run's table and,
 with `--out`, written as `evaluation.json` (every window, the stitched record, what was scored) and
@@ -41,26 +42,23 @@ class SavedRunScore:
     fxcache: str
     eval_config: EvalConfig
     seed: int
-    evaluation: RunEvaluation | None
+    evaluation: RunEvaluation
     skipped: list[str] = field(default_factory=list)  # folds not scored, each with why
 
     def to_dict(self) -> dict:
         """The JSON shape of `evaluation.json`."""
-        ev = self.evaluation
         return {
             "run": self.run,
             "fxcache": self.fxcache,
             "eval_config": {"cost": self.eval_config.cost, "spread": self.eval_config.spread},
             "seed": self.seed,
-            "folds": [window_to_dict(w) for w in ev.folds] if ev else [],
-            "stitched": window_to_dict(ev.stitched) if ev else None,
+            "folds": [window_to_dict(w) for w in self.evaluation.folds],
+            "stitched": window_to_dict(self.evaluation.stitched),
             "skipped": self.skipped,
         }
 
     def table(self) -> str:
         """The run's table for these windows, with the stitched row."""
-        if self.evaluation is None:
-            return "no fold of the run has bars in this fxcache"
         rows = [window_row(str(w.fold), w) for w in self.evaluation.folds]
         return evaluation_table([*rows, window_row("stitched", self.evaluation.stitched)])
 
@@ -139,27 +137,27 @@ def score_saved_run(
             f"fold {report.fold}: {fold_range.val_rows:,} bars of {fxcache_uri} from "
             f"{report.dates.val_first_bar} to {report.dates.val_last_bar}"
         )
+    if not folds:
+        first, last = summary.folds[0].dates.val_first_bar, summary.folds[-1].dates.val_last_bar
+        raise BadInput(
+            f"{fxcache_uri}: no bars in the validation dates of any fold of {run_uri} ({first} → {last})"
+        )
     for line in skipped:
         progress(f"skipped {line}")
-    evaluation = None
-    if folds:
-        scoring = run_scoring(config, summary.seed)
-        evaluation = stitched_evaluation(
-            data.features, data.targets, data.timestamp, folds, positions, scoring
-        )
+    scoring = run_scoring(config, summary.seed)
+    evaluation = stitched_evaluation(data.features, data.targets, data.timestamp, folds, positions, scoring)
     return SavedRunScore(run_uri, fxcache_uri, config, summary.seed, evaluation, skipped)
 
 
 def write_saved_run_score(score: SavedRunScore, out_uri: str) -> list[str]:
-    """Write `evaluation.json` and (with matplotlib, and an evaluation) `run.png` into `out_uri`."""
-    written = {"evaluation.json": (json.dumps(score.to_dict(), indent=2) + "\n").encode()}
-    if score.evaluation is not None:
-        from foxhunt.run_evaluation import run_pictures
+    """Write `evaluation.json` and (with matplotlib) `run.png` into `out_uri`."""
+    from foxhunt.run_evaluation import run_pictures
 
-        try:
-            written.update(run_pictures(score.evaluation, [], f"{score.run} on {score.fxcache}"))
-        except ImportError:
-            pass  # JSON only where matplotlib is not installed
+    written = {"evaluation.json": (json.dumps(score.to_dict(), indent=2) + "\n").encode()}
+    try:
+        written.update(run_pictures(score.evaluation, [], f"{score.run} on {score.fxcache}"))
+    except ImportError:
+        pass  # JSON only where matplotlib is not installed
     for name, data in written.items():
         storage.write_bytes(storage.join(out_uri, name), data)
     return list(written)
