@@ -8,13 +8,13 @@ test_dashboard.py checks the schema of the whole file and the top-level panels a
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from prom_services import unique_run_id
-
-from foxhunt.cli import main
 
 DASHBOARD = Path(__file__).resolve().parents[1] / "helm" / "foxhunt" / "dashboards" / "foxhunt-training.json"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
@@ -69,7 +69,11 @@ def trials_run(prometheus, pushgateway, tiny_fxcache, tiny_params, tmp_path_fact
     started = time.time()
     argv = ["train", "--fxcache", str(tiny_fxcache), "--out", str(out), "--hyperopt-params", str(tiny_params),
             *TRIAL_ARGS, "--pushgateway", pushgateway, "--run-id", run_id]  # fmt: skip
-    assert main(argv) == 0
+    # A fresh process, as a pod runs it: no torch or Optuna state left by earlier tests.
+    done = subprocess.run(
+        [sys.executable, "-m", "foxhunt", *argv], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return run_id, started
 
 
