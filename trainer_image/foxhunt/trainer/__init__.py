@@ -4,7 +4,8 @@ Modules, one job each: `device_data` (the fxcache on the device, uploaded once),
 Q-network, and its paired and fused evaluations on CUDA), `dqn` (the algorithm and the trainer's
 state), `settings` (the shape-free settings as device values), `step` (compile and CUDA-graph
 capture around the plain step), `warmup` (a CUDA trainer's one-time kernel loads, at build),
-`policy` (greedy rollout scan, costs, metrics, annualisation), `diagnostics` (what the greedy
+`population` (trials side by side as one batched model), `fold_window` (the fold a trainer
+works on), `policy` (greedy rollout scan, costs, metrics, annualisation), `diagnostics` (what the greedy
 policy does, epoch by epoch).
 """
 
@@ -23,15 +24,19 @@ from foxhunt.trainer.policy import (
     rollout_positions_reference,
     trading_cost,
 )
+from foxhunt.trainer.population import POPULATION_SHARED, Member, PopulationTrainer
 from foxhunt.trainer.settings import SHAPE_FIELDS
 
 __all__ = [
     "FLAT",
     "N_ACTIONS",
+    "POPULATION_SHARED",
     "SHAPE_FIELDS",
     "DQNTrainer",
     "DeviceData",
     "FoldHistory",
+    "Member",
+    "PopulationTrainer",
     "TrainingDiverged",
     "build_qnet",
     "feature_agreement",

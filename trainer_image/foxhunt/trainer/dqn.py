@@ -24,6 +24,7 @@ from torch import nn
 from foxhunt.config import DQNConfig
 from foxhunt.trainer.device_data import DeviceData, chunk_rows, synchronize
 from foxhunt.trainer.diagnostics import FoldHistory, check_divergence, greedy_diagnostics, record_diagnostics
+from foxhunt.trainer.fold_window import FoldWindow
 from foxhunt.trainer.networks import build_qnet, inference_q, pair_networks, paired_q
 from foxhunt.trainer.policy import FLAT, N_ACTIONS, GreedyEvaluation, policy_state
 from foxhunt.trainer.settings import StepSettings, check_shape_free
@@ -62,16 +63,24 @@ def td_target(
     q_next_target: torch.Tensor,
     gamma: float | torch.Tensor,
 ) -> torch.Tensor:
-    """Double DQN: the online network picks the next action, the target network values it."""
-    best = q_next_online.argmax(dim=1, keepdim=True)
-    return reward + gamma * q_next_target.gather(1, best).squeeze(1)
+    """Double DQN: the online network picks the next action, the target network values it.
+
+    Actions are the last dimension, so a population's (members, batch, actions) values work as a lone
+    trainer's (batch, actions), with `gamma` of shape (members, 1).
+    """
+    best = q_next_online.argmax(dim=-1, keepdim=True)
+    return reward + gamma * q_next_target.gather(-1, best).squeeze(-1)
 
 
 def huber_loss(q: torch.Tensor, y: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
-    """Mean Huber (smooth L1) loss with a knee at `delta`, which may be a device value."""
+    """Mean Huber (smooth L1) loss over the batch (the last dimension) with a knee at `delta`.
+
+    `delta` may be a device value; for a population's (members, batch) it is (members, 1) and the
+    result is one loss per member.
+    """
     diff = q - y
     size = diff.abs()
-    return torch.where(size < delta, 0.5 * diff * diff / delta, size - 0.5 * delta).mean()
+    return torch.where(size < delta, 0.5 * diff * diff / delta, size - 0.5 * delta).mean(dim=-1)
 
 
 @torch.no_grad()
@@ -83,14 +92,17 @@ def clip_grad_norm(grads: list[torch.Tensor], max_norm: torch.Tensor) -> None:
 
 
 @torch.no_grad()
-def polyak_update(target: list[torch.Tensor], online: list[torch.Tensor], tau: torch.Tensor) -> None:
-    """target ← (1 − τ) · target + τ · online, in place, with τ a device value."""
+def polyak_update(
+    target: list[torch.Tensor], online: list[torch.Tensor], tau: torch.Tensor | list[torch.Tensor]
+) -> None:
+    """target ← (1 − τ) · target + τ · online, in place, with τ a device value (or one per tensor)."""
     # target + τ·(online − target) as one fused multiply-add, which rounds as torch's lerp does for
     # τ < 0.5; foreach lerp takes τ only as a host number, and inductor does not fuse its tensor form.
-    torch._foreach_addcmul_(target, torch._foreach_sub(online, target), [tau] * len(target))
+    taus = tau if isinstance(tau, list) else [tau] * len(target)
+    torch._foreach_addcmul_(target, torch._foreach_sub(online, target), taus)
 
 
-class DQNTrainer(GreedyEvaluation):
+class DQNTrainer(FoldWindow, GreedyEvaluation):
     """Double DQN over index ranges of device arrays; one instance serves every fold and trial of a run.
 
     State that persists: the device data, the modules, the optimizer, the replay, the step (compiled
@@ -195,18 +207,6 @@ class DQNTrainer(GreedyEvaluation):
                 group["lr"] = config.lr
 
     # ---- fold lifecycle -------------------------------------------------------------------
-    def set_fold_range(self, fold_range) -> None:
-        """Point the trainer at a fold: indices only, nothing is copied."""
-        if fold_range.train_end + 1 > self.data.features.shape[0]:
-            raise ValueError(f"fold {fold_range.fold}: train_end {fold_range.train_end} past the data")
-        if fold_range.train_rows - 1 > self.capacity:
-            raise ValueError(
-                f"fold {fold_range.fold}: {fold_range.train_rows} rows exceed replay {self.capacity}"
-            )
-        self.fold_range = fold_range
-        self.train_start.fill_(fold_range.train_start)
-        self.n_valid.fill_(fold_range.train_rows - 1)  # the last bar has no next state inside the fold
-
     @torch.no_grad()
     def reset_for_fold(self, fold: int) -> None:
         """Forget everything learnt, in place: weights, target, Adam moments and step, replay, counters."""
@@ -237,21 +237,6 @@ class DQNTrainer(GreedyEvaluation):
             torch.cuda.manual_seed(seed)
         else:
             self.generator.manual_seed(seed)
-
-    @torch.no_grad()
-    def compute_norm_stats(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean and std per feature over the fold's training slice, on the device."""
-        train = self.data.features[self.fold_range.train_slice]  # a view
-        std, mean = torch.std_mean(train, dim=0, correction=0)
-        # Constant features (e.g. zero volume) would divide by zero; 1 leaves them centred at 0.
-        std = torch.where(std > 1e-8, std, torch.ones_like(std))
-        self.mean.copy_(mean)
-        self.std.copy_(std)
-        return self.mean, self.std
-
-    def norm_stats_dict(self) -> dict:
-        """The fold's norm stats as plain lists, for `norm_stats_fold{N}.json`."""
-        return {"mean": self.mean.tolist(), "std": self.std.tolist()}
 
     # ---- collection: one epsilon-greedy transition per training bar ---------------------------------
     @torch.no_grad()
@@ -340,12 +325,6 @@ class DQNTrainer(GreedyEvaluation):
     def epsilon(self, epoch: int, epochs: int) -> float:
         """Exploration rate of the epoch's collection (see `epsilon_schedule`)."""
         return epsilon_schedule(epoch, epochs, self.config)
-
-    def steps_per_epoch(self) -> int:
-        """Gradient steps per epoch: the config's, or ceil(train rows / batch size)."""
-        if self.config.steps_per_epoch > 0:
-            return self.config.steps_per_epoch
-        return max(1, math.ceil(self.fold_range.train_rows / self.config.batch_size))
 
     def train_epoch(self, epoch: int, epochs: int) -> dict:
         """Collect, run the epoch's gradient steps, read loss and |Q| once; then the policy diagnostics."""

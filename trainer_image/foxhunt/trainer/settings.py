@@ -51,11 +51,27 @@ class StepSettings:
             **{f.name: torch.tensor(float(getattr(config, f.name)), device=device) for f in fields(cls)}
         )
 
+    @classmethod
+    def stacked(cls, device: torch.device, configs: list[DQNConfig]) -> StepSettings:
+        """A population's settings: one (members,) buffer per setting, member i from `configs[i]`."""
+        return cls(
+            **{
+                f.name: torch.tensor([float(getattr(c, f.name)) for c in configs], device=device)
+                for f in fields(cls)
+            }
+        )
+
     @torch.no_grad()
-    def fill_(self, config: DQNConfig) -> None:
-        """Refill every buffer from `config`, in place (no new tensor, so graph pointers stay valid)."""
+    def fill_(self, config: DQNConfig | list[DQNConfig]) -> None:
+        """Refill every buffer from `config` (a population's: one config per member), in place (no new
+        tensor, so graph pointers stay valid)."""
         for f in fields(self):
-            getattr(self, f.name).fill_(float(getattr(config, f.name)))
+            buffer = getattr(self, f.name)
+            if isinstance(config, list):
+                values = torch.tensor([float(getattr(c, f.name)) for c in config])
+                buffer.copy_(values.to(buffer.dtype))
+            else:
+                buffer.fill_(float(getattr(config, f.name)))
 
 
 def check_shape_free(old: DQNConfig, new: DQNConfig) -> None:
