@@ -175,6 +175,61 @@ def test_each_batch_size_builds_its_own_trainer_once_and_trials_of_that_size_reu
     assert built["graph_captures"] == built["compiles"] == (len(set(sizes)) if device == "cuda" else 0)
 
 
+# ---- trials side by side (--population) ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three_trials_side_by_side(tiny_fxcache, tiny_params, tmp_path_factory):
+    """The `three_trials` study again, its trials trained two at a time as one batched population."""
+    out = tmp_path_factory.mktemp("side") / "out"
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 3, "--population", "2")) == 0
+    return out
+
+
+def test_on_cpu_trials_side_by_side_find_what_trials_one_at_a_time_find(
+    three_trials, three_trials_side_by_side
+):
+    alone, side = (read_json(out / "trials.json") for out in (three_trials, three_trials_side_by_side))
+    assert [r["params"] for r in side] == [r["params"] for r in alone]
+    assert {r["state"] for r in side} == {"COMPLETE"} and {r["folds_run"] for r in side} == {2}
+    # Each member draws a lone trainer's numbers on the CPU; only the batched products round differently.
+    assert [r["objective"] for r in side] == pytest.approx([r["objective"] for r in alone], rel=1e-6)
+    for row in side:
+        folder = three_trials_side_by_side / row["folder"]
+        assert read_json(folder / "trial.json")["objective"]["value"] == row["objective"]
+        assert (folder / "fold_1" / "weights.pt").exists() and (folder / "fold_1" / "positions.npy").exists()
+    assert read_json(three_trials_side_by_side / "best_params.json") == read_json(
+        three_trials / "best_params.json"
+    )
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_population_search_builds_one_population_with_one_capture_and_one_compile(
+    device, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 3, "--population", "2", device=device)) == 0
+    cuda = device == "cuda"
+    assert read_json(out / "study.json")["trainers"] == {
+        "builds": 1,
+        "graph_captures": int(cuda),
+        "compiles": int(cuda),
+    }
+    printed = capsys.readouterr().out
+    assert "trials 0, 1 side by side (2 of a population of 2)" in printed
+    assert "trials 2 side by side (1 of a population of 2)" in printed
+    assert read_json(out / "study.json")["finished_trials"] == 3
+
+
+@pytest.mark.parametrize("population", ["0", "17"])
+def test_a_population_outside_1_to_16_exits_2_naming_the_flag(
+    population, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    assert main(search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 2, "--population", population)) == 2
+    assert "--population" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 # ---- checked before any work ------------------------------------------------------------------------------
 
 
@@ -203,6 +258,7 @@ def test_a_bad_search_space_exits_2_naming_the_key_before_any_work(
     [
         (("--search-space", "space.json"), "--search-space: only for a search"),
         (("--study-name", "s"), "--study-name: only for a search"),
+        (("--population", "2"), "--population: only for a search"),
     ],
 )
 def test_search_flags_without_trials_exit_2(extra, named, tiny_fxcache, tiny_params, tmp_path, capsys):
@@ -308,6 +364,28 @@ def test_sigterm_inside_a_trial_ends_interrupted_and_the_same_command_finishes_t
         json.dumps(r["params"]): r["objective"] for r in rows if r["objective"] is not None
     } == uninterrupted
     assert read_json(out / "summary.json")["status"] == "succeeded"
+
+
+def test_a_population_search_killed_mid_fold_retries_every_member_with_its_settings(
+    uninterrupted, tiny_fxcache, tiny_params, tmp_path
+):
+    out = tmp_path / "out"
+    argv = [*long_search_argv(tiny_fxcache, out, tiny_params, 2), "--population", "2"]
+    first = start_train(argv, tmp_path / "first.log")
+    first.wait_for("trials 0, 1 fold 0 epoch 2/")
+    first.process.kill()
+    first.finish()
+
+    second = start_train(argv, tmp_path / "second.log")
+    assert second.finish() == 0, second.output()
+    rows = read_json(out / "trials.json")
+    assert [r["state"] for r in rows] == ["FAIL", "FAIL", "COMPLETE", "COMPLETE"]
+    assert [(r["retry_of"], r["params"]) for r in rows[2:]] == [
+        (0, rows[0]["params"]),
+        (1, rows[1]["params"]),
+    ]
+    assert {json.dumps(r["params"]) for r in rows[2:]} == set(uninterrupted)
+    assert read_json(out / "study.json")["finished_trials"] == 2
 
 
 # ---- workers sharing one study (the Argo fan-out) ------------------------------------------------------------

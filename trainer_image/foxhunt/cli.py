@@ -104,6 +104,14 @@ def _add_search(g: argparse._ArgumentGroup) -> None:
         + "; ".join(f"{name}: {what}" for name, what in OBJECTIVES.items())
         + f" (default: {DEFAULT_OBJECTIVE})",
     )
+    g.add_argument(
+        "--population",
+        type=int,
+        default=1,
+        metavar="P",
+        help="train P trials at a time side by side as one batched model (stacked weights, batched "
+        "products): P trials' steps cost about one's kernel launches on a GPU (default: 1, one at a time)",
+    )
 
 
 def _add_timestamp_unit(p: argparse.ArgumentParser) -> None:
@@ -245,6 +253,7 @@ def search_options(args: argparse.Namespace, settings: RunConfig):
         study_storage=args.study_storage,
         study_name=args.study_name,
         objective=args.objective,
+        population=args.population,
     )
 
 

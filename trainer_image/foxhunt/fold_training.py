@@ -32,7 +32,7 @@ from foxhunt.run_evaluation import (
     positions_bytes,
     positions_from_bytes,
 )
-from foxhunt.trainer import DQNTrainer, synchronize
+from foxhunt.trainer import DQNTrainer, Member, PopulationTrainer, TrainingDiverged, synchronize
 from foxhunt.walk_forward import FoldRange
 
 Progress = Callable[[str], None]
@@ -125,20 +125,41 @@ def train_fold(
     positions beside the baselines with `scoring` (default: the trainer's evaluation costs, the
     bootstrap seeded with its seed).
     """
-    device, fold, phases = trainer.device, fold_range.fold, {}
+    fold_start = time.perf_counter()
+    phases = start_fold(trainer, fold_range)
+    epoch_stats = _train_epochs(trainer, epochs, progress, check)
+    check()
     scoring = scoring or trainer_scoring(trainer)
-    fold_start = t0 = time.perf_counter()
+    return finish_fold(trainer, epoch_stats, phases, fold_start, out_uri, progress, scoring)
+
+
+def start_fold(trainer: DQNTrainer | PopulationTrainer, fold_range: FoldRange) -> dict[str, float]:
+    """Point the trainer at the fold, forget what it learnt, compute the norm stats; the phases' seconds."""
+    phases = {}
+    t0 = time.perf_counter()
     trainer.set_fold_range(fold_range)
-    trainer.reset_for_fold(fold)
-    synchronize(device)
+    trainer.reset_for_fold(fold_range.fold)
+    synchronize(trainer.device)
     phases["reset"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     trainer.compute_norm_stats()
-    synchronize(device)
+    synchronize(trainer.device)
     phases["normalize"] = time.perf_counter() - t0
+    return phases
 
-    epoch_stats = _train_epochs(trainer, epochs, progress, check)
-    check()
+
+def finish_fold(
+    trainer: DQNTrainer | Member,
+    epoch_stats: list[EpochStats],
+    phases: dict[str, float],
+    fold_start: float,
+    out_uri: str,
+    progress: Progress,
+    scoring: Scoring,
+) -> FoldOutcome:
+    """After a trained fold: validate beside the baselines, checkpoint, write `report.json`."""
+    device, fold_range = trainer.device, trainer.fold_range
+    fold, phases = fold_range.fold, dict(phases)
     phases["collect"] = sum(e.collect_seconds for e in epoch_stats)
     phases["train"] = sum(e.train_seconds for e in epoch_stats)
 
@@ -175,7 +196,55 @@ def train_fold(
     return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
 
 
-def save_fold(trainer: DQNTrainer, fold_range: FoldRange, positions, out_uri: str) -> dict[str, bytes]:
+def train_population_fold(
+    population: PopulationTrainer,
+    fold_range: FoldRange,
+    epochs: int,
+    out_uris: dict[int, str],
+    progress: Progress = _print,
+    check: Callable[[], None] = lambda: None,
+    *,
+    scoring: Scoring,
+) -> dict[int, FoldOutcome | TrainingDiverged]:
+    """One fold for every active member of a population at once; per member (keyed as `out_uris`, which
+    names the active members' output folders) its outcome, or the divergence that stopped it."""
+    fold_start = time.perf_counter()
+    phases = start_fold(population, fold_range)
+    member_stats: dict[int, list[EpochStats]] = {i: [] for i in out_uris}
+    for epoch in range(epochs):
+        check()
+        stats = population.train_epoch(epoch, epochs)
+        for i, member_epoch in enumerate(stats):
+            if member_epoch is not None and i in member_stats:
+                h = population.members[i].history
+                member_stats[i].append(_epoch_stats(member_epoch, h.collect_seconds[-1], h.train_seconds[-1]))
+        progress(_population_epoch_line(fold_range.fold, epoch, epochs, stats, out_uris))
+    check()
+    outcomes: dict[int, FoldOutcome | TrainingDiverged] = {}
+    for i, out_uri in out_uris.items():
+        member = population.members[i]
+        if member.failure is not None:
+            outcomes[i] = member.failure
+            continue
+        outcomes[i] = finish_fold(member, member_stats[i], phases, fold_start, out_uri, progress, scoring)
+    return outcomes
+
+
+def _population_epoch_line(fold: int, epoch: int, epochs: int, stats: list[dict | None], members) -> str:
+    live = [s for i, s in enumerate(stats) if s is not None and i in members]
+    if not live:
+        return f"fold {fold} epoch {epoch + 1}/{epochs}: no member left"
+    losses = " ".join(f"{s['loss']:.4f}" for s in live)
+    total = sum(s["samples_per_second"] for s in live)
+    return (
+        f"fold {fold} epoch {epoch + 1}/{epochs}: {len(live)} members, loss {losses}; "
+        f"{live[0]['steps']} steps {live[0]['seconds']:.2f}s {total:,.0f} samples/s together"
+    )
+
+
+def save_fold(
+    trainer: DQNTrainer | Member, fold_range: FoldRange, positions, out_uri: str
+) -> dict[str, bytes]:
     """Write the fold's weights, norm stats and validation positions under `fold_N/`; returns them by name."""
     fold = fold_range.fold
     buf = io.BytesIO()

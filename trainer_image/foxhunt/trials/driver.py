@@ -38,9 +38,11 @@ from foxhunt.run_evaluation import stitched_evaluation
 from foxhunt.trainer import SHAPE_FIELDS, DeviceData, DQNTrainer, TrainingDiverged
 from foxhunt.trials.metrics import TrialMetrics
 from foxhunt.trials.outputs import trial_folder, write_study_outputs
+from foxhunt.trials.population import PopulationObjective, PopulationPool, population_builder
 from foxhunt.trials.search import SearchOptions, study_name
 from foxhunt.trials.space import DEFAULT_SEARCH_SPACE, Distribution, load_search_space
 from foxhunt.trials.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, run_trials
+from foxhunt.trials.study_batches import run_trial_batches
 from foxhunt.trials.study_storage import (
     STUDY_FILE,
     check_storage_url,
@@ -169,13 +171,23 @@ class WalkForwardObjective:
                 run.check,
                 scoring=self.scoring,
             )
-            self._record_fold(number, fold, outcome.outputs)
-            run.metrics.fold_finished(outcome.report)
+            fold_sharpe = self.fold_done(number, fold, outcome)
             run.current_fold = None
-            fold_sharpe = outcome.report.evaluation.policies[MODEL].net.sharpe
             if report_fold(fold, fold_sharpe):
-                self._write_report(number, params, dqn, outcomes, None)
+                self.write_report(number, params, dqn, outcomes, None)
                 return fold_sharpe
+        return self.score(number, params, dqn, outcomes)
+
+    def fold_done(self, number: int, fold: int, outcome: FoldOutcome) -> float:
+        """Record a trial's completed fold (manifest, metrics); its net validation Sharpe, for the pruner."""
+        self.record_fold(number, fold, outcome.outputs)
+        self.run.metrics.fold_finished(outcome.report)
+        return outcome.report.evaluation.policies[MODEL].net.sharpe
+
+    def score(
+        self, number: int, params: dict[str, Any], dqn: DQNConfig, outcomes: dict[int, FoldOutcome]
+    ) -> TrialOutcome:
+        """A trial that ran every fold: its stitched out-of-sample record, objective and `trial.json`."""
         evaluation = stitched_evaluation(
             self.data.features,
             self.data.targets,
@@ -186,7 +198,7 @@ class WalkForwardObjective:
             {fold: o.baselines for fold, o in outcomes.items()},
         )
         value = objective_value(self.objective, evaluation)
-        self._write_report(number, params, dqn, outcomes, evaluation, value)
+        self.write_report(number, params, dqn, outcomes, evaluation, value)
         net = evaluation.stitched.policies[MODEL].net
         return TrialOutcome(
             objective=value,
@@ -196,7 +208,8 @@ class WalkForwardObjective:
             kurtosis=net.kurtosis,
         )
 
-    def _record_fold(self, number: int, fold: int, outputs: dict[str, str]) -> None:
+    def record_fold(self, number: int, fold: int, outputs: dict[str, str]) -> None:
+        """The manifest's record of trial `number`'s completed fold."""
         # Output names relative to --out, as the manifest keeps them for the run's own folds.
         record = self.run.manifest.trials.setdefault(number, WorkRecord())
         record.folds[fold] = FoldRecord(
@@ -204,7 +217,7 @@ class WalkForwardObjective:
         )
         write_manifest(self.run.out_uri, self.run.manifest)
 
-    def _write_report(self, number, params, dqn, outcomes, evaluation, value=None) -> None:
+    def write_report(self, number, params, dqn, outcomes, evaluation, value=None) -> None:
         """`trials/NNNN/trial.json`: the settings, the fold Sharpes, and for a complete trial its record."""
         report: dict[str, Any] = {
             "number": number,
@@ -247,7 +260,11 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     settings, options = run.config, plan.options
     # The run's own lines say how each trial ended; Optuna would add a traceback for a stopped one.
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    pool = TrainerPool(_trainer_builder(run, data, max(f.train_rows for f in folds)))
+    max_rows = max(f.train_rows for f in folds)
+    if options.population > 1:
+        pool = PopulationPool(population_builder(run, data, max_rows), options.population)
+    else:
+        pool = TrainerPool(_trainer_builder(run, data, max_rows))
     with study_workspace(run.out_uri, options) as work_dir:
         study = open_study(
             options.study_storage, work_dir, plan.study_name, settings.seed, worker=options.worker
@@ -256,6 +273,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         run.progress(
             f"study {plan.study_name} ({where}): {settings.trials} trials, objective {options.objective}, "
             f"searching {', '.join(plan.space)}; worker {options.worker}"
+            + (f"; {options.population} trials side by side" if options.population > 1 else "")
         )
         synced = work_dir / STUDY_FILE if options.embedded and storage.is_s3(run.out_uri) else None
         save = partial(_save_study, run, study, pool, synced)
@@ -272,25 +290,29 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             save()
             run.progress(_trial_line(study, trial, settings.trials))
 
+        walk = WalkForwardObjective(run, data, folds, pool, options.objective)
+        loop = dict(
+            space=plan.space,
+            seed=settings.seed,
+            worker=options.worker,
+            catch=SETTINGS_FAILURES,
+            callbacks=[after_trial],
+            exclusive=options.embedded,
+        )
         try:
-            run_trials(
-                study,
-                settings.trials,
-                WalkForwardObjective(run, data, folds, pool, options.objective),
-                space=plan.space,
-                seed=settings.seed,
-                worker=options.worker,
-                catch=SETTINGS_FAILURES,
-                callbacks=[after_trial],
-                exclusive=options.embedded,
-            )
+            if options.population > 1:
+                objective = PopulationObjective(walk, pool)
+                run_trial_batches(study, settings.trials, objective, size=options.population, **loop)
+            else:
+                run_trials(study, settings.trials, walk, **loop)
         except BaseException:
             _save_on_the_way_out(run, save)
             raise
         finally:
             run.summary.graph_captures = pool.graph_captures
             run.progress(
-                f"trainers built: {pool.builds} (one per shape), graph captures {pool.graph_captures}"
+                f"{'populations' if options.population > 1 else 'trainers'} built: {pool.builds} "
+                f"(one per shape), graph captures {pool.graph_captures}"
             )
         metrics.update_study(study)
         summary = save()

@@ -22,6 +22,8 @@ OBJECTIVES: dict[str, str] = {
 }
 DEFAULT_OBJECTIVE = "stitched_sharpe"
 WORKER_ENV = "FOXHUNT_TRIAL_WORKER"
+# Trials side by side: past 16 the members' collection activations (16 × 1M rows × hidden) crowd a GPU.
+MAX_POPULATION = 16
 # Optuna study names are free text; keep derived ones to what a label or a file name can hold.
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
 
@@ -35,10 +37,17 @@ class SearchOptions:
     study_name: str | None = None  # None: derived from the run (see `study_name`)
     objective: str = DEFAULT_OBJECTIVE
     worker: int = 0  # this process's index among the workers of one study ($FOXHUNT_TRIAL_WORKER)
+    population: int = 1  # trials trained side by side as one batched model; 1: one at a time
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise UsageError(f"--objective {self.objective!r}: expected one of {', '.join(OBJECTIVES)}")
+        if isinstance(self.population, bool) or not isinstance(self.population, int):
+            raise UsageError(f"--population {self.population!r}: expected a whole number of trials")
+        if not 1 <= self.population <= MAX_POPULATION:
+            raise UsageError(
+                f"--population {self.population}: expected 1 to {MAX_POPULATION} trials side by side"
+            )
 
     @property
     def embedded(self) -> bool:
@@ -63,6 +72,7 @@ def search_options(
     study_storage: str | None,
     study_name: str | None,
     objective: str,
+    population: int = 1,
     environ: Mapping[str, str] = os.environ,
 ) -> SearchOptions | None:
     """The search of a run from its flags: None with `--trials 0`, where the search flags are refused."""
@@ -73,6 +83,7 @@ def search_options(
                 ("--search-space", search_space),
                 ("--study-storage", study_storage),
                 ("--study-name", study_name),
+                ("--population", population != 1),
             )
             if value
         ]
@@ -85,6 +96,7 @@ def search_options(
         study_name=study_name or None,
         objective=objective,
         worker=trial_worker(environ),
+        population=population,
     )
 
 

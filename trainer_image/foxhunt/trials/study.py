@@ -286,15 +286,7 @@ class _TrialRun:
         return report_fold
 
     def _record(self, trial: optuna.Trial, result: float | TrialOutcome) -> float:
-        outcome = result if isinstance(result, TrialOutcome) else TrialOutcome(objective=float(result))
-        if not math.isfinite(outcome.objective):
-            trial.set_user_attr(ERROR_ATTR, f"objective is {outcome.objective}")
-            raise ObjectiveNotFinite(f"trial {trial.number}: objective is {outcome.objective}")
-        for name in SHARPE_ATTRS:
-            value = getattr(outcome, name)
-            if value is not None:
-                trial.set_user_attr(name, value)
-        return float(outcome.objective)
+        return record_outcome(trial, result)
 
     def _requeue(self) -> None:
         retry = _retry_callback(self.study)
@@ -310,6 +302,28 @@ class _TrialRun:
         """
         if self.number is None or self.surplus:
             return
-        if trial_by_number(self.study, self.number).state == TrialState.RUNNING:
-            self._requeue()
-            self.study.tell(self.number, state=TrialState.FAIL)
+        requeue_if_running(self.study, self.number, retry=not self.requeued)
+
+
+def record_outcome(trial: optuna.Trial, result: float | TrialOutcome) -> float:
+    """The objective of a finished walk-forward, its Sharpe figures kept on the trial; ObjectiveNotFinite
+    (with the reason kept on the trial) when it is NaN or infinite."""
+    outcome = result if isinstance(result, TrialOutcome) else TrialOutcome(objective=float(result))
+    if not math.isfinite(outcome.objective):
+        trial.set_user_attr(ERROR_ATTR, f"objective is {outcome.objective}")
+        raise ObjectiveNotFinite(f"trial {trial.number}: objective is {outcome.objective}")
+    for name in SHARPE_ATTRS:
+        value = getattr(outcome, name)
+        if value is not None:
+            trial.set_user_attr(name, value)
+    return float(outcome.objective)
+
+
+def requeue_if_running(study: optuna.Study, number: int, *, retry: bool = True) -> None:
+    """A trial that an interruption left running: queue its retry (same settings, unless `retry` is
+    False because that was done already) and fail it."""
+    if trial_by_number(study, number).state == TrialState.RUNNING:
+        callback = _retry_callback(study) if retry else None
+        if callback is not None:
+            callback(study, trial_by_number(study, number))
+        study.tell(number, state=TrialState.FAIL)
