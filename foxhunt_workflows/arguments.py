@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from foxhunt.trials.search import MAX_POPULATION
 from foxhunt_workflows.params import KINDS_ANNOTATION
 
 SUBMITTED_BY = ("foxhunt.io/submitted-by", "foxhunt-cli")
@@ -131,6 +132,11 @@ def _check_trials(effective: Mapping[str, str], spec: TemplateParameters) -> Non
         )
     if int(effective.get("trial-workers", "1")) < 1:
         raise SubmitUsageError(f"trials={effective['trials']} needs trial-workers of 1 or more")
+    population = int(effective.get("trial-population", "1"))
+    if not 1 <= population <= MAX_POPULATION:
+        raise SubmitUsageError(
+            f"trial-population={population}: expected 1 to {MAX_POPULATION} trials side by side"
+        )
 
 
 def workflow_manifest(

@@ -76,6 +76,8 @@ def pipeline_parameters() -> tuple[WorkflowParameter, ...]:
     return (
         *(settings[f] for f in ("model", "epochs", "trials")),
         p("trial-workers", "4", "GPU pods that work on one study when trials > 0", "int"),
+        p("trial-population", "1", "Trials each worker pod trains side by side as one batched model "
+          "(--population, 1 to 16)", "int"),
         p("study-storage-secret", "", "Secret (key `url`: a PostgreSQL SQLAlchemy URL) holding the study; "
           "required when trials > 0"),
         p("search-space", _default_search_space(), "Search space when trials > 0: JSON {setting: distribution}",

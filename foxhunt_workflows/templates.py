@@ -58,8 +58,8 @@ TRAIN_INPUTS: tuple[str, ...] = (
     *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
 )  # fmt: skip
 TRIAL_WORKER_INPUTS: tuple[str, ...] = (
-    "fxcache-uri", "output-uri", "model", "epochs", "trials", "search-space", "study-storage-secret",
-    "dqn-params", "hyperopt-params-uri", *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
+    "fxcache-uri", "output-uri", "model", "epochs", "trials", "trial-population", "search-space",
+    "study-storage-secret", "dqn-params", "hyperopt-params-uri", *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
 )  # fmt: skip
 # Inputs the pipeline fills for each trial worker; they are not workflow parameters.
 WORKER_INDEX = WorkflowParameter("worker", "0", "Index of this trial worker, 0 to trial-workers - 1", "int")
@@ -190,6 +190,7 @@ def trial_worker_step(options: RenderOptions) -> Container:
         "train", "--fxcache", ref("fxcache-uri"), "--out", ref("output-uri"), "--model", ref("model"),
         "--epochs", ref("epochs"), "--trials", ref("trials"), "--search-space", SEARCH_SPACE_FILE,
         "--study-storage", "$(FOXHUNT_STUDY_STORAGE)", "--study-name", ref("study-name"),
+        "--population", ref("trial-population"),
         "--hyperopt-params", ref("hyperopt-params-uri"), "--device", "cuda", *_settings_flags(ref),
     ]  # fmt: skip
     step.env += [

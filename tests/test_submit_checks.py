@@ -52,6 +52,8 @@ def sent_parameters(argo: FakeArgo) -> list[str]:
         (("--trials", "20"), "trials=20 needs a study storage"),
         (("-p", "trials=5", "-p", "study-storage-secret= "), "trials=5 needs a study storage"),
         (("--trials", "2", *STUDY, "-p", "trial-workers=0"), "needs trial-workers of 1 or more"),
+        (("--trials", "2", *STUDY, "-p", "trial-population=0"), "trial-population=0: expected 1 to 16"),
+        (("--trials", "2", *STUDY, "-p", "trial-population=17"), "trial-population=17: expected 1 to 16"),
     ],
 )
 def test_bad_parameters_are_refused_before_any_request(argo, capsys, argv, message):

@@ -159,6 +159,14 @@ def test_trial_workers_read_the_study_url_from_the_named_secret(documents):
     assert env["FOXHUNT_TRIAL_WORKER"]["value"] == "{{inputs.parameters.worker}}"
 
 
+def test_each_trial_worker_trains_trial_population_trials_side_by_side(documents):
+    steps = tasks(documents)
+    worker = pod(documents, "train-pipeline", TRIAL_WORKER)["container"]
+
+    assert flags(worker["args"])["--population"] == "{{inputs.parameters.trial-population}}"
+    assert passed(steps["trials"])["trial-population"] == "{{workflow.parameters.trial-population}}"
+
+
 def test_each_trial_worker_has_its_own_run_id(documents):
     worker = pod(documents, "train-pipeline", TRIAL_WORKER)["container"]
     run_id = next(e["value"] for e in worker["env"] if e["name"] == "FOXHUNT_RUN_ID")
