@@ -174,12 +174,11 @@ def test_a_population_of_one_trains_as_the_lone_trainer(device):
     lone = DQNTrainer(data, config, max_train_rows=8000, seed=5)
     ours, theirs = train(population, FOLDS[0], epochs=1), train(lone, FOLDS[0], epochs=1)
     # The same draws on either device; on CUDA the products round differently (bmm against mm, TF32).
-    tolerance = 1e-4 if device == "cpu" else 5e-2
-    assert ours[0][0]["loss"] == pytest.approx(theirs[0]["loss"], rel=tolerance)
+    # (TF32 products may flip the sign of a near-zero gradient, which Adam turns into a ±lr move.)
+    rel, atol = (1e-4, 1e-5) if device == "cpu" else (5e-2, 1e-2)
+    assert ours[0][0]["loss"] == pytest.approx(theirs[0]["loss"], rel=rel)
     for name, value in lone.state_dict_cpu().items():
-        torch.testing.assert_close(
-            population.members[0].state_dict_cpu()[name], value, rtol=tolerance, atol=1e-3
-        )
+        torch.testing.assert_close(population.members[0].state_dict_cpu()[name], value, rtol=rel, atol=atol)
 
 
 @pytest.mark.parametrize("device", DEVICES)

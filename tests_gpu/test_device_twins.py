@@ -6,6 +6,7 @@ from run_cases import tiny_fxcache, tiny_params  # noqa: F401
 from test_dqn_core import *  # noqa: F403
 from test_greedy_policy import *  # noqa: F403
 from test_networks import *  # noqa: F403
+from test_population import *  # noqa: F403
 from test_trainer import *  # noqa: F403
 from test_trainer_warmup import *  # noqa: F403
 from test_trials_run import *  # noqa: F403
