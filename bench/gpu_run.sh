@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# One GPU session: the CUDA tests, issue 15's targets, the trials benchmark; results land in $OUT.
+# One GPU session: the CUDA tests, issue 15's targets, the trials and populations benchmarks; results land in $OUT.
 # Run from the repo root on the GPU machine (default OUT: /tmp/foxhunt-gpu):
-#   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD) bash bench/gpu_run.sh [tests] [perf] [trials] [walk] [sb3]
-# Default: tests perf trials. Each log starts with the device, torch and the commit measured.
+#   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD) bash bench/gpu_run.sh [tests] [perf] [trials] [population] [walk] [sb3]
+# Default: tests perf trials population. Each log starts with the device, torch and the commit measured.
 # At most eight files come back from a device session, so each step writes one log (and one JSON):
 #   tests  → gpu_tests.log
 #   perf   → perf_targets.json, perf_targets.log      (PERF_ARGS, e.g. "--variants --adopt-best" or "--quick")
 #   trials → trials_gpu.json, trials_gpu.log          (only when bench/trials_gpu.py exists; TRIALS_ARGS)
+#   population → population_gpu.json, population_gpu.log  (POPULATION_ARGS, e.g. "--sizes 1,4 --repeats 3")
 #   walk   → walk_forward.json, walk_forward.log      (the older walk-forward benchmark)
 #   sb3    → peer_sb3.json, peer_sb3.log
-# Time on an H200: tests ≈ 3–5 min, perf ≈ 4 min (≈ 6–7 with --variants); run them as separate
-# commands when one command may last 10 minutes at most.
+# Time on an H200: tests ≈ 3–5 min, perf ≈ 4 min (≈ 6–7 with --variants), population ≈ 3–4 min
+# (estimated); run them as separate commands when one command may last 10 minutes at most.
 set -uo pipefail
 OUT=${OUT:-/tmp/foxhunt-gpu}
 mkdir -p "$OUT"
@@ -24,7 +25,7 @@ if [[ -z "${FOXHUNT_GIT_COMMIT:-}" ]]; then
   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 fi
 export FOXHUNT_GIT_COMMIT
-steps=${*:-tests perf trials}
+steps=${*:-tests perf trials population}
 
 header() {  # device, driver, torch, python and the commit, at the top of every log
   echo "# commit: $FOXHUNT_GIT_COMMIT"
@@ -48,6 +49,11 @@ if [[ " $steps " == *" trials "* && -f bench/trials_gpu.py ]]; then
   { header trials_gpu.py ${TRIALS_ARGS:-}
     python3 bench/trials_gpu.py --out "$OUT/trials_gpu.json" ${TRIALS_ARGS:-} 2>&1; } \
     | tee "$OUT/trials_gpu.log" || status=1
+fi
+if [[ " $steps " == *" population "* ]]; then
+  { header population_gpu.py ${POPULATION_ARGS:-}
+    python3 bench/population_gpu.py --out "$OUT/population_gpu.json" ${POPULATION_ARGS:-} 2>&1; } \
+    | tee "$OUT/population_gpu.log" || status=1
 fi
 if [[ " $steps " == *" walk "* ]]; then
   { header walk_forward_gpu.py ${WALK_ARGS:-}
