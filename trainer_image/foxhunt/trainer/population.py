@@ -45,7 +45,7 @@ from foxhunt.trainer.dqn import (
     transition_reward,
 )
 from foxhunt.trainer.fold_window import FoldWindow
-from foxhunt.trainer.networks import build_qnet, linears
+from foxhunt.trainer.networks import build_qnet, inference_q, linears
 from foxhunt.trainer.policy import FLAT, N_ACTIONS, GreedyEvaluation, policy_state
 from foxhunt.trainer.settings import SHAPE_FIELDS, StepSettings
 from foxhunt.trainer.step import StepParts, TrainStep
@@ -184,6 +184,7 @@ class PopulationTrainer(FoldWindow):
         if self.cuda:
             torch.set_float32_matmul_precision("high")
         self.n_features = data.features.shape[1]
+        self.fused_activation = self.cuda and self.config.fused_activation
         self._build_networks(configs)
         self._build_buffers(int(max_train_rows))
         self.members = [Member(self, i, c) for i, c in enumerate(configs)]
@@ -329,10 +330,8 @@ class PopulationTrainer(FoldWindow):
             rows = slice(fr.train_start + lo, fr.train_start + hi)
             incoming, explore_u, random_action = self._draws(hi - lo)
             position = (incoming - 1).to(torch.float32)
-            features = self.data.features[rows].expand(size, -1, -1)
-            greedy = population_q(self.params, policy_state(features, position, self.mean, self.std)).argmax(
-                -1
-            )
+            features = self.data.features[rows]
+            greedy = torch.stack([self._greedy(m, features, position[i]) for i, m in enumerate(self.members)])
             action = torch.where(explore_u < self.epsilon_now.unsqueeze(1), random_action, greedy)
             self.replay_position[:, lo:hi] = position
             self.replay_action[:, lo:hi] = action
@@ -344,6 +343,13 @@ class PopulationTrainer(FoldWindow):
                 self.settings.reward_scale.unsqueeze(1),
             )
         return n
+
+    def _greedy(self, member: Member, features: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        # Member by member, as a lone trainer collects: over a million rows the pass is bound by
+        # memory, and the fused bias-and-ReLU products (CUDA) write each activation once; a batched
+        # product would write it twice (product, then ReLU) for no fewer bytes.
+        state = policy_state(features, position, self.mean, self.std)
+        return inference_q(member.online, state, self.fused_activation).argmax(dim=1)
 
     # ---- the learning step (plain: step.py compiles and captures it) ----------------------------------
     def draw_batch(self) -> torch.Tensor:
