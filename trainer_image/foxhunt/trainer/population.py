@@ -320,7 +320,7 @@ class PopulationTrainer(FoldWindow):
         """Fill every member's replay with one epsilon-greedy transition per training bar of the fold."""
         eps = epsilon if isinstance(epsilon, list) else [epsilon] * self.size
         self.epsilon_now.copy_(torch.tensor(eps, dtype=torch.float32))
-        fr, size = self.fold_range, self.size
+        fr = self.fold_range
         n = fr.train_rows - 1
         # A lone trainer's chunk, so a CPU member draws exactly its numbers (P × its activations: on a
         # GPU, 8 members at hidden 256 hold about 18 GB per chunk).
