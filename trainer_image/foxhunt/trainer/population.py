@@ -65,9 +65,12 @@ def per_member(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 def population_q(params: list[torch.Tensor], states: torch.Tensor) -> torch.Tensor:
     """Q-values of every member on its own states: (P, rows, in) → (P, rows, actions)."""
     w1, b1, w2, b2, w3, b3 = params
-    h = torch.baddbmm(b1.unsqueeze(1), states, w1.transpose(1, 2)).relu()
-    h = torch.baddbmm(b2.unsqueeze(1), h, w2.transpose(1, 2)).relu()
-    return torch.baddbmm(b3.unsqueeze(1), h, w3.transpose(1, 2))
+    # Product, then bias: compiled, the bias joins the ReLU's kernel. baddbmm would first copy the
+    # bias over the whole (P, rows, out) output, 12 copies a step (bench/population_variants.py:
+    # 1.19 ms against 1.58 ms a step for 8 members on an H200).
+    h = (torch.bmm(states, w1.transpose(1, 2)) + b1.unsqueeze(1)).relu()
+    h = (torch.bmm(h, w2.transpose(1, 2)) + b2.unsqueeze(1)).relu()
+    return torch.bmm(h, w3.transpose(1, 2)) + b3.unsqueeze(1)
 
 
 @torch.no_grad()
@@ -322,8 +325,7 @@ class PopulationTrainer(FoldWindow):
         self.epsilon_now.copy_(torch.tensor(eps, dtype=torch.float32))
         fr = self.fold_range
         n = fr.train_rows - 1
-        # A lone trainer's chunk, so a CPU member draws exactly its numbers (P × its activations: on a
-        # GPU, 8 members at hidden 256 hold about 18 GB per chunk).
+        # A lone trainer's chunk, so a CPU member draws exactly its numbers.
         chunk = chunk_rows(self.device)
         for lo in range(0, n, chunk):
             hi = min(lo + chunk, n)
