@@ -148,6 +148,14 @@ class Prometheus:
         """Result of a range query: a list of {"metric": labels, "values": [[ts, "v"], ...]}."""
         return self._api("/api/v1/query_range", {"query": promql, "start": start, "end": end, "step": step})
 
+    def query_since(self, promql: str, start: float, step: float = 1.0) -> list:
+        """Range query from `start` to one step past now.
+
+        The range's points are start + k·step, so a range ending at now can stop up to a step before
+        the latest scrape, which an instant query already sees; one step more always covers it.
+        """
+        return self.query_range(promql, start, time.time() + step, step)
+
     def wait_for(self, promql: str, count: int, timeout: float = 15.0) -> list:
         """Poll an instant query until it returns at least `count` series (push → scrape takes a second)."""
         deadline = time.monotonic() + timeout
