@@ -15,11 +15,14 @@ import torch
 from foxhunt import baselines as base
 from foxhunt import sharpe as sr
 from foxhunt.evaluation import (
+    BUY_AND_HOLD,
     MODEL,
     Record,
+    ScoreMemo,
     Scoring,
     compare,
     evaluate_run,
+    evaluate_window,
     fold_record,
     score,
     stitch,
@@ -97,6 +100,17 @@ def test_the_spread_costs_half_of_itself_per_unit_of_position_change():
     as_cost = score(record, Scoring(cost=3e-4, resamples=0)).net
     assert with_spread.log_return == pytest.approx(as_cost.log_return, rel=1e-12)
     assert with_spread.log_return == pytest.approx(0.01 + 0.02 - 0.03 - 3e-4 * 4, rel=1e-12)
+
+
+def test_skewness_and_kurtosis_are_the_population_standardised_third_and_fourth_moments():
+    x = FIXED_RETURNS
+    z = (x - x.mean()) / x.std(ddof=0)
+    assert sr.skewness(x) == pytest.approx(sum(v**3 for v in z) / 12, rel=1e-12)
+    assert sr.kurtosis(x) == pytest.approx(sum(v**4 for v in z) / 12, rel=1e-12)  # not excess: no − 3
+    # ddof = 1 in the standardisation moves both by more than 10 %.
+    z1 = (x - x.mean()) / x.std(ddof=1)
+    assert abs(np.mean(z1**4) / sr.kurtosis(x) - 1) > 0.1
+    assert sr.skewness(np.full(5, 0.01)) == 0.0 and sr.kurtosis(np.full(5, 0.01)) == 3.0
 
 
 def test_hac_standard_error_equals_the_gmm_formula_with_bartlett_weights():
@@ -362,3 +376,51 @@ def test_evaluate_run_scores_every_fold_and_the_stitched_record_beside_the_basel
         stitched_pnl.mean() / stitched_pnl.std() * math.sqrt(periods_per_year(timestamp[1000:2500])), rel=1e-6
     )
     json.dumps(dataclasses.asdict(run.stitched))  # reports serialise it as it is
+
+
+# ---- the score memo ------------------------------------------------------------------------------
+MEMO_SCORING = Scoring(cost=1e-4, resamples=40)  # a bootstrap, so no figure is NaN and equality is exact
+
+
+def memo_window(seed: int = 3, n: int = 400) -> dict[str, Record]:
+    rng = np.random.default_rng(seed)
+    returns = rng.normal(0, 1e-3, n)
+    names = (MODEL, BUY_AND_HOLD, "flat", "ridge")
+    positions = {MODEL: rng.integers(-1, 2, n), BUY_AND_HOLD: np.ones(n), "flat": np.zeros(n),
+                 "ridge": rng.integers(-1, 2, n)}  # fmt: skip
+    return {name: one_window(positions[name].astype(np.float64), returns) for name in names}
+
+
+def test_a_memo_gives_what_scoring_gives_and_scores_each_record_once():
+    window, memo = memo_window(), ScoreMemo()
+    plain = evaluate_window(window, MEMO_SCORING, 0)
+    assert evaluate_window(window, MEMO_SCORING, 0, memo) == plain
+    assert (memo.misses, memo.hits) == (4, 0)
+    assert evaluate_window(window, MEMO_SCORING, 0, memo) == plain
+    assert (memo.misses, memo.hits) == (4, 4)
+
+
+def test_a_memo_scores_again_a_record_whose_positions_changed():
+    window, memo = memo_window(), ScoreMemo()
+    evaluate_window(window, MEMO_SCORING, 0, memo)
+    positions = window[MODEL].positions.copy()
+    positions[7] = -positions[7] if positions[7] else 1.0  # one bar traded differently
+    window[MODEL] = dataclasses.replace(window[MODEL], positions=positions)
+    again = evaluate_window(window, MEMO_SCORING, 0, memo)
+    assert (memo.misses, memo.hits) == (5, 3)  # the new model only; the baselines are looked up
+    assert again == evaluate_window(window, MEMO_SCORING, 0)
+
+
+def test_a_memo_keys_on_the_scoring_the_benchmark_and_the_folds():
+    window, memo = memo_window(), ScoreMemo()
+    model, bench = window[MODEL], score(window[BUY_AND_HOLD], MEMO_SCORING)
+    memo.score(model, MEMO_SCORING, bench)
+    other_cost = Scoring(cost=3e-4, resamples=40)
+    assert memo.score(model, other_cost, bench) == score(model, other_cost, bench)
+    other_bench = score(window["ridge"], MEMO_SCORING)
+    assert memo.score(model, MEMO_SCORING, other_bench) == score(model, MEMO_SCORING, other_bench)
+    # The same rows and positions cut into two folds' segments pay a second entry from flat.
+    fold = np.where(np.arange(len(model)) < 200, 0, 1)
+    two_segments = dataclasses.replace(model, fold=fold)
+    assert memo.score(two_segments, MEMO_SCORING, bench) == score(two_segments, MEMO_SCORING, bench)
+    assert (memo.misses, memo.hits) == (4, 0)

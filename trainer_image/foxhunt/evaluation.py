@@ -24,6 +24,7 @@ Conventions (one place, every number in the reports follows them):
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -283,11 +284,59 @@ class WindowEvaluation:
     best_baseline: str
 
 
-def evaluate_window(records: Mapping[str, Record], scoring: Scoring, fold: int = -1) -> WindowEvaluation:
-    """Score the model's and the baselines' records of one window; PSR against buy-and-hold."""
-    benchmark = score(records[BUY_AND_HOLD], scoring)
+class ScoreMemo:
+    """Evaluations already computed, by the record's content, for one loaded dataset.
+
+    A search scores the same baselines over the same windows in every trial, and a run's stitched
+    evaluation scores again the fold windows its folds scored as they ended: both are looked up
+    here. The key is the record's rows, positions and folds (its returns and timestamps follow from
+    its rows within one dataset), the scoring, and the benchmark's Sharpe; `score` is a pure
+    function of those, so a hit equals what scoring again would give, bit for bit.
+    """
+
+    def __init__(self) -> None:
+        self._evaluations: dict[tuple, Evaluation] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def score(self, record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Evaluation:
+        """`score(record, scoring, benchmark)`, computed once per distinct key."""
+        bench = (
+            None
+            if benchmark is None
+            else (benchmark.gross.sharpe_per_period, benchmark.net.sharpe_per_period)
+        )
+        key = (record_key(record), scoring, bench)
+        found = self._evaluations.get(key)
+        if found is not None:
+            self.hits += 1
+            return found
+        self.misses += 1
+        self._evaluations[key] = evaluation = score(record, scoring, benchmark)
+        return evaluation
+
+
+def record_key(record: Record) -> tuple:
+    """What identifies a record within one dataset: its length, a digest of its rows and positions,
+    and its segments (where each fold's share starts, and the fold)."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(np.ascontiguousarray(record.index).data)
+    digest.update(record.positions.astype(np.int8).data)  # positions are −1, 0 or 1
+    starts = np.flatnonzero(record.segment_starts)
+    return len(record), digest.digest(), tuple(starts.tolist()), tuple(record.fold[starts].tolist())
+
+
+def evaluate_window(
+    records: Mapping[str, Record], scoring: Scoring, fold: int = -1, memo: ScoreMemo | None = None
+) -> WindowEvaluation:
+    """Score the model's and the baselines' records of one window; PSR against buy-and-hold.
+
+    With `memo`, records it has scored before (the same baselines in every trial) are looked up.
+    """
+    scored = memo.score if memo is not None else score
+    benchmark = scored(records[BUY_AND_HOLD], scoring)
     policies = {
-        name: benchmark if name == BUY_AND_HOLD else score(rec, scoring, benchmark)
+        name: benchmark if name == BUY_AND_HOLD else scored(rec, scoring, benchmark)
         for name, rec in records.items()
     }
     baselines = {name: ev for name, ev in policies.items() if name != MODEL}
@@ -323,13 +372,15 @@ def evaluate_run(
     *,
     baselines: Mapping[int, Mapping[str, object]] | None = None,
     ridge_lambda: float | None = None,
+    memo: ScoreMemo | None = None,
 ) -> RunEvaluation:
     """Evaluate the model's validation positions per fold and stitched, beside the baselines.
 
     `features`/`targets` are the loaded arrays (torch tensors on the run's device, or numpy),
     `folds` the run's `FoldRange`s, `model_positions[fold]` the positions over that fold's
     validation window. `baselines[fold]` may carry precomputed baseline positions (trials reuse
-    them); otherwise `baselines.fold_baselines` computes them on the device.
+    them); otherwise `baselines.fold_baselines` computes them on the device. `memo` looks up the
+    windows already scored (each fold's, as it ended).
     """
     from foxhunt import baselines as base  # torch: only where baselines are computed
 
@@ -351,7 +402,7 @@ def evaluate_run(
             name: fold_record(fold_range.fold, fold_range.val_start, pos, timestamp, returns)
             for name, pos in positions.items()
         }
-        windows.append(evaluate_window(records, scoring, fold_range.fold))
+        windows.append(evaluate_window(records, scoring, fold_range.fold, memo))
         for name, record in records.items():
             by_policy.setdefault(name, []).append(record)
     if not windows:
@@ -359,7 +410,7 @@ def evaluate_run(
     stitched = {name: stitch(recs) for name, recs in by_policy.items()}
     return RunEvaluation(
         folds=windows,
-        stitched=evaluate_window(stitched, scoring),
+        stitched=evaluate_window(stitched, scoring, memo=memo),
         records=stitched,
         cost_per_unit=scoring.cost_per_unit,
     )

@@ -21,7 +21,7 @@ import torch
 from foxhunt import storage
 from foxhunt.bars import iso_utc
 from foxhunt.config import PHASES
-from foxhunt.evaluation import Scoring
+from foxhunt.evaluation import ScoreMemo, Scoring
 from foxhunt.features import FEATURE_NAMES
 from foxhunt.manifest import sha256
 from foxhunt.reports import EpochStats, FoldDates, FoldReport, Validation
@@ -118,19 +118,20 @@ def train_fold(
     check: Callable[[], None] = lambda: None,
     *,
     scoring: Scoring | None = None,
+    memo: ScoreMemo | None = None,
 ) -> FoldOutcome:
     """One fold on the persistent trainer: reset, normalize, train, validate, checkpoint.
 
     `check` runs at every epoch boundary (a stop signal raises there). Validation scores the greedy
     positions beside the baselines with `scoring` (default: the trainer's evaluation costs, the
-    bootstrap seeded with its seed).
+    bootstrap seeded with its seed), looking up in `memo` the records it has scored before.
     """
     fold_start = time.perf_counter()
     phases = start_fold(trainer, fold_range)
     epoch_stats = _train_epochs(trainer, epochs, progress, check)
     check()
     scoring = scoring or trainer_scoring(trainer)
-    return finish_fold(trainer, epoch_stats, phases, fold_start, out_uri, progress, scoring)
+    return finish_fold(trainer, epoch_stats, phases, fold_start, out_uri, progress, scoring, memo)
 
 
 def start_fold(trainer: DQNTrainer | PopulationTrainer, fold_range: FoldRange) -> dict[str, float]:
@@ -156,6 +157,7 @@ def finish_fold(
     out_uri: str,
     progress: Progress,
     scoring: Scoring,
+    memo: ScoreMemo | None = None,
 ) -> FoldOutcome:
     """After a trained fold: validate beside the baselines, checkpoint, write `report.json`."""
     device, fold_range = trainer.device, trainer.fold_range
@@ -167,7 +169,7 @@ def finish_fold(
     positions = trainer.greedy_positions()  # one rollout serves the evaluation and the saved record
     data = trainer.data
     window, baselines = evaluate_fold(
-        data.features, data.targets, data.timestamp, fold_range, positions, scoring
+        data.features, data.targets, data.timestamp, fold_range, positions, scoring, memo
     )
     synchronize(device)
     phases["validate"] = time.perf_counter() - t0
@@ -205,6 +207,7 @@ def train_population_fold(
     check: Callable[[], None] = lambda: None,
     *,
     scoring: Scoring,
+    memo: ScoreMemo | None = None,
 ) -> dict[int, FoldOutcome | TrainingDiverged]:
     """One fold for every active member of a population at once; per member (keyed as `out_uris`, which
     names the active members' output folders) its outcome, or the divergence that stopped it."""
@@ -226,7 +229,9 @@ def train_population_fold(
         if member.failure is not None:
             outcomes[i] = member.failure
             continue
-        outcomes[i] = finish_fold(member, member_stats[i], phases, fold_start, out_uri, progress, scoring)
+        outcomes[i] = finish_fold(
+            member, member_stats[i], phases, fold_start, out_uri, progress, scoring, memo
+        )
     return outcomes
 
 

@@ -17,7 +17,7 @@ from foxhunt.argo_outputs import write_argo_outputs
 from foxhunt.bars import check_reading_options, generate_sample_bars, iso_utc, read_bars
 from foxhunt.config import SAMPLE_BARS, RunConfig
 from foxhunt.errors import UsageError
-from foxhunt.evaluation import MODEL, Scoring
+from foxhunt.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.features import compute_features
 from foxhunt.fold_training import FoldOutcome, load_fold, train_fold
 from foxhunt.fxcache import fxcache_matches, read_fxcache, write_fxcache
@@ -264,6 +264,7 @@ def _run_folds(
     )
     progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
     scoring = run_scoring(settings.eval, settings.seed)
+    memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     outcomes: dict[int, FoldOutcome] = {}
     for fold_range in folds:
         run.check()
@@ -274,7 +275,7 @@ def _run_folds(
             progress(f"fold {fold} skipped: completed by an earlier attempt, outputs verified")
             continue
         outcomes[fold] = outcome = train_fold(
-            trainer, fold_range, settings.epochs, out_uri, progress, run.check, scoring=scoring
+            trainer, fold_range, settings.epochs, out_uri, progress, run.check, scoring=scoring, memo=memo
         )
         run.fold_finished(outcome.report, outcome.outputs)
         if step_cache is not None:
@@ -288,10 +289,12 @@ def _run_folds(
         )
     summary.graph_captures = trainer.graph_captures
     run.current_fold = None
-    _evaluate_run(run, data, folds, outcomes, scoring)
+    _evaluate_run(run, data, folds, outcomes, scoring, memo)
 
 
-def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring) -> None:
+def _evaluate_run(
+    run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring, memo: ScoreMemo | None = None
+) -> None:
     """The stitched record into the summary, the metrics and the console; run.png and timings.png."""
     summary, progress = run.summary, run.progress
     evaluation = stitched_evaluation(
@@ -302,6 +305,7 @@ def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scorin
         {fold: o.positions for fold, o in outcomes.items()},
         scoring,
         {fold: o.baselines for fold, o in outcomes.items() if o.baselines is not None},
+        memo,
     )
     summary.stitched = evaluation.stitched
     run.metrics.run_evaluated(evaluation.stitched)

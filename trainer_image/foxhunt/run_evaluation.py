@@ -22,6 +22,7 @@ from foxhunt.config import EvalConfig
 from foxhunt.evaluation import (
     MODEL,
     RunEvaluation,
+    ScoreMemo,
     Scoring,
     WindowEvaluation,
     evaluate_run,
@@ -50,17 +51,23 @@ def fold_baselines(features, targets, fold_range, scoring: Scoring) -> dict[str,
 
 
 def evaluate_fold(
-    features, targets, timestamp: np.ndarray, fold_range, positions, scoring: Scoring
+    features,
+    targets,
+    timestamp: np.ndarray,
+    fold_range,
+    positions,
+    scoring: Scoring,
+    memo: ScoreMemo | None = None,
 ) -> tuple[WindowEvaluation, dict[str, object]]:
-    """The model's validation positions and the baselines' over one fold's window, scored; and the
-    baselines' positions (the stitched record reuses them)."""
+    """The model's validation positions and the baselines' over one fold's window, scored (records
+    `memo` holds are looked up); and the baselines' positions (the stitched record reuses them)."""
     others = fold_baselines(features, targets, fold_range, scoring)
     returns = targets[:, 0]
     records = {
         name: fold_record(fold_range.fold, fold_range.val_start, pos, timestamp, returns)
         for name, pos in {MODEL: positions, **others}.items()
     }
-    return evaluate_window(records, scoring, fold_range.fold), others
+    return evaluate_window(records, scoring, fold_range.fold, memo), others
 
 
 def stitched_evaluation(
@@ -71,13 +78,15 @@ def stitched_evaluation(
     positions: Mapping[int, object],
     scoring: Scoring,
     baselines: Mapping[int, BaselinePositions] | None = None,
+    memo: ScoreMemo | None = None,
 ) -> RunEvaluation:
-    """Every fold with positions, and the stitched record; baselines not given are computed here."""
+    """Every fold with positions, and the stitched record; baselines not given are computed here, and
+    records `memo` holds are looked up."""
     known = dict(baselines or {})
     for fold_range in folds:
         if fold_range.fold in positions and fold_range.fold not in known:
             known[fold_range.fold] = fold_baselines(features, targets, fold_range, scoring)
-    return evaluate_run(features, targets, timestamp, folds, positions, scoring, baselines=known)
+    return evaluate_run(features, targets, timestamp, folds, positions, scoring, baselines=known, memo=memo)
 
 
 # ---- positions on disk -----------------------------------------------------------------------------

@@ -35,16 +35,28 @@ def sharpe_ratio(returns: np.ndarray) -> float:
 
 def skewness(returns: np.ndarray) -> float:
     """Third standardised moment (population); 0 for a constant series."""
-    x = np.asarray(returns, dtype=np.float64)
-    std = x.std() if x.size else 0.0
-    return float(np.mean(((x - x.mean()) / std) ** 3)) if std > 0 else 0.0
+    z = _standardised(returns)
+    return float(np.mean(z * z * z)) if z is not None else 0.0
 
 
 def kurtosis(returns: np.ndarray) -> float:
     """Fourth standardised moment (population; 3 for a normal distribution); 3 for a constant series."""
+    z = _standardised(returns)
+    if z is None:
+        return 3.0
+    z *= z
+    return float(np.mean(z * z))
+
+
+def _standardised(returns: np.ndarray) -> np.ndarray | None:
+    """(x − mean) / std as a new array; None for an empty or constant series.
+
+    The moments multiply it out rather than call `** 3`, `** 4`: numpy's float power is a libm call
+    per element, ten times slower on the stitched records of a search's every trial.
+    """
     x = np.asarray(returns, dtype=np.float64)
     std = x.std() if x.size else 0.0
-    return float(np.mean(((x - x.mean()) / std) ** 4)) if std > 0 else 3.0
+    return (x - x.mean()) / std if std > 0 else None
 
 
 def lo_standard_error(sharpe: float, n_obs: int) -> float:
@@ -72,11 +84,19 @@ def hac_standard_error(returns: np.ndarray, lags: int | None = None) -> float:
     if std == 0:
         return 0.0  # a constant series (a flat policy): its Sharpe of 0 is known exactly
     mean, var = x.mean(), std * std
-    moments = np.stack([x - mean, (x - mean) ** 2 - var])
+    centred = x - mean
+    moments = (centred, centred * centred - var)
     lags = newey_west_lags(n) if lags is None else min(lags, n - 1)
-    cov = moments @ moments.T / n
+
+    def autocovariance(lag: int) -> np.ndarray:
+        # Dot products of contiguous 1-D slices: a 2 × T @ T × 2 product per lag is several times slower.
+        if lag == 0:
+            return np.array([[np.dot(a, b) for b in moments] for a in moments]) / n
+        return np.array([[np.dot(a[lag:], b[:-lag]) for b in moments] for a in moments]) / n
+
+    cov = autocovariance(0)
     for lag in range(1, lags + 1):
-        gamma = moments[:, lag:] @ moments[:, :-lag].T / n
+        gamma = autocovariance(lag)
         cov += (1.0 - lag / (lags + 1.0)) * (gamma + gamma.T)
     grad = np.array([1.0 / std, -mean / (2.0 * var * std)])
     return math.sqrt(max(float(grad @ cov @ grad), 0.0) / n)

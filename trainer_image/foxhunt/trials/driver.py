@@ -30,7 +30,7 @@ from optuna.trial import FrozenTrial, TrialState
 from foxhunt import storage
 from foxhunt.config import DQNConfig, RunConfig, override
 from foxhunt.errors import RunFailure
-from foxhunt.evaluation import MODEL, RunEvaluation, Scoring
+from foxhunt.evaluation import MODEL, RunEvaluation, ScoreMemo, Scoring
 from foxhunt.fold_training import FoldOutcome, train_fold
 from foxhunt.manifest import FoldRecord, WorkRecord, write_manifest
 from foxhunt.run import Run, now_iso
@@ -151,6 +151,8 @@ class WalkForwardObjective:
         settings = run.config
         # The run's evaluation costs without the bootstrap: its interval is not part of any objective.
         self.scoring = Scoring(cost=settings.eval.cost, spread=settings.eval.spread, resamples=0)
+        # Every trial scores the same baselines over the same windows: each once for the study.
+        self.memo = ScoreMemo()
 
     def __call__(self, number: int, params: dict[str, Any], report_fold) -> TrialOutcome | float:
         run = self.run
@@ -170,6 +172,7 @@ class WalkForwardObjective:
                 lambda message: run.progress(f"trial {number} {message}"),
                 run.check,
                 scoring=self.scoring,
+                memo=self.memo,
             )
             fold_sharpe = self.fold_done(number, fold, outcome)
             run.current_fold = None
@@ -196,6 +199,7 @@ class WalkForwardObjective:
             {fold: o.positions for fold, o in outcomes.items()},
             self.scoring,
             {fold: o.baselines for fold, o in outcomes.items()},
+            self.memo,
         )
         value = objective_value(self.objective, evaluation)
         self.write_report(number, params, dqn, outcomes, evaluation, value)

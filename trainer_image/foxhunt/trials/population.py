@@ -105,6 +105,7 @@ class PopulationObjective:
                 lambda message: run.progress(f"trials {numbers} {message}"),
                 run.check,
                 scoring=walk.scoring,
+                memo=walk.memo,
             )
             run.current_fold = None
             for k, outcome in fold_outcomes.items():
