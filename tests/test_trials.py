@@ -34,6 +34,7 @@ from foxhunt.trials.study import (
     run_trials,
     study_progress,
     trial_by_number,
+    trial_pruner,
     trial_sampler,
     within_budget,
 )
@@ -135,6 +136,39 @@ def test_a_hopeless_trial_is_pruned_after_its_first_fold(tmp_path):
     assert hopeless.state == optuna.trial.TrialState.PRUNED
     assert folds_trained[2] == 1 and hopeless.user_attrs["folds_run"] == 1
     assert [trial_by_number(study, n).state.name for n in (0, 1)] == ["COMPLETE", "COMPLETE"]
+
+
+def _hopeless_last(folds_trained: dict, hopeless: int):
+    """Trial `hopeless` scores far below the others at every fold; the others score steadily."""
+
+    def objective(number, params, report_fold):
+        score = -100.0 if number == hopeless else cheap_score(params)
+        for fold in range(3):
+            folds_trained[number] = fold + 1
+            if report_fold(fold, score):
+                return score
+        return score
+
+    return objective
+
+
+def test_the_median_pruner_waits_for_five_trials_then_stops_a_hopeless_one(tmp_path):
+    study, folds_trained = _study(tmp_path, pruner=trial_pruner("median")), {}
+    run_trials(study, 5, _hopeless_last(folds_trained, hopeless=4), space=TEST_SPACE, seed=5)
+    assert trial_by_number(study, 4).state.name == "COMPLETE"  # four trials before it: no pruning yet
+    run_trials(study, 7, _hopeless_last(folds_trained, hopeless=6), space=TEST_SPACE, seed=5)
+    assert trial_by_number(study, 6).state.name == "PRUNED" and folds_trained[6] == 1
+
+
+def test_with_pruner_none_a_hopeless_trial_runs_every_fold(tmp_path):
+    study, folds_trained = _study(tmp_path, pruner=trial_pruner("none")), {}
+    run_trials(study, 7, _hopeless_last(folds_trained, hopeless=6), space=TEST_SPACE, seed=5)
+    assert trial_by_number(study, 6).state.name == "COMPLETE" and folds_trained[6] == 3
+
+
+def test_an_unknown_pruner_is_refused_by_name():
+    with pytest.raises(ValueError, match="'hyperband'"):
+        trial_pruner("hyperband")
 
 
 def test_a_settings_failure_is_a_finished_trial_and_the_study_goes_on(tmp_path):

@@ -259,6 +259,7 @@ def test_a_bad_search_space_exits_2_naming_the_key_before_any_work(
         (("--search-space", "space.json"), "--search-space: only for a search"),
         (("--study-name", "s"), "--study-name: only for a search"),
         (("--population", "2"), "--population: only for a search"),
+        (("--pruner", "none"), "--pruner: only for a search"),
     ],
 )
 def test_search_flags_without_trials_exit_2(extra, named, tiny_fxcache, tiny_params, tmp_path, capsys):

@@ -74,7 +74,7 @@ def _add_training(p: argparse.ArgumentParser, defaults: RunConfig) -> None:
 
 def _add_search(g: argparse._ArgumentGroup) -> None:
     """The flags of a search; --study-storage is a URL (with a password, from a Secret) and never recorded."""
-    from foxhunt.trials.search import DEFAULT_OBJECTIVE, OBJECTIVES, WORKER_ENV
+    from foxhunt.trials.search import DEFAULT_OBJECTIVE, DEFAULT_PRUNER, OBJECTIVES, PRUNERS, WORKER_ENV
 
     g.add_argument(
         "--search-space",
@@ -111,6 +111,14 @@ def _add_search(g: argparse._ArgumentGroup) -> None:
         metavar="P",
         help="train P trials at a time side by side as one batched model (stacked weights, batched "
         "products): P trials' steps cost about one's kernel launches on a GPU (default: 1, one at a time)",
+    )
+    g.add_argument(
+        "--pruner",
+        default=DEFAULT_PRUNER,
+        choices=tuple(PRUNERS),
+        help="how trials stop early: "
+        + "; ".join(f"{name}: {what}" for name, what in PRUNERS.items())
+        + f" (default: {DEFAULT_PRUNER})",
     )
 
 
@@ -254,6 +262,7 @@ def search_options(args: argparse.Namespace, settings: RunConfig):
         study_name=args.study_name,
         objective=args.objective,
         population=args.population,
+        pruner=args.pruner,
     )
 
 

@@ -41,7 +41,7 @@ from foxhunt.trials.outputs import trial_folder, write_study_outputs
 from foxhunt.trials.population import PopulationObjective, PopulationPool, population_builder
 from foxhunt.trials.search import SearchOptions, study_name
 from foxhunt.trials.space import DEFAULT_SEARCH_SPACE, Distribution, load_search_space
-from foxhunt.trials.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, run_trials
+from foxhunt.trials.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, run_trials, trial_pruner
 from foxhunt.trials.study_batches import run_trial_batches
 from foxhunt.trials.study_storage import (
     STUDY_FILE,
@@ -271,7 +271,12 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         pool = TrainerPool(_trainer_builder(run, data, max_rows))
     with study_workspace(run.out_uri, options) as work_dir:
         study = open_study(
-            options.study_storage, work_dir, plan.study_name, settings.seed, worker=options.worker
+            options.study_storage,
+            work_dir,
+            plan.study_name,
+            settings.seed,
+            worker=options.worker,
+            pruner=trial_pruner(options.pruner),
         )
         where = "embedded" if options.embedded else redacted(options.study_storage)
         run.progress(

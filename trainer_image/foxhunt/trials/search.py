@@ -21,6 +21,13 @@ OBJECTIVES: dict[str, str] = {
     "stitched_return": "net log return of the stitched out-of-sample record",
 }
 DEFAULT_OBJECTIVE = "stitched_sharpe"
+# How a trial is stopped early, by `--pruner` name (the study's pruner; `trials.study.trial_pruner`).
+PRUNERS: dict[str, str] = {
+    "median": "stop a trial after a fold whose net Sharpe is below the median of earlier trials at that "
+    "fold, once five trials have reported",
+    "none": "every trial runs every fold",
+}
+DEFAULT_PRUNER = "median"
 WORKER_ENV = "FOXHUNT_TRIAL_WORKER"
 # Trials side by side: past 16 the members' collection activations (16 × 1M rows × hidden) crowd a GPU.
 MAX_POPULATION = 16
@@ -38,10 +45,13 @@ class SearchOptions:
     objective: str = DEFAULT_OBJECTIVE
     worker: int = 0  # this process's index among the workers of one study ($FOXHUNT_TRIAL_WORKER)
     population: int = 1  # trials trained side by side as one batched model; 1: one at a time
+    pruner: str = DEFAULT_PRUNER  # how trials are stopped early (a name of PRUNERS)
 
     def __post_init__(self) -> None:
         if self.objective not in OBJECTIVES:
             raise UsageError(f"--objective {self.objective!r}: expected one of {', '.join(OBJECTIVES)}")
+        if self.pruner not in PRUNERS:
+            raise UsageError(f"--pruner {self.pruner!r}: expected one of {', '.join(PRUNERS)}")
         if isinstance(self.population, bool) or not isinstance(self.population, int):
             raise UsageError(f"--population {self.population!r}: expected a whole number of trials")
         if not 1 <= self.population <= MAX_POPULATION:
@@ -73,6 +83,7 @@ def search_options(
     study_name: str | None,
     objective: str,
     population: int = 1,
+    pruner: str = DEFAULT_PRUNER,
     environ: Mapping[str, str] = os.environ,
 ) -> SearchOptions | None:
     """The search of a run from its flags: None with `--trials 0`, where the search flags are refused."""
@@ -84,6 +95,7 @@ def search_options(
                 ("--study-storage", study_storage),
                 ("--study-name", study_name),
                 ("--population", population != 1),
+                ("--pruner", pruner != DEFAULT_PRUNER),
             )
             if value
         ]
@@ -97,6 +109,7 @@ def search_options(
         objective=objective,
         worker=trial_worker(environ),
         population=population,
+        pruner=pruner,
     )
 
 

@@ -117,9 +117,18 @@ def open_study(
         study_name=study_name,
         direction=direction,
         sampler=trial_sampler(seed, worker, 0),
-        pruner=pruner or optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0),
+        pruner=pruner or trial_pruner("median"),
         load_if_exists=True,
     )
+
+
+def trial_pruner(name: str) -> optuna.pruners.BasePruner:
+    """The pruner `--pruner name` asks for (`search.PRUNERS`): the median rule, or none."""
+    if name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)
+    if name == "none":
+        return optuna.pruners.NopPruner()
+    raise ValueError(f"pruner {name!r}: expected median or none")
 
 
 def is_finished(trial: FrozenTrial) -> bool:
