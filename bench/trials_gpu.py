@@ -17,7 +17,8 @@ Pruning makes a study cheaper per trial, so folds per hour are reported beside t
 One JSON (commit, device, torch, date, cold, the shape, both sides, the ratio against the issue's
 target of 3×) and a table. With `--populations 1,4` the study runs once per population size (each a
 fresh process on a fresh pod, `foxhunt train --population P`): the same 20 trials, P at a time side by
-side as one batched model, beside one at a time.
+side as one batched model, beside one at a time. `--pruner none` runs every trial's every fold (a
+population's pruned members leave their slots idle until their batch ends).
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--compile-cache", default="off", help="the --compile-cache both sides run with")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per process")
     p.add_argument("--work", default=None, help="scratch folder (default: a new temp folder)")
+    p.add_argument(
+        "--pruner", default="median", help="the studies' --pruner (none: every trial runs every fold)"
+    )
     p.add_argument(
         "--populations",
         default="1",
@@ -192,6 +196,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
             "epochs_per_fold": args.epochs,
             "trials": args.trials,
             "search_space": "default (shape-free settings)",
+            "pruner": args.pruner,
         },
     }
     del cache
@@ -203,7 +208,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
     studies = {}
     for size in [int(p) for p in args.populations.split(",")]:
         out = work / f"out-study-p{size}"
-        flags = ("--trials", str(args.trials), "--population", str(size))
+        flags = ("--trials", str(args.trials), "--population", str(size), "--pruner", args.pruner)
         command = train_command(args, fxcache, out, folds, params, *flags)
         wall = timed(command, work / f"pod-study-p{size}", args.timeout)["wall_seconds"]
         studies[size] = study_figures(out, wall) | {"population": size}
