@@ -119,25 +119,6 @@ def test_a_study_of_few_trials_writes_a_table_and_best_settings_that_round_trip_
     )
 
 
-def test_a_hopeless_trial_is_pruned_after_its_first_fold(tmp_path):
-    study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
-    folds_trained = {}
-
-    def objective(number, params, report_fold):
-        score = -100.0 if number == 2 else cheap_score(params)
-        for fold in range(3):
-            folds_trained[number] = fold + 1
-            if report_fold(fold, score):
-                return score
-        return score
-
-    run_trials(study, 3, objective, space=TEST_SPACE, seed=5)
-    hopeless = trial_by_number(study, 2)
-    assert hopeless.state == optuna.trial.TrialState.PRUNED
-    assert folds_trained[2] == 1 and hopeless.user_attrs["folds_run"] == 1
-    assert [trial_by_number(study, n).state.name for n in (0, 1)] == ["COMPLETE", "COMPLETE"]
-
-
 def _hopeless_last(folds_trained: dict, hopeless: int):
     """Trial `hopeless` scores far below the others at every fold; the others score steadily."""
 
@@ -150,6 +131,16 @@ def _hopeless_last(folds_trained: dict, hopeless: int):
         return score
 
     return objective
+
+
+def test_a_hopeless_trial_is_pruned_after_its_first_fold(tmp_path):
+    study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
+    folds_trained = {}
+    run_trials(study, 3, _hopeless_last(folds_trained, hopeless=2), space=TEST_SPACE, seed=5)
+    hopeless = trial_by_number(study, 2)
+    assert hopeless.state == optuna.trial.TrialState.PRUNED
+    assert folds_trained[2] == 1 and hopeless.user_attrs["folds_run"] == 1
+    assert [trial_by_number(study, n).state.name for n in (0, 1)] == ["COMPLETE", "COMPLETE"]
 
 
 def test_the_median_pruner_waits_for_five_trials_then_stops_a_hopeless_one(tmp_path):

@@ -96,14 +96,7 @@ def _add_search(g: argparse._ArgumentGroup) -> None:
         metavar="NAME",
         help="study to create or continue (default: the --out folder's name; with --study-storage, the run id)",
     )
-    g.add_argument(
-        "--objective",
-        default=DEFAULT_OBJECTIVE,
-        choices=tuple(OBJECTIVES),
-        help="what a trial maximises: "
-        + "; ".join(f"{name}: {what}" for name, what in OBJECTIVES.items())
-        + f" (default: {DEFAULT_OBJECTIVE})",
-    )
+    _add_named_choice(g, "--objective", OBJECTIVES, DEFAULT_OBJECTIVE, "what a trial maximises")
     g.add_argument(
         "--population",
         type=int,
@@ -112,14 +105,15 @@ def _add_search(g: argparse._ArgumentGroup) -> None:
         help="train P trials at a time side by side as one batched model (stacked weights, batched "
         "products): P trials' steps cost about one's kernel launches on a GPU (default: 1, one at a time)",
     )
-    g.add_argument(
-        "--pruner",
-        default=DEFAULT_PRUNER,
-        choices=tuple(PRUNERS),
-        help="how trials stop early: "
-        + "; ".join(f"{name}: {what}" for name, what in PRUNERS.items())
-        + f" (default: {DEFAULT_PRUNER})",
-    )
+    _add_named_choice(g, "--pruner", PRUNERS, DEFAULT_PRUNER, "how trials stop early")
+
+
+def _add_named_choice(
+    g: argparse._ArgumentGroup, flag: str, named: dict[str, str], default: str, what: str
+) -> None:
+    """A flag that takes one of `named`'s names; its help lists each with its description."""
+    listed = "; ".join(f"{name}: {description}" for name, description in named.items())
+    g.add_argument(flag, default=default, choices=tuple(named), help=f"{what}: {listed} (default: {default})")
 
 
 def _add_timestamp_unit(p: argparse.ArgumentParser) -> None:

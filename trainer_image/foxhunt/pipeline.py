@@ -293,7 +293,7 @@ def _run_folds(
 
 
 def _evaluate_run(
-    run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring, memo: ScoreMemo | None = None
+    run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring, memo: ScoreMemo
 ) -> None:
     """The stitched record into the summary, the metrics and the console; run.png and timings.png."""
     summary, progress = run.summary, run.progress

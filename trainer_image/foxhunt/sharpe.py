@@ -90,9 +90,7 @@ def hac_standard_error(returns: np.ndarray, lags: int | None = None) -> float:
 
     def autocovariance(lag: int) -> np.ndarray:
         # Dot products of contiguous 1-D slices: a 2 × T @ T × 2 product per lag is several times slower.
-        if lag == 0:
-            return np.array([[np.dot(a, b) for b in moments] for a in moments]) / n
-        return np.array([[np.dot(a[lag:], b[:-lag]) for b in moments] for a in moments]) / n
+        return np.array([[np.dot(a[lag:], b[: n - lag]) for b in moments] for a in moments]) / n
 
     cov = autocovariance(0)
     for lag in range(1, lags + 1):

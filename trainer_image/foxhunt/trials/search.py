@@ -22,9 +22,10 @@ OBJECTIVES: dict[str, str] = {
 }
 DEFAULT_OBJECTIVE = "stitched_sharpe"
 # How a trial is stopped early, by `--pruner` name (the study's pruner; `trials.study.trial_pruner`).
+MEDIAN_STARTUP_TRIALS = 5  # the median rule prunes nothing before this many trials have completed
 PRUNERS: dict[str, str] = {
     "median": "stop a trial after a fold whose net Sharpe is below the median of earlier trials at that "
-    "fold, once five trials have reported",
+    f"fold, once {MEDIAN_STARTUP_TRIALS} trials have completed",
     "none": "every trial runs every fold",
 }
 DEFAULT_PRUNER = "median"

@@ -30,6 +30,7 @@ import optuna
 from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
 from optuna.trial import FrozenTrial, TrialState
 
+from foxhunt.trials.search import DEFAULT_PRUNER, MEDIAN_STARTUP_TRIALS, PRUNERS
 from foxhunt.trials.space import Distribution, suggest
 from foxhunt.trials.study_storage import rdb_storage, study_storage_url
 
@@ -106,7 +107,7 @@ def open_study(
 
     Heartbeats mark a dead worker's trial stale after `grace_seconds`; it is then retried with the
     same settings (at most `max_retry` times). The default pruner stops a trial after a fold whose
-    value is below the median of earlier trials at that fold, once five trials have reported.
+    value is below the median of earlier trials at that fold, once five trials have completed.
     """
     url = study_storage_url(storage_url, work_dir)
     storage = rdb_storage(
@@ -117,18 +118,18 @@ def open_study(
         study_name=study_name,
         direction=direction,
         sampler=trial_sampler(seed, worker, 0),
-        pruner=pruner or trial_pruner("median"),
+        pruner=pruner or trial_pruner(DEFAULT_PRUNER),
         load_if_exists=True,
     )
 
 
 def trial_pruner(name: str) -> optuna.pruners.BasePruner:
     """The pruner `--pruner name` asks for (`search.PRUNERS`): the median rule, or none."""
-    if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=5, n_warmup_steps=0)
+    if name not in PRUNERS:
+        raise ValueError(f"pruner {name!r}: expected one of {', '.join(PRUNERS)}")
     if name == "none":
         return optuna.pruners.NopPruner()
-    raise ValueError(f"pruner {name!r}: expected median or none")
+    return optuna.pruners.MedianPruner(n_startup_trials=MEDIAN_STARTUP_TRIALS, n_warmup_steps=0)
 
 
 def is_finished(trial: FrozenTrial) -> bool:
