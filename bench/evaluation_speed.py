@@ -49,7 +49,7 @@ def median_seconds(call, repeats: int) -> float:
 
 def trial_scoring(windows: list[dict], scoring, memo) -> None:
     """What a complete trial scores: each fold's window as it ends, then the run's folds and stitched record."""
-    from foxhunt.evaluation import evaluate_window, stitch
+    from foxhunt.evaluate.evaluation import evaluate_window, stitch
 
     for fold, records in enumerate(windows):
         evaluate_window(records, scoring, fold, memo)
@@ -60,7 +60,7 @@ def trial_scoring(windows: list[dict], scoring, memo) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Build the records, time the windows and a trial's scoring, print and write the figures."""
-    from foxhunt.evaluation import ScoreMemo, Scoring, evaluate_window, fold_record, stitch
+    from foxhunt.evaluate.evaluation import ScoreMemo, Scoring, evaluate_window, fold_record, stitch
 
     args = parse_args(argv)
     rng = np.random.default_rng(0)

@@ -44,8 +44,8 @@ import torch
 from provenance import device_name, git_commit
 
 from foxhunt.config import TARGET_HORIZONS, DQNConfig
-from foxhunt.trainer import DQNTrainer, resolve_device, synchronize, to_device
-from foxhunt.walk_forward import FoldRange
+from foxhunt.data.folds import FoldRange
+from foxhunt.train import DQNTrainer, resolve_device, synchronize, to_device
 
 try:
     import gymnasium as gym
@@ -107,12 +107,12 @@ class BarsEnv(gym.Env):
 def load_data(bars: int, fxcache: str | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, str]:
     """Features, targets, timestamps and a description: from an fxcache or from generated bars."""
     if fxcache:
-        from foxhunt.fxcache import read_fxcache
+        from foxhunt.data.fxcache import read_fxcache
 
         cache = read_fxcache(fxcache)
         return cache.features, cache.targets, cache.timestamp, f"fxcache {fxcache}"
-    from foxhunt.bars import generate_sample_bars
-    from foxhunt.features import compute_features
+    from foxhunt.data.bars import generate_sample_bars
+    from foxhunt.data.features import compute_features
 
     table = compute_features(generate_sample_bars(bars))
     return table.features, table.targets, table.timestamp, f"generate_sample_bars({bars})"

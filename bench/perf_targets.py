@@ -67,8 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def issue_folds(timestamp):
     """Expanding folds whose training rows are 4.0/4.7, 4.19/4.7 and 4.37/4.7 of the rows, from the timestamps."""
-    from foxhunt.bars import NS_PER_DAY
     from foxhunt.config import FoldConfig
+    from foxhunt.data.bars import NS_PER_DAY
 
     first = round(len(timestamp) * FIRST_TRAIN_SHARE) + PURGE_BARS
     step = round(len(timestamp) * STEP_SHARE)
@@ -89,8 +89,8 @@ def measure_loads(fxcache: Path, device, repeats: int) -> dict:
     """fxcache → device as the run does it (read, validate, upload), evicted before each; then once warm."""
     import torch
 
-    from foxhunt.fxcache import read_fxcache
-    from foxhunt.trainer import synchronize, to_device
+    from foxhunt.data.fxcache import read_fxcache
+    from foxhunt.train import synchronize, to_device
 
     if device.type == "cuda":
         torch.zeros(1, device=device)  # CUDA's start-up is not the load
@@ -127,7 +127,7 @@ import hashlib, json, sys, threading, time
 t0 = time.perf_counter()
 import torch
 t1 = time.perf_counter()
-import foxhunt.pipeline
+import foxhunt.run.pipeline
 t2 = time.perf_counter()
 blob = bytes(1 << 30)
 def init():
@@ -250,9 +250,9 @@ def _provenance(args: argparse.Namespace, device) -> dict:
 
 def _prepare(args: argparse.Namespace, work: Path, report: dict):
     """(a): the fxcache, once, and the issue's folds over it; returns (fxcache path, fold config, cache, folds)."""
-    from foxhunt.fxcache import read_fxcache
-    from foxhunt.pipeline import precompute
-    from foxhunt.walk_forward import generate_walk_forward_indices
+    from foxhunt.data.folds import generate_walk_forward_indices
+    from foxhunt.data.fxcache import read_fxcache
+    from foxhunt.run.pipeline import precompute
 
     fxcache = work / "fx.arrow"
     report["precompute"] = precompute(
@@ -279,7 +279,7 @@ def _variants(args: argparse.Namespace, cache, folds, device) -> dict:
     from perf_variants import run_matrix
 
     from foxhunt.config import DQNConfig
-    from foxhunt.trainer import to_device
+    from foxhunt.train import to_device
 
     data = to_device(cache.features, cache.targets, cache.timestamp, device)
     biggest = max(folds, key=lambda f: f.train_rows)
@@ -297,7 +297,7 @@ def _variants(args: argparse.Namespace, cache, folds, device) -> dict:
 
 def _measure(args: argparse.Namespace, work: Path, out: Path) -> int:
     from foxhunt.config import DQNConfig
-    from foxhunt.trainer import resolve_device
+    from foxhunt.train import resolve_device
 
     device = resolve_device(args.device)
     report = _provenance(args, device)

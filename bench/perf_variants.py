@@ -19,7 +19,7 @@ from dataclasses import asdict, replace
 import torch
 
 from foxhunt.config import DQNConfig
-from foxhunt.trainer import DQNTrainer, synchronize
+from foxhunt.train import DQNTrainer, synchronize
 
 NOISE_MARGIN = 0.02  # a variant must beat the base epoch by more than 2% to be chosen
 

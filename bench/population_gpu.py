@@ -49,8 +49,8 @@ from population_report import HEADER, LABELS, compare, default_out, device_tag, 
 from provenance import device_name, git_commit
 
 from foxhunt.config import DQNConfig
-from foxhunt.trainer import DeviceData, DQNTrainer, PopulationTrainer, resolve_device, synchronize
-from foxhunt.walk_forward import FoldRange
+from foxhunt.data.folds import FoldRange
+from foxhunt.train import DeviceData, DQNTrainer, PopulationTrainer, resolve_device, synchronize
 
 N_FEATURES, N_TARGETS = 42, 4
 MINUTE_NS = 60_000_000_000

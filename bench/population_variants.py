@@ -16,7 +16,7 @@ import torch
 from population_gpu import build, synthetic_data
 from step_profile import time_steps
 
-import foxhunt.trainer.population as population_module
+import foxhunt.train.population as population_module
 from foxhunt.config import DQNConfig
 
 

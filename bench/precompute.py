@@ -25,8 +25,8 @@ from pathlib import Path
 
 from provenance import cpu_model, git_commit
 
-from foxhunt.bars import Bars, generate_sample_bars, read_bars
-from foxhunt.features import FeatureTable, compute_features
+from foxhunt.data.bars import Bars, generate_sample_bars, read_bars
+from foxhunt.data.features import FeatureTable, compute_features
 
 ROOT = Path(__file__).resolve().parents[1]
 EURUSD = ROOT.parent / "shared" / "data" / "EURUSD_M1_2018_2019.parquet"
@@ -66,7 +66,7 @@ def measure_features(bars: Bars, repeat: int) -> tuple[dict, FeatureTable]:
 
 def measure_fxcache(table: FeatureTable, repeat: int) -> dict:
     """Seconds to write the table as a local fxcache and to read (validate, memory-map) it back."""
-    from foxhunt.fxcache import read_fxcache, write_fxcache
+    from foxhunt.data.fxcache import read_fxcache, write_fxcache
 
     writes, reads = [], []
     with tempfile.TemporaryDirectory(prefix="fxcache-bench-") as tmp:

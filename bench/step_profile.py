@@ -15,11 +15,11 @@ from pathlib import Path
 
 import torch
 
-from foxhunt.bars import generate_sample_bars
 from foxhunt.config import DQNConfig, FoldConfig
-from foxhunt.features import compute_features
-from foxhunt.trainer import DQNTrainer, synchronize, to_device
-from foxhunt.walk_forward import generate_walk_forward_indices
+from foxhunt.data.bars import generate_sample_bars
+from foxhunt.data.features import compute_features
+from foxhunt.data.folds import generate_walk_forward_indices
+from foxhunt.train import DQNTrainer, synchronize, to_device
 
 
 def time_steps(trainer: DQNTrainer, steps: int) -> float:

@@ -167,10 +167,10 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
     """The fxcache, the search process, the separate processes: the report."""
     import torch
 
-    from foxhunt.fxcache import read_fxcache
-    from foxhunt.pipeline import precompute
-    from foxhunt.trainer import resolve_device
-    from foxhunt.walk_forward import generate_walk_forward_indices
+    from foxhunt.data.folds import generate_walk_forward_indices
+    from foxhunt.data.fxcache import read_fxcache
+    from foxhunt.run.pipeline import precompute
+    from foxhunt.train import resolve_device
 
     device = resolve_device(args.device)
     fxcache = Path(args.fxcache) if args.fxcache else work / "fx.arrow"

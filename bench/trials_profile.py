@@ -74,9 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
 
-    from foxhunt.fxcache import read_fxcache
-    from foxhunt.pipeline import precompute
-    from foxhunt.trainer import resolve_device
+    from foxhunt.data.fxcache import read_fxcache
+    from foxhunt.run.pipeline import precompute
+    from foxhunt.train import resolve_device
 
     sizes = [int(p) for p in args.populations.split(",")]
     counts = [int(t) for t in args.trials.split(",")]

@@ -1,7 +1,7 @@
 """Walk-forward benchmark: the persistent flow against the naive flow it replaced, eager against graph.
 
 One process, one device. For each size of generated bars (and the real EURUSD file) it
-times the real `foxhunt.pipeline.train` run (load → device, per-fold phases, epochs,
+times the real `foxhunt.run.pipeline.train` run (load → device, per-fold phases, epochs,
 samples/s, peak device memory), then, on the main size, the naive flow (per fold: copy the
 rows out, norm stats on the CPU, upload again, build and capture a new trainer) and the
 training step eager vs as a CUDA graph. Prints a table last and writes one JSON.
@@ -25,13 +25,13 @@ import numpy as np
 import torch
 from provenance import device_name, git_commit
 
-from foxhunt.bars import NS_PER_DAY, generate_sample_bars, read_bars
 from foxhunt.config import PHASES, DQNConfig, FoldConfig
-from foxhunt.features import compute_features
-from foxhunt.fxcache import read_fxcache, write_fxcache
-from foxhunt.pipeline import TrainSettings, train
-from foxhunt.trainer import DeviceData, DQNTrainer, resolve_device, synchronize, to_device
-from foxhunt.walk_forward import FoldRange, generate_walk_forward_indices
+from foxhunt.data.bars import NS_PER_DAY, generate_sample_bars, read_bars
+from foxhunt.data.features import compute_features
+from foxhunt.data.folds import FoldRange, generate_walk_forward_indices
+from foxhunt.data.fxcache import read_fxcache, write_fxcache
+from foxhunt.run.pipeline import TrainSettings, train
+from foxhunt.train import DeviceData, DQNTrainer, resolve_device, synchronize, to_device
 
 TARGETS = {"load_seconds": 1.0, "transition_seconds": 0.005, "epoch_seconds": 0.1, "run_seconds": 30.0}
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from foxhunt.trials.search import MAX_POPULATION
+from foxhunt.config.search import MAX_POPULATION
 from foxhunt_workflows.params import KINDS_ANNOTATION
 
 SUBMITTED_BY = ("foxhunt.io/submitted-by", "foxhunt-cli")

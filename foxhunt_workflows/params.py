@@ -63,7 +63,7 @@ def _trainer_setting(flag: str) -> WorkflowParameter:
 
 
 def _default_search_space() -> str:
-    from foxhunt.trials.space import DEFAULT_SEARCH_SPACE
+    from foxhunt.config.search import DEFAULT_SEARCH_SPACE
 
     return json.dumps({name: d.to_dict() for name, d in DEFAULT_SEARCH_SPACE.items()}, separators=(",", ":"))
 

@@ -1,11 +1,11 @@
 # S3 servers (SeaweedFS, moto) on loopback, as fixtures any test module can request.
-from s3_server import *  # noqa
+from support.s3_server import *  # noqa
 
 # Prometheus and Pushgateway on loopback, as fixtures any test module can request.
-from prom_services import *  # noqa
+from support.prom_services import *  # noqa
 
 # PostgreSQL on loopback, as fixtures any test module can request.
-from pg_service import *  # noqa
+from support.pg_service import *  # noqa
 
 # A tiny fxcache and hyperparameters for `foxhunt train` runs, as fixtures any test module can request.
-from run_cases import tiny_fxcache, tiny_params  # noqa
+from support.run_cases import tiny_fxcache, tiny_params  # noqa

@@ -20,8 +20,8 @@ import pytest
 from test_fxcache import make_table, rewrite_with, write_good
 
 from foxhunt import storage
-from foxhunt.bars import generate_sample_bars, write_bars
 from foxhunt.cli import main
+from foxhunt.data.bars import generate_sample_bars, write_bars
 
 HEADER = "timestamp,open,high,low,close,volume\n"
 ROW0 = "2024-01-02T00:00:00,1.0,1.2,0.9,1.1,10"

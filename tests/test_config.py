@@ -23,7 +23,7 @@ from foxhunt.config import (
     override,
     run_defaults,
 )
-from foxhunt.config_fields import Bounds
+from foxhunt.config.setting import Bounds
 from foxhunt.errors import BadInput, ConfigError
 
 CONFIGS = (FoldConfig, DQNConfig, EvalConfig, RunConfig)

@@ -15,7 +15,7 @@ from torch._dynamo.utils import counters  # noqa: E402
 from trainer_cases import SMALL, planted_arrays  # noqa: E402
 
 from foxhunt import compile_cache  # noqa: E402
-from foxhunt.trainer import DQNTrainer, to_device  # noqa: E402
+from foxhunt.train import DQNTrainer, to_device  # noqa: E402
 
 
 def main(folder: str) -> None:

@@ -12,7 +12,7 @@ import pytest
 import torch
 from trainer_cases import FOLDS, SMALL, planted_arrays, run_fold
 
-from foxhunt.trainer import DQNTrainer, to_device
+from foxhunt.train import DQNTrainer, to_device
 
 if not torch.cuda.is_available():  # an error, not a skip: this file exists to run on a GPU
     raise RuntimeError("tests_gpu needs CUDA; run it on the GPU machine")

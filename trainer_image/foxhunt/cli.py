@@ -30,7 +30,15 @@ from foxhunt.config import (
     run_config_from_flags,
     value_at,
 )
-from foxhunt.errors import EXIT_FAILURE, EXIT_USAGE, BadInput, ConfigError, FoxhuntError, RunInterrupted
+from foxhunt.errors import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    BadInput,
+    ConfigError,
+    FoxhuntError,
+    RunInterrupted,
+    UsageError,
+)
 
 DEBUG_ENV = "FOXHUNT_DEBUG"  # set to 1 for the traceback of an unexpected error
 _GROUPS = {"folds": "walk-forward folds", "eval": "evaluation (fixed per run, never searched)"}
@@ -74,7 +82,7 @@ def _add_training(p: argparse.ArgumentParser, defaults: RunConfig) -> None:
 
 def _add_search(g: argparse._ArgumentGroup) -> None:
     """The flags of a search; --study-storage is a URL (with a password, from a Secret) and never recorded."""
-    from foxhunt.trials.search import DEFAULT_OBJECTIVE, DEFAULT_PRUNER, OBJECTIVES, PRUNERS, WORKER_ENV
+    from foxhunt.config.search import DEFAULT_OBJECTIVE, DEFAULT_PRUNER, OBJECTIVES, PRUNERS, WORKER_ENV
 
     g.add_argument(
         "--search-space",
@@ -117,7 +125,7 @@ def _add_named_choice(
 
 
 def _add_timestamp_unit(p: argparse.ArgumentParser) -> None:
-    # The units of foxhunt.bars.TIMESTAMP_UNITS, written out: the parser imports no numpy.
+    # The units of foxhunt.data.bars.TIMESTAMP_UNITS, written out: the parser imports no numpy.
     p.add_argument(
         "--timestamp-unit",
         default=None,
@@ -239,7 +247,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
 
 
 def cmd_precompute(args: argparse.Namespace) -> int:
-    from foxhunt.pipeline import precompute
+    from foxhunt.run.pipeline import precompute
 
     precompute(args.bars, args.out, tz=args.tz, timestamp_unit=args.timestamp_unit, force=args.force)
     return 0
@@ -247,7 +255,7 @@ def cmd_precompute(args: argparse.Namespace) -> int:
 
 def search_options(args: argparse.Namespace, settings: RunConfig):
     """The search the flags ask for (None with --trials 0, where the search flags are refused)."""
-    from foxhunt.trials.search import search_options as options
+    from foxhunt.config.search import search_options as options
 
     return options(
         settings.trials,
@@ -260,12 +268,23 @@ def search_options(args: argparse.Namespace, settings: RunConfig):
     )
 
 
+def search_planner(settings: RunConfig):
+    """The search's planner for `--trials N > 0` (None otherwise): the CLI joins the search to the run."""
+    if settings.trials == 0:
+        return None
+    try:
+        from foxhunt.search.driver import plan_search  # Optuna: imported by a search only
+    except ImportError as exc:
+        raise UsageError(f"--trials needs the search's packages (foxhunt[train]): {exc}") from exc
+    return plan_search
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
-    from foxhunt.pipeline import train
+    from foxhunt.run.pipeline import train
 
-    summary = train(args.fxcache, args.out, settings, search=search)
+    summary = train(args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings))
     if search is not None:
         _study_lines(settings, summary, args.out)
         return 0
@@ -277,7 +296,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
     from foxhunt import storage
-    from foxhunt.pipeline import pipeline
+    from foxhunt.run.pipeline import pipeline
 
     summary = pipeline(
         args.bars,
@@ -287,6 +306,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         tz=args.tz,
         timestamp_unit=args.timestamp_unit,
         search=search,
+        plan_search=search_planner(settings),
     )
     where = args.out if storage.local_path(args.out) is None else os.path.abspath(args.out)
     if search is not None:
@@ -301,8 +321,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from foxhunt.config import EvalConfig
-    from foxhunt.rescore import read_run_summary, score_saved_run, write_saved_run_score
-    from foxhunt.run_evaluation import stitched_report
+    from foxhunt.evaluate.rescore import read_run_summary, score_saved_run, write_saved_run_score
+    from foxhunt.evaluate.run_scores import stitched_report
 
     eval_config = None
     if args.eval_cost is not None or args.eval_spread is not None:
@@ -327,8 +347,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _closing_lines(settings: RunConfig, summary, outputs: str) -> None:
     """The fold table and where the outputs are, on the run's console (text, or JSON lines)."""
-    from foxhunt.reports import fold_table
-    from foxhunt.run import console
+    from foxhunt.evaluate.reports import fold_table
+    from foxhunt.run.lifecycle import console
 
     emit = console(settings.log_format, summary.run_id)
     for line in [*fold_table(summary).splitlines(), outputs]:
@@ -337,8 +357,8 @@ def _closing_lines(settings: RunConfig, summary, outputs: str) -> None:
 
 def _study_lines(settings: RunConfig, summary, out: str) -> None:
     """The study table and where the search's outputs are, on the run's console."""
-    from foxhunt.run import console
-    from foxhunt.trials.outputs import study_lines
+    from foxhunt.run.lifecycle import console
+    from foxhunt.search.outputs import study_lines
 
     emit = console(settings.log_format, summary.run_id)
     for line in study_lines(out):

@@ -1,0 +1,248 @@
+"""The typed reports: the JSON shape of fold_N/report.json and summary.json, read back unchanged."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+from support.evaluation_cases import window
+
+from foxhunt.config import PHASES
+from foxhunt.evaluate.evaluation import MODEL
+from foxhunt.evaluate.reports import (
+    RUN_STATUSES,
+    EpochStats,
+    FoldDates,
+    FoldReport,
+    PolicyMetrics,
+    RunSummary,
+    Validation,
+    fold_table,
+    window_from_dict,
+    window_to_dict,
+)
+
+# The keys readers of report.json relied on before the reports were typed; they must all stay.
+FOLD_KEYS = {
+    "fold",
+    "train_start",
+    "train_end",
+    "val_start",
+    "val_end",
+    "difficulty_score",
+    "train_rows",
+    "val_rows",
+    "phases",
+    "fold_seconds",
+    "epoch_seconds",
+    "samples_per_second",
+    "final_loss",
+    "loss",
+    "steps",
+    "validation",
+}
+VALIDATION_KEYS = {
+    "sharpe",
+    "total_return",
+    "max_drawdown",
+    "turnover",
+    "hit_rate",
+    "buy_and_hold",
+    "flat",
+    "periods_per_year",
+}
+SUMMARY_KEYS = {
+    "run_id",
+    "model",
+    "device",
+    "version",
+    "fxcache",
+    "fxcache_checksum",
+    "rows",
+    "data_load_seconds",
+    "epochs",
+    "seed",
+    "fold_config",
+    "dqn_config",
+    "graph_captures",
+    "folds",
+    "status",
+    "run_seconds",
+    "push_failures",
+}
+
+
+def metrics(sharpe: float) -> PolicyMetrics:
+    return PolicyMetrics(sharpe, 0.01, 0.02, 3.0, 0.5, sharpe + 0.1, 0.011, 0.75)
+
+
+def report(fold: int = 0, losses=(0.5, 0.25)) -> FoldReport:
+    epochs = [
+        EpochStats(
+            i, loss, 0.5, 10, 0.1, 0.2 + i, 1000.0, q_mean=1.0, q_max=2.0, action_shares=[0.2, 0.3, 0.5]
+        )
+        for i, loss in enumerate(losses)
+    ]
+    return FoldReport(
+        fold=fold,
+        train_start=0,
+        train_end=900,
+        val_start=960,
+        val_end=1200,
+        difficulty_score=1.25,
+        dates=FoldDates(
+            "2024-01-01T00:00:00Z", "2024-01-01T14:59:00Z", "2024-01-01T16:00:00Z", "2024-01-01T19:59:00Z"
+        ),
+        phases={p: 0.001 * (i + 1) for i, p in enumerate(PHASES)},
+        fold_seconds=1.5,
+        samples_per_second=5e4,
+        steps=20,
+        epochs=epochs,
+        validation=Validation(metrics(1.5), {"buy_and_hold": metrics(0.3), "flat": metrics(0.0)}, 525_960.0),
+    )
+
+
+def summary(**changes) -> RunSummary:
+    fields = dict(
+        run_id="r",
+        model="dqn",
+        device="cpu",
+        version="0.1.0",
+        fxcache="x.fxcache",
+        fxcache_checksum="abc",
+        rows=1200,
+        epochs=2,
+        seed=0,
+        trials=0,
+        fold_config={"train_days": 1.0},
+        dqn_config={"lr": 3e-4},
+        eval_config={"cost": 1e-4, "spread": 0.0},
+        started_at="2024-01-02T00:00:00+00:00",
+        folds=[report(0), report(1)],
+    )
+    return RunSummary(**{**fields, **changes})
+
+
+def test_a_fold_report_keeps_every_key_of_the_old_json():
+    data = report().to_dict()
+    assert FOLD_KEYS <= set(data)
+    assert VALIDATION_KEYS <= set(data["validation"])
+    assert set(data["phases"]) == set(PHASES)
+
+
+def test_derived_figures_in_the_json_agree_with_the_epochs():
+    data = report(losses=(0.5, 0.25, 0.125)).to_dict()
+    assert data["loss"] == [0.5, 0.25, 0.125] and data["final_loss"] == 0.125
+    assert data["epoch_seconds"] == [pytest.approx(0.1 + 0.2 + i) for i in range(3)]
+    assert (data["train_rows"], data["val_rows"]) == (900, 240)
+
+
+def test_a_fold_without_epochs_has_a_nan_final_loss():
+    assert math.isnan(report(losses=()).final_loss)
+
+
+def test_a_fold_report_reads_back_equal_through_json():
+    original = report()
+    assert FoldReport.from_dict(json.loads(json.dumps(original.to_dict()))) == original
+
+
+def test_validation_puts_the_model_at_the_top_and_each_baseline_under_its_name():
+    data = report().validation.to_dict()
+    assert data["sharpe"] == 1.5 and data["buy_and_hold"]["sharpe"] == 0.3 and data["flat"]["sharpe"] == 0.0
+    assert Validation.from_dict(data).baselines.keys() == {"buy_and_hold", "flat"}
+
+
+def test_a_summary_keeps_every_key_of_the_old_json_and_reads_back_equal():
+    original = summary(precompute={"cache_hit": True}, error="ValueError: x", status="failed")
+    data = json.loads(json.dumps(original.to_dict()))
+    assert SUMMARY_KEYS <= set(data)
+    assert data["error"] == "ValueError: x" and data["precompute"] == {"cache_hit": True}
+    assert RunSummary.from_dict(data) == original
+
+
+def test_a_summary_leaves_out_error_and_precompute_when_unset():
+    data = summary().to_dict()
+    assert "error" not in data and "precompute" not in data
+
+
+@pytest.mark.parametrize("status", RUN_STATUSES)
+def test_every_run_status_is_accepted(status):
+    assert summary(status=status).status == status
+
+
+def test_an_unknown_run_status_is_refused():
+    with pytest.raises(ValueError, match="cancelled"):
+        summary(status="cancelled")
+
+
+def test_a_window_evaluation_reads_back_equal_through_json():
+    original = window(2)
+    data = json.loads(json.dumps(window_to_dict(original)))
+    assert window_from_dict(data) == original
+    assert (data["start"], data["end"]) == ("2024-01-01T00:00:00Z", "2024-01-01T03:59:00Z")
+
+
+def test_a_fold_report_with_its_evaluation_and_warnings_reads_back_equal():
+    original = dataclasses.replace(report(), evaluation=window(0), warnings=["fold 0: collapsed"])
+    assert FoldReport.from_dict(json.loads(json.dumps(original.to_dict()))) == original
+
+
+def test_a_summary_lists_every_folds_warnings_and_its_stitched_record():
+    folds = [dataclasses.replace(report(k), warnings=[f"fold {k}: w"]) for k in range(2)]
+    data = summary(folds=folds, stitched=window(-1)).to_dict()
+    assert data["warnings"] == ["fold 0: w", "fold 1: w"]
+    assert data["stitched"]["n_bars"] == 240
+    assert RunSummary.from_dict(json.loads(json.dumps(data))) == summary(folds=folds, stitched=window(-1))
+
+
+def test_validation_from_a_window_is_its_net_figures_with_the_gross_sharpe():
+    w = window(0)
+    v = Validation.from_window(w)
+    net, gross = w.policies[MODEL].net, w.policies[MODEL].gross
+    assert (v.model.sharpe, v.model.total_return, v.model.gross_sharpe) == (
+        net.sharpe,
+        net.log_return,
+        gross.sharpe,
+    )
+    assert v.model.gross_return == gross.log_return and v.model.gross_return != v.model.total_return
+    assert set(v.baselines) == {"buy_and_hold", "flat"}
+    assert v.periods_per_year == net.periods_per_year
+
+
+def table_rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines()[2:]]
+
+
+def test_the_fold_table_shows_each_folds_dates_and_figures():
+    w = window(0)
+    folds = [dataclasses.replace(report(0), evaluation=w), report(1)]
+    lines = fold_table(summary(folds=folds)).splitlines()
+    assert len(lines) == 4 and lines[0].split()[:3] == ["fold", "validation", "from"]
+    net = w.policies[MODEL].net
+    row = lines[2].split()
+    assert row[:4] == ["0", "2024-01-01T00:00", "2024-01-01T03:59", "240"]
+    assert row[4:10] == [
+        f"{net.total_return:+.2%}",
+        f"{net.max_drawdown:.2%}",
+        f"{net.sharpe:.2f}",
+        "±",
+        f"{net.sharpe_se:.2f}",
+        f"{w.policies['buy_and_hold'].net.sharpe:.2f}",
+    ]
+    assert row[10:] == [w.best_baseline, f"{w.policies[w.best_baseline].net.sharpe:.2f}"]
+
+
+def test_a_fold_of_an_older_report_shows_its_validation_without_a_standard_error():
+    row = fold_table(summary()).splitlines()[2].split()
+    assert row[:4] == ["0", "2024-01-01T16:00", "2024-01-01T19:59", "240"]
+    assert row[4:] == ["+1.01%", "2.00%", "1.50", "±", "n/a", "0.30", "buy_and_hold", "0.30"]
+
+
+def test_the_table_ends_with_the_stitched_row():
+    stitched = window(-1, n=480)
+    lines = fold_table(summary(stitched=stitched)).splitlines()
+    assert len(lines) == 5
+    assert lines[-1].split()[:4] == ["stitched", "2024-01-01T00:00", "2024-01-01T07:59", "480"]
+    assert lines[-1].split()[6] == f"{stitched.policies[MODEL].net.sharpe:.2f}"

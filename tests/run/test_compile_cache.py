@@ -1,0 +1,157 @@
+"""The compiled step's cache beside the fxcache: keyed by what changes the code, verified before loading.
+
+torch's own artifact functions are replaced by recorders here (a real compile takes minutes on CI's
+CPUs); tests_gpu/ runs the real round trip between two fresh processes on CUDA.
+"""
+
+import hashlib
+import shutil
+from dataclasses import replace
+
+import pytest
+import torch
+from support.trainer_cases import SMALL, planted_arrays
+
+from foxhunt.cli import build_parser, run_config
+from foxhunt.config import DQNConfig, RunConfig
+from foxhunt.errors import ConfigError
+from foxhunt.run import compile_cache
+from foxhunt.train import SHAPE_FIELDS, to_device
+
+SHAPES = compile_cache.step_shapes(DQNConfig(), rows=1000, n_features=42, replay_rows=800)
+
+
+@pytest.fixture
+def artifacts(monkeypatch):
+    """torch.compiler's save and load, recorded: what was loaded, and what a save would return."""
+    record = {"loaded": [], "saved": b"compiled kernels"}
+
+    def load(blob: bytes):
+        record["loaded"].append(blob)
+
+    def save():
+        return None if record["saved"] is None else (record["saved"], "info")
+
+    monkeypatch.setattr(torch.compiler, "load_cache_artifacts", load)
+    monkeypatch.setattr(torch.compiler, "save_cache_artifacts", save)
+    return record
+
+
+def test_the_key_is_stable_for_the_same_step():
+    assert compile_cache.cache_key(SHAPES) == compile_cache.cache_key(dict(SHAPES))
+
+
+@pytest.mark.parametrize("name", SHAPE_FIELDS)
+def test_every_setting_that_changes_the_step_changes_the_key(name):
+    value = getattr(DQNConfig(), name)
+    changed = (not value) if isinstance(value, bool) else value * 2
+    other = compile_cache.step_shapes(replace(DQNConfig(), **{name: changed}), 1000, 42, 800)
+    assert compile_cache.cache_key(other) != compile_cache.cache_key(SHAPES)
+
+
+@pytest.mark.parametrize("size", ["rows", "n_features", "replay_rows"])
+def test_the_sizes_of_the_buffers_the_step_reads_change_the_key(size):
+    assert compile_cache.cache_key({**SHAPES, size: SHAPES[size] + 1}) != compile_cache.cache_key(SHAPES)
+
+
+def test_a_change_in_the_trainers_source_changes_the_key(tmp_path, monkeypatch):
+    source = tmp_path / "trainer"
+    shutil.copytree(compile_cache._TRAINER_DIR, source, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(compile_cache, "_TRAINER_DIR", source)
+    before = compile_cache.cache_key(SHAPES)
+    step = source / "step.py"
+    step.write_text(step.read_text() + "\n# changed\n")
+    assert compile_cache.cache_key(SHAPES) != before
+
+
+def test_auto_keeps_the_cache_beside_the_fxcache_and_off_keeps_none():
+    assert (
+        compile_cache.cache_folder("auto", "s3://data/fx/EURUSD.arrow")
+        == "s3://data/fx/EURUSD.arrow.torch-compile"
+    )
+    assert compile_cache.cache_folder("off", "s3://data/fx/EURUSD.arrow") is None
+    assert compile_cache.cache_folder("s3://image-cache/steps", "fx.arrow") == "s3://image-cache/steps"
+
+
+def test_a_saved_blob_is_loaded_by_the_next_process(tmp_path, artifacts):
+    uri = str(tmp_path / "fx.arrow.torch-compile" / "key.bin")
+    assert compile_cache.save(uri) == len(b"compiled kernels")
+    assert (tmp_path / "fx.arrow.torch-compile" / "key.bin.sha256").read_text() == hashlib.sha256(
+        b"compiled kernels"
+    ).hexdigest()
+    assert compile_cache.load(uri) is True
+    assert artifacts["loaded"] == [b"compiled kernels"]
+
+
+def test_a_blob_that_fails_its_checksum_is_never_loaded(tmp_path, artifacts):
+    uri = str(tmp_path / "key.bin")
+    compile_cache.save(uri)
+    (tmp_path / "key.bin").write_bytes(b"compiled kernelz")  # damaged after it was written
+    assert compile_cache.load(uri) is False
+    assert artifacts["loaded"] == []
+
+
+def test_a_blob_without_its_checksum_is_never_loaded(tmp_path, artifacts):
+    (tmp_path / "key.bin").write_bytes(b"compiled kernels")
+    assert compile_cache.load(str(tmp_path / "key.bin")) is False
+    assert artifacts["loaded"] == []
+
+
+def test_a_blob_torch_cannot_read_costs_a_compile_not_the_run(tmp_path, artifacts, monkeypatch):
+    uri = str(tmp_path / "key.bin")
+    compile_cache.save(uri)
+
+    def unreadable(blob: bytes):
+        raise RuntimeError("unpickling failed")
+
+    monkeypatch.setattr(torch.compiler, "load_cache_artifacts", unreadable)
+    assert compile_cache.load(uri) is False
+
+
+def test_nothing_compiled_writes_nothing(tmp_path, artifacts):
+    artifacts["saved"] = None
+    assert compile_cache.save(str(tmp_path / "key.bin")) == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_saves_once_after_its_first_fold_when_nothing_was_loaded(tmp_path, artifacts):
+    lines = []
+    cache = compile_cache.StepCache.open("auto", str(tmp_path / "fx.arrow"), SHAPES, lines.append)
+    assert not cache.loaded and "none usable" in lines[-1]
+    cache.after_fold(lines.append)
+    artifacts["saved"] = b"later kernels"
+    cache.after_fold(lines.append)
+    assert (tmp_path / "fx.arrow.torch-compile" / f"{compile_cache.cache_key(SHAPES)}.bin").read_bytes() == (
+        b"compiled kernels"
+    )
+    again = compile_cache.StepCache.open("auto", str(tmp_path / "fx.arrow"), SHAPES, lines.append)
+    assert again.loaded and artifacts["loaded"] == [b"compiled kernels"]
+
+
+def test_a_run_that_loaded_the_cache_does_not_write_it_again(tmp_path, artifacts):
+    folder = str(tmp_path / "steps")
+    compile_cache.StepCache.open(folder, "fx.arrow", SHAPES, print).after_fold(print)
+    blob = tmp_path / "steps" / f"{compile_cache.cache_key(SHAPES)}.bin"
+    written = blob.stat().st_ino  # an atomic rewrite would put a new file in its place
+    cache = compile_cache.StepCache.open(folder, "fx.arrow", SHAPES, print)
+    cache.after_fold(print)
+    assert cache.loaded and cache.saved_bytes == 0 and blob.stat().st_ino == written
+
+
+@pytest.mark.parametrize(
+    ("setting", "dqn"), [("auto", DQNConfig()), ("off", DQNConfig()), ("auto", replace(SMALL, compile=False))]
+)
+def test_no_cache_on_cpu_or_without_compile(setting, dqn, tmp_path):
+    data = to_device(*planted_arrays(200), torch.device("cpu"))
+    assert (
+        compile_cache.for_run(setting, str(tmp_path / "fx"), torch.device("cpu"), dqn, data, 100, print)
+        is None
+    )
+
+
+def test_the_compile_cache_flag_sets_the_run_setting():
+    args = build_parser().parse_args(["train", "--fxcache", "f", "--out", "o", "--compile-cache", "off"])
+    assert run_config(args).compile_cache == "off"
+    assert RunConfig().compile_cache == "auto"
+    with pytest.raises(ConfigError, match="compile_cache"):
+        RunConfig(compile_cache=" ")

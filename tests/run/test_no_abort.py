@@ -1,0 +1,102 @@
+"""No input makes the process abort: `foxhunt precompute` with torch imported before pyarrow, many times.
+
+pyarrow's threaded CSV reader aborted the process (exit 134, SIGABRT) about one run in ten when torch
+was loaded first, sometimes after printing the right error line. Each case here runs in a fresh
+process FOXHUNT_ABORT_RUNS times (10 in CI; 50 for the figure in the closing note) and must end with
+its own exit code every time.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from foxhunt.data.bars import generate_sample_bars, write_bars
+
+RUNS = int(os.environ.get("FOXHUNT_ABORT_RUNS", "10"))
+HEADER = "timestamp,open,high,low,close,volume\n"
+# torch first, as the trainer image loads it: the order that made pyarrow's threads abort.
+RUNNER = "import sys, torch; from foxhunt.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def bad_gzipped_csv(folder: Path) -> Path:
+    path = folder / "bad.csv.gz"
+    path.write_bytes(
+        gzip.compress(
+            (HEADER + "2024-01-02T00:00:00,1,1.2,0.9,1.1,10\n2024-01-02T00:01:00,abc,1,1,1,1\n").encode()
+        )
+    )
+    return path
+
+
+def nan_parquet(folder: Path) -> Path:
+    path = folder / "nan.parquet"
+    stamps = pa.array(np.array(["2024-01-02T00:00", "2024-01-02T00:01"], dtype="datetime64[ns]"))
+    pq.write_table(
+        pa.table(
+            {
+                "timestamp": stamps,
+                "open": [1.0, np.nan],
+                "high": [1.0, 1.0],
+                "low": [1.0, 1.0],
+                "close": [1.0, 1.0],
+                "volume": [1.0, 1.0],
+            }
+        ),
+        path,
+    )
+    return path
+
+
+def header_only_csv(folder: Path) -> Path:
+    path = folder / "header.csv"
+    path.write_text(HEADER)
+    return path
+
+
+def good_gzipped_csv(folder: Path) -> Path:
+    plain = folder / "good.csv"
+    write_bars(generate_sample_bars(1500, seed=7), plain)
+    path = folder / "good.csv.gz"
+    path.write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    return path
+
+
+CASES = {
+    "bad_gzipped_csv": (bad_gzipped_csv, 2, "cannot parse"),
+    "nan_parquet": (nan_parquet, 2, "open is NaN"),
+    "header_only_csv": (header_only_csv, 2, "empty file"),
+    "good_gzipped_csv": (good_gzipped_csv, 0, ""),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_no_input_aborts_the_process(case, tmp_path):
+    build, expected_code, expected_error = CASES[case]
+    bars = build(tmp_path)
+    env = {**os.environ, "FOXHUNT_CACHE_DIR": str(tmp_path / "cache")}
+    codes: Counter = Counter()
+    for run in range(RUNS):
+        out = tmp_path / f"out{run}.fxcache"
+        done = subprocess.run(
+            [sys.executable, "-c", RUNNER, "precompute", "--bars", str(bars), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        codes[done.returncode] += 1
+        assert expected_error in done.stderr and "Traceback" not in done.stderr
+        assert out.exists() == (expected_code == 0)
+    assert codes == {expected_code: RUNS}

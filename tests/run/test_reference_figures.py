@@ -1,0 +1,57 @@
+"""A CPU run reproduces the recorded reference: the same weights, positions and figures, bit for bit.
+
+tests/data/reference_figures.json holds the outputs of the default `foxhunt pipeline` and two small
+studies (3 trials one at a time; 4 trials two side by side), recorded before the redesign of issue 20.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from support.reference_figures import REFERENCE, make_tiny_fxcache, run_reference
+
+RECORDED = json.loads(REFERENCE.read_text())["runs"]
+
+
+def _same(got, want) -> bool:
+    """Equal, bit for bit; two NaNs (an undefined interval) are the same figure."""
+    return got == want or (
+        isinstance(got, float) and isinstance(want, float) and math.isnan(got) and math.isnan(want)
+    )
+
+
+def _differences(got: dict, want: dict) -> list[str]:
+    lines = [f"missing {k}" for k in sorted(want.keys() - got.keys())]
+    lines += [f"extra {k}" for k in sorted(got.keys() - want.keys())]
+    lines += [
+        f"{k}: {got[k]!r} != recorded {want[k]!r}"
+        for k in sorted(want.keys() & got.keys())
+        if not _same(got[k], want[k])
+    ]
+    return lines
+
+
+@pytest.fixture(scope="module")
+def reference_fxcache(tmp_path_factory):
+    return make_tiny_fxcache(tmp_path_factory.mktemp("reference") / "tiny.fxcache")
+
+
+@pytest.mark.parametrize("name", ["study", "study_population"])
+def test_a_small_study_reproduces_the_recorded_figures(name, reference_fxcache, tmp_path):
+    differences = _differences(run_reference(name, tmp_path, reference_fxcache), RECORDED[name])
+    assert not differences, f"{len(differences)} differences:\n" + "\n".join(differences[:40])
+
+
+@pytest.mark.slow
+def test_the_default_pipeline_reproduces_the_recorded_figures(tmp_path):
+    differences = _differences(run_reference("pipeline", tmp_path), RECORDED["pipeline"])
+    assert not differences, f"{len(differences)} differences:\n" + "\n".join(differences[:40])
+
+
+def test_the_comparison_names_a_changed_figure():
+    recorded = RECORDED["study"]
+    key = next(k for k, v in recorded.items() if isinstance(v, float))
+    changed = {**recorded, key: recorded[key] + 1e-12}
+    assert _differences(changed, recorded) == [f"{key}: {changed[key]!r} != recorded {recorded[key]!r}"]

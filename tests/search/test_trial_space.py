@@ -1,0 +1,113 @@
+"""Search spaces: read from YAML or JSON, checked strictly against the DQN settings, sampled inside them."""
+
+from __future__ import annotations
+
+import json
+
+import optuna
+import pytest
+
+from foxhunt.config import DQNConfig
+from foxhunt.config.search import DEFAULT_SEARCH_SPACE
+from foxhunt.search.space import (
+    SHAPE_SETTINGS,
+    SearchSpaceError,
+    load_search_space,
+    parse_search_space,
+    suggest,
+)
+
+
+def test_default_search_space_names_only_shape_free_dqn_settings_and_passes_its_own_checks():
+    assert set(DEFAULT_SEARCH_SPACE) <= set(DQNConfig.__dataclass_fields__)
+    assert not set(DEFAULT_SEARCH_SPACE) & SHAPE_SETTINGS
+    as_file = {key: d.to_dict() for key, d in DEFAULT_SEARCH_SPACE.items()}
+    assert parse_search_space(as_file, "default") == DEFAULT_SEARCH_SPACE
+
+
+def test_yaml_and_json_files_give_the_same_space_with_exponent_numbers_read_as_numbers(tmp_path):
+    spec = {
+        "dqn": {
+            "lr": {"type": "float", "low": 1e-5, "high": 1e-3, "log": True},
+            "hidden": {"type": "int", "low": 64, "high": 512, "step": 64},
+            "batch_size": {"type": "categorical", "choices": [4096, 8192]},
+        }
+    }
+    (tmp_path / "s.json").write_text(json.dumps(spec))
+    (tmp_path / "s.yaml").write_text(
+        "dqn:\n  lr: {type: float, low: 1e-5, high: 1e-3, log: true}\n"
+        "  hidden: {type: int, low: 64, high: 512, step: 64}\n"
+        "  batch_size: {type: categorical, choices: [4096, 8192]}\n"
+    )
+    from_json, from_yaml = (
+        load_search_space(str(tmp_path / "s.json")),
+        load_search_space(str(tmp_path / "s.yaml")),
+    )
+    assert from_json == from_yaml
+    assert from_yaml["lr"].low == 1e-5 and from_yaml["hidden"].step == 64
+
+
+@pytest.mark.parametrize(
+    "key, spec, expected",
+    [
+        ("learning_rate", {"type": "float", "low": 0.1, "high": 0.2}, "not a DQN setting"),
+        ("hidden", {"type": "float", "low": 64.0, "high": 512.0}, "a float distribution for a int setting"),
+        ("lr", {"type": "int", "low": 1, "high": 3}, "a int distribution for a float setting"),
+        ("hidden", {"type": "int", "low": 64.0, "high": 512}, "low must be an integer"),
+        ("batch_size", {"type": "categorical", "choices": [4096, "8192"]}, "choice '8192' is not a int"),
+        ("batch_size", {"type": "categorical", "choices": [True, 8192]}, "choice True is not a int"),
+        ("gamma", {"type": "float", "low": 0.99, "high": 0.8}, "low (0.99) must be below high (0.8)"),
+        ("gamma", {"type": "float", "low": 0.9, "high": 0.9}, "must be below high"),
+        ("lr", {"type": "float", "low": 0.0, "high": 1e-3, "log": True}, "log distribution needs low > 0"),
+        ("hidden", {"type": "int", "low": 64, "high": 500, "step": 64}, "not a multiple of step"),
+        ("hidden", {"type": "int", "low": 64, "high": 512, "step": 64, "log": True}, "step and log"),
+        ("gamma", {"type": "float", "low": 0.8, "hgh": 0.9}, "unknown field(s) hgh"),
+        ("gamma", {"type": "normal", "low": 0.8, "high": 0.9}, "type is 'normal'"),
+        ("gamma", {"type": "float", "low": 0.8, "high": float("nan")}, "high must be a finite number"),
+        ("gamma", {"type": "float", "low": 0.9, "high": 1.0}, "high 1.0 is outside what gamma allows: "),
+        ("lr", {"type": "categorical", "choices": [0.0, 1e-3]}, "choice 0.0 is outside what lr allows: "),
+        ("eval_cost", {"type": "float", "low": 0.0, "high": 1e-3}, "evaluation setting"),
+        ("spread", {"type": "float", "low": 0.0, "high": 1e-3}, "evaluation setting"),
+        ("compile", {"type": "categorical", "choices": [True, False]}, "not a hyperparameter"),
+    ],
+)
+def test_a_search_space_that_cannot_be_searched_is_refused_naming_the_file_and_key(
+    tmp_path, key, spec, expected
+):
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps({key: spec}))
+    with pytest.raises(SearchSpaceError) as err:
+        load_search_space(str(path))
+    assert str(err.value).startswith(f"{path}: {key}: ")
+    assert expected in str(err.value)
+
+
+def test_the_training_reward_cost_is_searchable():
+    space = parse_search_space({"cost": {"type": "float", "low": 0.0, "high": 2e-4}}, "f")
+    assert space["cost"].high == 2e-4
+
+
+def test_a_duplicated_key_is_refused_in_yaml_and_in_json(tmp_path):
+    (tmp_path / "d.yaml").write_text(
+        "lr: {type: float, low: 1e-5, high: 1e-3}\nlr: {type: float, low: 1, high: 2}\n"
+    )
+    (tmp_path / "d.json").write_text('{"lr": {"type": "float", "low": 1e-5, "high": 1e-3}, "lr": {}}')
+    for name in ("d.yaml", "d.json"):
+        with pytest.raises(SearchSpaceError, match="duplicate key"):
+            load_search_space(str(tmp_path / name))
+
+
+def test_suggest_draws_every_setting_inside_its_distribution(tmp_path):
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    space = parse_search_space(
+        {
+            "hidden": {"type": "int", "low": 64, "high": 512, "step": 64},
+            "lr": {"type": "float", "low": 1e-5, "high": 1e-3, "log": True},
+            "batch_size": {"type": "categorical", "choices": [4096, 8192]},
+        },
+        "f",
+    )
+    for _ in range(20):
+        params = suggest(study.ask(), space)
+        assert params["hidden"] % 64 == 0 and 64 <= params["hidden"] <= 512
+        assert 1e-5 <= params["lr"] <= 1e-3 and params["batch_size"] in (4096, 8192)

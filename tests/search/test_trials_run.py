@@ -1,0 +1,421 @@
+"""`foxhunt train --trials N`: a study of whole walk-forward runs on the tiny fxcache, through the CLI.
+
+What a search leaves in `--out`, the best settings that `foxhunt train` takes back as they are, one
+trainer per shape, resume after SIGKILL and SIGTERM, and the checks before any work.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import signal
+import sqlite3
+import sys
+import time
+from contextlib import closing
+
+import pytest
+from support.run_cases import start_train
+from support.trainer_cases import DEVICES
+
+from foxhunt import storage
+from foxhunt.cli import main
+
+# Two folds of two short epochs: a trial takes about a second on one CPU core.
+SEARCH_ARGS = (
+    "--epochs", "2", "--train-days", "5", "--val-days", "2", "--step-days", "2", "--max-folds", "2",
+    "--seed", "11",
+)  # fmt: skip
+LR_ONLY = {"lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}}
+
+
+@pytest.fixture(autouse=True)
+def no_pushgateway(monkeypatch):
+    for name in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID", "FOXHUNT_TRIAL_WORKER", "ARGO_WORKFLOW_NAME"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def search_argv(fxcache, out, params, trials: int, *extra: str, device: str = "cpu") -> list[str]:
+    """`foxhunt train --trials N` on the tiny fxcache."""
+    return [
+        "train", "--fxcache", str(fxcache), "--out", str(out), "--hyperopt-params", str(params),
+        *SEARCH_ARGS, "--device", device, "--trials", str(trials), *extra,
+    ]  # fmt: skip
+
+
+def space_file(tmp_path, space: dict, name: str = "space.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(space))
+    return path
+
+
+def read_json(path):
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def three_trials(tiny_fxcache, tiny_params, tmp_path_factory):
+    """A finished study of three trials with the default space: its --out."""
+    out = tmp_path_factory.mktemp("three") / "out"
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 3)) == 0
+    return out
+
+
+# ---- the study's outputs --------------------------------------------------------------------------------
+
+
+def test_a_study_of_three_trials_leaves_a_table_a_folder_per_trial_and_a_deflated_sharpe(three_trials):
+    rows = read_json(three_trials / "trials.json")
+    table = list(csv.DictReader(io.StringIO((three_trials / "trials.csv").read_text())))
+    assert [r["number"] for r in rows] == [0, 1, 2] and [t["number"] for t in table] == ["0", "1", "2"]
+    assert {r["state"] for r in rows} == {"COMPLETE"} and {r["folds_run"] for r in rows} == {2}
+    assert len({r["params"]["lr"] for r in rows}) == 3  # three settings tried, not one three times
+    for row in rows:
+        folder = three_trials / row["folder"]
+        trial = read_json(folder / "trial.json")
+        assert trial["objective"]["value"] == pytest.approx(row["objective"], rel=1e-12)
+        assert trial["objective"]["name"] == "stitched_sharpe"
+        assert trial["stitched"]["net"]["sharpe"] == trial["objective"]["value"]
+        assert sorted(p.name for p in folder.glob("fold_*")) == ["fold_0", "fold_1"]
+        assert (folder / "fold_1" / "report.json").exists() and (folder / "fold_1" / "weights.pt").exists()
+    study = read_json(three_trials / "study.json")
+    best = max(rows, key=lambda r: r["objective"])
+    assert study["best"]["number"] == best["number"] and study["finished_trials"] == 3
+    assert study["selection"]["n_trials"] == 3 and 0.0 <= study["selection"]["dsr"] <= 1.0
+    assert read_json(three_trials / "summary.json")["folds_planned"] == 3 * 2  # trials × folds
+
+
+def test_the_manifest_records_every_fold_of_every_trial_with_its_checksums(three_trials):
+    manifest = read_json(three_trials / "manifest.json")
+    assert sorted(manifest["trials"]) == ["0", "1", "2"] and manifest["run"]["folds"] == {}
+    outputs = manifest["trials"]["2"]["folds"]["1"]["outputs"]
+    assert "trials/0002/fold_1/report.json" in outputs
+    assert (
+        manifest["search"]["objective"] == "stitched_sharpe" and manifest["search"]["storage"] == "embedded"
+    )
+    assert manifest["search"]["study_name"] == "out"  # the --out folder's name
+    summary = read_json(three_trials / "summary.json")
+    assert summary["status"] == "succeeded" and summary["trials"] == 3
+
+
+def test_the_best_params_file_trains_again_to_the_best_trials_objective(three_trials, tiny_fxcache, tmp_path):
+    best = read_json(three_trials / "study.json")["best"]
+    out = tmp_path / "best"
+    argv = search_argv(tiny_fxcache, out, three_trials / "best_params.json", 0)
+    assert main(argv) == 0
+    summary = read_json(out / "summary.json")
+    assert summary["dqn_config"] == read_json(three_trials / "best_params.json")["dqn"]
+    # Same settings, seed and folds on the CPU: the run's stitched net Sharpe is the trial's objective.
+    assert summary["stitched"]["policies"]["model"]["net"]["sharpe"] == pytest.approx(
+        best["objective"], rel=1e-9
+    )
+
+
+def test_a_finished_study_run_again_trains_nothing_more(three_trials, tiny_fxcache, tiny_params, capsys):
+    before = (three_trials / "trials.json").read_text()
+    assert main(search_argv(tiny_fxcache, three_trials, tiny_params, 3)) == 0
+    assert " epoch " not in capsys.readouterr().out
+    assert (three_trials / "trials.json").read_text() == before
+
+
+def test_another_objective_is_the_figure_it_names(tiny_fxcache, tiny_params, tmp_path):
+    out = tmp_path / "out"
+    argv = search_argv(tiny_fxcache, out, tiny_params, 1, "--objective", "mean_fold_sharpe")
+    assert main(argv) == 0
+    trial = read_json(out / "trials" / "0000" / "trial.json")
+    folds = list(trial["fold_net_sharpe"].values())
+    assert trial["objective"]["value"] == pytest.approx(sum(folds) / len(folds), rel=1e-12)
+    assert trial["objective"]["value"] != pytest.approx(trial["stitched"]["net"]["sharpe"], rel=1e-6)
+
+
+def test_a_search_into_object_storage_keeps_its_study_there_and_a_new_pod_continues_it(
+    moto_s3, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    out = moto_s3.uri("runs", "search")
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 2)) == 0
+    for name in ("study.sqlite3", "trials.json", "best_params.json", "trials/0001/trial.json"):
+        assert storage.exists(f"{out}/{name}"), name
+    local = storage.download_file(f"{out}/study.sqlite3", tmp_path / "study.sqlite3")
+    with closing(sqlite3.connect(local)) as db:
+        assert db.execute("select count(*) from trials where state = 'COMPLETE'").fetchone() == (2,)
+    capsys.readouterr()
+    # A new pod has no local study: only the uploaded one can tell it that both trials are done.
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 2)) == 0
+    assert " epoch " not in capsys.readouterr().out
+
+
+# ---- one trainer per shape --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_trials_of_shape_free_settings_share_one_trainer_one_capture_and_one_compile(
+    device, tiny_fxcache, tiny_params, tmp_path
+):
+    out = tmp_path / "out"
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 3, device=device)) == 0
+    cuda = device == "cuda"
+    built = read_json(out / "study.json")["trainers"]
+    assert built == {"builds": 1, "graph_captures": int(cuda), "compiles": int(cuda)}
+    assert read_json(out / "summary.json")["graph_captures"] == int(cuda)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_each_batch_size_builds_its_own_trainer_once_and_trials_of_that_size_reuse_it(
+    device, tiny_fxcache, tiny_params, tmp_path
+):
+    space = space_file(tmp_path, {**LR_ONLY, "batch_size": {"type": "categorical", "choices": [128, 256]}})
+    out = tmp_path / "out"
+    assert (
+        main(search_argv(tiny_fxcache, out, tiny_params, 4, "--search-space", str(space), device=device)) == 0
+    )
+    sizes = [r["params"]["batch_size"] for r in read_json(out / "trials.json")]
+    built = read_json(out / "study.json")["trainers"]
+    assert len(sizes) == 4 and built["builds"] == len(set(sizes)) < len(sizes)
+    assert built["graph_captures"] == built["compiles"] == (len(set(sizes)) if device == "cuda" else 0)
+
+
+# ---- trials side by side (--population) ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def three_trials_side_by_side(tiny_fxcache, tiny_params, tmp_path_factory):
+    """The `three_trials` study again, its trials trained two at a time as one batched population."""
+    out = tmp_path_factory.mktemp("side") / "out"
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 3, "--population", "2")) == 0
+    return out
+
+
+def test_on_cpu_trials_side_by_side_find_what_trials_one_at_a_time_find(
+    three_trials, three_trials_side_by_side
+):
+    alone, side = (read_json(out / "trials.json") for out in (three_trials, three_trials_side_by_side))
+    assert [r["params"] for r in side] == [r["params"] for r in alone]
+    assert {r["state"] for r in side} == {"COMPLETE"} and {r["folds_run"] for r in side} == {2}
+    # Each member draws a lone trainer's numbers on the CPU; only the batched products round differently.
+    assert [r["objective"] for r in side] == pytest.approx([r["objective"] for r in alone], rel=1e-6)
+    for row in side:
+        folder = three_trials_side_by_side / row["folder"]
+        assert read_json(folder / "trial.json")["objective"]["value"] == row["objective"]
+        assert (folder / "fold_1" / "weights.pt").exists() and (folder / "fold_1" / "positions.npy").exists()
+    assert read_json(three_trials_side_by_side / "best_params.json") == read_json(
+        three_trials / "best_params.json"
+    )
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_population_search_builds_one_population_with_one_capture_and_one_compile(
+    device, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 3, "--population", "2", device=device)) == 0
+    cuda = device == "cuda"
+    assert read_json(out / "study.json")["trainers"] == {
+        "builds": 1,
+        "graph_captures": int(cuda),
+        "compiles": int(cuda),
+    }
+    printed = capsys.readouterr().out
+    assert "trials 0, 1 side by side (2 of a population of 2)" in printed
+    assert "trials 2 side by side (1 of a population of 2)" in printed
+    assert read_json(out / "study.json")["finished_trials"] == 3
+
+
+@pytest.mark.parametrize("population", ["0", "17"])
+def test_a_population_outside_1_to_16_exits_2_naming_the_flag(
+    population, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    assert main(search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 2, "--population", population)) == 2
+    assert "--population" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+# ---- checked before any work ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("space", "named"),
+    [
+        ({"lrr": {"type": "float", "low": 1e-4, "high": 1e-2}}, "lrr: not a DQN setting"),
+        ({"gamma": {"type": "float", "low": 0.5, "high": 1.5}}, "gamma: high 1.5 is outside"),
+        ({"eval_cost": {"type": "float", "low": 0.0, "high": 1e-3}}, "eval_cost: an evaluation setting"),
+        ({"spread": {"type": "float", "low": 0.0, "high": 1e-3}}, "spread: an evaluation setting"),
+    ],
+)
+def test_a_bad_search_space_exits_2_naming_the_key_before_any_work(
+    space, named, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    argv = search_argv(tiny_fxcache, out, tiny_params, 2, "--search-space", str(space_file(tmp_path, space)))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert named in err and "space.json" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        (("--search-space", "space.json"), "--search-space: only for a search"),
+        (("--study-name", "s"), "--study-name: only for a search"),
+        (("--population", "2"), "--population: only for a search"),
+        (("--pruner", "none"), "--pruner: only for a search"),
+    ],
+)
+def test_search_flags_without_trials_exit_2(extra, named, tiny_fxcache, tiny_params, tmp_path, capsys):
+    assert main(search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 0, *extra)) == 2
+    assert named in capsys.readouterr().err
+
+
+def test_a_study_storage_that_is_no_url_exits_2_without_its_password(
+    tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    argv = search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 2, "--study-storage", "pg:/x:hunter2@")
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "not a usable SQLAlchemy URL" in err and "hunter2" not in err
+
+
+def test_a_shared_study_needs_a_name_that_survives_a_restart(tiny_fxcache, tiny_params, tmp_path, capsys):
+    argv = search_argv(
+        tiny_fxcache, tmp_path / "out", tiny_params, 2, "--study-storage", f"sqlite:///{tmp_path}/s.db"
+    )
+    assert main(argv) == 2
+    assert "--study-name" in capsys.readouterr().err
+
+
+def test_a_search_where_optuna_is_not_installed_exits_2_naming_the_extra(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setitem(sys.modules, "foxhunt.search.driver", None)  # what a missing Optuna makes of it
+    assert main(search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 2)) == 2
+    assert "foxhunt[train]" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_used_out_with_another_search_space_is_refused_naming_the_difference(
+    three_trials, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    argv = search_argv(
+        tiny_fxcache, three_trials, tiny_params, 3, "--search-space", str(space_file(tmp_path, LR_ONLY))
+    )
+    assert main(argv) == 2
+    assert "search.space" in capsys.readouterr().err
+
+
+# ---- resume -------------------------------------------------------------------------------------------------
+
+
+def long_search_argv(fxcache, out, params, trials: int) -> list[str]:
+    """A search whose folds last long enough (8 epochs) for a signal to land inside one."""
+    return [
+        "train", "--fxcache", str(fxcache), "--out", str(out), "--hyperopt-params", str(params),
+        *SEARCH_ARGS, "--epochs", "8", "--device", "cpu", "--trials", str(trials),
+        "--search-space", str(params.parent / "lr.json"),
+    ]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tiny_fxcache, tiny_params, tmp_path_factory):
+    """The trials of an uninterrupted long search: {params as JSON: objective}."""
+    (tiny_params.parent / "lr.json").write_text(json.dumps(LR_ONLY))
+    out = tmp_path_factory.mktemp("uninterrupted") / "out"
+    assert main(long_search_argv(tiny_fxcache, out, tiny_params, 2)) == 0
+    return {json.dumps(r["params"]): r["objective"] for r in read_json(out / "trials.json")}
+
+
+def test_a_search_killed_inside_a_trial_retries_that_trial_and_finishes_like_an_uninterrupted_one(
+    uninterrupted, tiny_fxcache, tiny_params, tmp_path
+):
+    out = tmp_path / "out"
+    argv = long_search_argv(tiny_fxcache, out, tiny_params, 2)
+    first = start_train(argv, tmp_path / "first.log")
+    first.wait_for("trial 1 fold 0 epoch 2/")
+    first.process.kill()
+    first.finish()
+
+    second = start_train(argv, tmp_path / "second.log")
+    assert second.finish() == 0, second.output()
+    rows = read_json(out / "trials.json")
+    assert [(r["number"], r["state"]) for r in rows] == [(0, "COMPLETE"), (1, "FAIL"), (2, "COMPLETE")]
+    assert rows[2]["retry_of"] == 1 and rows[1]["retried_as"] == 2 and rows[2]["params"] == rows[1]["params"]
+    assert "trial 0 fold" not in second.output()  # the completed trial is not trained again
+    finished = {json.dumps(r["params"]): r["objective"] for r in rows if r["state"] == "COMPLETE"}
+    assert finished == uninterrupted
+    assert read_json(out / "study.json")["finished_trials"] == 2
+
+
+def test_sigterm_inside_a_trial_ends_interrupted_and_the_same_command_finishes_the_study(
+    uninterrupted, tiny_fxcache, tiny_params, tmp_path
+):
+    out = tmp_path / "out"
+    argv = long_search_argv(tiny_fxcache, out, tiny_params, 2)
+    first = start_train(argv, tmp_path / "first.log")
+    first.wait_for("trial 1 fold 0 epoch 2/")
+    first.process.send_signal(signal.SIGTERM)
+    assert first.finish() == 143, first.output()
+    assert read_json(out / "summary.json")["status"] == "interrupted"
+    assert [r["state"] for r in read_json(out / "trials.json")] == ["COMPLETE", "FAIL"]
+
+    second = start_train(argv, tmp_path / "second.log")
+    assert second.finish() == 0, second.output()
+    rows = read_json(out / "trials.json")
+    assert [r["state"] for r in rows] == ["COMPLETE", "FAIL", "COMPLETE"] and rows[2]["retry_of"] == 1
+    assert {
+        json.dumps(r["params"]): r["objective"] for r in rows if r["objective"] is not None
+    } == uninterrupted
+    assert read_json(out / "summary.json")["status"] == "succeeded"
+
+
+def test_a_population_search_killed_mid_fold_retries_every_member_with_its_settings(
+    uninterrupted, tiny_fxcache, tiny_params, tmp_path
+):
+    out = tmp_path / "out"
+    argv = [*long_search_argv(tiny_fxcache, out, tiny_params, 2), "--population", "2"]
+    first = start_train(argv, tmp_path / "first.log")
+    first.wait_for("trials 0, 1 fold 0 epoch 2/")
+    first.process.kill()
+    first.finish()
+
+    second = start_train(argv, tmp_path / "second.log")
+    assert second.finish() == 0, second.output()
+    rows = read_json(out / "trials.json")
+    assert [r["state"] for r in rows] == ["FAIL", "FAIL", "COMPLETE", "COMPLETE"]
+    assert [(r["retry_of"], r["params"]) for r in rows[2:]] == [
+        (0, rows[0]["params"]),
+        (1, rows[1]["params"]),
+    ]
+    assert {json.dumps(r["params"]) for r in rows[2:]} == set(uninterrupted)
+    assert read_json(out / "study.json")["finished_trials"] == 2
+
+
+# ---- workers sharing one study (the Argo fan-out) ------------------------------------------------------------
+
+
+@pytest.mark.services
+def test_two_trial_workers_on_one_postgres_study_finish_exactly_n_trials_between_them(
+    postgres_server, tiny_fxcache, tiny_params, tmp_path, monkeypatch
+):
+    url = postgres_server.create_database(f"workers_{time.time_ns()}")
+    workers = []
+    for worker in range(2):
+        monkeypatch.setenv("FOXHUNT_TRIAL_WORKER", str(worker))  # start_train passes the environment on
+        argv = search_argv(
+            tiny_fxcache, tmp_path / f"worker-{worker}", tiny_params, 4,
+            "--study-storage", url, "--study-name", "shared", "--run-id", f"shared-worker-{worker}",
+        )  # fmt: skip
+        workers.append(start_train(argv, tmp_path / f"worker-{worker}.log"))
+    for process in workers:
+        assert process.finish() == 0, process.output()
+
+    tables = [read_json(tmp_path / f"worker-{w}" / "trials.json") for w in range(2)]
+    finished = [r for r in tables[0] if r["state"] in ("COMPLETE", "PRUNED")]
+    assert len(finished) == 4 and tables[0] == tables[1]  # each worker writes the whole study's table
+    ran_here = [
+        sorted(int(p.name) for p in (tmp_path / f"worker-{w}").glob("trials/[0-9]*")) for w in range(2)
+    ]
+    assert sorted(ran_here[0] + ran_here[1]) == sorted(r["number"] for r in finished)  # none twice, none lost
+    assert all(r["worker"] == w for w in range(2) for r in finished if r["number"] in ran_here[w])
+    best = read_json(tmp_path / "worker-0" / "best_params.json")
+    assert best == read_json(tmp_path / "worker-1" / "best_params.json")
+    assert read_json(tmp_path / "worker-1" / "manifest.json")["search"]["storage"] == url

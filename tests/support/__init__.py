@@ -1,0 +1,1 @@
+"""Helpers the tests share: services on loopback, tiny runs, cases, stand-ins."""

@@ -1,0 +1,121 @@
+"""What a CPU run must reproduce across refactors: weights, positions and every figure it reports.
+
+`run_figures` reads an output folder into one flat mapping: per `weights.pt` the sha256 of each
+state-dict tensor (by key), per `positions.npy` the sha256 of its array, and every leaf of every
+JSON output (summary, study, trials, best params, trial and fold reports) except the ones that
+measure time, name the run or repeat another figure. `python tests/support/reference_figures.py` records
+the mapping of the two reference runs into tests/data/reference_figures.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference_figures.json"
+# A study small enough for seconds on 2 CPU cores: 3 folds of 5 days, 3 epochs of 4 steps, hidden 16.
+STUDY_PARAMS = {"dqn": {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4}}
+STUDY_ARGS = (
+    "--epochs", "3", "--train-days", "5", "--val-days", "2", "--step-days", "2", "--max-folds", "3",
+    "--device", "cpu", "--seed", "11",
+)  # fmt: skip
+RUNS = {
+    "pipeline": ("pipeline", "--device", "cpu"),
+    "study": ("train", *STUDY_ARGS, "--trials", "3"),
+    "study_population": ("train", *STUDY_ARGS, "--trials", "4", "--population", "2"),
+}
+TINY_BARS, TINY_SEED = 20_000, 3
+# Leaves that measure time, name the run, its place or its files, or repeat figures held elsewhere
+# (the fold report's `validation` repeats its `evaluation`'s numbers).
+SKIPPED_KEYS = {
+    "run_id", "started_at", "finished_at", "fxcache", "out", "phases", "epoch_seconds", "validation",
+    "datetime_start", "datetime_complete", "study_name",
+}  # fmt: skip
+
+
+def _skipped(key: str) -> bool:
+    return key in SKIPPED_KEYS or "second" in key
+
+
+def _leaves(value, path: str, into: dict) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not _skipped(str(key)):
+                _leaves(item, f"{path}.{key}", into)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _leaves(item, f"{path}[{i}]", into)
+    else:
+        into[path] = value
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def run_figures(out: Path) -> dict[str, object]:
+    """The folder's weights and positions digests and its JSON outputs' figures, by relative path."""
+    import torch
+
+    figures: dict[str, object] = {}
+    for path in sorted(out.rglob("*")):
+        name = path.relative_to(out).as_posix()
+        if path.name == "weights.pt":
+            state = torch.load(io.BytesIO(path.read_bytes()), weights_only=True)
+            for key, tensor in state.items():
+                figures[f"{name}:{key}"] = _sha(tensor.contiguous().numpy().tobytes())
+        elif path.name == "positions.npy":
+            figures[name] = _sha(np.ascontiguousarray(np.load(path)).tobytes())
+        elif path.suffix == ".json" and path.name != "manifest.json":
+            _leaves(json.loads(path.read_text()), name, figures)
+    return figures
+
+
+def make_tiny_fxcache(path: Path) -> Path:
+    """The study's fxcache: 20,000 generated bars (tests/run_cases.py's tiny_fxcache)."""
+    from foxhunt.run.pipeline import precompute
+
+    precompute(None, str(path), sample_bars=TINY_BARS, seed=TINY_SEED, progress=lambda _: None)
+    return path
+
+
+def run_reference(name: str, work: Path, fxcache: Path | None = None) -> dict[str, object]:
+    """Run reference run `name` under `work` with `python -m foxhunt`; its figures."""
+    out = work / name
+    argv = [sys.executable, "-m", "foxhunt", *RUNS[name], "--out", str(out)]
+    if name != "pipeline":
+        params = work / "params.json"
+        params.write_text(json.dumps(STUDY_PARAMS))
+        argv += ["--fxcache", str(fxcache), "--hyperopt-params", str(params)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return run_figures(out)
+
+
+def main() -> None:
+    import tempfile
+
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        fxcache = make_tiny_fxcache(work / "tiny.fxcache")
+        runs = {name: run_reference(name, work, fxcache) for name in RUNS}
+    record = {
+        "note": "CPU outputs of `python -m foxhunt` per RUNS in tests/support/reference_figures.py, recorded by "
+        "`python tests/support/reference_figures.py`",
+        "commit": commit,
+        "commands": {name: " ".join(argv) for name, argv in RUNS.items()},
+        "runs": runs,
+    }
+    REFERENCE.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {REFERENCE}: " + ", ".join(f"{n} {len(f)} figures" for n, f in runs.items()))
+
+
+if __name__ == "__main__":
+    main()

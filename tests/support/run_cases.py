@@ -1,0 +1,128 @@
+"""A tiny fxcache and `foxhunt train` runs (in a subprocess or in-process) for the run-lifecycle tests.
+
+The sizes keep a whole 3-fold run to a few seconds on 2 CPU cores, while a fold still lasts long
+enough (24 short epochs) that a signal sent after its third epoch lands inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+EPOCHS = 24
+TRAIN_ARGS = (
+    "--epochs",
+    str(EPOCHS),
+    "--train-days",
+    "5",
+    "--val-days",
+    "2",
+    "--step-days",
+    "2",
+    "--max-folds",
+    "3",
+    "--device",
+    "cpu",
+    "--seed",
+    "11",
+)
+TINY_DQN = {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4}
+PROCESS_TIMEOUT_S = 300.0
+
+
+@pytest.fixture(scope="session")
+def tiny_fxcache(tmp_path_factory) -> Path:
+    """An fxcache of 20,000 generated minute bars: three 5-day folds."""
+    from foxhunt.run.pipeline import precompute
+
+    path = tmp_path_factory.mktemp("tiny") / "tiny.fxcache"
+    precompute(None, str(path), sample_bars=20_000, seed=3, progress=lambda _: None)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_params(tmp_path_factory) -> Path:
+    """A --hyperopt-params file with a small network and few steps per epoch."""
+    path = tmp_path_factory.mktemp("params") / "params.json"
+    path.write_text(json.dumps({"dqn": TINY_DQN}))
+    return path
+
+
+def train_argv(fxcache: Path, out: Path, params: Path, *extra: str) -> list[str]:
+    """The `foxhunt train` arguments of a tiny run."""
+    return [
+        "train",
+        "--fxcache",
+        str(fxcache),
+        "--out",
+        str(out),
+        "--hyperopt-params",
+        str(params),
+        *TRAIN_ARGS,
+        *extra,
+    ]
+
+
+@dataclass
+class TrainProcess:
+    """A `foxhunt train` subprocess whose console output goes to a file."""
+
+    process: subprocess.Popen
+    console: Path
+
+    def output(self) -> str:
+        return self.console.read_text()
+
+    def wait_for(self, text: str, timeout: float = PROCESS_TIMEOUT_S) -> None:
+        """Poll the console until `text` appears; fails if the process ends first."""
+        deadline = time.monotonic() + timeout
+        while text not in self.output():
+            assert self.process.poll() is None, (
+                f"exited {self.process.returncode} before {text!r}:\n{self.output()}"
+            )
+            assert time.monotonic() < deadline, f"no {text!r} after {timeout}s:\n{self.output()}"
+            time.sleep(0.005)
+
+    def finish(self) -> int:
+        """Wait for the exit status."""
+        return self.process.wait(timeout=PROCESS_TIMEOUT_S)
+
+
+def start_train(argv: list[str], console: Path) -> TrainProcess:
+    """Start `python -m foxhunt <argv>` with unbuffered output into `console`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID")}
+    env["PYTHONUNBUFFERED"] = "1"
+    with console.open("w") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "foxhunt", *argv], stdout=sink, stderr=subprocess.STDOUT, env=env
+        )
+    return TrainProcess(proc, console)
+
+
+def fold_outputs(out: Path) -> dict[int, dict]:
+    """What must be equal between two runs of the same settings: per fold, validation, weights, norm stats."""
+    folds = {}
+    for fold_dir in sorted(out.glob("fold_*")):
+        fold = int(fold_dir.name.split("_")[1])
+        report = json.loads((fold_dir / "report.json").read_text())
+        folds[fold] = {
+            "validation": report["validation"],
+            "loss": report["loss"],
+            "weights": (fold_dir / "weights.pt").read_bytes(),
+            "norm_stats": (fold_dir / f"norm_stats_fold{fold}.json").read_bytes(),
+            "positions": (fold_dir / "positions.npy").read_bytes(),
+        }
+    return folds
+
+
+def completed_folds(out: Path) -> list[int]:
+    """The folds the manifest in `out` records as completed."""
+    manifest = json.loads((out / "manifest.json").read_text())
+    return sorted(int(k) for k in manifest["run"]["folds"])

@@ -1,0 +1,180 @@
+"""The greedy policy's evaluation and the per-epoch diagnostics, against per-bar loops and hand-built networks."""
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from support.dqn_cases import TINY, constant_layers, readout_net, set_layers, sign_net, tiny_trainer
+from support.trainer_cases import DEVICES, TOLERANCE
+
+from foxhunt.train import (
+    FLAT,
+    DQNTrainer,
+    feature_agreement,
+    periods_per_year,
+    policy_collapse,
+    rollout_positions,
+    rollout_positions_reference,
+)
+from foxhunt.train.diagnostics import evenly_spaced_blocks
+
+
+# ---- the greedy rollout and its metrics ---------------------------------------------------------------
+@pytest.mark.parametrize("device", DEVICES)
+def test_batched_rollout_runs_each_block_like_the_sequential_loop(device):
+    maps = np.random.default_rng(5).integers(0, 3, size=(4, 333, 3))
+    got = rollout_positions(torch.from_numpy(maps).to(device), FLAT).cpu().numpy()
+    for block in range(4):
+        np.testing.assert_array_equal(got[block], rollout_positions_reference(maps[block], FLAT))
+
+
+def _sequential_metrics(trainer: DQNTrainer, start: int, end: int, cost: float) -> dict:
+    """The greedy policy and its metrics, one bar at a time in Python floats."""
+    position, pnl, gross, changes = 0.0, [], [], []
+    with torch.no_grad():
+        for t in range(start, end):
+            state = torch.cat([trainer.data.features[t], torch.tensor([position], device=trainer.device)])
+            new = float(trainer.online(state.unsqueeze(0)).argmax()) - 1.0
+            r = float(trainer.data.targets[t, 0])
+            gross.append(new * r)
+            changes.append(abs(new - position))
+            pnl.append(new * r - cost * abs(new - position))
+            position = new
+    pnl, gross = np.array(pnl), np.array(gross)
+    held = np.array([g != 0 or c != 0 for g, c in zip(gross, changes, strict=True)])
+    equity = np.cumsum(pnl)
+    periods = periods_per_year(trainer.data.timestamp[start:end])
+    return {
+        "total_return": pnl.sum(),
+        "sharpe": pnl.mean() / pnl.std() * math.sqrt(periods),
+        "turnover": sum(changes),
+        "gross_return": gross.sum(),
+        "gross_sharpe": gross.mean() / gross.std() * math.sqrt(periods),
+        "max_drawdown": 1 - math.exp(-(np.maximum.accumulate(np.r_[0, equity])[1:] - equity).max()),
+        "held": held,
+        "pnl": pnl,
+    }
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_validation_metrics_equal_a_per_bar_loop_at_the_evaluation_cost(device):
+    rng = np.random.default_rng(6)
+    x0 = rng.choice([-3.0, -2.0, -1.0, 1.0, 2.0, 3.0], size=900)
+    trainer = tiny_trainer(
+        x0, rng.standard_normal(900) * 1e-3, device, replace(TINY, cost=0.0), eval_cost=2e-4, eval_spread=2e-4
+    )
+    sign_net(trainer.online, hold=3.0, flat_value=1.5)  # hysteresis: the rollout depends on the position held
+    got = trainer.validate()
+    loop = _sequential_metrics(trainer, 600, 900, cost=3e-4)  # fee + half the spread
+    assert 0 < got["turnover"] < 300, "the case must trade, and not on every bar"
+    for key in ("total_return", "sharpe", "gross_return", "gross_sharpe", "max_drawdown"):
+        assert got[key] == pytest.approx(loop[key], rel=TOLERANCE[device]["rel"] * 10, abs=1e-9), key
+    assert got["turnover"] == loop["turnover"]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_evaluation_cost_is_apart_from_the_training_cost(device):
+    rng = np.random.default_rng(7)
+    trainer = tiny_trainer(
+        rng.choice([-1.0, 1.0], 900),
+        rng.standard_normal(900) * 1e-3,
+        device,
+        replace(TINY, cost=5e-4),
+        eval_cost=1e-4,
+    )
+    sign_net(trainer.online)
+    positions = trainer.greedy_positions()
+    default = trainer.evaluate(positions)
+    explicit = trainer.evaluate(positions, cost=2e-4, spread=2e-4)
+    assert default["turnover"] > 0
+    assert default["gross_return"] - default["total_return"] == pytest.approx(1e-4 * default["turnover"])
+    assert explicit["gross_return"] - explicit["total_return"] == pytest.approx(3e-4 * explicit["turnover"])
+    legacy = tiny_trainer(rng.choice([-1.0, 1.0], 900), np.zeros(900), device, replace(TINY, cost=5e-4))
+    sign_net(legacy.online)
+    legacy_metrics = legacy.evaluate(legacy.greedy_positions())
+    assert legacy_metrics["total_return"] == pytest.approx(-5e-4 * legacy_metrics["turnover"])
+
+
+# ---- per-epoch diagnostics --------------------------------------------------------------------------------
+@pytest.mark.parametrize("device", DEVICES)
+def test_epoch_q_statistics_are_mean_and_max_of_abs_q_over_the_batches(device):
+    frozen = replace(TINY, lr=1e-12, steps_per_epoch=3)  # weights move by ~1e-12: Q stays as built
+    trainer = tiny_trainer(np.ones(60), np.zeros(60), device, frozen)
+    set_layers(trainer.online, *constant_layers([1.0, -3.0, 2.0]))
+    set_layers(trainer.target, *constant_layers([1.0, -3.0, 2.0]))
+    stats = trainer.train_epoch(0, 1)
+    assert stats["q_mean"] == pytest.approx(2.0, rel=1e-6)  # mean of |1|, |−3|, |2|
+    assert stats["q_max"] == pytest.approx(3.0, rel=1e-6)
+    assert trainer.history.q_mean == [stats["q_mean"]] and trainer.history.q_max == [stats["q_max"]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_epoch_diagnostics_read_the_greedy_policy_in_and_out_of_sample(device):
+    rng = np.random.default_rng(8)
+    trainer = tiny_trainer(
+        rng.choice([-2.0, 2.0], 900),
+        rng.standard_normal(900) * 1e-3,
+        device,
+        replace(TINY, lr=1e-12),
+        eval_cost=1e-4,
+    )
+    sign_net(trainer.online, flat_value=0.5)
+    stats = trainer.train_epoch(0, 1)
+    validation = trainer.validate()
+    in_sample = trainer.validate(0, 600)
+    assert stats["val_sharpe"] == pytest.approx(validation["sharpe"], rel=1e-9)
+    assert stats["train_sharpe"] == pytest.approx(in_sample["sharpe"], rel=1e-9)  # 600 rows: one whole block
+    positions = trainer.greedy_positions().cpu().numpy()
+    assert stats["action_shares"] == pytest.approx([(positions == p).mean() for p in (-1.0, 0.0, 1.0)])
+    assert stats["feature_agreement"] == 0.0 and not stats["features_ignored"] and not stats["collapsed"]
+    assert trainer.history.val_sharpe == [stats["val_sharpe"]]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_policy_that_always_goes_long_is_flagged_collapsed_and_blind_to_features(device):
+    rng = np.random.default_rng(9)
+    trainer = tiny_trainer(
+        rng.choice([-2.0, 2.0], 900), rng.standard_normal(900) * 1e-3, device, replace(TINY, lr=1e-12)
+    )
+    set_layers(trainer.online, *constant_layers([0.0, 0.0, 1.0]))
+    stats = trainer.train_epoch(0, 1)
+    assert stats["action_shares"] == [0.0, 0.0, 1.0]
+    assert stats["collapsed"] and trainer.history.collapsed
+    assert stats["feature_agreement"] == 1.0 and trainer.history.features_ignored
+
+
+def test_diagnostics_off_leave_only_the_training_figures():
+    trainer = tiny_trainer(np.ones(60), np.zeros(60), "cpu", diagnostics=False)
+    stats = trainer.train_epoch(0, 1)
+    assert "val_sharpe" not in stats and trainer.history.val_sharpe == [] and trainer.history.loss
+
+
+def test_policy_collapse_flags_one_action_on_most_bars():
+    assert policy_collapse([0.96, 0.02, 0.02])
+    assert policy_collapse([0.0, 0.0, 1.0])
+    assert not policy_collapse([0.5, 0.3, 0.2])
+    assert not policy_collapse([0.9, 0.05, 0.05])
+    assert policy_collapse([0.9, 0.05, 0.05], threshold=0.85)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_feature_agreement_is_one_for_a_policy_that_ignores_the_features(device):
+    trainer = tiny_trainer(np.array([-2.0, -1.0, 1.0, 2.0] * 10), np.zeros(40), device)
+    features = trainer.data.features
+    readout_net(trainer.online, 0.0, 16.0, [0.0, 1.0, 2.0])  # Q depends on the position only
+    assert float(feature_agreement(trainer.online, features, trainer.mean, trainer.std)) == 1.0
+    sign_net(trainer.online, flat_value=0.5)  # at the mean (x0 = 0) flat; on every row short or long
+    assert float(feature_agreement(trainer.online, features, trainer.mean, trainer.std)) == 0.0
+
+
+def test_evenly_spaced_blocks_cover_the_range_within_the_row_budget():
+    rows = evenly_spaced_blocks(100, 10_100, max_rows=1000, blocks=8)
+    assert rows.shape == (8, 125)
+    assert int(rows[0, 0]) == 100 and int(rows[-1, -1]) == 10_099
+    assert torch.all(rows[:, 1:] - rows[:, :-1] == 1)
+    assert torch.all(rows[1:, 0] > rows[:-1, -1])
+    torch.testing.assert_close(
+        evenly_spaced_blocks(5, 50, max_rows=1000, blocks=8), torch.arange(5, 50).unsqueeze(0)
+    )

@@ -1,0 +1,68 @@
+"""The shipped WorkflowTemplates call the `foxhunt` CLI with flags and values it accepts."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from foxhunt.cli import build_parser
+from foxhunt_workflows.params import KINDS_ANNOTATION, TRAINER_SETTINGS
+
+CHART_WORKFLOWS = Path(__file__).resolve().parents[2] / "helm" / "foxhunt" / "files" / "workflows"
+EXPRESSION = re.compile(r"\{\{\s*(inputs|workflow)\.parameters\.([\w-]+)\s*\}\}")
+
+
+def foxhunt_containers():
+    for path in sorted(CHART_WORKFLOWS.glob("*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        defaults = {
+            p["name"]: str(p.get("value", "")) for p in doc["spec"].get("arguments", {}).get("parameters", [])
+        }
+        for template in doc["spec"]["templates"]:
+            container = template.get("container")
+            if container and container.get("command") == ["foxhunt"]:
+                inputs = {
+                    p["name"]: str(p.get("default", p.get("value", defaults.get(p["name"], ""))))
+                    for p in template.get("inputs", {}).get("parameters", [])
+                }
+                yield pytest.param(
+                    container["args"], {**defaults, **inputs}, id=f"{path.stem}/{template['name']}"
+                )
+
+
+@pytest.mark.parametrize(("args", "parameters"), list(foxhunt_containers()))
+def test_template_args_parse_with_the_cli(args, parameters):
+    filled = [EXPRESSION.sub(lambda m: parameters.get(m.group(2), ""), a) for a in args]
+    assert not any("{{" in a for a in filled), filled
+    parsed = build_parser().parse_args(filled)
+    assert parsed.command in {"precompute", "train"}
+
+
+def test_every_step_of_the_pipeline_is_covered():
+    ids = {p.id for p in foxhunt_containers()}
+    assert any(i.startswith("train/") for i in ids) and any(i.startswith("precompute-features/") for i in ids)
+
+
+def kinds_of_trainer_flags() -> list:
+    doc = yaml.safe_load((CHART_WORKFLOWS / "train.yaml").read_text())
+    kinds = json.loads(doc["metadata"]["annotations"][KINDS_ANNOTATION])
+    return [
+        pytest.param(flag, kinds[flag], id=flag)
+        for flag in TRAINER_SETTINGS
+        if kinds.get(flag) in ("int", "float")
+    ]
+
+
+def train_args(flag: str, value: str) -> list[str]:
+    return ["train", "--fxcache", "cache.fxcache", "--out", "out", f"--{flag}", value]
+
+
+@pytest.mark.parametrize(("flag", "kind"), kinds_of_trainer_flags())
+def test_a_parameter_typed_as_a_number_is_a_number_flag_of_the_cli(flag, kind, capsys):
+    assert build_parser().parse_args(train_args(flag, "2")).command == "train"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(train_args(flag, "2.5" if kind == "int" else "two"))
+    if kind == "float":
+        assert build_parser().parse_args(train_args(flag, "2.5")).command == "train"

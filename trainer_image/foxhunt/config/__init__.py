@@ -1,0 +1,344 @@
+"""Every setting of a run, with its default, unit and allowed range, checked when it is built.
+
+Each field is declared with `setting(default, doc, ...)` (foxhunt.config.setting): the one-line doc
+(with the unit) and the range live in the field's metadata, where the CLI's help, the range checks
+and `describe()` read them. Building a config checks every field: a value of the wrong type is an
+error, never a coercion (bool is not an int here; an int is a fine float), and a value out of range
+is an error naming the field and its allowed range. This module imports nothing heavy: the CLI
+parser and the workflows package read it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import MISSING, dataclass, fields, replace
+
+from foxhunt.config.setting import check_fields, expectation, section, setting
+from foxhunt.errors import ConfigError
+
+# Forward-return horizons of the targets, in bars; the longest one sets the default purge gap.
+TARGET_HORIZONS: tuple[int, ...] = (1, 5, 15, 60)
+# The timed phases of every fold, in order: reports, metrics and the dashboard use these names.
+PHASES: tuple[str, ...] = ("reset", "normalize", "collect", "train", "validate", "checkpoint")
+# Nanoseconds per day, as in foxhunt.data.bars (which imports numpy; this module must not).
+NS_PER_DAY = 86_400 * 10**9
+NS_PER_YEAR = 365.25 * NS_PER_DAY  # the annualisation's year
+# A run id is a Prometheus label value and a path component: keep it to a safe alphabet.
+RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+@dataclass(frozen=True)
+class FoldConfig:
+    """Walk-forward windows, in calendar days of bar timestamps."""
+
+    train_days: float = setting(
+        120.0, "Length of a fold's training window.", low=0, low_open=True, unit="days"
+    )
+    val_days: float = setting(
+        30.0, "Length of a fold's validation window.", low=0, low_open=True, unit="days"
+    )
+    step_days: float = setting(30.0, "Shift between consecutive folds.", low=0, low_open=True, unit="days")
+    mode: str = setting(
+        "rolling",
+        "rolling keeps train_days of history; expanding keeps the first train start.",
+        choices=("rolling", "expanding"),
+    )
+    purge_bars: int = setting(
+        max(TARGET_HORIZONS),
+        "Bars dropped between training and validation, so no training target looks into validation.",
+        low=0,
+        unit="bars",
+    )
+    min_train_rows: int = setting(
+        1000, "A fold needs at least this many training rows after the purge.", low=1, unit="rows"
+    )
+    min_val_rows: int = setting(100, "A fold needs at least this many validation rows.", low=1, unit="rows")
+    max_folds: int = setting(0, "Most folds to run, the earliest first; 0 runs all that fit.", low=0)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "fold config")
+        for name in ("train_days", "val_days", "step_days"):
+            if round(getattr(self, name) * NS_PER_DAY) < 1:
+                raise ConfigError(
+                    "fold config", name, f"must be at least one nanosecond, got {getattr(self, name)!r}"
+                )
+
+
+@dataclass(frozen=True)
+class DQNConfig:
+    """Double DQN training settings; `--hyperopt-params` overrides these by name."""
+
+    lr: float = setting(3e-4, "Adam learning rate.", low=0, low_open=True)
+    gamma: float = setting(0.9, "Discount factor of the TD target, per bar.", low=0, high=1, high_open=True)
+    batch_size: int = setting(8192, "Transitions per gradient step.", low=1)
+    hidden: int = setting(256, "Width of the Q-network's two hidden layers.", low=1, unit="units")
+    tau: float = setting(
+        0.01, "Polyak step of the target network, once per gradient step.", low=0, high=1, low_open=True
+    )
+    eps_start: float = setting(1.0, "Exploration probability at the first epoch of a fold.", low=0, high=1)
+    eps_end: float = setting(0.05, "Exploration probability after the decay.", low=0, high=1)
+    eps_decay_fraction: float = setting(
+        0.6, "Share of a fold's epochs over which epsilon decays linearly.", low=0, high=1
+    )
+    cost: float = setting(
+        1e-4,
+        "Training reward's cost per unit of position change (1e-4 = 1 bp).",
+        low=0,
+        unit="log-return units",
+    )
+    huber_delta: float = setting(1.0, "Knee of the Huber loss.", low=0, low_open=True, unit="reward units")
+    reward_scale: float = setting(
+        1e4, "Reward multiplier: rewards in bp keep Q-values near 1 for Adam.", low=0, low_open=True
+    )
+    grad_clip: float = setting(10.0, "Largest global gradient norm.", low=0, low_open=True)
+    steps_per_epoch: int = setting(0, "Gradient steps per epoch; 0: ceil(train rows / batch size).", low=0)
+    steps_per_graph: int = setting(1, "Training steps captured in one CUDA graph replay.", low=1)
+    compile: bool = setting(True, "torch.compile the training step on CUDA (CPU runs it eagerly).")
+    bf16: bool = setting(False, "bfloat16 autocast of the training step's matmuls on CUDA.")
+    paired_next_state: bool = setting(
+        True,
+        "On CUDA, the online and target networks value the next state in one batched product per layer "
+        "(same arithmetic; CPU runs them apart).",
+    )
+    fused_activation: bool = setting(
+        True,
+        "On CUDA, collection's forward passes add bias and apply ReLU inside the matrix products "
+        "(same arithmetic; CPU runs the modules).",
+    )
+    q_limit: float = setting(
+        1e6, "Guard: a |Q| beyond this stops the fold as diverged.", low=0, low_open=True
+    )
+    weight_decay: float = setting(0.0, "Adam weight decay.", low=0)
+
+    def __post_init__(self) -> None:
+        check_fields(self, "dqn config")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """How validation is scored: fixed for a run, never a training or search setting."""
+
+    cost: float = setting(
+        1e-4, "Cost per unit of position change (1e-4 = 1 bp).", low=0, unit="log-return units"
+    )
+    spread: float = setting(
+        0.0,
+        "Full bid-ask spread; half of it is paid per unit of position change.",
+        low=0,
+        unit="log-return units",
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "eval config")
+
+    @property
+    def cost_per_change(self) -> float:
+        """What one unit of position change costs in validation: the cost plus half the spread."""
+        return trading_cost(self.cost, self.spread)
+
+
+def trading_cost(cost: float, spread: float = 0.0) -> float:
+    """Cost per unit of position change: the fee plus half the bid-ask spread (both in log-return units).
+
+    The one place the package computes it: training's reward cost, validation and `foxhunt evaluate`.
+    """
+    return cost + 0.5 * spread
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One `foxhunt train` run besides its URIs: what it trains and how it reports."""
+
+    model: str = setting("dqn", "The model to train.", choices=("dqn",))
+    epochs: int = setting(50, "Training epochs per fold.", low=1)
+    seed: int = setting(
+        0, "Run seed; each fold derives its own, so folds are reproducible alone.", low=0, high=2**63 - 1
+    )
+    device: str = setting(
+        "auto", "Where to train: auto picks CUDA when present.", choices=("auto", "cpu", "cuda")
+    )
+    trials: int = setting(0, "Hyperparameter-search trials; 0 trains once with the given settings.", low=0)
+    folds: FoldConfig = section(FoldConfig, "Walk-forward windows.")
+    dqn: DQNConfig = section(DQNConfig, "Double DQN training settings.")
+    eval: EvalConfig = section(EvalConfig, "Evaluation costs.")
+    pushgateway: str | None = setting(
+        None, "Pushgateway URL for the metrics (unset: $FOXHUNT_PUSHGATEWAY, else no pushes)."
+    )
+    run_id: str | None = setting(
+        None,
+        "Run id, the metrics' grouping key (unset: $FOXHUNT_RUN_ID, the Argo workflow name, or generated).",
+    )
+    metrics_port: int | None = setting(None, "Also serve live /metrics on this port.", low=1, high=65535)
+    delete_metrics_group: bool = setting(False, "Delete the run's Pushgateway group after its final push.")
+    metrics_keep_seconds: float = setting(
+        30.0,
+        "Wait before deleting the group, so Prometheus scrapes the final "
+        "values (at least one scrape interval).",
+        low=0,
+        unit="seconds",
+    )
+    overwrite: bool = setting(
+        False, "Remove an earlier run's outputs in --out instead of refusing or resuming."
+    )
+    log_format: str = setting(
+        "text", "Console lines as text or as one JSON object per line.", choices=("text", "json")
+    )
+    compile_cache: str = setting(
+        "auto",
+        "Where the compiled training step is kept for the next run: auto (beside the fxcache), off, "
+        "or a folder URI (local or s3://). Used on CUDA with compile.",
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "run config")
+        if not self.compile_cache.strip():
+            raise ConfigError("run config", "compile_cache", "must be auto, off or a folder URI, got ''")
+        problem = None if self.run_id is None else run_id_problem(self.run_id)
+        if problem:
+            raise ConfigError("run config", "run_id", problem)
+
+
+# Settings that shape the results: a resumed run must have the same ones (the manifest compares them).
+RESULT_SETTINGS: tuple[str, ...] = ("model", "epochs", "seed", "trials", "folds", "dqn", "eval")
+
+# Pipeline defaults (`foxhunt pipeline`, the local run on generated bars): about 25 s on 2 CPU cores.
+# Without a --hyperopt-params file its DQN settings differ from `train`'s GPU defaults where half a
+# minute of CPU needs it: batches of 1024 give 60 updates an epoch instead of 8 for the same compute,
+# at a higher learning rate, and a training cost of 2 bp (twice the evaluation cost) keeps so briefly
+# trained a policy from churning. With `train`'s settings the same budget ends with a turnover of
+# ~75,000 a year and a stitched Sharpe near −35 after costs (measured on the default sample, seed 0).
+PIPELINE_FOLDS = FoldConfig(train_days=60.0, val_days=20.0, step_days=20.0, max_folds=3)
+PIPELINE_EPOCHS = 3
+PIPELINE_DQN = DQNConfig(batch_size=1024, lr=1e-3, cost=2e-4)
+SAMPLE_BARS = 200_000
+
+
+def run_id_problem(run_id: str) -> str | None:
+    """Why `run_id` is not a safe label value and path component, or None when it is."""
+    if RUN_ID_PATTERN.fullmatch(run_id) and run_id not in (".", ".."):
+        return None
+    return f"must be 1-128 characters of A-Z a-z 0-9 _ . : - and not . or .., got {run_id!r}"
+
+
+# ---- reading settings by name -------------------------------------------------------------------
+# Every `foxhunt train` flag that sets a RunConfig field: flag name → dotted field path. The CLI builds
+# its flags from this table and the workflow templates take their parameters' defaults from it.
+FLAGS: dict[str, str] = {
+    "model": "model",
+    "epochs": "epochs",
+    "trials": "trials",
+    "seed": "seed",
+    "device": "device",
+    "train-days": "folds.train_days",
+    "val-days": "folds.val_days",
+    "step-days": "folds.step_days",
+    "window": "folds.mode",
+    "purge-bars": "folds.purge_bars",
+    "min-train-rows": "folds.min_train_rows",
+    "min-val-rows": "folds.min_val_rows",
+    "max-folds": "folds.max_folds",
+    "eval-cost": "eval.cost",
+    "eval-spread": "eval.spread",
+    "pushgateway": "pushgateway",
+    "run-id": "run_id",
+    "metrics-port": "metrics_port",
+    "delete-metrics-group": "delete_metrics_group",
+    "metrics-keep-seconds": "metrics_keep_seconds",
+    "overwrite": "overwrite",
+    "log-format": "log_format",
+    "compile-cache": "compile_cache",
+}
+# The section of a dotted path → the label its errors carry.
+SECTION_LABELS = {"": "run config", "folds": "fold config", "dqn": "dqn config", "eval": "eval config"}
+
+
+def config_keys(cls: type) -> list[str]:
+    """The field names of a config dataclass, in order."""
+    return [f.name for f in fields(cls)]
+
+
+def field_at(path: str, cls: type = RunConfig):
+    """The dataclass Field at a dotted path like "folds.train_days"."""
+    head, _, rest = path.partition(".")
+    f = next(f for f in fields(cls) if f.name == head)
+    return field_at(rest, f.default_factory().__class__) if rest else f
+
+
+def value_at(config, path: str):
+    """The value at a dotted path of a config."""
+    for part in path.split("."):
+        config = getattr(config, part)
+    return config
+
+
+def flag_value(value) -> str:
+    """A setting as a command-line or workflow-parameter string: 120.0 → "120", True → "true", None → ""."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def run_defaults(config: RunConfig | None = None) -> dict[str, str]:
+    """{flag name: default as a string} for every flag in FLAGS: the one source of workflow defaults."""
+    config = RunConfig() if config is None else config
+    return {flag: flag_value(value_at(config, path)) for flag, path in FLAGS.items()}
+
+
+ENUMS: dict[str, tuple[str, ...]] = {
+    flag: field_at(path).metadata["choices"]
+    for flag, path in FLAGS.items()
+    if field_at(path).metadata["choices"]
+}
+
+
+def flag_of(error: ConfigError) -> str | None:
+    """The flag that sets the field an error is about, if one does."""
+    prefix = next((s for s, label in SECTION_LABELS.items() if label == error.section), None)
+    if prefix is None:
+        return None
+    path = f"{prefix}.{error.path}" if prefix else error.path
+    return next((flag for flag, p in FLAGS.items() if p == path), None)
+
+
+def run_config_from_flags(values: dict[str, object], base: RunConfig | None = None, **sections) -> RunConfig:
+    """A RunConfig from `base` with flag values (by flag name) applied; `sections` replace whole sections."""
+    base = RunConfig() if base is None else base
+    top: dict[str, object] = dict(sections)
+    nested: dict[str, dict[str, object]] = {}
+    for flag, value in values.items():
+        head, _, rest = FLAGS[flag].partition(".")
+        if rest:
+            nested.setdefault(head, {})[rest] = value
+        else:
+            top[head] = value
+    for head, changes in nested.items():
+        top[head] = replace(top.get(head, getattr(base, head)), **changes)
+    return replace(base, **top)
+
+
+def override(config, params: dict, *, what: str):
+    """Return `config` with `params` applied, checked strictly; a bad key or value is BadInput naming `what`."""
+    from foxhunt.errors import BadInput
+
+    valid = config_keys(type(config))
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise BadInput(f"{what}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(valid)}")
+    try:
+        return replace(config, **params)
+    except ConfigError as exc:
+        raise BadInput(f"{what}: {exc}") from exc
+
+
+def describe(cls: type) -> list[str]:
+    """One line per field of a config class: name, doc, allowed values and default."""
+    lines = []
+    for f in fields(cls):
+        default = f.default_factory() if f.default is MISSING else f.default
+        shown = type(default).__name__ if f.default is MISSING else flag_value(default) or "none"
+        lines.append(f"{f.name}: {f.metadata['doc']} Allowed: {expectation(f)}. Default: {shown}.")
+    return lines

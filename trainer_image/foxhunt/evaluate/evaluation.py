@@ -1,0 +1,416 @@
+"""Out-of-sample evaluation: per-fold and stitched records, their metrics, baselines beside the model.
+
+Conventions (one place, every number in the reports follows them):
+
+* A **record** is a run of bars in time order: the position held at each bar (−1, 0, 1, held
+  from the bar's close to the next one's) and the bar's 1-bar forward log return (target
+  column 0). A bar's gross P&L is position × return, in log-return units like the trainer's
+  reward.
+* **Costs**: each unit of position change costs `cost + spread / 2` (the spread is quoted
+  bid-to-ask, and one unit of change crosses half of it). Net P&L = gross P&L − that cost ×
+  |Δposition|. Every fold's window is entered from flat at its first bar, which pays the entry;
+  closing at the window's end is not charged (the trainer's own accounting).
+* **Stitching**: the folds' validation windows become one record in time order. Where windows
+  overlap (step shorter than the validation length), a bar belongs to the latest fold whose
+  window started at or before it: the most recently trained model trades it (between folds that
+  start on the same bar, the later fold). Each fold's share of the record is a *segment* that
+  keeps its own costs (entered from flat at its first bar), so with windows that do not overlap
+  the stitched P&L is exactly the folds' P&L joined.
+* **Annualisation**: periods per year = bars per year implied by the timestamps' spacing within
+  segments (weekend gaps included, gaps between segments excluded).
+* Sharpe statistics are in `foxhunt.evaluate.sharpe` (per-period, population std); reports annualise the
+  Sharpe, its standard errors and its interval by sqrt(periods per year).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from foxhunt.config import NS_PER_YEAR, trading_cost
+from foxhunt.evaluate import sharpe as sr
+
+MODEL = "model"
+BUY_AND_HOLD = "buy_and_hold"
+_YEAR_NS = NS_PER_YEAR
+
+
+def host_array(values, dtype=np.float64) -> np.ndarray:
+    """A numpy copy of a numpy array or a torch tensor on any device (one transfer)."""
+    if hasattr(values, "detach"):
+        values = values.detach().cpu().numpy()
+    return np.asarray(values, dtype=dtype)
+
+
+@dataclass(frozen=True)
+class Record:
+    """Bars traded out of sample, in time order; all arrays have one entry per bar."""
+
+    index: np.ndarray  # int64: the bar's row in the loaded arrays
+    timestamp: np.ndarray  # int64 ns UTC
+    positions: np.ndarray  # float64 in {−1, 0, 1}
+    returns: np.ndarray  # float64: the bar's 1-bar forward log return
+    fold: np.ndarray  # int64: the fold whose model traded the bar
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def segment_starts(self) -> np.ndarray:
+        """True at the first bar of each fold's segment: there the position is entered from flat."""
+        starts = np.ones(len(self), dtype=bool)
+        starts[1:] = self.fold[1:] != self.fold[:-1]
+        return starts
+
+    def position_changes(self) -> np.ndarray:
+        """|Δposition| per bar; each segment's first bar changes from flat."""
+        previous = np.empty_like(self.positions)
+        previous[1:] = self.positions[:-1]
+        previous[self.segment_starts] = 0.0
+        return np.abs(self.positions - previous)
+
+    def pnl(self, cost_per_unit: float) -> np.ndarray:
+        """Per-bar log P&L after `cost_per_unit` per unit of position change."""
+        return self.positions * self.returns - cost_per_unit * self.position_changes()
+
+    def periods_per_year(self) -> float:
+        """Bars per year from the timestamps' spacing within segments; 1 when no time passes."""
+        bounds = np.append(np.flatnonzero(self.segment_starts), len(self))
+        first, last = bounds[:-1], bounds[1:] - 1
+        span_ns = float(np.sum(self.timestamp[last] - self.timestamp[first]))
+        intervals = float(np.sum(last - first))
+        return intervals / (span_ns / _YEAR_NS) if span_ns > 0 else 1.0
+
+
+def fold_record(fold: int, start: int, positions, timestamp: np.ndarray, returns) -> Record:
+    """The record of one fold's window: `positions` held from row `start` on; `returns` is the full column."""
+    held = host_array(positions)
+    end = start + held.size
+    return Record(
+        index=np.arange(start, end, dtype=np.int64),
+        timestamp=np.asarray(timestamp[start:end], dtype=np.int64),
+        positions=held,
+        returns=host_array(returns[start:end]),
+        fold=np.full(held.size, fold, dtype=np.int64),
+    )
+
+
+def stitch(records: Sequence[Record]) -> Record:
+    """One record in time order from the folds' records; a bar goes to the latest-started window holding it."""
+    if not records:
+        raise ValueError("no records to stitch")
+    rows = np.concatenate([r.index for r in records])
+    window_start = np.concatenate([np.full(len(r), r.index[0] if len(r) else 0) for r in records])
+    fold = np.concatenate([r.fold for r in records])
+    # Sorted by row, then by window start, then by fold: the last entry of each row is its owner.
+    order = np.lexsort((fold, window_start, rows))
+    keep = order[np.append(rows[order][1:] != rows[order][:-1], True)]
+
+    def take(field: str) -> np.ndarray:
+        return np.concatenate([getattr(r, field) for r in records])[keep]
+
+    return Record(
+        index=rows[keep],
+        timestamp=take("timestamp"),
+        positions=take("positions"),
+        returns=take("returns"),
+        fold=fold[keep],
+    )
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How records are scored: the evaluation costs and the bootstrap (fixed for a run, never searched)."""
+
+    cost: float = 1e-4  # per unit of position change, log-return units (1 bp)
+    spread: float = 0.0  # bid-ask spread, log-return units; half of it is paid per unit of change
+    resamples: int = 1000  # bootstrap resamples; 0 skips the interval
+    level: float = 0.95  # two-sided level of the bootstrap interval
+    block: int = 0  # bootstrap block length in bars; 0: round(T^(1/3))
+    seed: int = 0  # seed of the bootstrap's block starts
+
+    def __post_init__(self) -> None:
+        for name in ("cost", "spread"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} {getattr(self, name)}: must be ≥ 0")
+        if not 0 < self.level < 1:
+            raise ValueError(f"level {self.level}: must lie in (0, 1)")
+        if self.resamples < 0 or self.block < 0:
+            raise ValueError(f"resamples {self.resamples}, block {self.block}: must be ≥ 0")
+
+    @property
+    def cost_per_unit(self) -> float:
+        """What one unit of position change costs: cost + spread / 2."""
+        return trading_cost(self.cost, self.spread)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """One record's figures at one cost level; Sharpe figures annualised unless named per period."""
+
+    n_bars: int
+    periods_per_year: float
+    sharpe: float
+    sharpe_per_period: float
+    sharpe_se: float  # Lo (2002), i.i.d. returns
+    sharpe_se_hac: float  # Lo (2002) GMM with Newey–West weights: autocorrelation and fat tails
+    sharpe_ci_low: float  # circular block bootstrap, percentile interval at Scoring.level
+    sharpe_ci_high: float
+    psr_zero: float  # P(true Sharpe > 0)
+    psr_benchmark: float  # P(true Sharpe > buy-and-hold's Sharpe on the same bars)
+    benchmark_sharpe: float
+    skewness: float
+    kurtosis: float  # not excess: 3 for normal returns
+    log_return: float  # sum of per-bar log P&L
+    total_return: float  # exp(log_return) − 1
+    annual_return: float  # exp(mean log P&L × periods per year) − 1
+    max_drawdown: float  # largest fall from a peak of wealth, as a fraction of the peak
+    turnover: float  # total |Δposition| over the record
+    turnover_per_year: float
+    exposure: float  # mean |position|
+    hit_rate: float  # share of bars in the market with positive P&L
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """A record's metrics before and after costs."""
+
+    gross: Metrics
+    net: Metrics
+
+
+def record_metrics(
+    record: Record, pnl: np.ndarray, scoring: Scoring, benchmark_per_period: float = 0.0
+) -> Metrics:
+    """The metrics of one P&L series of `record` (gross or net)."""
+    n = pnl.size
+    periods = record.periods_per_year()
+    root = math.sqrt(periods)
+    per_period = sr.sharpe_ratio(pnl)
+    skew, kurt = sr.skewness(pnl), sr.kurtosis(pnl)
+    exact = n > 0 and bool(np.all(pnl == pnl[0]))  # a flat policy: Sharpe 0 with no uncertainty
+
+    def psr(benchmark: float) -> float:
+        if exact:
+            return float(per_period > benchmark)
+        return sr.probabilistic_sharpe_ratio(per_period, benchmark, n, skew, kurt)
+
+    low, high = sr.bootstrap_interval(
+        pnl, level=scoring.level, resamples=scoring.resamples, block=scoring.block, seed=scoring.seed
+    )
+    equity = np.cumsum(pnl)
+    peak = np.maximum.accumulate(np.concatenate([[0.0], equity]))[1:]
+    in_market = record.positions != 0
+    changes = record.position_changes().sum()
+    log_return = float(pnl.sum())
+    return Metrics(
+        n_bars=n,
+        periods_per_year=periods,
+        sharpe=per_period * root,
+        sharpe_per_period=per_period,
+        sharpe_se=0.0 if exact else sr.lo_standard_error(per_period, n) * root,
+        sharpe_se_hac=sr.hac_standard_error(pnl) * root,
+        sharpe_ci_low=low * root,
+        sharpe_ci_high=high * root,
+        psr_zero=psr(0.0),
+        psr_benchmark=psr(benchmark_per_period),
+        benchmark_sharpe=benchmark_per_period * root,
+        skewness=skew,
+        kurtosis=kurt,
+        log_return=log_return,
+        total_return=math.expm1(log_return),
+        annual_return=math.expm1(log_return / n * periods) if n else 0.0,
+        max_drawdown=float(-np.expm1(-(peak - equity).max())) if n else 0.0,
+        turnover=float(changes),
+        turnover_per_year=float(changes) / n * periods if n else 0.0,
+        exposure=float(np.abs(record.positions).mean()) if n else 0.0,
+        hit_rate=float((pnl[in_market] > 0).mean()) if in_market.any() else 0.0,
+    )
+
+
+def score(record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Evaluation:
+    """Gross and net metrics of `record`; PSR against `benchmark`'s Sharpe at the same cost level (0 if none)."""
+    gross_bench = benchmark.gross.sharpe_per_period if benchmark else 0.0
+    net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
+    return Evaluation(
+        gross=record_metrics(record, record.pnl(0.0), scoring, gross_bench),
+        net=record_metrics(record, record.pnl(scoring.cost_per_unit), scoring, net_bench),
+    )
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where the model stands against one baseline, on net annualised Sharpe."""
+
+    baseline: str
+    model_sharpe: float
+    baseline_sharpe: float
+    difference: float  # model − baseline
+    outside_interval: bool  # the baseline's Sharpe lies outside the model's bootstrap interval
+    verdict: str  # "above", "below" (outside the interval) or "within interval"
+
+
+def compare(model: Evaluation, baselines: Mapping[str, Evaluation]) -> dict[str, Standing]:
+    """The model against each baseline: net Sharpe difference and whether it clears the model's interval."""
+    out = {}
+    m = model.net
+    for name, evaluation in baselines.items():
+        b = evaluation.net.sharpe
+        outside = bool(b < m.sharpe_ci_low or b > m.sharpe_ci_high)
+        verdict = ("above" if m.sharpe > b else "below") if outside else "within interval"
+        out[name] = Standing(name, m.sharpe, b, m.sharpe - b, outside, verdict)
+    return out
+
+
+def best_baseline(baselines: Mapping[str, Evaluation]) -> str:
+    """The baseline with the highest net Sharpe (ties: the first named)."""
+    return max(baselines, key=lambda name: baselines[name].net.sharpe)
+
+
+@dataclass(frozen=True)
+class WindowEvaluation:
+    """The model and the baselines on one window (a fold's, or the stitched record with fold −1)."""
+
+    fold: int
+    start_ns: int
+    end_ns: int  # the last bar's timestamp
+    n_bars: int
+    policies: dict[str, Evaluation]  # MODEL first, then the baselines
+    standings: dict[str, Standing]
+    best_baseline: str
+
+
+class ScoreMemo:
+    """Evaluations already computed, by the record's content, for one loaded dataset.
+
+    A search scores the same baselines over the same windows in every trial, and a run's stitched
+    evaluation scores again the fold windows its folds scored as they ended: both are looked up
+    here. The key is the record's rows, positions and folds (its returns and timestamps follow from
+    its rows within one dataset), the scoring, and the benchmark's Sharpe; `score` is a pure
+    function of those, so a hit equals what scoring again would give, bit for bit.
+    """
+
+    def __init__(self) -> None:
+        self._evaluations: dict[tuple, Evaluation] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def score(self, record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Evaluation:
+        """`score(record, scoring, benchmark)`, computed once per distinct key."""
+        bench = (
+            None
+            if benchmark is None
+            else (benchmark.gross.sharpe_per_period, benchmark.net.sharpe_per_period)
+        )
+        key = (record_key(record), scoring, bench)
+        found = self._evaluations.get(key)
+        if found is not None:
+            self.hits += 1
+            return found
+        self.misses += 1
+        self._evaluations[key] = evaluation = score(record, scoring, benchmark)
+        return evaluation
+
+
+def record_key(record: Record) -> tuple:
+    """What identifies a record within one dataset: its length, a digest of its rows and positions,
+    and its segments (where each fold's share starts, and the fold)."""
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(np.ascontiguousarray(record.index).data)
+    digest.update(record.positions.astype(np.int8).data)  # positions are −1, 0 or 1
+    starts = np.flatnonzero(record.segment_starts)
+    return len(record), digest.digest(), tuple(starts.tolist()), tuple(record.fold[starts].tolist())
+
+
+def evaluate_window(
+    records: Mapping[str, Record], scoring: Scoring, fold: int = -1, memo: ScoreMemo | None = None
+) -> WindowEvaluation:
+    """Score the model's and the baselines' records of one window; PSR against buy-and-hold.
+
+    With `memo`, records it has scored before (the same baselines in every trial) are looked up.
+    """
+    scored = memo.score if memo is not None else score
+    benchmark = scored(records[BUY_AND_HOLD], scoring)
+    policies = {
+        name: benchmark if name == BUY_AND_HOLD else scored(rec, scoring, benchmark)
+        for name, rec in records.items()
+    }
+    baselines = {name: ev for name, ev in policies.items() if name != MODEL}
+    model_record = records[MODEL]
+    return WindowEvaluation(
+        fold=fold,
+        start_ns=int(model_record.timestamp[0]),
+        end_ns=int(model_record.timestamp[-1]),
+        n_bars=len(model_record),
+        policies=policies,
+        standings=compare(policies[MODEL], baselines),
+        best_baseline=best_baseline(baselines),
+    )
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    """Every fold's window, the stitched record's evaluation, and the stitched records (for the picture)."""
+
+    folds: list[WindowEvaluation]
+    stitched: WindowEvaluation
+    records: dict[str, Record]  # by policy, MODEL first
+    cost_per_unit: float  # what the net figures paid per unit of position change
+
+
+def evaluate_run(
+    features,
+    targets,
+    timestamp: np.ndarray,
+    folds: Sequence,
+    model_positions: Mapping[int, object],
+    scoring: Scoring,
+    *,
+    baselines: Mapping[int, Mapping[str, object]] | None = None,
+    ridge_lambda: float | None = None,
+    memo: ScoreMemo | None = None,
+) -> RunEvaluation:
+    """Evaluate the model's validation positions per fold and stitched, beside the baselines.
+
+    `features`/`targets` are the loaded arrays (torch tensors on the run's device, or numpy),
+    `folds` the run's `FoldRange`s, `model_positions[fold]` the positions over that fold's
+    validation window. `baselines[fold]` may carry precomputed baseline positions (trials reuse
+    them); otherwise `baselines.fold_baselines` computes them on the device. `memo` looks up the
+    windows already scored (each fold's, as it ended).
+    """
+    from foxhunt.evaluate import baselines as base  # torch: only where baselines are computed
+
+    returns = host_array(targets[:, 0])  # one transfer serves every fold and policy
+    by_policy: dict[str, list[Record]] = {}
+    windows = []
+    for fold_range in folds:
+        if fold_range.fold not in model_positions:
+            continue
+        if baselines is not None:
+            others = baselines[fold_range.fold]
+        else:
+            lam = base.RIDGE_LAMBDA if ridge_lambda is None else ridge_lambda
+            others = base.fold_baselines(
+                features, targets, fold_range, scoring.cost_per_unit, ridge_lambda=lam
+            )
+        positions = {MODEL: model_positions[fold_range.fold], **others}
+        records = {
+            name: fold_record(fold_range.fold, fold_range.val_start, pos, timestamp, returns)
+            for name, pos in positions.items()
+        }
+        windows.append(evaluate_window(records, scoring, fold_range.fold, memo))
+        for name, record in records.items():
+            by_policy.setdefault(name, []).append(record)
+    if not windows:
+        raise ValueError("no fold has model positions to evaluate")
+    stitched = {name: stitch(recs) for name, recs in by_policy.items()}
+    return RunEvaluation(
+        folds=windows,
+        stitched=evaluate_window(stitched, scoring, memo=memo),
+        records=stitched,
+        cost_per_unit=scoring.cost_per_unit,
+    )

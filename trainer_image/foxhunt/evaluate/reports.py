@@ -1,0 +1,378 @@
+"""The typed reports of a run: what `fold_N/report.json` and `summary.json` hold.
+
+These dataclasses are the one contract that the JSON files, the printed table, the metrics and the
+picture read. `to_dict()` gives the JSON shape (keys unchanged since the first release; derived
+figures such as `train_rows` and `final_loss` are written for readers of the files, not read back);
+`from_dict()` reads it again, which is how a resumed run takes over the folds it does not retrain.
+
+The evaluation (`foxhunt.evaluate.evaluation`) has one place in the files: each fold's window under
+`evaluation` in `fold_N/report.json` (and so in `summary.json`'s folds), the stitched record under
+`stitched` in `summary.json`. `validation` is the short form of the fold's `evaluation`: the model's
+and each baseline's figures after costs, as earlier releases wrote them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+
+from foxhunt.config import PHASES
+from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
+
+RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")  # how a run ends
+RUN_STATUSES: tuple[str, ...] = ("running", *RUN_ENDINGS)
+
+
+@dataclass(frozen=True)
+class PolicyMetrics:
+    """How a policy did over one window, after costs."""
+
+    sharpe: float  # annualised with the window's bars per year
+    total_return: float  # sum of per-bar log returns
+    max_drawdown: float  # largest fall from a peak, as a fraction of the peak's equity
+    turnover: float  # sum of |position change|, in units of position
+    hit_rate: float  # share of bars with a position that made money
+    gross_sharpe: float  # the Sharpe before costs
+    gross_return: float  # the total log return before costs
+    exposure: float  # mean |position|
+
+    @classmethod
+    def from_dict(cls, data: dict) -> PolicyMetrics:
+        """Read the five figures from a dict holding at least them."""
+        return cls(**{f.name: float(data[f.name]) for f in fields(cls)})
+
+    @classmethod
+    def from_evaluation(cls, evaluation: Evaluation) -> PolicyMetrics:
+        """The short form of a policy's evaluation: net figures, with the gross Sharpe and return."""
+        net, gross = evaluation.net, evaluation.gross
+        return cls(
+            sharpe=net.sharpe,
+            total_return=net.log_return,
+            max_drawdown=net.max_drawdown,
+            turnover=net.turnover,
+            hit_rate=net.hit_rate,
+            gross_sharpe=gross.sharpe,
+            gross_return=gross.log_return,
+            exposure=net.exposure,
+        )
+
+
+@dataclass(frozen=True)
+class Validation:
+    """The greedy policy over a fold's validation window, beside baselines under the same costs."""
+
+    model: PolicyMetrics
+    baselines: dict[str, PolicyMetrics]  # by name: buy_and_hold, flat, ...
+    periods_per_year: float
+
+    def to_dict(self) -> dict:
+        """The model's figures at the top level, each baseline's under its name."""
+        return {
+            **asdict(self.model),
+            **{name: asdict(m) for name, m in self.baselines.items()},
+            "periods_per_year": self.periods_per_year,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Validation:
+        """Read what `to_dict` wrote: every dict-valued key is a baseline."""
+        baselines = {name: PolicyMetrics.from_dict(v) for name, v in data.items() if isinstance(v, dict)}
+        return cls(PolicyMetrics.from_dict(data), baselines, float(data["periods_per_year"]))
+
+    @classmethod
+    def from_window(cls, window: WindowEvaluation) -> Validation:
+        """The short form of a fold's window evaluation: the model and every baseline, after costs."""
+        return cls(
+            PolicyMetrics.from_evaluation(window.policies[MODEL]),
+            {n: PolicyMetrics.from_evaluation(e) for n, e in window.policies.items() if n != MODEL},
+            window.policies[MODEL].net.periods_per_year,
+        )
+
+
+def window_to_dict(window: WindowEvaluation) -> dict:
+    """The JSON shape of a window's evaluation; `start`/`end` (ISO-8601 UTC) are for readers, not read back."""
+    from foxhunt.data.bars import iso_utc
+
+    return {"start": iso_utc(window.start_ns), "end": iso_utc(window.end_ns), **asdict(window)}
+
+
+def window_from_dict(data: dict) -> WindowEvaluation:
+    """Read what `window_to_dict` wrote."""
+    return WindowEvaluation(
+        fold=int(data["fold"]),
+        start_ns=int(data["start_ns"]),
+        end_ns=int(data["end_ns"]),
+        n_bars=int(data["n_bars"]),
+        policies={
+            name: Evaluation(gross=Metrics(**e["gross"]), net=Metrics(**e["net"]))
+            for name, e in data["policies"].items()
+        },
+        standings={name: Standing(**s) for name, s in data["standings"].items()},
+        best_baseline=data["best_baseline"],
+    )
+
+
+@dataclass(frozen=True)
+class EpochStats:
+    """One training epoch of a fold."""
+
+    epoch: int
+    loss: float  # mean Huber loss of the epoch's gradient steps
+    epsilon: float  # exploration probability of the epoch's collection
+    steps: int  # gradient steps
+    collect_seconds: float
+    train_seconds: float
+    samples_per_second: float  # transitions per second of the gradient steps
+    q_mean: float | None = None  # mean |Q| over the epoch's batches
+    q_max: float | None = None  # largest |Q| over the epoch's batches
+    # Diagnostics of the greedy policy after the epoch, when the trainer keeps them:
+    action_shares: list[float] | None = None  # validation bars short, flat, long
+    train_sharpe: float | None = None  # in-sample net Sharpe
+    val_sharpe: float | None = None  # validation net Sharpe at the evaluation cost
+    feature_agreement: float | None = None  # share of actions unchanged with features at their mean
+
+    @property
+    def seconds(self) -> float:
+        """Collection plus training."""
+        return self.collect_seconds + self.train_seconds
+
+
+@dataclass(frozen=True)
+class FoldDates:
+    """The first and last bar (inclusive) of a fold's training and validation ranges, ISO-8601 UTC."""
+
+    train_first_bar: str
+    train_last_bar: str
+    val_first_bar: str
+    val_last_bar: str
+
+
+@dataclass
+class FoldReport:
+    """One trained fold: its ranges, timings, training history and validation."""
+
+    fold: int
+    train_start: int  # end-exclusive row indices into the fxcache
+    train_end: int
+    val_start: int
+    val_end: int
+    difficulty_score: float
+    dates: FoldDates
+    phases: dict[str, float]  # seconds per phase, in PHASES order
+    fold_seconds: float
+    samples_per_second: float
+    steps: int
+    epochs: list[EpochStats]
+    validation: Validation
+    evaluation: WindowEvaluation | None = None  # the model and the baselines over the validation window
+    warnings: list[str] = field(default_factory=list)  # training diagnostics: collapse, features ignored
+
+    @property
+    def train_rows(self) -> int:
+        return self.train_end - self.train_start
+
+    @property
+    def val_rows(self) -> int:
+        return self.val_end - self.val_start
+
+    @property
+    def epoch_seconds(self) -> list[float]:
+        return [e.seconds for e in self.epochs]
+
+    @property
+    def loss(self) -> list[float]:
+        return [e.loss for e in self.epochs]
+
+    @property
+    def final_loss(self) -> float:
+        return self.epochs[-1].loss if self.epochs else float("nan")
+
+    def to_dict(self) -> dict:
+        """The JSON shape of `fold_N/report.json`."""
+        return {
+            "fold": self.fold,
+            "train_start": self.train_start,
+            "train_end": self.train_end,
+            "val_start": self.val_start,
+            "val_end": self.val_end,
+            "difficulty_score": self.difficulty_score,
+            "train_rows": self.train_rows,
+            "val_rows": self.val_rows,
+            "dates": asdict(self.dates),
+            "phases": {p: self.phases[p] for p in PHASES},
+            "fold_seconds": self.fold_seconds,
+            "epoch_seconds": self.epoch_seconds,
+            "samples_per_second": self.samples_per_second,
+            "final_loss": self.final_loss,
+            "loss": self.loss,
+            "steps": self.steps,
+            "epochs": [asdict(e) for e in self.epochs],
+            "validation": self.validation.to_dict(),
+            "evaluation": None if self.evaluation is None else window_to_dict(self.evaluation),
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FoldReport:
+        """Read a `fold_N/report.json` again."""
+        return cls(
+            fold=int(data["fold"]),
+            train_start=int(data["train_start"]),
+            train_end=int(data["train_end"]),
+            val_start=int(data["val_start"]),
+            val_end=int(data["val_end"]),
+            difficulty_score=float(data["difficulty_score"]),
+            dates=FoldDates(**data["dates"]),
+            phases={p: float(data["phases"][p]) for p in PHASES},
+            fold_seconds=float(data["fold_seconds"]),
+            samples_per_second=float(data["samples_per_second"]),
+            steps=int(data["steps"]),
+            epochs=[EpochStats(**e) for e in data["epochs"]],
+            validation=Validation.from_dict(data["validation"]),
+            evaluation=window_from_dict(data["evaluation"]) if data.get("evaluation") else None,
+            warnings=list(data.get("warnings", [])),
+        )
+
+
+@dataclass
+class RunSummary:
+    """A whole run, as `summary.json` holds it: what ran, on what, every fold, and how it ended."""
+
+    run_id: str
+    model: str
+    device: str
+    version: str
+    fxcache: str
+    fxcache_checksum: str | None
+    rows: int
+    epochs: int
+    seed: int
+    trials: int
+    fold_config: dict
+    dqn_config: dict
+    eval_config: dict
+    started_at: str  # ISO-8601 UTC
+    status: str = "running"  # one of RUN_STATUSES
+    data_load_seconds: float = 0.0
+    graph_captures: int = 0
+    folds_planned: int = 0
+    folds: list[FoldReport] = field(default_factory=list)
+    resumed_folds: list[int] = field(default_factory=list)  # taken over, verified, from an earlier attempt
+    finished_at: str | None = None
+    run_seconds: float = 0.0
+    push_failures: int = 0
+    error: str | None = None
+    precompute: dict | None = None  # the pipeline's precompute figures
+    stitched: WindowEvaluation | None = None  # the folds' validation windows as one record (fold −1)
+
+    def __post_init__(self) -> None:
+        if self.status not in RUN_STATUSES:
+            raise ValueError(f"run status {self.status!r}: expected one of {', '.join(RUN_STATUSES)}")
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every fold's warnings, in fold order (written to `summary.json`, derived again when read)."""
+        return [w for r in self.folds for w in r.warnings]
+
+    def to_dict(self) -> dict:
+        """The JSON shape of `summary.json`; `error` and `precompute` only when set."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["warnings"] = self.warnings
+        data["folds"] = [r.to_dict() for r in self.folds]
+        data["stitched"] = None if self.stitched is None else window_to_dict(self.stitched)
+        for optional in ("error", "precompute"):
+            if data[optional] is None:
+                del data[optional]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RunSummary:
+        """Read a `summary.json` again."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["folds"] = [FoldReport.from_dict(r) for r in data.get("folds", [])]
+        values["stitched"] = window_from_dict(data["stitched"]) if data.get("stitched") else None
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One line of the printed table: a fold's validation window, or the stitched record."""
+
+    label: str
+    first_bar: str  # ISO-8601 UTC
+    last_bar: str
+    bars: int
+    net_return: float  # exp(net log return) − 1
+    max_drawdown: float
+    sharpe: float  # net, annualised
+    sharpe_se: float  # Lo (2002), annualised; NaN where the report has none
+    buy_and_hold: float  # its net Sharpe on the same bars
+    best_baseline: str
+    best_sharpe: float
+
+
+def window_row(label: str, window: WindowEvaluation) -> TableRow:
+    """The table row of a window's evaluation."""
+    from foxhunt.data.bars import iso_utc
+
+    model = window.policies[MODEL].net
+    return TableRow(
+        label,
+        iso_utc(window.start_ns),
+        iso_utc(window.end_ns),
+        window.n_bars,
+        model.total_return,
+        model.max_drawdown,
+        model.sharpe,
+        model.sharpe_se,
+        window.policies["buy_and_hold"].net.sharpe,
+        window.best_baseline,
+        window.policies[window.best_baseline].net.sharpe,
+    )
+
+
+def _report_row(report: FoldReport) -> TableRow:
+    """A fold's row: from its evaluation, else (a report of an older release) from its validation."""
+    if report.evaluation is not None:
+        return window_row(str(report.fold), report.evaluation)
+    v = report.validation
+    best = max(v.baselines, key=lambda name: v.baselines[name].sharpe)
+    return TableRow(
+        str(report.fold),
+        report.dates.val_first_bar,
+        report.dates.val_last_bar,
+        report.val_rows,
+        math.expm1(v.model.total_return),
+        v.model.max_drawdown,
+        v.model.sharpe,
+        float("nan"),
+        v.baselines["buy_and_hold"].sharpe,
+        best,
+        v.baselines[best].sharpe,
+    )
+
+
+def evaluation_table(rows: list[TableRow]) -> str:
+    """Plain text: per window its dates, bars, net return, max drawdown, Sharpe ± SE, buy-and-hold, best baseline."""
+    head = (
+        f"{'fold':>8}  {'validation from':<16}  {'validation to':<16}  {'bars':>9}  {'net return':>10}  "
+        f"{'max dd':>7}  {'sharpe ± se':>15}  {'b&h':>7}  {'best baseline':<16}  {'sharpe':>7}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        se = f"{r.sharpe_se:6.2f}" if math.isfinite(r.sharpe_se) else f"{'n/a':>6}"
+        lines.append(
+            f"{r.label:>8}  {r.first_bar[:16]:<16}  {r.last_bar[:16]:<16}  {r.bars:>9,}  "
+            f"{r.net_return:>+10.2%}  {r.max_drawdown:>7.2%}  {r.sharpe:>6.2f} ± {se}  {r.buy_and_hold:>7.2f}  "
+            f"{r.best_baseline:<16}  {r.best_sharpe:>7.2f}"
+        )
+    return "\n".join(lines)
+
+
+def fold_table(summary: RunSummary) -> str:
+    """The run's table: one row per fold, then the stitched record's row when the run has one."""
+    rows = [_report_row(r) for r in summary.folds]
+    if summary.stitched is not None:
+        rows.append(window_row("stitched", summary.stitched))
+    return evaluation_table(rows)

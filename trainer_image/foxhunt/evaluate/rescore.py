@@ -1,0 +1,165 @@
+"""`foxhunt evaluate`: a saved run's folds scored on another fxcache, with the run's own report.
+
+Which bars a fold trades: each saved fold's policy trades the bars of the new fxcache that fall in
+that fold's own validation dates (its walk-forward window, from its first to its last bar), entered
+from flat, so every bar is still out of sample for the model that trades it; the stitched record
+joins those windows exactly as a run does. The ridge baseline is fitted on the new fxcache's bars in
+the fold's training dates. On the run's own fxcache this reproduces the run's fold and stitched
+figures exactly (same bars, same costs, the bootstrap seeded with the run's seed); on another
+instrument over the same dates it is the same walk-forward on that instrument's bars. A fold whose
+dates hold fewer than two bars of the new fxcache (validation or training) is skipped and named; an
+fxcache with no bars in any fold's dates is refused (exit 2).
+
+Costs are the run's evaluation costs unless given. The result is printed as the run's table and,
+with `--out`, written as `evaluation.json` (every window, the stitched record, what was scored) and
+`run.png`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from foxhunt import out_dir, storage
+from foxhunt.config import EvalConfig
+from foxhunt.data.folds import FoldRange
+from foxhunt.errors import BadInput
+from foxhunt.evaluate.evaluation import RunEvaluation
+from foxhunt.evaluate.reports import FoldReport, RunSummary, evaluation_table, window_row, window_to_dict
+
+NS_PER_SECOND = 10**9
+MIN_ROWS = 2  # the fewest bars a window (or a ridge fit) can be scored on
+
+
+@dataclass
+class SavedRunScore:
+    """A saved run's folds scored on an fxcache: what was scored, how, and the evaluation."""
+
+    run: str
+    fxcache: str
+    eval_config: EvalConfig
+    seed: int
+    evaluation: RunEvaluation
+    skipped: list[str] = field(default_factory=list)  # folds not scored, each with why
+
+    def to_dict(self) -> dict:
+        """The JSON shape of `evaluation.json`."""
+        return {
+            "run": self.run,
+            "fxcache": self.fxcache,
+            "eval_config": {"cost": self.eval_config.cost, "spread": self.eval_config.spread},
+            "seed": self.seed,
+            "folds": [window_to_dict(w) for w in self.evaluation.folds],
+            "stitched": window_to_dict(self.evaluation.stitched),
+            "skipped": self.skipped,
+        }
+
+    def table(self) -> str:
+        """The run's table for these windows, with the stitched row."""
+        rows = [window_row(str(w.fold), w) for w in self.evaluation.folds]
+        return evaluation_table([*rows, window_row("stitched", self.evaluation.stitched)])
+
+
+def read_run_summary(run_uri: str) -> RunSummary:
+    """The summary of a run folder; BadInput (exit 2) when the folder is not a foxhunt run."""
+    uri = storage.join(run_uri, out_dir.SUMMARY)
+    try:
+        return RunSummary.from_dict(json.loads(storage.read_bytes(uri)))
+    except FileNotFoundError as exc:
+        raise BadInput(f"{run_uri}: not a foxhunt run (no summary.json)") from exc
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BadInput(f"{uri}: not a foxhunt run summary ({type(exc).__name__}: {exc})") from exc
+
+
+def _seconds_ns(iso: str) -> int:
+    return int(np.datetime64(iso.removesuffix("Z"), "s").astype("datetime64[ns]").astype(np.int64))
+
+
+def _rows_between(timestamp: np.ndarray, first_ns: int, last_ns: int) -> tuple[int, int]:
+    """End-exclusive rows of the bars from `first_ns` to `last_ns` inclusive."""
+    return int(np.searchsorted(timestamp, first_ns, "left")), int(
+        np.searchsorted(timestamp, last_ns, "right")
+    )
+
+
+def saved_fold_range(report: FoldReport, timestamp: np.ndarray) -> FoldRange:
+    """The fold's training and validation dates as rows of `timestamp` (dates to the second, validation
+    to the nanosecond when the report has its evaluation)."""
+    d = report.dates
+    train = _rows_between(
+        timestamp, _seconds_ns(d.train_first_bar), _seconds_ns(d.train_last_bar) + NS_PER_SECOND - 1
+    )
+    if report.evaluation is not None:
+        val = _rows_between(timestamp, report.evaluation.start_ns, report.evaluation.end_ns)
+    else:
+        val = _rows_between(
+            timestamp, _seconds_ns(d.val_first_bar), _seconds_ns(d.val_last_bar) + NS_PER_SECOND - 1
+        )
+    return FoldRange(report.fold, *train, *val, report.difficulty_score)
+
+
+def score_saved_run(
+    run_uri: str,
+    fxcache_uri: str,
+    *,
+    eval_config: EvalConfig | None = None,
+    device: str = "cpu",
+    progress: Callable[[str], None] = print,
+) -> SavedRunScore:
+    """Score every saved fold of the run at `run_uri` on the fxcache at `fxcache_uri` (see the module doc)."""
+    from foxhunt.data.fxcache import read_fxcache
+    from foxhunt.evaluate.fold_policy import load_policy
+    from foxhunt.evaluate.run_scores import run_scoring, stitched_evaluation
+    from foxhunt.train import resolve_device, to_device
+
+    summary = read_run_summary(run_uri)
+    if not summary.folds:
+        raise BadInput(f"{run_uri}: the run holds no completed fold to evaluate")
+    config = eval_config or EvalConfig(**summary.eval_config)
+    cache = read_fxcache(fxcache_uri)
+    data = to_device(cache.features, cache.targets, cache.timestamp, resolve_device(device))
+    folds, positions, skipped = [], {}, []
+    for report in summary.folds:
+        fold_range = saved_fold_range(report, cache.timestamp)
+        if fold_range.val_rows < MIN_ROWS or fold_range.train_rows < MIN_ROWS:
+            skipped.append(
+                f"fold {report.fold}: {fold_range.val_rows} validation and {fold_range.train_rows} training "
+                f"bars of {fxcache_uri} fall in its dates (at least {MIN_ROWS} of each needed)"
+            )
+            continue
+        policy = load_policy(
+            storage.join(run_uri, out_dir.fold_folder(report.fold)), device=data.features.device
+        )
+        positions[report.fold] = policy.rollout(data.features[fold_range.val_slice].cpu().numpy())
+        folds.append(fold_range)
+        progress(
+            f"fold {report.fold}: {fold_range.val_rows:,} bars of {fxcache_uri} from "
+            f"{report.dates.val_first_bar} to {report.dates.val_last_bar}"
+        )
+    if not folds:
+        first, last = summary.folds[0].dates.val_first_bar, summary.folds[-1].dates.val_last_bar
+        raise BadInput(
+            f"{fxcache_uri}: no bars in the validation dates of any fold of {run_uri} ({first} → {last})"
+        )
+    for line in skipped:
+        progress(f"skipped {line}")
+    scoring = run_scoring(config, summary.seed)
+    evaluation = stitched_evaluation(data.features, data.targets, data.timestamp, folds, positions, scoring)
+    return SavedRunScore(run_uri, fxcache_uri, config, summary.seed, evaluation, skipped)
+
+
+def write_saved_run_score(score: SavedRunScore, out_uri: str) -> list[str]:
+    """Write `evaluation.json` and (with matplotlib) `run.png` into `out_uri`."""
+    from foxhunt.evaluate.run_scores import run_pictures
+
+    written = {out_dir.EVALUATION: (json.dumps(score.to_dict(), indent=2) + "\n").encode()}
+    try:
+        written.update(run_pictures(score.evaluation, [], f"{score.run} on {score.fxcache}"))
+    except ImportError:
+        pass  # JSON only where matplotlib is not installed
+    for name, data in written.items():
+        storage.write_bytes(storage.join(out_uri, name), data)
+    return list(written)

@@ -1,0 +1,166 @@
+"""A run's evaluation, wired: each fold's window as it completes, the stitched record at the end.
+
+`foxhunt.evaluate.evaluation` holds the statistics; this module applies them to a run. A fold's greedy
+validation positions are scored beside the baselines (fitted and traded on the run's device) right
+after the fold trains, and saved as `fold_N/positions.npy` (int8, −1/0/1, one per validation bar).
+The stitched record is built at the end of the run from those positions, so a resumed run reads the
+folds it does not retrain from their files and its evaluation equals an uninterrupted run's, bit for
+bit on the CPU: nothing is re-run but the baselines, which are deterministic functions of the data.
+
+The bootstrap is seeded with the run's seed; `foxhunt evaluate` scores a saved run with the same
+seed, so on the run's own fxcache it reproduces the run's figures exactly.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from foxhunt import out_dir
+from foxhunt.config import EvalConfig
+from foxhunt.evaluate.evaluation import (
+    MODEL,
+    RunEvaluation,
+    ScoreMemo,
+    Scoring,
+    WindowEvaluation,
+    evaluate_run,
+    evaluate_window,
+    fold_record,
+    host_array,
+)
+from foxhunt.evaluate.reports import EpochStats
+from foxhunt.train.diagnostics import COLLAPSE_SHARE, IGNORED_AGREEMENT, policy_collapse
+
+POSITIONS_FILE = out_dir.POSITIONS
+ACTION_NAMES = ("short", "flat", "long")
+BaselinePositions = Mapping[str, object]  # baseline name → positions over a validation window
+
+
+def run_scoring(config: EvalConfig, seed: int) -> Scoring:
+    """How a run scores its records: its evaluation costs, the bootstrap seeded with the run's seed."""
+    return Scoring(cost=config.cost, spread=config.spread, seed=seed)
+
+
+def fold_baselines(features, targets, fold_range, scoring: Scoring) -> dict[str, object]:
+    """Every baseline's positions over the fold's validation window, on the features' device."""
+    from foxhunt import baselines  # torch: imported where the baselines are computed
+
+    return baselines.fold_baselines(features, targets, fold_range, scoring.cost_per_unit)
+
+
+def evaluate_fold(
+    features,
+    targets,
+    timestamp: np.ndarray,
+    fold_range,
+    positions,
+    scoring: Scoring,
+    memo: ScoreMemo | None = None,
+) -> tuple[WindowEvaluation, dict[str, object]]:
+    """The model's validation positions and the baselines' over one fold's window, scored (records
+    `memo` holds are looked up); and the baselines' positions (the stitched record reuses them)."""
+    others = fold_baselines(features, targets, fold_range, scoring)
+    returns = targets[:, 0]
+    records = {
+        name: fold_record(fold_range.fold, fold_range.val_start, pos, timestamp, returns)
+        for name, pos in {MODEL: positions, **others}.items()
+    }
+    return evaluate_window(records, scoring, fold_range.fold, memo), others
+
+
+def stitched_evaluation(
+    features,
+    targets,
+    timestamp: np.ndarray,
+    folds: Sequence,
+    positions: Mapping[int, object],
+    scoring: Scoring,
+    baselines: Mapping[int, BaselinePositions] | None = None,
+    memo: ScoreMemo | None = None,
+) -> RunEvaluation:
+    """Every fold with positions, and the stitched record; baselines not given are computed here, and
+    records `memo` holds are looked up."""
+    known = dict(baselines or {})
+    for fold_range in folds:
+        if fold_range.fold in positions and fold_range.fold not in known:
+            known[fold_range.fold] = fold_baselines(features, targets, fold_range, scoring)
+    return evaluate_run(features, targets, timestamp, folds, positions, scoring, baselines=known, memo=memo)
+
+
+# ---- positions on disk -----------------------------------------------------------------------------
+def positions_bytes(positions) -> bytes:
+    """A fold's validation positions as an int8 `.npy` file (one byte per bar)."""
+    buf = io.BytesIO()
+    np.save(buf, host_array(positions).astype(np.int8), allow_pickle=False)
+    return buf.getvalue()
+
+
+def positions_from_bytes(data: bytes) -> np.ndarray:
+    """Positions (float64, −1/0/1) from what `positions_bytes` wrote."""
+    return np.load(io.BytesIO(data), allow_pickle=False).astype(np.float64)
+
+
+# ---- training diagnostics -------------------------------------------------------------------------
+def fold_warnings(fold: int, epochs: Sequence[EpochStats]) -> list[str]:
+    """What the last epoch's diagnostics say is wrong with the fold's policy: collapse, features ignored."""
+    if not epochs:
+        return []
+    last, found = epochs[-1], []
+    if last.action_shares is not None and policy_collapse(last.action_shares):
+        share = max(last.action_shares)
+        action = ACTION_NAMES[list(last.action_shares).index(share)]
+        found.append(
+            f"fold {fold}: the policy collapsed to one action: {action} on {share:.1%} of validation "
+            f"bars (warning at {COLLAPSE_SHARE:.0%})"
+        )
+    if last.feature_agreement is not None and last.feature_agreement >= IGNORED_AGREEMENT:
+        found.append(
+            f"fold {fold}: the policy ignores the features: {last.feature_agreement:.1%} of its actions "
+            f"stay the same with every feature at its training mean (warning at {IGNORED_AGREEMENT:.0%})"
+        )
+    return found
+
+
+# ---- the stitched report as text ---------------------------------------------------------------------
+def stitched_report(stitched: WindowEvaluation, folds: int, level: float = 0.95) -> list[str]:
+    """The stitched record in words: the model's figures after costs, then where it stands against each baseline."""
+    from foxhunt.data.bars import iso_utc
+
+    net, gross = stitched.policies[MODEL].net, stitched.policies[MODEL].gross
+    lines = [
+        f"stitched out-of-sample record: {iso_utc(stitched.start_ns)[:16]} → {iso_utc(stitched.end_ns)[:16]}, "
+        f"{stitched.n_bars:,} bars from {folds} fold(s)",
+        f"  model after costs: Sharpe {net.sharpe:.2f} ± {net.sharpe_se:.2f} (HAC ± {net.sharpe_se_hac:.2f}; "
+        f"{level:.0%} bootstrap [{net.sharpe_ci_low:.2f}, {net.sharpe_ci_high:.2f}]), "
+        f"PSR(>0) {net.psr_zero:.2f}, PSR(>buy-and-hold) {net.psr_benchmark:.2f}",
+        f"  return {net.total_return:+.2%} ({net.annual_return:+.2%} a year), max drawdown "
+        f"{net.max_drawdown:.2%}, turnover {net.turnover_per_year:,.0f} a year, exposure {net.exposure:.0%}, "
+        f"hit rate {net.hit_rate:.1%}; before costs: Sharpe {gross.sharpe:.2f}, return {gross.total_return:+.2%}",
+    ]
+    for name, standing in stitched.standings.items():
+        best = " (best baseline)" if name == stitched.best_baseline else ""
+        lines.append(
+            f"  vs {name}{best}: its Sharpe {standing.baseline_sharpe:.2f}, model − it "
+            f"{standing.difference:+.2f}: {standing.verdict}"
+        )
+    return lines
+
+
+# ---- pictures ----------------------------------------------------------------------------------------
+def run_pictures(run: RunEvaluation | None, reports: Sequence, title: str) -> dict[str, bytes]:
+    """`run.png` (the stitched record, when there is one) and `timings.png` (phase seconds per fold)."""
+    from foxhunt.config import PHASES
+    from foxhunt.evaluate.plot import render_run_png, render_timings_png, run_picture
+
+    pictures = {}
+    if run is not None:
+        pictures[out_dir.RUN_PICTURE] = render_run_png(run_picture(run), title)
+    if reports:
+        phases = {p: [r.phases[p] for r in reports] for p in PHASES}
+        pictures[out_dir.TIMINGS_PICTURE] = render_timings_png(
+            [r.fold for r in reports], phases, f"{title}: timings"
+        )
+    return pictures

@@ -1,0 +1,59 @@
+"""The `--out` folder: every file and folder name a run, a search and `foxhunt evaluate` write or read.
+
+One place for the names, so the run that writes a file and the code that reads it back (a resume, the
+manifest's checks, `foxhunt evaluate`, the Argo step outputs) cannot drift apart. Standard library
+only: every stage imports it.
+
+    --out/
+      summary.json  manifest.json  run.lock  run.png  timings.png  features.fxcache (pipeline)
+      evaluation.json (foxhunt evaluate)
+      fold_N/  weights.pt  norm_stats_foldN.json  positions.npy  report.json
+      a search:  study.json  trials.csv  trials.json  best_params.json  study.sqlite3
+                 trials/NNNN/  trial.json  fold_N/ (as above)
+"""
+
+from __future__ import annotations
+
+import re
+
+SUMMARY = "summary.json"
+MANIFEST = "manifest.json"
+LOCK = "run.lock"
+RUN_PICTURE = "run.png"
+TIMINGS_PICTURE = "timings.png"
+PIPELINE_FXCACHE = "features.fxcache"
+EVALUATION = "evaluation.json"  # `foxhunt evaluate`'s rescoring of a saved run
+
+# A fold's folder and files.
+FOLD_FOLDER = re.compile(r"fold_(\d+)")
+WEIGHTS = "weights.pt"
+POSITIONS = "positions.npy"
+FOLD_REPORT = "report.json"
+
+# A search's files at the top of --out, and its trials' folders.
+STUDY_SUMMARY = "study.json"
+TRIALS_CSV = "trials.csv"
+TRIALS_JSON = "trials.json"
+BEST_PARAMS = "best_params.json"
+STUDY_FILE = "study.sqlite3"
+TRIALS_DIR = "trials"
+TRIAL_FOLDER = re.compile(r"\d+")  # trials/NNNN; other folders under trials/ belong to other runs
+TRIAL_REPORT = "trial.json"
+
+# What a run writes at the top of its --out (besides its input, which may live there too).
+RUN_FILES = (MANIFEST, SUMMARY, RUN_PICTURE, TRIALS_CSV, TRIALS_JSON, BEST_PARAMS, STUDY_SUMMARY, STUDY_FILE)
+
+
+def fold_folder(fold: int) -> str:
+    """The folder of fold `fold`'s outputs, relative to the run's (or a trial's) folder: `fold_3`."""
+    return f"fold_{fold}"
+
+
+def norm_stats_file(fold: int) -> str:
+    """The name of fold `fold`'s norm stats file: `norm_stats_fold3.json`."""
+    return f"norm_stats_fold{fold}.json"
+
+
+def trial_folder(number: int) -> str:
+    """The folder of trial `number`'s fold outputs, relative to `--out`: `trials/0007`."""
+    return f"{TRIALS_DIR}/{number:04d}"

@@ -1,0 +1,220 @@
+"""A run's life in its `--out`: signals, heartbeat, manifest and summary, and the one way out.
+
+Every exit of a run, whether it succeeded, failed (an exception anywhere in it, a fold included),
+or was interrupted by SIGINT/SIGTERM, goes through `Run.finish`: it writes the manifest and
+`summary.json` with the status, makes the final metrics push, deletes the metrics group when asked,
+and releases the `--out` lock. SIGINT and SIGTERM only set a flag; the run stops at the next epoch
+boundary (an epoch is a fraction of a second on a GPU at the default shapes), so files and the
+device are never left half-written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from foxhunt import out_dir, storage
+from foxhunt.config import RunConfig
+from foxhunt.errors import FoxhuntError, RunFailure, RunInterrupted
+from foxhunt.evaluate.reports import FoldReport, RunSummary
+from foxhunt.run.lock import HEARTBEAT_SECONDS, OutLock
+from foxhunt.run.manifest import FoldRecord, Manifest, write_manifest
+from foxhunt.run.telemetry import RunMetrics
+
+log = logging.getLogger(__name__)
+Progress = Callable[[str], None]
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def now_iso() -> str:
+    """The current time, ISO-8601 UTC to the second."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def console(log_format: str, run_id: str) -> Progress:
+    """Progress lines on stdout: plain text, or one JSON object per line with time and run id."""
+    if log_format == "json":
+
+        def emit(message: str) -> None:
+            print(json.dumps({"time": now_iso(), "run_id": run_id, "message": message}), flush=True)
+    else:
+
+        def emit(message: str) -> None:
+            print(message, flush=True)
+
+    return emit
+
+
+class StopSignals:
+    """SIGINT and SIGTERM ask the run to stop at its next boundary; a second signal acts at once."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def install(self) -> None:
+        # Handlers can only be set from the main thread; a run started elsewhere keeps the defaults.
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {s: signal.signal(s, self._handle) for s in STOP_SIGNALS}
+
+    def _handle(self, signum: int, frame) -> None:
+        self.received = signum
+        # The second Ctrl-C raises KeyboardInterrupt, the second SIGTERM terminates: never ignored.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+    def restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+
+class Heartbeat:
+    """A daemon thread that renews the `--out` lock and re-pushes the metrics (the run's liveness)."""
+
+    def __init__(self, lock: OutLock, metrics: RunMetrics, interval: float = HEARTBEAT_SECONDS) -> None:
+        self.lock, self.metrics, self.interval = lock, metrics, interval
+        self.lost = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="foxhunt-heartbeat", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                if not self.lock.refresh():
+                    self.lost = True
+                    return
+            except OSError as exc:  # storage hiccup: the next beat tries again
+                log.warning("lock heartbeat failed (%s); retrying in %gs", exc, self.interval)
+            self.metrics.push()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+
+class Run:
+    """One run in its `--out`, from its first push to `finish`; used as a context manager."""
+
+    def __init__(
+        self,
+        out_uri: str,
+        config: RunConfig,
+        summary: RunSummary,
+        manifest: Manifest,
+        lock: OutLock,
+        metrics: RunMetrics,
+        progress: Progress,
+    ) -> None:
+        self.out_uri, self.config, self.summary, self.manifest = out_uri, config, summary, manifest
+        self.lock, self.metrics, self.progress = lock, metrics, progress
+        self.signals = StopSignals()
+        self.heartbeat = Heartbeat(lock, metrics)
+        self.current_fold: int | None = None
+        self._started = time.perf_counter()
+
+    def __enter__(self) -> Run:
+        self.signals.install()
+        try:
+            write_manifest(self.out_uri, self.manifest)
+            self._write_summary()
+            self.metrics.run_started()
+            self.metrics.folds_planned(self.summary.folds_planned)
+            self.heartbeat.start()
+        except BaseException as exc:
+            self.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        return self
+
+    def check(self) -> None:
+        """The boundary check: raise RunInterrupted after a stop signal, RunFailure if the lock was lost."""
+        if self.signals.received is not None:
+            where = (
+                f"during fold {self.current_fold}" if self.current_fold is not None else "before the folds"
+            )
+            raise RunInterrupted(self.signals.received, where)
+        if self.heartbeat.lost:
+            raise RunFailure(
+                f"{self.lock.uri}: the lock was taken over by another run while this one stalled"
+            )
+
+    def fold_finished(self, report: FoldReport, outputs: dict[str, str] | None) -> None:
+        """Record a fold: trained here (`outputs`: name → sha256, kept in the manifest) or resumed (None)."""
+        if outputs is None:
+            self.summary.resumed_folds.append(report.fold)
+        else:
+            self.manifest.run.folds[report.fold] = FoldRecord(outputs, now_iso())
+            write_manifest(self.out_uri, self.manifest)
+        self.summary.folds.append(report)
+        self.current_fold = None
+        self.metrics.fold_finished(report)
+        self._write_summary()
+
+    def _write_summary(self) -> None:
+        data = json.dumps(self.summary.to_dict(), indent=2) + "\n"
+        storage.write_bytes(storage.join(self.out_uri, out_dir.SUMMARY), data.encode())
+
+    def finish(self, status: str, error: str | None = None) -> None:
+        """The one way out: manifest, final push, `summary.json` with the status, group deletion, unlock."""
+        self.heartbeat.stop()
+        self.signals.restore()
+        summary = self.summary
+        summary.status, summary.error = status, error
+        summary.finished_at = now_iso()
+        summary.run_seconds = time.perf_counter() - self._started
+        try:
+            write_manifest(self.out_uri, self.manifest)
+            self.metrics.run_finished(status)
+            summary.push_failures = self.metrics.push_failures
+            self._write_summary()
+            if self.config.delete_metrics_group and self.metrics.pushgateway:
+                # Prometheus keeps only what it scraped: give it a scrape of the final values first.
+                self.progress(
+                    f"deleting metrics group run_id={summary.run_id} in "
+                    f"{self.config.metrics_keep_seconds:g}s (after Prometheus has scraped it)"
+                )
+                time.sleep(self.config.metrics_keep_seconds)
+                self.metrics.delete_group()
+        finally:
+            self.metrics.close()
+            self.lock.release()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc is None:
+            self._finish_or_fail("succeeded")
+            return False
+        if isinstance(exc, KeyboardInterrupt):  # a second Ctrl-C
+            exc = RunInterrupted(signal.SIGINT, "at once (second signal)")
+        if isinstance(exc, RunInterrupted):
+            self._finish_or_fail("interrupted", str(exc))
+            where = f"{exc.where}; {self._where_outputs()}; the same command resumes"
+            raise RunInterrupted(exc.signum, where) from None
+        if not isinstance(exc, Exception):  # SystemExit and the like: record, then let it through
+            self._finish_or_fail("failed", f"{type(exc).__name__}: {exc}")
+            return False
+        where = f"fold {self.current_fold}" if self.current_fold is not None else "the run"
+        self._finish_or_fail("failed", f"{type(exc).__name__}: {exc}")
+        # An unexpected exception is a run failure too (exit 1), never mistaken for bad usage.
+        what = str(exc) if isinstance(exc, FoxhuntError) else f"{type(exc).__name__}: {exc}"
+        raise RunFailure(f"{where} failed: {what}; {self._where_outputs()}") from exc
+
+    def _finish_or_fail(self, status: str, error: str | None = None) -> None:
+        try:
+            self.finish(status, error)
+        except Exception as exc:
+            raise RunFailure(
+                f"the run ended {status} but its outputs could not be written to {self.out_uri}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _where_outputs(self) -> str:
+        return f"{len(self.summary.folds)} completed fold(s) and summary.json are in {self.out_uri}"

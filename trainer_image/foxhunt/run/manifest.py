@@ -1,0 +1,232 @@
+"""The run manifest in `--out`: what the outputs there were made from, and which work they complete.
+
+`manifest.json` holds the fxcache checksum, the full resolved config, the code version, the device
+kind, and for every completed fold the sha256 of each of its output files. It is written atomically
+at the start of a run and after each fold, so a run started again with the same command (a
+retried pod) can tell which folds are done and intact, skip them, and train only the rest.
+
+The work is kept per scope: `run` is the walk-forward of the run itself; `trials` holds one record
+per hyperparameter-search trial (its number → its completed folds, under `trials/NNNN/`), and
+`search` what a search must keep to be continued (objective, study name and storage, search space).
+The study itself (Optuna's storage) says which trials finished; a resumed search continues it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from foxhunt import out_dir, storage
+from foxhunt.config import RESULT_SETTINGS
+from foxhunt.errors import UsageError
+
+MANIFEST_NAME = out_dir.MANIFEST
+MANIFEST_FORMAT = 1
+RUN_FILES = out_dir.RUN_FILES
+OUTPUT_FOLDER = out_dir.FOLD_FOLDER  # the run's folds
+# A search's per-trial folders are `trials/NNNN`; other folders under `trials/` (the trial workers'
+# `--out` of an Argo study, `trials/worker-N`) belong to other runs.
+TRIALS_FOLDER = out_dir.TRIALS_DIR
+TRIAL_FOLDER = out_dir.TRIAL_FOLDER
+
+
+def sha256(data: bytes) -> str:
+    """Hex sha256 of `data`."""
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class FoldRecord:
+    """A completed fold: each output file (relative to --out) and its sha256."""
+
+    outputs: dict[str, str]
+    finished_at: str
+
+
+@dataclass
+class WorkRecord:
+    """The completed folds of one walk-forward: the run itself, or one trial."""
+
+    folds: dict[int, FoldRecord] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> WorkRecord:
+        return cls({int(k): FoldRecord(**v) for k, v in data.get("folds", {}).items()})
+
+
+@dataclass
+class Manifest:
+    """What a run's outputs were made from, and the work they complete."""
+
+    fxcache: str
+    fxcache_checksum: str | None
+    code_version: str
+    device: str  # "cpu" or "cuda": folds trained on one are not continued on the other
+    config: dict  # the full resolved RunConfig
+    run: WorkRecord = field(default_factory=WorkRecord)
+    trials: dict[int, WorkRecord] = field(default_factory=dict)
+    format: int = MANIFEST_FORMAT
+    search: dict = field(default_factory=dict)  # a search's identity (foxhunt.search.driver.SearchPlan)
+
+    def identity(self) -> dict[str, object]:
+        """What must be equal for a run to continue these outputs, by dotted key."""
+        flat = {
+            "format": self.format,
+            "fxcache_checksum": self.fxcache_checksum,
+            "code_version": self.code_version,
+            "device": self.device,
+        }
+        for name in RESULT_SETTINGS:
+            flat.update(_flatten(self.config.get(name), name))
+        flat.update(_flatten(self.search, "search") if self.search else {})
+        return flat
+
+    def to_bytes(self) -> bytes:
+        data = asdict(self)
+        data["run"]["folds"] = {str(k): v for k, v in data["run"]["folds"].items()}
+        data["trials"] = {
+            str(k): {"folds": {str(f): r for f, r in v["folds"].items()}} for k, v in data["trials"].items()
+        }
+        return (json.dumps(data, indent=2) + "\n").encode()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> Manifest:
+        """Read a manifest; ValueError when it is not one."""
+        try:
+            data = json.loads(raw)
+            return cls(
+                fxcache=data["fxcache"],
+                fxcache_checksum=data["fxcache_checksum"],
+                code_version=data["code_version"],
+                device=data["device"],
+                config=data["config"],
+                run=WorkRecord.from_dict(data["run"]),
+                trials={int(k): WorkRecord.from_dict(v) for k, v in data.get("trials", {}).items()},
+                format=int(data["format"]),
+                search=dict(data.get("search") or {}),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a foxhunt manifest: {exc!r}") from exc
+
+
+def _flatten(value, prefix: str) -> dict[str, object]:
+    if isinstance(value, dict):
+        flat: dict[str, object] = {}
+        for key, inner in value.items():
+            flat.update(_flatten(inner, f"{prefix}.{key}"))
+        return flat
+    return {prefix: value}
+
+
+def differences(recorded: Manifest, current: Manifest) -> list[str]:
+    """The dotted keys whose values differ, each as "key: recorded → current"."""
+    old, new = recorded.identity(), current.identity()
+    return [
+        f"{k}: {old.get(k)!r} → {new.get(k)!r}"
+        for k in sorted(set(old) | set(new))
+        if old.get(k) != new.get(k)
+    ]
+
+
+def read_manifest(out_uri: str) -> Manifest | None:
+    """The manifest in `out_uri`, or None when there is none; ValueError when it is unreadable."""
+    try:
+        raw = storage.read_bytes(storage.join(out_uri, MANIFEST_NAME))
+    except FileNotFoundError:
+        return None
+    return Manifest.from_bytes(raw)
+
+
+def write_manifest(out_uri: str, manifest: Manifest) -> None:
+    """Write the manifest atomically (a reader sees the old one or the new one, never half)."""
+    storage.write_bytes(storage.join(out_uri, MANIFEST_NAME), manifest.to_bytes())
+
+
+def verify_fold(out_uri: str, record: FoldRecord) -> str | None:
+    """None when every output of a completed fold is present and intact, else what is wrong."""
+    for name, digest in record.outputs.items():
+        try:
+            data = storage.read_bytes(storage.join(out_uri, name))
+        except FileNotFoundError:
+            return f"{name} is missing"
+        if sha256(data) != digest:
+            return f"{name} does not match its checksum"
+    return None
+
+
+def run_outputs(out_uri: str) -> list[str]:
+    """Names in `out_uri` that a run wrote: the run files, fold folders and trial folders (`trials/0007`)."""
+    found = set()
+    for name in storage.list_prefix(out_uri):
+        top, _, rest = name.partition("/")
+        trial = rest.partition("/")[0]
+        if top in RUN_FILES or OUTPUT_FOLDER.fullmatch(top):
+            found.add(top)
+        elif top == TRIALS_FOLDER and TRIAL_FOLDER.fullmatch(trial):
+            found.add(f"{top}/{trial}")
+    return sorted(found)
+
+
+def remove_run_outputs(out_uri: str) -> list[str]:
+    """Delete every output of an earlier run in `out_uri` (not the lock, not other files); returns them."""
+    removed = run_outputs(out_uri)
+    for name in removed:
+        if name in RUN_FILES:
+            storage.delete(storage.join(out_uri, name))
+        else:
+            storage.delete_prefix(storage.join(out_uri, name))
+    return removed
+
+
+def resume_point(
+    out_uri: str, manifest: Manifest, overwrite: bool, progress: Callable[[str], None]
+) -> set[int]:
+    """Folds an earlier attempt completed with intact outputs; refuses outputs of another run."""
+    if overwrite:
+        removed = remove_run_outputs(out_uri)
+        if removed:
+            progress(f"--overwrite: removed {', '.join(removed)} from {out_uri}")
+        return set()
+    try:
+        recorded = read_manifest(out_uri)
+    except ValueError as exc:
+        raise UsageError(
+            f"{out_uri}: manifest.json is unreadable ({exc}); use --overwrite to start over"
+        ) from exc
+    if recorded is None:
+        found = run_outputs(out_uri)
+        if found:
+            raise UsageError(
+                f"{out_uri} holds outputs of another run ({', '.join(found)}) and no manifest; "
+                "use another --out, or --overwrite to remove them"
+            )
+        return set()
+    changed = differences(recorded, manifest)
+    if changed:
+        raise UsageError(
+            f"{out_uri} holds a run with other settings ({'; '.join(changed)}); use the same "
+            "settings to resume it, another --out, or --overwrite to remove it"
+        )
+    done = set()
+    for fold, record in sorted(recorded.run.folds.items()):
+        problem = verify_fold(out_uri, record)
+        if problem is None:
+            done.add(fold)
+            manifest.run.folds[fold] = record
+        else:
+            progress(f"fold {fold}: {problem}; training it again")
+    _take_over_trials(out_uri, recorded, manifest, progress)
+    return done
+
+
+def _take_over_trials(out_uri: str, recorded: Manifest, manifest: Manifest, progress) -> None:
+    # The study holds the trials' results; the records keep their folders' checksums. A damaged
+    # folder is reported (its trial is not run again: the study already counted it).
+    for number, work in sorted(recorded.trials.items()):
+        for fold, record in sorted(work.folds.items()):
+            problem = verify_fold(out_uri, record)
+            if problem is not None:
+                progress(f"trial {number} fold {fold}: {problem}")
+        manifest.trials[number] = work

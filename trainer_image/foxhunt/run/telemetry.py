@@ -1,0 +1,396 @@
+"""Run and per-fold metrics, pushed to a Prometheus Pushgateway under the grouping key {job, run_id}.
+
+A push that fails is logged and counted; training never waits on, or stops for, the metrics path.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+import os
+import secrets
+import threading
+import time
+import urllib.parse
+import urllib.request
+from datetime import datetime, timezone
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    delete_from_gateway,
+    push_to_gateway,
+    start_http_server,
+)
+
+from foxhunt import __version__
+from foxhunt.config import PHASES, run_id_problem
+from foxhunt.errors import ConfigError, UsageError
+from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
+from foxhunt.evaluate.reports import RUN_ENDINGS, FoldReport
+
+log = logging.getLogger(__name__)
+
+DEFAULT_JOB = "foxhunt-train"
+
+
+def resolve_run_id(cli_value: str | None) -> str:
+    """The run id: the flag, else $FOXHUNT_RUN_ID, else $ARGO_WORKFLOW_NAME, else `local-<UTC time>-<6 hex>`.
+
+    A run id is a label value and a path component, so one outside [A-Za-z0-9_.:-]{1,128} (or "." or
+    "..", which an HTTP client folds into the path and the Pushgateway answers with a redirect) is a
+    UsageError naming where it came from.
+    """
+    sources = (
+        ("--run-id", cli_value),
+        ("$FOXHUNT_RUN_ID", os.environ.get("FOXHUNT_RUN_ID")),
+        ("$ARGO_WORKFLOW_NAME", os.environ.get("ARGO_WORKFLOW_NAME")),
+    )
+    for source, value in sources:
+        if value:
+            problem = run_id_problem(value)
+            if problem:
+                raise UsageError(f"{source}: run id {problem}")
+            return value
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"local-{stamp}-{secrets.token_hex(3)}"
+
+
+def resolve_pushgateway(cli_value: str | None) -> str | None:
+    """The Pushgateway URL: the flag, else $FOXHUNT_PUSHGATEWAY, else None (no pushes)."""
+    return cli_value or os.environ.get("FOXHUNT_PUSHGATEWAY") or None
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0
+
+
+# One gauge per fold figure, labelled by fold: (name, help, how to read it from the fold's report).
+FOLD_GAUGES = (
+    ("foxhunt_fold_seconds", "Wall seconds of a whole fold.", lambda r: r.fold_seconds),
+    (
+        "foxhunt_fold_epoch_seconds",
+        "Mean seconds per training epoch of a fold.",
+        lambda r: _mean(r.epoch_seconds),
+    ),
+    (
+        "foxhunt_fold_last_epoch_seconds",
+        "Seconds of a fold's last epoch.",
+        lambda r: r.epoch_seconds[-1] if r.epochs else 0.0,
+    ),
+    ("foxhunt_fold_epochs", "Training epochs run in a fold.", lambda r: len(r.epochs)),
+    (
+        "foxhunt_fold_samples_per_second",
+        "Training samples per second of a fold.",
+        lambda r: r.samples_per_second,
+    ),
+    ("foxhunt_fold_final_loss", "Training loss of a fold's last epoch.", lambda r: r.final_loss),
+    ("foxhunt_fold_train_rows", "Rows in a fold's training range.", lambda r: r.train_rows),
+    ("foxhunt_fold_validation_rows", "Rows in a fold's validation range.", lambda r: r.val_rows),
+    ("foxhunt_fold_difficulty_score", "Difficulty score of a fold's range.", lambda r: r.difficulty_score),
+    (
+        "foxhunt_fold_validation_sharpe",
+        "Validation Sharpe ratio of the greedy policy.",
+        lambda r: r.validation.model.sharpe,
+    ),
+    (
+        "foxhunt_fold_validation_return",
+        "Validation total log return after costs.",
+        lambda r: r.validation.model.total_return,
+    ),
+    (
+        "foxhunt_fold_validation_max_drawdown",
+        "Validation maximum drawdown of the greedy policy.",
+        lambda r: r.validation.model.max_drawdown,
+    ),
+    (
+        "foxhunt_fold_validation_turnover",
+        "Validation turnover of the greedy policy.",
+        lambda r: r.validation.model.turnover,
+    ),
+)
+
+
+# The stitched record's gauges: name → what it holds.
+STITCHED_GAUGES = {
+    "foxhunt_stitched_validation_sharpe": "Annualised Sharpe",
+    "foxhunt_stitched_validation_sharpe_se": "Standard error (Lo 2002) of the Sharpe",
+    "foxhunt_stitched_return": "Total log return",
+    "foxhunt_stitched_max_drawdown": "Max drawdown",
+}
+
+
+def _has_host(url: str) -> bool:
+    # prometheus_client accepts a bare host:port and prefixes http:// itself.
+    full = url if "://" in url else f"http://{url}"
+    try:
+        return bool(urllib.parse.urlsplit(full).hostname)
+    except ValueError:
+        return False
+
+
+class RunMetrics:
+    """The metrics of one run: its own registry (so runs in one process never mix) and push bookkeeping."""
+
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        pushgateway: str | None,
+        model: str,
+        device: str,
+        job: str = DEFAULT_JOB,
+        timeout: float = 2.0,
+        metrics_port: int | None = None,
+        metrics_addr: str = "0.0.0.0",
+    ) -> None:
+        if pushgateway and not _has_host(pushgateway):
+            raise ConfigError(
+                "run config", "pushgateway", f"expected a URL like http://host:9091, got {pushgateway!r}"
+            )
+        self.run_id = run_id
+        self.pushgateway = pushgateway
+        self.job = job
+        self.timeout = timeout
+        self.push_failures = 0
+        self._push_lock = threading.Lock()  # the heartbeat thread pushes too
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self._info = Gauge(
+            "foxhunt_run_info",
+            "Always 1; labels describe the run.",
+            ["model", "device", "version"],
+            registry=r,
+        )
+        self._info.labels(model=model, device=device, version=__version__).set(1)
+        self._start_ts = Gauge(
+            "foxhunt_run_start_timestamp_seconds", "Unix time the run started.", registry=r
+        )
+        self._end_ts = Gauge("foxhunt_run_end_timestamp_seconds", "Unix time the run finished.", registry=r)
+        self._finished = Gauge(
+            "foxhunt_run_finished",
+            "1 once the run has finished, labelled by its status.",
+            ["status"],
+            registry=r,
+        )
+        self._load_seconds = Gauge(
+            "foxhunt_data_load_seconds", "Seconds to load the fxcache onto the device.", registry=r
+        )
+        self._rows = Gauge("foxhunt_data_rows", "Rows loaded from the fxcache.", registry=r)
+        self._phase = Gauge(
+            "foxhunt_fold_phase_seconds",
+            "Seconds spent in each phase of a fold.",
+            ["fold", "phase"],
+            registry=r,
+        )
+        self._fold_gauges = [
+            (Gauge(name, help_text, ["fold"], registry=r), read) for name, help_text, read in FOLD_GAUGES
+        ]
+        self._evaluation_gauges(r)
+        self._last_fold_ts = Gauge(
+            "foxhunt_last_fold_completed_timestamp_seconds",
+            "Unix time the latest fold completed.",
+            registry=r,
+        )
+        self._folds_done = Counter("foxhunt_folds_completed", "Folds completed in this run.", registry=r)
+        self._folds_planned = Gauge("foxhunt_folds_planned", "Folds this run will train in all.", registry=r)
+        self._push_failed = Counter(
+            "foxhunt_push_failures", "Pushes to the Pushgateway that failed.", registry=r
+        )
+        self._server = None
+        if metrics_port is not None:
+            self._server, _ = start_http_server(metrics_port, addr=metrics_addr, registry=r)
+
+    def _evaluation_gauges(self, r: CollectorRegistry) -> None:
+        """The evaluation's gauges: each fold's dates, SE and best baseline; the stitched record."""
+        self._fold_info = Gauge(
+            "foxhunt_fold_info",
+            "Always 1; labels give a fold's validation dates (first and last bar, ISO-8601 UTC).",
+            ["fold", "val_start", "val_end"],
+            registry=r,
+        )
+        self._fold_sharpe_se = Gauge(
+            "foxhunt_fold_validation_sharpe_se",
+            "Standard error (Lo 2002) of a fold's validation Sharpe after costs.",
+            ["fold"],
+            registry=r,
+        )
+        self._fold_best_baseline = Gauge(
+            "foxhunt_fold_best_baseline_sharpe",
+            "Validation Sharpe after costs of a fold's best baseline, labelled by its name.",
+            ["fold", "baseline"],
+            registry=r,
+        )
+        self._stitched = {
+            name: Gauge(name, f"{what} of the stitched out-of-sample record, after costs.", registry=r)
+            for name, what in STITCHED_GAUGES.items()
+        }
+        self._stitched_baseline = Gauge(
+            "foxhunt_stitched_baseline_sharpe",
+            "Sharpe after costs of each baseline over the stitched record's bars.",
+            ["baseline"],
+            registry=r,
+        )
+
+    def run_started(self) -> None:
+        """Mark the start of the run and push."""
+        self._start_ts.set(time.time())
+        self.push()
+
+    def data_loaded(self, seconds: float, rows: int) -> None:
+        """Record the one data load of the run and push."""
+        self._load_seconds.set(seconds)
+        self._rows.set(rows)
+        self.push()
+
+    def folds_planned(self, folds: int) -> None:
+        """Record how many folds the run will train (progress and ETA on the dashboard) and push."""
+        self._folds_planned.set(folds)
+        self.push()
+
+    def fold_finished(self, report: FoldReport) -> None:
+        """Record a fold's report and push."""
+        fold = str(report.fold)
+        for phase in PHASES:
+            self._phase.labels(fold=fold, phase=phase).set(report.phases[phase])
+        for gauge, read in self._fold_gauges:
+            gauge.labels(fold).set(read(report))
+        self._fold_info.labels(fold, report.dates.val_first_bar, report.dates.val_last_bar).set(1)
+        window = report.evaluation
+        if window is not None:
+            self._fold_sharpe_se.labels(fold).set(window.policies[MODEL].net.sharpe_se)
+            best = window.best_baseline
+            self._fold_best_baseline.labels(fold, best).set(window.policies[best].net.sharpe)
+        self._folds_done.inc()
+        self._last_fold_ts.set(time.time())
+        self.push()
+
+    def run_evaluated(self, stitched: WindowEvaluation) -> None:
+        """Record the stitched out-of-sample record (model and baselines after costs) and push."""
+        net = stitched.policies[MODEL].net
+        values = {
+            "foxhunt_stitched_validation_sharpe": net.sharpe,
+            "foxhunt_stitched_validation_sharpe_se": net.sharpe_se,
+            "foxhunt_stitched_return": net.log_return,
+            "foxhunt_stitched_max_drawdown": net.max_drawdown,
+        }
+        for name, gauge in self._stitched.items():
+            gauge.set(values[name])
+        for name, evaluation in stitched.policies.items():
+            if name != MODEL:
+                self._stitched_baseline.labels(name).set(evaluation.net.sharpe)
+        self.push()
+
+    def run_finished(self, status: str) -> None:
+        """Mark the end of the run with its status (one of RUN_ENDINGS) and push."""
+        if status not in RUN_ENDINGS:
+            raise ValueError(f"run status {status!r}: expected one of {RUN_ENDINGS}")
+        self._finished.labels(status).set(1)
+        self._end_ts.set(time.time())
+        self.push()
+
+    def push(self) -> bool:
+        """Replace the run's group on the Pushgateway with the registry; False (logged, counted) if it failed."""
+        if not self.pushgateway:
+            return True
+        with self._push_lock:
+            return self._push()
+
+    def _push(self) -> bool:
+        try:
+            # PUT of the whole registry: the group always equals the run's full state, so a push
+            # after failed ones repairs the gap, and the failure counter rides along.
+            push_to_gateway(
+                self.pushgateway,
+                job=self.job,
+                registry=self.registry,
+                grouping_key={"run_id": self.run_id},
+                timeout=self.timeout,
+            )
+        # URLError, HTTPError, timeouts and refused or reset connections are OSErrors; a peer that
+        # answers with something other than HTTP raises HTTPException.
+        except (OSError, http.client.HTTPException) as exc:
+            self.push_failures += 1
+            self._push_failed.inc()
+            level = logging.WARNING if self.push_failures == 1 else logging.DEBUG
+            log.log(
+                level,
+                "metrics push to %s failed (%s); training goes on, failures are counted in "
+                "foxhunt_push_failures_total",
+                self.pushgateway,
+                exc,
+            )
+            return False
+        return True
+
+    def delete_group(self) -> bool:
+        """Delete the run's group from the Pushgateway; False (logged, counted) if that failed.
+
+        Prometheus keeps what it scraped before; call this only after at least one scrape interval
+        since the final push, or the final values never reach Prometheus.
+        """
+        if not self.pushgateway:
+            return True
+        try:
+            with self._push_lock:
+                delete_from_gateway(
+                    self.pushgateway, job=self.job, grouping_key={"run_id": self.run_id}, timeout=self.timeout
+                )
+        except (OSError, http.client.HTTPException) as exc:
+            self.push_failures += 1
+            log.warning(
+                "deleting metrics group run_id=%s from %s failed (%s)", self.run_id, self.pushgateway, exc
+            )
+            return False
+        return True
+
+    def close(self) -> None:
+        """Stop the live /metrics endpoint, if one was started."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+def _first_value(group: dict, name: str) -> float:
+    metrics = group.get(name, {}).get("metrics") or [{}]
+    return float(metrics[0].get("value", 0.0))
+
+
+def live_run(
+    pushgateway: str, run_id: str, *, stale_seconds: float, job: str = DEFAULT_JOB, timeout: float = 2.0
+) -> dict | None:
+    """The Pushgateway's group of a live run with this id: started, not finished, pushed within `stale_seconds`.
+
+    Returns {"started": unix time, "last_push": unix time} or None; a Pushgateway that cannot be asked
+    is logged and treated as holding no live run (metrics never stop a run).
+    """
+    base = pushgateway if "://" in pushgateway else f"http://{pushgateway}"
+    try:
+        with urllib.request.urlopen(f"{base.rstrip('/')}/api/v1/metrics", timeout=timeout) as resp:
+            groups = json.loads(resp.read())["data"]
+    except (OSError, http.client.HTTPException, ValueError, KeyError) as exc:
+        log.warning("cannot ask %s whether run id %s is live (%s); going on", pushgateway, run_id, exc)
+        return None
+    for group in groups:
+        if group.get("labels") != {"job": job, "run_id": run_id}:
+            continue
+        started = _first_value(group, "foxhunt_run_start_timestamp_seconds")
+        ended = _first_value(group, "foxhunt_run_end_timestamp_seconds")
+        last_push = _first_value(group, "push_time_seconds")
+        if started > 0 and ended == 0 and time.time() - last_push < stale_seconds:
+            return {"started": started, "last_push": last_push}
+    return None
+
+
+def refuse_live_run(pushgateway: str, run_id: str, *, stale_seconds: float) -> None:
+    """UsageError when the Pushgateway holds a live run with this id (two runs would merge their series)."""
+    live = live_run(pushgateway, run_id, stale_seconds=stale_seconds)
+    if live is not None:
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(live["started"]))
+        raise UsageError(
+            f"run id {run_id} is live on {pushgateway} (started {started}, last push "
+            f"{time.time() - live['last_push']:.0f}s ago); give this run another --run-id"
+        )

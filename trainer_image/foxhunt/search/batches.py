@@ -1,0 +1,209 @@
+"""Batches of trials for a population: asked together, trained side by side, told one by one.
+
+`run_trials` lets Optuna run one trial at a time. A population trains several at once, so this loop
+asks up to `size` trials (the TPE sampler's constant liar spreads the trials of a batch, as it does
+the running trials of other workers), keeps every trial's heartbeat while they train, and tells each
+trial its own end: complete, pruned after a fold, or failed by its settings. The counting is
+`run_trials`': the same budget of N finished trials, the same surplus rule for trials created beyond
+it, and the same retry (with the same settings) of trials that an interruption left running.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import optuna
+from optuna.exceptions import UpdateFinishedTrialError
+from optuna.trial import FrozenTrial, TrialState
+
+from foxhunt.config.search import Distribution
+from foxhunt.search.space import suggest
+from foxhunt.search.study import (
+    ERROR_ATTR,
+    FOLDS_ATTR,
+    SURPLUS_ATTR,
+    WORKER_ATTR,
+    ObjectiveNotFinite,
+    StudyProgress,
+    TrialOutcome,
+    _heartbeat_seconds,
+    record_outcome,
+    requeue_if_running,
+    requeue_running_trials,
+    study_progress,
+    trial_by_number,
+    trial_sampler,
+    within_budget,
+)
+
+
+@dataclass
+class AskedTrial:
+    """A trial of a batch: its settings, and whether its pruner stopped it after a fold."""
+
+    trial: optuna.Trial
+    params: dict[str, Any]
+    pruned: bool = False
+
+    @property
+    def number(self) -> int:
+        return self.trial.number
+
+    def report_fold(self, fold: int, value: float) -> bool:
+        """Report the fold's value to the pruner; True when the trial is pruned (train it no further)."""
+        self.trial.report(value, step=fold)
+        self.trial.set_user_attr(FOLDS_ATTR, max(self.trial.user_attrs.get(FOLDS_ATTR, 0), fold + 1))
+        self.pruned = self.trial.should_prune()
+        return self.pruned
+
+
+# A batch's results by trial number: the walk-forward's outcome, or the exception (in `catch`) that
+# failed the trial's settings. A pruned trial needs no entry.
+BatchResults = dict[int, "TrialOutcome | float | Exception"]
+BatchObjective = Callable[[list[AskedTrial]], BatchResults]
+
+
+def ask_batch(
+    study: optuna.Study,
+    count: int,
+    n_trials: int,
+    space: Mapping[str, Distribution],
+    *,
+    seed: int,
+    worker: int,
+    created: int,
+    startup_trials: int = 10,
+) -> list[AskedTrial]:
+    """Ask up to `count` trials with sampled settings; a trial beyond the budget is marked surplus and ended."""
+    batch = []
+    for k in range(count):
+        study.sampler = trial_sampler(seed, worker, created + k, startup_trials)
+        with warnings.catch_warnings():
+            # This loop keeps the heartbeats itself (see `heartbeats`), which Optuna cannot know.
+            warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
+            trial = study.ask()
+        if not within_budget(study.get_trials(deepcopy=False), trial.number, n_trials):
+            trial.set_user_attr(SURPLUS_ATTR, True)
+            study.tell(trial, state=TrialState.FAIL)
+            continue
+        trial.set_user_attr(WORKER_ATTR, worker)
+        trial.set_user_attr(FOLDS_ATTR, 0)
+        batch.append(AskedTrial(trial, suggest(trial, space)))
+    return batch
+
+
+@contextmanager
+def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None) -> Iterator[None]:
+    """Record every trial's heartbeat each `seconds` while the block runs (nothing when heartbeats are off)."""
+    if not seconds:
+        yield
+        return
+    ids = [asked.trial._trial_id for asked in batch]
+    stop = threading.Event()
+
+    def beat() -> None:
+        while True:
+            for trial_id in ids:
+                study._storage.record_heartbeat(trial_id)
+            if stop.wait(seconds):
+                return
+
+    thread = threading.Thread(target=beat, name="trial-heartbeats", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def tell_trial(
+    study: optuna.Study, asked: AskedTrial, result: Any, catch: tuple[type[Exception], ...]
+) -> None:
+    """End one trial of a batch as its result says: pruned, failed by its settings, or complete."""
+    trial = asked.trial
+    if asked.pruned:
+        study.tell(trial, state=TrialState.PRUNED)
+        return
+    if isinstance(result, catch):
+        trial.set_user_attr(ERROR_ATTR, f"{type(result).__name__}: {result}")
+        study.tell(trial, state=TrialState.FAIL)
+        return
+    if result is None or isinstance(result, BaseException):
+        raise RuntimeError(f"trial {trial.number}: the population returned no result ({result!r})")
+    try:
+        value = record_outcome(trial, result)
+    except ObjectiveNotFinite:
+        study.tell(trial, state=TrialState.FAIL)
+        return
+    study.tell(trial, value)
+
+
+def run_trial_batches(
+    study: optuna.Study,
+    n_trials: int,
+    objective: BatchObjective,
+    *,
+    size: int,
+    space: Mapping[str, Distribution],
+    seed: int,
+    worker: int = 0,
+    catch: tuple[type[Exception], ...] = (),
+    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]] = (),
+    poll_seconds: float | None = None,
+    exclusive: bool = False,
+    startup_trials: int = 10,
+) -> StudyProgress:
+    """Run batches of up to `size` trials until the study has `n_trials` finished ones (see `run_trials`).
+
+    `objective(batch)` trains the batch's walk-forwards side by side, calling each trial's
+    `report_fold` after each fold, and returns the results by trial number. Any exception from it
+    ends the loop: every trial of the batch still running is queued for a retry and failed.
+    """
+    if exclusive:
+        requeue_running_trials(study)
+    heartbeat = _heartbeat_seconds(study)
+    poll = poll_seconds if poll_seconds is not None else (heartbeat or 1.0)
+    while True:
+        progress = study_progress(study)
+        if progress.finished >= n_trials:
+            return progress
+        free = n_trials - progress.finished - progress.running
+        if free <= 0:
+            if heartbeat is None:
+                return progress
+            time.sleep(poll)
+            continue
+        batch = ask_batch(
+            study,
+            min(size, free),
+            n_trials,
+            space,
+            seed=seed,
+            worker=worker,
+            created=progress.created,
+            startup_trials=startup_trials,
+        )
+        if not batch:
+            continue
+        try:
+            with heartbeats(study, batch, heartbeat):
+                results = objective(batch)
+        except BaseException:
+            for asked in batch:
+                requeue_if_running(study, asked.number)
+            raise
+        for asked in batch:
+            try:
+                tell_trial(study, asked, results.get(asked.number), catch)
+            except UpdateFinishedTrialError:
+                continue  # another worker declared it stale while it ran; its retry carries on there
+            trial = trial_by_number(study, asked.number)
+            for callback in callbacks:
+                callback(study, trial)

@@ -1,0 +1,394 @@
+"""The search driver: `--trials N` as an Optuna study whose trials are whole walk-forward runs.
+
+Everything a trial does not change is made once per process: the fxcache is on the device once for
+the whole study, and one trainer per distinct shape (`SHAPE_FIELDS`: batch size, hidden width)
+serves every trial of that shape. Between trials `apply_settings` refills the device values that the
+captured step reads (no new capture, no new compile); between folds `reset_for_fold` does the rest.
+A trial trains the folds in order with `fold_training.train_fold` (as a run does), reports each fold's net
+validation Sharpe to the pruner, and is scored on the stitched out-of-sample record (`evaluation`,
+without the bootstrap: a cheap objective). Its outputs are `trials/NNNN/fold_F/` and
+`trials/NNNN/trial.json` in `--out`; the manifest records each completed fold of each trial.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from foxhunt import out_dir, storage
+from foxhunt.config import DQNConfig, RunConfig, override
+from foxhunt.config.search import DEFAULT_SEARCH_SPACE, Distribution, SearchOptions, study_name
+from foxhunt.data.folds import FoldRange
+from foxhunt.errors import RunFailure
+from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo, Scoring
+from foxhunt.evaluate.run_scores import stitched_evaluation
+from foxhunt.run.fold_loop import FoldOutcome, train_fold
+from foxhunt.run.lifecycle import Run, now_iso
+from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
+from foxhunt.search.batches import run_trial_batches
+from foxhunt.search.outputs import trial_folder, write_study_outputs
+from foxhunt.search.population import PopulationObjective, PopulationPool, population_builder
+from foxhunt.search.space import load_search_space
+from foxhunt.search.storage import (
+    STUDY_FILE,
+    check_storage_url,
+    fetch_study_file,
+    redacted,
+    sync_study_file,
+)
+from foxhunt.search.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, run_trials, trial_pruner
+from foxhunt.search.telemetry import TrialMetrics
+from foxhunt.train import SHAPE_FIELDS, DeviceData, DQNTrainer, TrainingDiverged
+
+TRIAL_REPORT = out_dir.TRIAL_REPORT
+# A trial whose training diverges failed on its settings: a verdict, and the study goes on.
+SETTINGS_FAILURES = (TrainingDiverged,)
+
+
+@dataclass(frozen=True)
+class SearchPlan:
+    """A search checked before any work: its options, its space and the study's name."""
+
+    options: SearchOptions
+    space: dict[str, Distribution]
+    study_name: str
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What a resumed search must share with the one in `--out` (the manifest compares it)."""
+        return {
+            "objective": self.options.objective,
+            "study_name": self.study_name,
+            "storage": "embedded" if self.options.embedded else redacted(self.options.study_storage),
+            "space": {name: d.to_dict() for name, d in self.space.items()},
+        }
+
+    def run(self, run: Run, data: DeviceData, folds: list[FoldRange]) -> None:
+        """The study on the run's loaded data (`run_search`)."""
+        run_search(run, data, folds, self)
+
+
+def plan_search(options: SearchOptions | None, out_uri: str, settings: RunConfig) -> SearchPlan:
+    """Read and check the space, the storage URL and the study name; UsageError or BadInput naming the problem."""
+    options = options or SearchOptions()
+    space = load_search_space(options.search_space) if options.search_space else dict(DEFAULT_SEARCH_SPACE)
+    if options.study_storage:
+        check_storage_url(options.study_storage)
+    explicit_id = settings.run_id or os.environ.get("FOXHUNT_RUN_ID") or os.environ.get("ARGO_WORKFLOW_NAME")
+    return SearchPlan(options, space, study_name(options, out_uri, explicit_id))
+
+
+def shape_key(dqn: DQNConfig) -> tuple:
+    """The settings that need their own trainer (new modules, capture and compile), as a dict key."""
+    return tuple(getattr(dqn, name) for name in SHAPE_FIELDS)
+
+
+class TrainerPool:
+    """One trainer per distinct shape, built on first use and switched by `apply_settings` after."""
+
+    def __init__(self, build: Callable[[DQNConfig], DQNTrainer]) -> None:
+        self._build = build
+        self.trainers: dict[tuple, DQNTrainer] = {}
+        self.builds = 0
+
+    def trainer_for(self, dqn: DQNConfig) -> DQNTrainer:
+        """The trainer of `dqn`'s shape, set to `dqn`'s shape-free settings."""
+        key = shape_key(dqn)
+        trainer = self.trainers.get(key)
+        if trainer is None:
+            trainer = self.trainers[key] = self._build(dqn)
+            self.builds += 1
+        else:
+            trainer.apply_settings(dqn)
+        return trainer
+
+    @property
+    def graph_captures(self) -> int:
+        """CUDA graphs captured by all the trainers (one per shape on CUDA, none on CPU)."""
+        return sum(t.graph_captures for t in self.trainers.values())
+
+    @property
+    def compiles(self) -> int:
+        """torch.compile wrappings of all the trainers' steps (one per shape on CUDA with compile)."""
+        return sum(t.compiles for t in self.trainers.values())
+
+
+def objective_value(name: str, evaluation: RunEvaluation) -> float:
+    """The `--objective` figure of a trial's evaluation (every one net of the run's evaluation costs)."""
+    if name == "stitched_sharpe":
+        return evaluation.stitched.policies[MODEL].net.sharpe
+    if name == "stitched_return":
+        return evaluation.stitched.policies[MODEL].net.log_return
+    if name == "mean_fold_sharpe":
+        return float(np.mean([w.policies[MODEL].net.sharpe for w in evaluation.folds]))
+    raise ValueError(f"unknown objective {name!r}")
+
+
+def _finite(value: Any) -> Any:
+    # JSON has no NaN: figures that are undefined (an interval without the bootstrap) become null.
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+class WalkForwardObjective:
+    """One trial: the folds in order on the trainer of its shape, each reported to the pruner, then scored."""
+
+    def __init__(
+        self, run: Run, data: DeviceData, folds: list[FoldRange], pool: TrainerPool, objective: str
+    ) -> None:
+        self.run, self.data, self.folds, self.pool, self.objective = run, data, folds, pool, objective
+        settings = run.config
+        # The run's evaluation costs without the bootstrap: its interval is not part of any objective.
+        self.scoring = Scoring(cost=settings.eval.cost, spread=settings.eval.spread, resamples=0)
+        # Every trial scores the same baselines over the same windows: each once for the study.
+        self.memo = ScoreMemo()
+
+    def __call__(self, number: int, params: dict[str, Any], report_fold) -> TrialOutcome | float:
+        run = self.run
+        dqn = override(run.config.dqn, params, what=f"trial {number}")
+        trainer = self.pool.trainer_for(dqn)
+        out = storage.join(run.out_uri, trial_folder(number))
+        run.progress(f"trial {number}: {_params_text(params)}")
+        outcomes: dict[int, FoldOutcome] = {}
+        for fold_range in self.folds:
+            run.check()
+            run.current_fold = fold = fold_range.fold
+            outcomes[fold] = outcome = train_fold(
+                trainer,
+                fold_range,
+                run.config.epochs,
+                out,
+                lambda message: run.progress(f"trial {number} {message}"),
+                run.check,
+                scoring=self.scoring,
+                memo=self.memo,
+            )
+            fold_sharpe = self.fold_done(number, fold, outcome)
+            run.current_fold = None
+            if report_fold(fold, fold_sharpe):
+                self.write_report(number, params, dqn, outcomes, None)
+                return fold_sharpe
+        return self.score(number, params, dqn, outcomes)
+
+    def fold_done(self, number: int, fold: int, outcome: FoldOutcome) -> float:
+        """Record a trial's completed fold (manifest, metrics); its net validation Sharpe, for the pruner."""
+        self.record_fold(number, fold, outcome.outputs)
+        self.run.metrics.fold_finished(outcome.report)
+        return outcome.report.evaluation.policies[MODEL].net.sharpe
+
+    def score(
+        self, number: int, params: dict[str, Any], dqn: DQNConfig, outcomes: dict[int, FoldOutcome]
+    ) -> TrialOutcome:
+        """A trial that ran every fold: its stitched out-of-sample record, objective and `trial.json`."""
+        evaluation = stitched_evaluation(
+            self.data.features,
+            self.data.targets,
+            self.data.timestamp,
+            self.folds,
+            {fold: o.positions for fold, o in outcomes.items()},
+            self.scoring,
+            {fold: o.baselines for fold, o in outcomes.items()},
+            self.memo,
+        )
+        value = objective_value(self.objective, evaluation)
+        self.write_report(number, params, dqn, outcomes, evaluation, value)
+        net = evaluation.stitched.policies[MODEL].net
+        return TrialOutcome(
+            objective=value,
+            sharpe=net.sharpe_per_period,
+            n_obs=net.n_bars,
+            skew=net.skewness,
+            kurtosis=net.kurtosis,
+        )
+
+    def record_fold(self, number: int, fold: int, outputs: dict[str, str]) -> None:
+        """The manifest's record of trial `number`'s completed fold."""
+        # Output names relative to --out, as the manifest keeps them for the run's own folds.
+        record = self.run.manifest.trials.setdefault(number, WorkRecord())
+        record.folds[fold] = FoldRecord(
+            {f"{trial_folder(number)}/{k}": v for k, v in outputs.items()}, now_iso()
+        )
+        write_manifest(self.run.out_uri, self.run.manifest)
+
+    def write_report(self, number, params, dqn, outcomes, evaluation, value=None) -> None:
+        """`trials/NNNN/trial.json`: the settings, the fold Sharpes, and for a complete trial its record."""
+        report: dict[str, Any] = {
+            "number": number,
+            "state": "pruned" if evaluation is None else "complete",
+            "params": params,
+            "dqn": asdict(dqn),
+            "objective": {"name": self.objective, "value": value},
+            "folds_run": len(outcomes),
+            "fold_net_sharpe": {
+                str(f): o.report.evaluation.policies[MODEL].net.sharpe for f, o in outcomes.items()
+            },
+        }
+        if evaluation is not None:
+            model = evaluation.stitched.policies[MODEL]
+            report["stitched"] = {"net": asdict(model.net), "gross": asdict(model.gross)}
+            report["best_baseline"] = evaluation.stitched.best_baseline
+        data = json.dumps(_finite(report), indent=2, allow_nan=False) + "\n"
+        storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data.encode())
+
+
+def _params_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+@contextmanager
+def study_workspace(out_uri: str, options: SearchOptions) -> Iterator[Path]:
+    """The folder of the embedded SQLite study: `--out` itself, or for an s3:// `--out` a local copy of
+    the study uploaded there (fetched first, so a restarted pod continues it)."""
+    if not storage.is_s3(out_uri):
+        yield Path(out_uri)
+        return
+    with tempfile.TemporaryDirectory(prefix="foxhunt-study-") as tmp:
+        if options.embedded:
+            fetch_study_file(out_uri, tmp)
+        yield Path(tmp)
+
+
+def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchPlan) -> dict[str, Any]:
+    """The study of `run`: trials until it has `run.config.trials` finished ones; returns `study.json`'s content."""
+    settings, options = run.config, plan.options
+    # The run's own lines say how each trial ended; Optuna would add a traceback for a stopped one.
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    max_rows = max(f.train_rows for f in folds)
+    if options.population > 1:
+        pool = PopulationPool(population_builder(run, data, max_rows), options.population)
+    else:
+        pool = TrainerPool(_trainer_builder(run, data, max_rows))
+    with study_workspace(run.out_uri, options) as work_dir:
+        study = open_study(
+            options.study_storage,
+            work_dir,
+            plan.study_name,
+            settings.seed,
+            worker=options.worker,
+            pruner=trial_pruner(options.pruner),
+        )
+        where = "embedded" if options.embedded else redacted(options.study_storage)
+        run.progress(
+            f"study {plan.study_name} ({where}): {settings.trials} trials, objective {options.objective}, "
+            f"searching {', '.join(plan.space)}; worker {options.worker}"
+            + (f"; {options.population} trials side by side" if options.population > 1 else "")
+        )
+        synced = work_dir / STUDY_FILE if options.embedded and storage.is_s3(run.out_uri) else None
+        save = partial(_save_study, run, study, pool, synced)
+        metrics = TrialMetrics(run.metrics.registry, settings.trials)
+        metrics.update_study(study)  # a resumed study's totals, and every counter at its value, at once
+        # The folds this process may train: every fold of each trial still to run (pruning ends some early).
+        left = max(settings.trials - sum(map(is_finished, study.get_trials(deepcopy=False))), 0)
+        run.summary.folds_planned = left * len(folds)
+        run.metrics.folds_planned(run.summary.folds_planned)  # pushes
+
+        def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
+            metrics.record(study, trial)
+            run.metrics.push()
+            save()
+            run.progress(_trial_line(study, trial, settings.trials))
+
+        walk = WalkForwardObjective(run, data, folds, pool, options.objective)
+        loop = dict(
+            space=plan.space,
+            seed=settings.seed,
+            worker=options.worker,
+            catch=SETTINGS_FAILURES,
+            callbacks=[after_trial],
+            exclusive=options.embedded,
+        )
+        try:
+            if options.population > 1:
+                objective = PopulationObjective(walk, pool)
+                run_trial_batches(study, settings.trials, objective, size=options.population, **loop)
+            else:
+                run_trials(study, settings.trials, walk, **loop)
+        except BaseException:
+            _save_on_the_way_out(run, save)
+            raise
+        finally:
+            run.summary.graph_captures = pool.graph_captures
+            run.progress(
+                f"{'populations' if options.population > 1 else 'trainers'} built: {pool.builds} "
+                f"(one per shape), graph captures {pool.graph_captures}"
+            )
+        metrics.update_study(study)
+        summary = save()
+    if summary["best"] is None:
+        raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
+    run.progress(_closing_line(summary, run.out_uri))
+    return summary
+
+
+def _trainer_builder(run: Run, data: DeviceData, max_train_rows: int) -> Callable[[DQNConfig], DQNTrainer]:
+    settings = run.config
+
+    def build(dqn: DQNConfig) -> DQNTrainer:
+        run.progress(f"building a trainer for {', '.join(f'{n}={getattr(dqn, n)}' for n in SHAPE_FIELDS)}")
+        return DQNTrainer(
+            data,
+            dqn,
+            max_train_rows=max_train_rows,
+            seed=settings.seed,
+            eval_cost=settings.eval.cost,
+            eval_spread=settings.eval.spread,
+        )
+
+    return build
+
+
+def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> dict[str, Any]:
+    """The study's files in `--out` (and the SQLite study uploaded there when `--out` is s3://)."""
+    # What this process built, for the record: one trainer, capture and compile per shape.
+    built = {"builds": pool.builds, "graph_captures": pool.graph_captures, "compiles": pool.compiles}
+    summary = write_study_outputs(
+        study, run.out_uri, planned_trials=run.config.trials, base=run.config.dqn, extra={"trainers": built}
+    )
+    if synced is not None:
+        sync_study_file(synced, run.out_uri)
+    return summary
+
+
+def _save_on_the_way_out(run: Run, save: Callable[[], Any]) -> None:
+    # The run is ending on an error or a signal: keep what the study has, but never hide the cause.
+    try:
+        save()
+    except Exception as exc:  # noqa: BLE001 (reported, then the original exception goes on)
+        run.progress(f"study outputs not written on the way out: {type(exc).__name__}: {exc}")
+
+
+def _trial_line(study: optuna.Study, trial: FrozenTrial, planned: int) -> str:
+    finished = sum(map(is_finished, study.get_trials(deepcopy=False)))
+    value = f" objective {trial.value:.4g}" if trial.state == TrialState.COMPLETE else ""
+    error = f" ({trial.user_attrs[ERROR_ATTR]})" if ERROR_ATTR in trial.user_attrs else ""
+    return f"trial {trial.number} {trial.state.name.lower()}{value}{error}; {finished}/{planned} finished"
+
+
+def _closing_line(summary: dict[str, Any], out_uri: str) -> str:
+    best, selection = summary["best"], summary["selection"]
+    dsr = selection.get("dsr")
+    dsr_text = (
+        f"deflated Sharpe ratio {dsr:.3f}"
+        if dsr is not None
+        else f"no deflated Sharpe ratio ({selection.get('reason')})"
+    )
+    return (
+        f"study {summary['study_name']}: {summary['finished_trials']}/{summary['planned_trials']} trials finished; "
+        f"best trial {best['number']} objective {best['objective']:.4g}; {dsr_text}; "
+        f"best settings: {storage.join(out_uri, 'best_params.json')}"
+    )

@@ -1,0 +1,234 @@
+"""What a study leaves in `--out`: the study table, the best settings as a `--hyperopt-params` file,
+and a summary with the Deflated Sharpe Ratio of the best trial.
+
+Files: `trials.csv` and `trials.json` (one row per trial that ran), `best_params.json`
+(`{"dqn": {...}}`: the full resolved DQN settings of the best trial, which `foxhunt train
+--hyperopt-params` takes as it is), `study.json` (counts, best trial, selection check).
+The SQLite study file itself is synced by `study_storage.sync_study_file`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from foxhunt import out_dir, storage
+from foxhunt.config import DQNConfig, override
+from foxhunt.evaluate.sharpe import deflated_sharpe_ratio, expected_max_sharpe
+from foxhunt.search.study import ERROR_ATTR, FOLDS_ATTR, WORKER_ATTR, is_finished, is_surplus
+
+TABLE_CSV = out_dir.TRIALS_CSV
+TABLE_JSON = out_dir.TRIALS_JSON
+BEST_PARAMS = out_dir.BEST_PARAMS
+SUMMARY = out_dir.STUDY_SUMMARY
+TRIALS_DIR = out_dir.TRIALS_DIR
+TABLE_COLUMNS = (
+    "number",
+    "state",
+    "objective",
+    "folds_run",
+    "duration_seconds",
+    "worker",
+    "retry_of",
+    "retried_as",
+    "error",
+    "folder",
+)
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One trial of the study table."""
+
+    number: int
+    state: str
+    objective: float | None
+    folds_run: int
+    duration_seconds: float | None
+    worker: int | None
+    retry_of: int | None  # the trial whose settings this one runs again after an interruption
+    retried_as: int | None  # the trial that ran this one's settings again
+    error: str | None
+    folder: str  # where the trial's fold reports are, relative to `--out`
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+trial_folder = out_dir.trial_folder
+
+
+def _duration(trial: FrozenTrial) -> float | None:
+    if trial.datetime_start is None or trial.datetime_complete is None:
+        return None
+    return (trial.datetime_complete - trial.datetime_start).total_seconds()
+
+
+def study_table(study: optuna.Study) -> list[TrialRow]:
+    """Every trial that ran (surplus and still-waiting trials left out), by number."""
+    trials = study.get_trials(deepcopy=False)
+    retried_as = {}
+    for t in trials:
+        history = t.system_attrs.get("retry_history") or []
+        if history:
+            retried_as[history[-1]] = t.number
+    return [
+        TrialRow(
+            number=t.number,
+            state=t.state.name,
+            objective=t.value if t.state == TrialState.COMPLETE else None,
+            folds_run=int(t.user_attrs.get(FOLDS_ATTR, 0)),
+            duration_seconds=_duration(t),
+            worker=t.user_attrs.get(WORKER_ATTR),
+            retry_of=(t.system_attrs.get("retry_history") or [None])[-1],
+            retried_as=retried_as.get(t.number),
+            error=t.user_attrs.get(ERROR_ATTR),
+            folder=trial_folder(t.number),
+            params=dict(t.params),
+        )
+        for t in trials
+        if not is_surplus(t) and t.state != TrialState.WAITING
+    ]
+
+
+def table_csv(rows: list[TrialRow]) -> str:
+    """The study table as CSV: the fixed columns, then one column per searched setting."""
+    names = sorted({name for row in rows for name in row.params})
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*TABLE_COLUMNS, *names])
+    for row in rows:
+        fixed = [getattr(row, c) for c in TABLE_COLUMNS]
+        writer.writerow(["" if v is None else v for v in fixed] + [row.params.get(n, "") for n in names])
+    return out.getvalue()
+
+
+def best_trial(study: optuna.Study) -> FrozenTrial | None:
+    """The best complete trial, or None while no trial has completed."""
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    return study.best_trial if complete else None
+
+
+def best_settings(trial: FrozenTrial, base: DQNConfig) -> dict[str, dict[str, Any]]:
+    """The `--hyperopt-params` form of a trial: `base` with the trial's settings, every DQN field."""
+    return {"dqn": asdict(override(base, trial.params, what=f"trial {trial.number}"))}
+
+
+def selection_check(study: optuna.Study) -> dict[str, Any]:
+    """The Deflated Sharpe Ratio of the best trial: how likely its Sharpe beats the best of N lucky trials.
+
+    N counts every finished trial (pruned and failed ones were tried too); the variance is that of
+    the complete trials' per-period Sharpe ratios. `selection_share` is the Sharpe that the best of
+    N trials with no skill would reach, as a share of the best trial's: the part that is selection.
+    """
+    best = best_trial(study)
+    trials = study.get_trials(deepcopy=False)
+    sharpes = [
+        t.user_attrs["sharpe"] for t in trials if t.state == TrialState.COMPLETE and "sharpe" in t.user_attrs
+    ]
+    n_trials = sum(map(is_finished, trials))
+    if best is None or "sharpe" not in best.user_attrs or len(sharpes) < 2:
+        return {"dsr": None, "reason": "needs two or more complete trials that report a Sharpe ratio"}
+    attrs = best.user_attrs
+    variance = float(np.var(sharpes, ddof=1))
+    expected_max = expected_max_sharpe(n_trials, variance)
+    sharpe = float(attrs["sharpe"])
+    dsr = deflated_sharpe_ratio(
+        sharpe,
+        n_trials,
+        variance,
+        int(attrs["n_obs"]),
+        float(attrs.get("skew", 0.0)),
+        float(attrs.get("kurtosis", 3.0)),
+    )
+    return {
+        "dsr": None if math.isnan(dsr) else dsr,
+        "trial": best.number,
+        "n_trials": n_trials,
+        "sharpe_per_period": sharpe,
+        "sharpe_variance": variance,
+        "expected_max_sharpe_per_period": expected_max,
+        "selection_share": expected_max / sharpe if sharpe > 0 else None,
+        "n_obs": int(attrs["n_obs"]),
+        "skew": float(attrs.get("skew", 0.0)),
+        "kurtosis": float(attrs.get("kurtosis", 3.0)),
+    }
+
+
+def study_summary(study: optuna.Study, planned_trials: int) -> dict[str, Any]:
+    """Counts by state, the best trial and the selection check, as written to `study.json`."""
+    trials = [t for t in study.get_trials(deepcopy=False) if not is_surplus(t)]
+    best = best_trial(study)
+    return {
+        "study_name": study.study_name,
+        "direction": study.direction.name.lower(),
+        "planned_trials": planned_trials,
+        "finished_trials": sum(map(is_finished, trials)),
+        "states": {
+            s.name: sum(t.state == s for t in trials) for s in TrialState if any(t.state == s for t in trials)
+        },
+        "best": None
+        if best is None
+        else {
+            "number": best.number,
+            "objective": best.value,
+            "params": dict(best.params),
+            "folds_run": int(best.user_attrs.get(FOLDS_ATTR, 0)),
+        },
+        "selection": selection_check(study),
+    }
+
+
+def _dumps(value: Any) -> bytes:
+    return (json.dumps(value, indent=2, allow_nan=False) + "\n").encode()
+
+
+def write_study_outputs(
+    study: optuna.Study,
+    out_uri: str,
+    *,
+    planned_trials: int,
+    base: DQNConfig | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Write the study table, the best settings (once a trial has completed) and the summary; returns it.
+
+    `extra` joins the summary (the driver adds what this process built: trainers, captures, compiles).
+    """
+    rows = study_table(study)
+    storage.write_bytes(storage.join(out_uri, TABLE_CSV), table_csv(rows).encode())
+    storage.write_bytes(storage.join(out_uri, TABLE_JSON), _dumps([asdict(r) for r in rows]))
+    best = best_trial(study)
+    if best is not None:
+        storage.write_bytes(
+            storage.join(out_uri, BEST_PARAMS), _dumps(best_settings(best, base or DQNConfig()))
+        )
+    summary = {**study_summary(study, planned_trials), **(extra or {})}
+    storage.write_bytes(storage.join(out_uri, SUMMARY), _dumps(summary))
+    return summary
+
+
+def study_lines(out_uri: str) -> list[str]:
+    """The study table as text (number, state, objective, folds, seconds), then where the outputs are."""
+    rows = json.loads(storage.read_bytes(storage.join(out_uri, TABLE_JSON)))
+    head = f"{'trial':>5} {'state':<9} {'objective':>10} {'folds':>5} {'seconds':>8}  settings"
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        objective = "" if row["objective"] is None else f"{row['objective']:.4g}"
+        seconds = "" if row["duration_seconds"] is None else f"{row['duration_seconds']:.1f}"
+        settings = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in row["params"].items()
+        )
+        lines.append(
+            f"{row['number']:>5} {row['state'].lower():<9} {objective:>10} {row['folds_run']:>5} "
+            f"{seconds:>8}  {settings}"
+        )
+    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, manifest.json, summary.json"
+    lines.append(f"outputs: {out_uri} ({files}, {TRIALS_DIR}/NNNN/fold_F/, {TRIALS_DIR}/NNNN/trial.json)")
+    return lines

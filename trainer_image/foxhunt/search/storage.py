@@ -1,0 +1,134 @@
+"""Where a study lives: an SQLite file in the run's work folder (the embedded default, copied to
+object storage after each trial when `--out` is s3://), or a SQL server (PostgreSQL) that many
+worker pods share, given as a SQLAlchemy URL.
+
+A URL can carry a password (it comes from a Secret in the cluster): messages show it redacted.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import sqlite3
+import tempfile
+import time
+import warnings
+from contextlib import closing
+from pathlib import Path
+
+from optuna.exceptions import ExperimentalWarning
+from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
+
+from foxhunt import out_dir, storage
+from foxhunt.errors import BadInput, RunFailure
+
+STUDY_FILE = out_dir.STUDY_FILE
+SQLITE_BUSY_TIMEOUT_S = 60
+# Workers that start together on a fresh database race to create Optuna's tables; the losers retry.
+OPEN_ATTEMPTS = 5
+# A plain postgresql:// URL uses psycopg 3, the driver foxhunt ships (SQLAlchemy 2.0 would pick psycopg2).
+POSTGRES_DRIVER = "postgresql+psycopg"
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
+
+
+def study_storage_url(storage_url: str | None, work_dir: str | Path) -> str:
+    """The SQLAlchemy URL of the study: `storage_url` as given, else the SQLite file in `work_dir`."""
+    if storage_url:
+        return storage_url
+    path = Path(work_dir).resolve() / STUDY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def redacted(url: str) -> str:
+    """The URL with its password masked; only the scheme when it cannot be parsed."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except sa_exc.ArgumentError:
+        # Only a scheme is shown: anything else of a string that is no URL may be a password.
+        scheme, sep, _ = url.partition("://")
+        return f"{scheme}://..." if sep and _SCHEME.fullmatch(scheme) else "(not a URL)"
+
+
+def check_storage_url(url: str) -> None:
+    """BadInput (naming the redacted URL) when `url` is not a SQLAlchemy URL; checked before any work."""
+    try:
+        make_url(url)
+    except sa_exc.ArgumentError as exc:
+        raise BadInput(
+            f"study storage {redacted(url)}: not a usable SQLAlchemy URL: {_first_line(exc)}"
+        ) from exc
+
+
+def _driver_url(url: str) -> str:
+    parsed = make_url(url)
+    return (
+        parsed.set(drivername=POSTGRES_DRIVER).render_as_string(hide_password=False)
+        if (parsed.drivername == "postgresql")
+        else url
+    )
+
+
+def rdb_storage(url: str, *, heartbeat_seconds: int, grace_seconds: int, max_retry: int) -> RDBStorage:
+    """Optuna's SQL storage with heartbeats and the retry of stale trials; a bad URL is BadInput, an
+    unreachable or unusable server a RunFailure, both naming the redacted URL in one line."""
+    shown = redacted(url)
+    last: Exception | None = None
+    for _ in range(OPEN_ATTEMPTS):
+        try:
+            engine_kwargs = (
+                {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}} if url.startswith("sqlite") else {}
+            )
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ExperimentalWarning)
+                return RDBStorage(
+                    _driver_url(url),
+                    engine_kwargs=engine_kwargs,
+                    heartbeat_interval=heartbeat_seconds,
+                    grace_period=grace_seconds,
+                    heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=max_retry),
+                )
+        except (sa_exc.ArgumentError, ImportError) as exc:
+            raise BadInput(f"study storage {shown}: not a usable SQLAlchemy URL: {_first_line(exc)}") from exc
+        except (sa_exc.IntegrityError, sa_exc.ProgrammingError) as exc:
+            last = exc  # another worker is creating the tables right now
+            time.sleep(random.uniform(0.2, 1.0))
+        except sa_exc.SQLAlchemyError as exc:
+            raise RunFailure(f"study storage {shown}: cannot open: {_first_line(exc)}") from exc
+    raise RunFailure(f"study storage {shown}: cannot create the study tables: {_first_line(last)}") from last
+
+
+def _first_line(exc: BaseException | None) -> str:
+    return str(exc).strip().splitlines()[0] if exc is not None and str(exc).strip() else type(exc).__name__
+
+
+def sync_study_file(local_path: str | Path, out_uri: str) -> None:
+    """Upload a consistent snapshot of the local SQLite study to `out_uri` (after each trial).
+
+    SQLite's backup API copies a transaction-consistent image even while the study is open;
+    the upload replaces the object whole, so a reader sees the previous or the new study.
+    """
+    with tempfile.TemporaryDirectory() as tmp:
+        snapshot = Path(tmp) / STUDY_FILE
+        with (
+            closing(sqlite3.connect(str(local_path))) as source,
+            closing(sqlite3.connect(str(snapshot))) as target,
+        ):
+            source.backup(target)
+        storage.upload_file(snapshot, storage.join(out_uri, STUDY_FILE))
+
+
+def fetch_study_file(out_uri: str, work_dir: str | Path) -> Path | None:
+    """Put the study uploaded to `out_uri` in `work_dir` unless a local one is there; its path, or None.
+
+    A local file wins: it is at least as new as the upload, which follows each trial.
+    """
+    local = Path(work_dir) / STUDY_FILE
+    if local.exists():
+        return local
+    remote = storage.join(out_uri, STUDY_FILE)
+    if not storage.exists(remote):
+        return None
+    return storage.download_file(remote, local)

@@ -1,0 +1,339 @@
+"""The Optuna study behind `--trials N`: storage, seeded sampling, per-fold pruning, and a trial loop
+that finishes exactly N trials however many workers share the study and however often they die.
+
+Counting. A study is done when N trials are *finished*: complete, pruned, or failed by the
+objective itself (an exception in `catch`: the settings failed, e.g. the training diverged; that
+is a verdict, and counting it keeps a study of failing settings from running forever). A trial
+that was interrupted (SIGKILL, preemption: its heartbeat went stale; SIGTERM or any other exception
+outside `catch`) is not finished: it is retried with the same settings, at most `max_retry` times.
+
+Exactly N with many workers. Trial numbers are assigned under a lock on the study row, so they
+give a total order of creation. A trial runs only if fewer than N trials numbered below it are
+finished, running or waiting; otherwise it is marked surplus and ends at once (it ran nothing
+and is left out of the study table). A worker stops when N are finished; while the other
+workers' running trials fill the budget it waits, so that a dead worker's trial, once its
+heartbeat is stale, is retried by a live one.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
+from optuna.trial import FrozenTrial, TrialState
+
+from foxhunt.config.search import DEFAULT_PRUNER, MEDIAN_STARTUP_TRIALS, PRUNERS, Distribution
+from foxhunt.search.space import suggest
+from foxhunt.search.storage import rdb_storage, study_storage_url
+
+# A pod's trial takes minutes; a stale heartbeat after 2 minutes means the worker is gone.
+HEARTBEAT_SECONDS = 30
+GRACE_SECONDS = 120
+MAX_RETRY = 2
+# User attributes this module keeps on trials.
+ERROR_ATTR = "error"  # the objective failed with an exception in `catch`: a finished trial
+SURPLUS_ATTR = "surplus"  # created beyond the budget of N: ran nothing
+FOLDS_ATTR = "folds_run"
+WORKER_ATTR = "worker"
+SHARPE_ATTRS = ("sharpe", "n_obs", "skew", "kurtosis")
+
+ReportFold = Callable[[int, float], bool]
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """What one walk-forward run gives its trial: the objective, and for the Deflated Sharpe Ratio the
+    per-period (not annualised) net Sharpe of the stitched record with its length, skew and kurtosis."""
+
+    objective: float
+    sharpe: float | None = None
+    n_obs: int | None = None
+    skew: float | None = None
+    kurtosis: float | None = None  # non-excess: 3 for normal returns
+
+
+@dataclass(frozen=True)
+class StudyProgress:
+    """How far a study is: finished trials (they count towards N), running and waiting ones."""
+
+    finished: int
+    running: int
+    waiting: int
+    created: int
+
+
+class ObjectiveNotFinite(ArithmeticError):
+    """The objective came back NaN or infinite: the trial failed."""
+
+
+class _Surplus(Exception):
+    """The trial was created beyond the budget of N and must not run."""
+
+
+def trial_sampler(
+    seed: int, worker: int, trial_index: int, startup_trials: int = 10
+) -> optuna.samplers.TPESampler:
+    """A TPE sampler seeded from (seed, worker, index of the next trial).
+
+    Workers sample differently, and a restarted worker does not replay the random draws of the
+    trials it made before its restart.
+    """
+    mixed = int(np.random.SeedSequence([seed, worker, trial_index]).generate_state(1)[0])
+    return optuna.samplers.TPESampler(seed=mixed, n_startup_trials=startup_trials, constant_liar=True)
+
+
+def open_study(
+    storage_url: str | None,
+    work_dir: str | Path,
+    study_name: str,
+    seed: int,
+    *,
+    worker: int = 0,
+    direction: str = "maximize",
+    pruner: optuna.pruners.BasePruner | None = None,
+    heartbeat_seconds: int = HEARTBEAT_SECONDS,
+    grace_seconds: int = GRACE_SECONDS,
+    max_retry: int = MAX_RETRY,
+) -> optuna.Study:
+    """Create or load the study `study_name`: SQLite in `work_dir` by default, or the given SQLAlchemy URL.
+
+    Heartbeats mark a dead worker's trial stale after `grace_seconds`; it is then retried with the
+    same settings (at most `max_retry` times). The default pruner stops a trial after a fold whose
+    value is below the median of earlier trials at that fold, once five trials have completed.
+    """
+    url = study_storage_url(storage_url, work_dir)
+    storage = rdb_storage(
+        url, heartbeat_seconds=heartbeat_seconds, grace_seconds=grace_seconds, max_retry=max_retry
+    )
+    return optuna.create_study(
+        storage=storage,
+        study_name=study_name,
+        direction=direction,
+        sampler=trial_sampler(seed, worker, 0),
+        pruner=pruner or trial_pruner(DEFAULT_PRUNER),
+        load_if_exists=True,
+    )
+
+
+def trial_pruner(name: str) -> optuna.pruners.BasePruner:
+    """The pruner `--pruner name` asks for (`search.PRUNERS`): the median rule, or none."""
+    if name not in PRUNERS:
+        raise ValueError(f"pruner {name!r}: expected one of {', '.join(PRUNERS)}")
+    if name == "none":
+        return optuna.pruners.NopPruner()
+    return optuna.pruners.MedianPruner(n_startup_trials=MEDIAN_STARTUP_TRIALS, n_warmup_steps=0)
+
+
+def is_finished(trial: FrozenTrial) -> bool:
+    """True for trials that count towards N: complete, pruned, or failed by the objective itself."""
+    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
+        return True
+    return trial.state == TrialState.FAIL and ERROR_ATTR in trial.user_attrs
+
+
+def is_surplus(trial: FrozenTrial) -> bool:
+    """True for trials created beyond the budget, which ran nothing."""
+    return bool(trial.user_attrs.get(SURPLUS_ATTR))
+
+
+def within_budget(trials: Iterable[FrozenTrial], number: int, n_trials: int) -> bool:
+    """True when fewer than `n_trials` trials numbered below `number` are finished, running or waiting."""
+    holding = (TrialState.RUNNING, TrialState.WAITING)
+    return sum(t.number < number and (is_finished(t) or t.state in holding) for t in trials) < n_trials
+
+
+def study_progress(study: optuna.Study) -> StudyProgress:
+    """Fail the stale trials of dead workers (which queues their retries), then count."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        optuna.storages.fail_stale_trials(study)
+    trials = study.get_trials(deepcopy=False)
+    return StudyProgress(
+        finished=sum(map(is_finished, trials)),
+        running=sum(t.state == TrialState.RUNNING for t in trials),
+        waiting=sum(t.state == TrialState.WAITING for t in trials),
+        created=len(trials),
+    )
+
+
+def _retry_callback(study: optuna.Study) -> Callable[[optuna.Study, FrozenTrial], None] | None:
+    # The storage built by open_study holds the retry callback; Optuna exposes no public way to it.
+    getter = getattr(study._storage, "get_heartbeat_stale_trial_callback", None)
+    return getter() if getter else None
+
+
+def _heartbeat_seconds(study: optuna.Study) -> int | None:
+    getter = getattr(study._storage, "get_heartbeat_interval", None)
+    return getter() if getter else None
+
+
+def trial_by_number(study: optuna.Study, number: int) -> FrozenTrial:
+    """The trial numbered `number`, as stored now."""
+    return next(t for t in study.get_trials(deepcopy=True) if t.number == number)
+
+
+def requeue_running_trials(study: optuna.Study) -> list[int]:
+    """Fail and retry every running trial at once; only for a study that no other worker uses.
+
+    A run that owns its study (the embedded SQLite file) knows that a trial left running was
+    interrupted, so it need not wait for the heartbeat's grace period. Returns their numbers.
+    """
+    retry = _retry_callback(study)
+    requeued = []
+    for trial in study.get_trials(deepcopy=True, states=(TrialState.RUNNING,)):
+        if retry is not None:
+            retry(study, trial)
+        study.tell(trial.number, state=TrialState.FAIL)
+        requeued.append(trial.number)
+    return requeued
+
+
+def run_trials(
+    study: optuna.Study,
+    n_trials: int,
+    objective_fn: Callable[[int, dict[str, Any], ReportFold], float | TrialOutcome],
+    *,
+    space: Mapping[str, Distribution],
+    seed: int,
+    worker: int = 0,
+    catch: tuple[type[Exception], ...] = (),
+    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]] = (),
+    poll_seconds: float | None = None,
+    exclusive: bool = False,
+    startup_trials: int = 10,
+) -> StudyProgress:
+    """Run trials until the study has `n_trials` finished ones; returns the final progress.
+
+    `objective_fn(trial_number, params, report_fold)` runs one whole walk-forward with `params`
+    (DQN settings from `space`) and calls `report_fold(fold, value)` after each fold; when that
+    returns True the trial is pruned: stop and return (the value returned then is ignored).
+    Exceptions in `catch` fail the trial and the loop goes on; any other exception queues the
+    trial for a retry and propagates. `callbacks(study, trial)` run after each trial that ran.
+    `exclusive=True` (this worker alone uses the study) retries left-over running trials at once.
+    """
+    if exclusive:
+        requeue_running_trials(study)
+    heartbeat = _heartbeat_seconds(study)
+    poll = poll_seconds if poll_seconds is not None else (heartbeat or 1.0)
+    while True:
+        progress = study_progress(study)
+        if progress.finished >= n_trials:
+            return progress
+        if progress.finished + progress.running >= n_trials:
+            if heartbeat is None:  # nothing would ever notice a dead worker's trial: do not wait for it
+                return progress
+            time.sleep(poll)
+            continue
+        study.sampler = trial_sampler(seed, worker, progress.created, startup_trials)
+        ran = _TrialRun(study, n_trials, objective_fn, space, worker, catch)
+        try:
+            study.optimize(ran, n_trials=1, catch=(*catch, ObjectiveNotFinite, _Surplus))
+        except UpdateFinishedTrialError:
+            # Another worker declared this trial stale while it ran; its retry carries on elsewhere.
+            continue
+        except BaseException:
+            ran.end_interrupted()
+            raise
+        if ran.number is not None and not ran.surplus:
+            trial = trial_by_number(study, ran.number)
+            for callback in callbacks:
+                callback(study, trial)
+
+
+class _TrialRun:
+    """The objective Optuna calls for one trial; remembers which trial it was and how it ended."""
+
+    def __init__(self, study, n_trials, objective_fn, space, worker, catch):
+        self.study, self.n_trials, self.objective_fn = study, n_trials, objective_fn
+        self.space, self.worker, self.catch = space, worker, catch
+        self.number: int | None = None
+        self.surplus = False
+        self.pruned = False
+        self.requeued = False
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        self.number = trial.number
+        if not within_budget(self.study.get_trials(deepcopy=False), trial.number, self.n_trials):
+            self.surplus = True
+            trial.set_user_attr(SURPLUS_ATTR, True)
+            raise _Surplus(f"trial {trial.number} is beyond the budget of {self.n_trials}")
+        trial.set_user_attr(WORKER_ATTR, self.worker)
+        trial.set_user_attr(FOLDS_ATTR, 0)
+        params = suggest(trial, self.space)
+        try:
+            result = self.objective_fn(trial.number, params, self._reporter(trial))
+        except (optuna.TrialPruned, UpdateFinishedTrialError):
+            raise  # pruned; or declared stale by another worker, which already queued its retry
+        except self.catch as exc:
+            trial.set_user_attr(ERROR_ATTR, f"{type(exc).__name__}: {exc}")
+            raise
+        except BaseException:
+            self._requeue()
+            raise
+        if self.pruned:
+            raise optuna.TrialPruned(f"pruned after fold {trial.user_attrs.get(FOLDS_ATTR, 0) - 1}")
+        return self._record(trial, result)
+
+    def _reporter(self, trial: optuna.Trial) -> ReportFold:
+        folds_run = 0
+
+        def report_fold(fold: int, value: float) -> bool:
+            nonlocal folds_run
+            folds_run = max(folds_run, fold + 1)
+            trial.report(value, step=fold)
+            trial.set_user_attr(FOLDS_ATTR, folds_run)
+            self.pruned = trial.should_prune()
+            return self.pruned
+
+        return report_fold
+
+    def _record(self, trial: optuna.Trial, result: float | TrialOutcome) -> float:
+        return record_outcome(trial, result)
+
+    def _requeue(self) -> None:
+        retry = _retry_callback(self.study)
+        if retry is not None and not self.requeued:
+            retry(self.study, trial_by_number(self.study, self.number))
+        self.requeued = True
+
+    def end_interrupted(self) -> None:
+        """After an exception that ended the loop: a trial still running is retried and failed.
+
+        SystemExit passes through Optuna and leaves the trial running; an interrupt outside the
+        objective (while sampling or telling) was not requeued by `__call__`.
+        """
+        if self.number is None or self.surplus:
+            return
+        requeue_if_running(self.study, self.number, retry=not self.requeued)
+
+
+def record_outcome(trial: optuna.Trial, result: float | TrialOutcome) -> float:
+    """The objective of a finished walk-forward, its Sharpe figures kept on the trial; ObjectiveNotFinite
+    (with the reason kept on the trial) when it is NaN or infinite."""
+    outcome = result if isinstance(result, TrialOutcome) else TrialOutcome(objective=float(result))
+    if not math.isfinite(outcome.objective):
+        trial.set_user_attr(ERROR_ATTR, f"objective is {outcome.objective}")
+        raise ObjectiveNotFinite(f"trial {trial.number}: objective is {outcome.objective}")
+    for name in SHARPE_ATTRS:
+        value = getattr(outcome, name)
+        if value is not None:
+            trial.set_user_attr(name, value)
+    return float(outcome.objective)
+
+
+def requeue_if_running(study: optuna.Study, number: int, *, retry: bool = True) -> None:
+    """A trial that an interruption left running: queue its retry (same settings, unless `retry` is
+    False because that was done already) and fail it."""
+    if trial_by_number(study, number).state == TrialState.RUNNING:
+        callback = _retry_callback(study) if retry else None
+        if callback is not None:
+            callback(study, trial_by_number(study, number))
+        study.tell(number, state=TrialState.FAIL)

@@ -1,0 +1,204 @@
+"""Per-epoch training diagnostics: the divergence guard, and what the greedy policy does now, so that
+collapse and under-training show.
+
+Per epoch, beside the loss and |Q| that the step accumulates on the device: the greedy policy's
+action shares and net Sharpe on the validation range, its in-sample net Sharpe, and whether its
+actions depend on the features at all. All of it is computed on the device and read in one host
+transfer; the trainer's `diagnostics=False` turns it off (benchmarks).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from foxhunt.train.device_data import DeviceData, chunk_rows
+from foxhunt.train.policy import (
+    FLAT,
+    N_ACTIONS,
+    annualised_sharpe,
+    greedy_maps,
+    periods_per_year,
+    policy_pnl,
+    policy_state,
+    rollout_positions,
+)
+
+COLLAPSE_SHARE = 0.95  # one action on this share of validation bars: the policy collapsed
+IGNORED_AGREEMENT = 0.99  # actions unchanged with features at their mean on this share: features ignored
+# The in-sample Sharpe runs the greedy policy over at most this many training bars, in evenly spaced
+# blocks each entered from flat: a full pass over a 4M-row training slice every epoch would cost more
+# than the epoch's training, and a bounded sample reads the same trend.
+IN_SAMPLE_ROWS = 1 << 16
+IN_SAMPLE_BLOCKS = 16
+AGREEMENT_ROWS = 4096  # validation rows sampled (evenly) for the feature check
+
+
+class TrainingDiverged(RuntimeError):
+    """The guard stopped a fold: non-finite loss or exploding Q-values."""
+
+
+def check_divergence(fold: int, epoch: int, loss: float, q_max: float, q_limit: float) -> None:
+    """The guard, once per epoch: TrainingDiverged on a non-finite loss or |Q| beyond `q_limit`."""
+    if not math.isfinite(loss):
+        raise TrainingDiverged(f"fold {fold} epoch {epoch}: loss is {loss}")
+    if not math.isfinite(q_max) or q_max > q_limit:
+        raise TrainingDiverged(f"fold {fold} epoch {epoch}: |Q| reached {q_max:.3g} (limit {q_limit:g})")
+
+
+@dataclass
+class FoldHistory:
+    """What one fold's training produced, epoch by epoch (the diagnostics only when the trainer keeps them)."""
+
+    collect_seconds: list[float] = field(default_factory=list)
+    train_seconds: list[float] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    q_mean: list[float] = field(default_factory=list)  # mean |Q| over the epoch's batches
+    q_max: list[float] = field(default_factory=list)  # max |Q| over the epoch's batches
+    diagnostics_seconds: list[float] = field(default_factory=list)
+    action_shares: list[list[float]] = field(
+        default_factory=list
+    )  # validation greedy policy: short, flat, long
+    train_sharpe: list[float] = field(default_factory=list)  # in-sample net Sharpe (evenly spaced blocks)
+    val_sharpe: list[float] = field(default_factory=list)  # validation net Sharpe, at the evaluation cost
+    feature_agreement: list[float] = field(default_factory=list)  # see `feature_agreement`
+
+    def record_epoch(self, collect: float, train: float, loss: float, q_mean: float, q_max: float) -> None:
+        """Append one epoch's timings, loss and |Q| statistics."""
+        self.collect_seconds.append(collect)
+        self.train_seconds.append(train)
+        self.loss.append(loss)
+        self.q_mean.append(q_mean)
+        self.q_max.append(q_max)
+
+    @property
+    def epoch_seconds(self) -> list[float]:
+        return [c + t for c, t in zip(self.collect_seconds, self.train_seconds, strict=True)]
+
+    @property
+    def collapsed(self) -> bool:
+        """The last epoch's greedy policy takes one action on at least COLLAPSE_SHARE of validation bars."""
+        return bool(self.action_shares) and policy_collapse(self.action_shares[-1])
+
+    @property
+    def features_ignored(self) -> bool:
+        """The last epoch's greedy actions barely change when the features are replaced by their mean."""
+        return bool(self.feature_agreement) and self.feature_agreement[-1] >= IGNORED_AGREEMENT
+
+
+def action_shares(positions: torch.Tensor) -> torch.Tensor:
+    """Share of bars spent short, flat and long: a (3,) float64 tensor summing to 1."""
+    # Comparisons, not bincount: bincount on CUDA reads its input's maximum on the host.
+    return torch.stack([(positions == p).double().mean() for p in (-1.0, 0.0, 1.0)])
+
+
+def policy_collapse(action_shares: list[float] | torch.Tensor, threshold: float = COLLAPSE_SHARE) -> bool:
+    """True when one action (short, flat or long) takes at least `threshold` of the bars."""
+    return max(float(s) for s in action_shares) >= threshold
+
+
+@torch.no_grad()
+def feature_agreement(
+    qnet: nn.Module, features: torch.Tensor, mean: torch.Tensor, std: torch.Tensor
+) -> torch.Tensor:
+    """Share of (row, incoming position) pairs whose greedy action stays the same when the row's features
+    are replaced by their mean: 1.0 means the policy ignores the features on these rows."""
+    position = (
+        torch.arange(N_ACTIONS, device=features.device, dtype=features.dtype).repeat(features.shape[0]) - 1
+    )
+    rows = features.repeat_interleave(N_ACTIONS, dim=0)
+    acted = qnet(policy_state(rows, position, mean, std)).argmax(dim=1)
+    at_mean = qnet(policy_state(mean.expand_as(rows), position, mean, std)).argmax(dim=1)
+    return (acted == at_mean).double().mean()
+
+
+def evenly_spaced_blocks(
+    start: int, end: int, max_rows: int, blocks: int, device: torch.device | None = None
+) -> torch.Tensor:
+    """Row indices (blocks, length) of equal contiguous blocks spread evenly over [start, end), at most
+    `max_rows` rows in all; the whole range as one block when it is short enough. Made on `device`
+    (no host-to-device copy)."""
+    if end - start <= max_rows:
+        return torch.arange(start, end, device=device).unsqueeze(0)
+    length = max_rows // blocks
+    starts = torch.linspace(start, end - length, blocks, dtype=torch.float64, device=device).round().long()
+    return starts.unsqueeze(1) + torch.arange(length, device=device).unsqueeze(0)
+
+
+@torch.no_grad()
+def blocks_sharpe(
+    qnet: nn.Module,
+    features: torch.Tensor,
+    returns: torch.Tensor,
+    mean: torch.Tensor,
+    std: torch.Tensor,
+    cost: float,
+    periods: float,
+) -> torch.Tensor:
+    """Net Sharpe of the greedy policy over blocks of bars (blocks, length[, features]), each entered from flat."""
+    blocks, length = returns.shape
+    maps = greedy_maps(qnet, features.reshape(blocks * length, -1), mean, std, chunk=blocks * length)
+    positions = (rollout_positions(maps.reshape(blocks, length, N_ACTIONS), FLAT) - 1).to(returns.dtype)
+    return annualised_sharpe(policy_pnl(positions, returns, cost), periods)
+
+
+@torch.no_grad()
+def greedy_diagnostics(
+    qnet: nn.Module, data: DeviceData, mean: torch.Tensor, std: torch.Tensor, fold_range, cost: float
+) -> dict[str, torch.Tensor]:
+    """Validation action shares and net Sharpe, in-sample net Sharpe and feature agreement, as device tensors."""
+    device = data.features.device
+    val = slice(fold_range.val_start, fold_range.val_end)
+    train = slice(fold_range.train_start, fold_range.train_end)
+    maps = greedy_maps(qnet, data.features[val], mean, std, chunk_rows(device))
+    positions = (rollout_positions(maps, FLAT) - 1).to(torch.float32)
+    val_pnl = policy_pnl(positions, data.targets[val, 0], cost)
+    rows = evenly_spaced_blocks(train.start, train.stop, IN_SAMPLE_ROWS, IN_SAMPLE_BLOCKS, device)
+    sample_rows = min(AGREEMENT_ROWS, val.stop - val.start)
+    sample = (
+        torch.linspace(val.start, val.stop - 1, sample_rows, dtype=torch.float64, device=device)
+        .round()
+        .long()
+    )
+    return {
+        "action_shares": action_shares(positions),
+        "val_sharpe": annualised_sharpe(val_pnl, periods_per_year(data.timestamp[val])),
+        "train_sharpe": blocks_sharpe(
+            qnet,
+            data.features[rows],
+            data.targets[rows, 0],
+            mean,
+            std,
+            cost,
+            periods_per_year(data.timestamp[train]),
+        ),
+        "feature_agreement": feature_agreement(qnet, data.features[sample], mean, std),
+    }
+
+
+def record_diagnostics(history: FoldHistory, diagnostics: dict[str, torch.Tensor], started: float) -> dict:
+    """Read the diagnostics in one host transfer, append them to `history`, return them as plain values."""
+    shares = diagnostics["action_shares"]
+    values = torch.cat(
+        [shares, torch.stack([diagnostics[k] for k in ("val_sharpe", "train_sharpe", "feature_agreement")])]
+    ).tolist()
+    plain = {
+        "action_shares": values[:N_ACTIONS],
+        "val_sharpe": values[3],
+        "train_sharpe": values[4],
+        "feature_agreement": values[5],
+    }
+    history.diagnostics_seconds.append(time.perf_counter() - started)
+    history.action_shares.append(plain["action_shares"])
+    history.val_sharpe.append(plain["val_sharpe"])
+    history.train_sharpe.append(plain["train_sharpe"])
+    history.feature_agreement.append(plain["feature_agreement"])
+    return {
+        **plain,
+        "collapsed": policy_collapse(plain["action_shares"]),
+        "features_ignored": plain["feature_agreement"] >= IGNORED_AGREEMENT,
+    }

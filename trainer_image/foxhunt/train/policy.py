@@ -1,0 +1,210 @@
+"""Evaluation of a policy: greedy maps, the log-depth rollout scan, costs, annualisation and metrics.
+
+Actions are positions: index 0, 1, 2 = short, flat, long (position = index − 1). With three
+positions the greedy policy is, per bar, a map from the incoming position to the next one; the
+rollout over a range of bars is the prefix composition of those maps, which a log-depth scan
+computes in parallel on the device instead of one Python step per bar.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from foxhunt.config import NS_PER_YEAR, trading_cost
+from foxhunt.train.device_data import chunk_rows
+
+N_ACTIONS = 3
+FLAT = 1  # action index of the flat position
+METRIC_NAMES = (
+    "sharpe",
+    "total_return",
+    "max_drawdown",
+    "turnover",
+    "hit_rate",
+    "gross_sharpe",
+    "gross_return",
+    "exposure",
+)
+
+
+def policy_state(
+    features: torch.Tensor, position: torch.Tensor, mean: torch.Tensor, std: torch.Tensor
+) -> torch.Tensor:
+    """Network input: feature rows normalized with the fold's stats, then the incoming position."""
+    return torch.cat([(features - mean) / std, position.unsqueeze(-1)], dim=-1)
+
+
+@torch.no_grad()
+def greedy_maps(
+    qnet: nn.Module, features: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, chunk: int
+) -> torch.Tensor:
+    """Per row, the greedy next-position index for each incoming position index: (n, 3) long."""
+    n = features.shape[0]
+    maps = torch.empty((n, N_ACTIONS), dtype=torch.long, device=features.device)
+    for lo in range(0, n, chunk):
+        hi = min(lo + chunk, n)
+        rows = features[lo:hi]
+        for p in range(N_ACTIONS):
+            position = torch.full((hi - lo,), float(p - 1), device=features.device)
+            maps[lo:hi, p] = qnet(policy_state(rows, position, mean, std)).argmax(dim=1)
+    return maps
+
+
+def rollout_positions(maps: torch.Tensor, start_index: int) -> torch.Tensor:
+    """Positions taken by the greedy policy: the prefix composition of per-bar maps by a log-depth scan.
+
+    maps[..., t, p] is the position index chosen at bar t when coming in with index p (leading
+    dimensions are independent rollouts). The position after bar t is (maps[t] ∘ … ∘ maps[0])(start);
+    a Hillis–Steele scan composes all prefixes in ceil(log2 n) gathers instead of n sequential steps.
+    """
+    n = maps.shape[-2]
+    composed = maps
+    shift = 1
+    while shift < n:
+        nxt = composed.clone()
+        nxt[..., shift:, :] = torch.gather(composed[..., shift:, :], -1, composed[..., :-shift, :])
+        composed = nxt
+        shift *= 2
+    return composed[..., start_index]
+
+
+def rollout_positions_reference(maps: np.ndarray, start_index: int) -> np.ndarray:
+    """The same rollout as a plain sequential loop: the specification the scan must equal."""
+    out = np.empty(len(maps), dtype=np.int64)
+    p = start_index
+    for t in range(len(maps)):
+        p = int(maps[t, p])
+        out[t] = p
+    return out
+
+
+def position_changes(positions: torch.Tensor) -> torch.Tensor:
+    """|position − previous position| per bar, the first entered from flat: what costs are paid on."""
+    return torch.diff(positions, dim=-1, prepend=torch.zeros_like(positions[..., :1])).abs()
+
+
+def policy_pnl(positions: torch.Tensor, returns: torch.Tensor, cost: float) -> torch.Tensor:
+    """Per-bar log return of holding `positions` (entered from flat), after costs."""
+    return positions * returns - cost * position_changes(positions)
+
+
+def periods_per_year(timestamp: np.ndarray) -> float:
+    """Bars per year implied by the average spacing of the timestamps (gaps included)."""
+    if len(timestamp) < 2:
+        return 1.0
+    span_years = (int(timestamp[-1]) - int(timestamp[0])) / NS_PER_YEAR
+    return (len(timestamp) - 1) / span_years if span_years > 0 else 1.0
+
+
+def annualised_sharpe(pnl: torch.Tensor, periods: float) -> torch.Tensor:
+    """Mean over standard deviation of per-bar returns, times sqrt(bars per year); 0 when flat."""
+    pnl = pnl.double()
+    mean = pnl.mean()
+    std = pnl.std(correction=0)
+    return torch.where(std > 0, mean / std * math.sqrt(periods), torch.zeros_like(mean))
+
+
+def policy_metric_tensors(
+    positions: torch.Tensor, returns: torch.Tensor, cost: float, periods: float
+) -> dict[str, torch.Tensor]:
+    """`policy_metrics` as 0-d device tensors, for callers that batch their host transfers."""
+    changes = position_changes(positions)
+    gross = (positions * returns).double()
+    pnl = (positions * returns - cost * changes).double()
+    n = pnl.numel()
+    equity = torch.cumsum(pnl, 0)
+    peak = torch.cummax(torch.cat([equity.new_zeros(1), equity]), 0).values[1:]
+    drawdown = 1.0 - torch.exp(-(peak - equity).max()) if n else equity.new_zeros(())
+    active = positions != 0
+    hits = ((pnl > 0) & active).sum()
+    zero = torch.zeros((), dtype=torch.float64, device=pnl.device)
+    return {
+        "sharpe": annualised_sharpe(pnl, periods),
+        "total_return": pnl.sum(),
+        "max_drawdown": drawdown.double(),
+        "turnover": changes.sum().double(),
+        "hit_rate": torch.where(active.sum() > 0, hits / active.sum().clamp(min=1), zero).double(),
+        "gross_sharpe": annualised_sharpe(gross, periods),
+        "gross_return": gross.sum(),
+        "exposure": positions.abs().double().mean() if n else zero,
+    }
+
+
+def policy_metrics(positions: torch.Tensor, returns: torch.Tensor, cost: float, periods: float) -> dict:
+    """Net Sharpe (annualized), total log return, max drawdown, turnover, hit rate; gross Sharpe and
+    return (before costs); exposure (mean |position|). Computed on the device, one host transfer."""
+    values = torch.stack(list(policy_metric_tensors(positions, returns, cost, periods).values())).tolist()
+    return dict(zip(METRIC_NAMES, values, strict=True))
+
+
+class GreedyEvaluation:
+    """The trainer's evaluation methods: its online network's greedy policy, scored on its device data.
+
+    A base of `DQNTrainer`, kept here so the algorithm's module holds only the algorithm. It reads the
+    trainer's `online`, `data`, `mean`, `std`, `fold_range`, `device`, `config.cost`, and the
+    evaluation settings `eval_cost` (None: the training cost) and `eval_spread`.
+    """
+
+    def evaluation_cost(self, cost: float | None = None, spread: float | None = None) -> float:
+        """Cost per unit of position change that scores a policy: the given or the trainer's eval settings."""
+        cost = (self.config.cost if self.eval_cost is None else self.eval_cost) if cost is None else cost
+        return trading_cost(cost, self.eval_spread if spread is None else spread)
+
+    def greedy_maps(self, start: int, end: int) -> torch.Tensor:
+        """Per bar of [start, end), the greedy next-position index for each incoming position index."""
+        return greedy_maps(
+            self.online, self.data.features[start:end], self.mean, self.std, chunk_rows(self.device)
+        )
+
+    def greedy_positions(self, start: int | None = None, end: int | None = None) -> torch.Tensor:
+        """Positions (−1, 0, 1) of the exact greedy policy over [start, end), entered from flat."""
+        start = self.fold_range.val_start if start is None else start
+        end = self.fold_range.val_end if end is None else end
+        return (rollout_positions(self.greedy_maps(start, end), FLAT) - 1).to(torch.float32)
+
+    @torch.no_grad()
+    def evaluate(
+        self,
+        positions: torch.Tensor,
+        start: int | None = None,
+        *,
+        cost: float | None = None,
+        spread: float | None = None,
+    ) -> dict:
+        """Metrics of `positions` held from bar `start` on (default: validation start), beside buy-and-hold
+        and flat, net of the evaluation cost (default: the trainer's evaluation settings)."""
+        start = self.fold_range.val_start if start is None else start
+        returns = self.data.targets[start : start + positions.numel(), 0]
+        periods = periods_per_year(self.data.timestamp[start : start + positions.numel()])
+        per_unit = self.evaluation_cost(cost, spread)
+        return {
+            **policy_metrics(positions, returns, per_unit, periods),
+            "buy_and_hold": policy_metrics(torch.ones_like(returns), returns, per_unit, periods),
+            "flat": policy_metrics(torch.zeros_like(returns), returns, per_unit, periods),
+            "periods_per_year": periods,
+        }
+
+    def validate(self, start: int | None = None, end: int | None = None) -> dict:
+        """The exact greedy policy with position state and costs over [start, end) (default: validation)."""
+        start = self.fold_range.val_start if start is None else start
+        return self.evaluate(self.greedy_positions(start, end), start)
+
+    @torch.no_grad()
+    def equity_curve(
+        self,
+        positions: torch.Tensor,
+        start: int,
+        points: int = 1000,
+        *,
+        cost: float | None = None,
+        spread: float | None = None,
+    ) -> np.ndarray:
+        """Cumulative net log return of `positions` held from bar `start`, thinned to ≤ `points` values."""
+        returns = self.data.targets[start : start + positions.numel(), 0]
+        curve = torch.cumsum(policy_pnl(positions, returns, self.evaluation_cost(cost, spread)).double(), 0)
+        step = max(1, curve.numel() // points)
+        return curve[::step].cpu().numpy()
