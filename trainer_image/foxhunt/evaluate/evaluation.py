@@ -24,102 +24,18 @@ Conventions (one place, every number in the reports follows them):
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from foxhunt.config import NS_PER_YEAR, trading_cost
+from foxhunt.config import trading_cost
 from foxhunt.evaluate import sharpe as sr
+from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
 
 MODEL = "model"
 BUY_AND_HOLD = "buy_and_hold"
-_YEAR_NS = NS_PER_YEAR
-
-
-def host_array(values, dtype=np.float64) -> np.ndarray:
-    """A numpy copy of a numpy array or a torch tensor on any device (one transfer)."""
-    if hasattr(values, "detach"):
-        values = values.detach().cpu().numpy()
-    return np.asarray(values, dtype=dtype)
-
-
-@dataclass(frozen=True)
-class Record:
-    """Bars traded out of sample, in time order; all arrays have one entry per bar."""
-
-    index: np.ndarray  # int64: the bar's row in the loaded arrays
-    timestamp: np.ndarray  # int64 ns UTC
-    positions: np.ndarray  # float64 in {−1, 0, 1}
-    returns: np.ndarray  # float64: the bar's 1-bar forward log return
-    fold: np.ndarray  # int64: the fold whose model traded the bar
-
-    def __len__(self) -> int:
-        return len(self.index)
-
-    @property
-    def segment_starts(self) -> np.ndarray:
-        """True at the first bar of each fold's segment: there the position is entered from flat."""
-        starts = np.ones(len(self), dtype=bool)
-        starts[1:] = self.fold[1:] != self.fold[:-1]
-        return starts
-
-    def position_changes(self) -> np.ndarray:
-        """|Δposition| per bar; each segment's first bar changes from flat."""
-        previous = np.empty_like(self.positions)
-        previous[1:] = self.positions[:-1]
-        previous[self.segment_starts] = 0.0
-        return np.abs(self.positions - previous)
-
-    def pnl(self, cost_per_unit: float) -> np.ndarray:
-        """Per-bar log P&L after `cost_per_unit` per unit of position change."""
-        return self.positions * self.returns - cost_per_unit * self.position_changes()
-
-    def periods_per_year(self) -> float:
-        """Bars per year from the timestamps' spacing within segments; 1 when no time passes."""
-        bounds = np.append(np.flatnonzero(self.segment_starts), len(self))
-        first, last = bounds[:-1], bounds[1:] - 1
-        span_ns = float(np.sum(self.timestamp[last] - self.timestamp[first]))
-        intervals = float(np.sum(last - first))
-        return intervals / (span_ns / _YEAR_NS) if span_ns > 0 else 1.0
-
-
-def fold_record(fold: int, start: int, positions, timestamp: np.ndarray, returns) -> Record:
-    """The record of one fold's window: `positions` held from row `start` on; `returns` is the full column."""
-    held = host_array(positions)
-    end = start + held.size
-    return Record(
-        index=np.arange(start, end, dtype=np.int64),
-        timestamp=np.asarray(timestamp[start:end], dtype=np.int64),
-        positions=held,
-        returns=host_array(returns[start:end]),
-        fold=np.full(held.size, fold, dtype=np.int64),
-    )
-
-
-def stitch(records: Sequence[Record]) -> Record:
-    """One record in time order from the folds' records; a bar goes to the latest-started window holding it."""
-    if not records:
-        raise ValueError("no records to stitch")
-    rows = np.concatenate([r.index for r in records])
-    window_start = np.concatenate([np.full(len(r), r.index[0] if len(r) else 0) for r in records])
-    fold = np.concatenate([r.fold for r in records])
-    # Sorted by row, then by window start, then by fold: the last entry of each row is its owner.
-    order = np.lexsort((fold, window_start, rows))
-    keep = order[np.append(rows[order][1:] != rows[order][:-1], True)]
-
-    def take(field: str) -> np.ndarray:
-        return np.concatenate([getattr(r, field) for r in records])[keep]
-
-    return Record(
-        index=rows[keep],
-        timestamp=take("timestamp"),
-        positions=take("positions"),
-        returns=take("returns"),
-        fold=fold[keep],
-    )
 
 
 @dataclass(frozen=True)
@@ -314,16 +230,6 @@ class ScoreMemo:
         self.misses += 1
         self._evaluations[key] = evaluation = score(record, scoring, benchmark)
         return evaluation
-
-
-def record_key(record: Record) -> tuple:
-    """What identifies a record within one dataset: its length, a digest of its rows and positions,
-    and its segments (where each fold's share starts, and the fold)."""
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(np.ascontiguousarray(record.index).data)
-    digest.update(record.positions.astype(np.int8).data)  # positions are −1, 0 or 1
-    starts = np.flatnonzero(record.segment_starts)
-    return len(record), digest.digest(), tuple(starts.tolist()), tuple(record.fold[starts].tolist())
 
 
 def evaluate_window(
