@@ -27,7 +27,7 @@ pip install -q torch==2.13.0
 pip install -q -e ".[dev]"
 
 # checkov (the static scan of the chart, the workflow pods and the Dockerfile) pins old boto3 and
-# packaging releases, so it gets a virtualenv of its own; tests/test_security_scan.py runs it.
+# packaging releases, so it gets a virtualenv of its own; tests/deploy/test_security_scan.py runs it.
 echo "== checkov (.cache/checkov)"
 mkdir -p .cache
 [ -x .cache/checkov/bin/checkov ] || python3 -m venv .cache/checkov

@@ -11,10 +11,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import torch  # noqa: E402
+from support.trainer_cases import SMALL, planted_arrays  # noqa: E402
 from torch._dynamo.utils import counters  # noqa: E402
-from trainer_cases import SMALL, planted_arrays  # noqa: E402
 
-from foxhunt import compile_cache  # noqa: E402
+from foxhunt.run import compile_cache  # noqa: E402
 from foxhunt.train import DQNTrainer, to_device  # noqa: E402
 
 

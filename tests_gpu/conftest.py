@@ -2,7 +2,10 @@
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+TESTS = Path(__file__).resolve().parents[1] / "tests"
+# tests/ for `support.*`; the stage folders whose device-parametrised cases TWINS collects.
+for folder in (TESTS, TESTS / "train", TESTS / "search"):
+    sys.path.insert(0, str(folder))
 
 TWINS = "test_device_twins.py"
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from trainer_cases import FOLDS, SMALL, planted_arrays, run_fold
+from support.trainer_cases import FOLDS, SMALL, planted_arrays, run_fold
 
 from foxhunt.train import DQNTrainer, to_device
 

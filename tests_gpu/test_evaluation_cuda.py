@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
-from run_cases import TINY_DQN
+from support.run_cases import TINY_DQN
 
 from foxhunt.cli import main
 

@@ -78,7 +78,7 @@ def test_second_precompute_of_the_same_bars_is_a_no_op(tmp_path, capsys):
 
 
 def test_trials_with_a_search_space_that_names_no_dqn_setting_is_a_usage_error(tmp_path, capsys):
-    # `--trials N` is a search (tests/test_trials_run.py); its space is checked before any work.
+    # `--trials N` is a search (tests/search/test_trials_run.py); its space is checked before any work.
     space = tmp_path / "space.json"
     space.write_text(json.dumps({"learning_rate": {"type": "float", "low": 1e-4, "high": 1e-2}}))
     argv = ["pipeline", "--out", str(tmp_path / "o"), "--trials", "3", "--search-space", str(space), *FAST]

@@ -1,4 +1,4 @@
-"""Tiny hand-built networks and data for the RL core tests (tests/test_dqn_core.py, test_greedy_policy.py).
+"""Tiny hand-built networks and data for the RL core tests (tests/train/test_dqn_core.py, test_greedy_policy.py).
 
 Hand-built networks use small integer weights and inputs: exact in float32 and in TF32 alike, so the
 same cases run on CUDA where it is present.

@@ -46,7 +46,7 @@ def run_scoring(config: EvalConfig, seed: int) -> Scoring:
 
 def fold_baselines(features, targets, fold_range, scoring: Scoring) -> dict[str, object]:
     """Every baseline's positions over the fold's validation window, on the features' device."""
-    from foxhunt import baselines  # torch: imported where the baselines are computed
+    from foxhunt.evaluate import baselines  # torch: imported where the baselines are computed
 
     return baselines.fold_baselines(features, targets, fold_range, scoring.cost_per_unit)
 

@@ -1,9 +1,10 @@
-"""Hyperparameter search over whole walk-forward runs (`foxhunt train --trials N`).
+"""Hyperparameter search over whole walk-forward runs (`foxhunt train --trials N`): the stage above the run.
 
-`search` (the options: space file, study storage and name, objective, worker) and `space` (reading
-and checking search spaces) import nothing heavy, so a run checks its search before any work;
-`study` (the Optuna study and the trial loop), `study_storage` (SQLite in --out or a SQL server),
-`outputs` (study table, best settings, Deflated Sharpe Ratio), `metrics` (Prometheus), `driver`
-(trials on one loaded dataset, one trainer per shape), `study_batches` (trials asked and told in
-batches) and `population` (a batch trained side by side as one batched model) import Optuna.
+The search's options (space file, study storage and name, objective, worker, population) are light
+and live in `foxhunt.config.search`, so the CLI and the Argo client read them without Optuna;
+`space` reads and checks search spaces (no Optuna). `study` (the Optuna study and the trial loop),
+`storage` (SQLite in --out or a SQL server), `outputs` (study table, best settings, Deflated Sharpe
+Ratio), `telemetry` (Prometheus), `driver` (the plan, and trials on one loaded dataset), `batches`
+(trials asked and told in batches) and `population` (a batch trained as the members of one
+population) import Optuna.
 """
