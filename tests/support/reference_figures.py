@@ -98,24 +98,22 @@ def run_reference(name: str, work: Path, fxcache: Path | None = None) -> dict[st
     return run_figures(out)
 
 
-def main() -> None:
+def main(names: list[str]) -> None:
+    """Record the runs `names` (default: all) into REFERENCE, keeping the other runs' records."""
     import tempfile
 
     commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    record = json.loads(REFERENCE.read_text()) if REFERENCE.exists() else {"runs": {}, "recorded_at": {}}
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         fxcache = make_tiny_fxcache(work / "tiny.fxcache")
-        runs = {name: run_reference(name, work, fxcache) for name in RUNS}
-    record = {
-        "note": "CPU outputs of `python -m foxhunt` per RUNS in tests/support/reference_figures.py, recorded by "
-        "`python tests/support/reference_figures.py`",
-        "commit": commit,
-        "commands": {name: " ".join(argv) for name, argv in RUNS.items()},
-        "runs": runs,
-    }
+        for name in names or list(RUNS):
+            record["runs"][name] = run_reference(name, work, fxcache)
+            record.setdefault("recorded_at", {})[name] = commit
+    record["commands"] = {name: " ".join(argv) for name, argv in RUNS.items()}
     REFERENCE.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {REFERENCE}: " + ", ".join(f"{n} {len(f)} figures" for n, f in runs.items()))
+    print(f"wrote {REFERENCE}: " + ", ".join(f"{n} {len(record['runs'][n])} figures" for n in names or RUNS))
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -1,5 +1,5 @@
-"""One fold on the persistent trainer: reset, normalize, train, validate, checkpoint; and taking over a
-fold that an earlier attempt completed.
+"""The one fold loop, used by a run, a trial and a batch of trials: reset → train → validate → save →
+report, for every member of the trainer named; and taking over a fold an earlier attempt completed.
 
 A fold writes under `fold_N/`: `weights.pt` (the online network, for `torch.load(weights_only=True)`),
 `norm_stats_foldN.json`, `positions.npy` (its greedy validation positions, which the run's stitched
@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +34,7 @@ from foxhunt.evaluate.run_scores import (
 )
 from foxhunt.out_dir import fold_folder
 from foxhunt.run.manifest import sha256
-from foxhunt.train import DQNTrainer, Member, PopulationTrainer, TrainingDiverged, synchronize
+from foxhunt.train import DQNTrainer, FoldHistory, TrainingDiverged, synchronize
 
 Progress = Callable[[str], None]
 
@@ -57,15 +57,15 @@ def fold_dates(fold_range: FoldRange, timestamp: np.ndarray) -> FoldDates:
     )
 
 
-def _epoch_stats(stats: dict, collect_seconds: float, train_seconds: float) -> EpochStats:
+def _epoch_stats(stats: dict, history: FoldHistory) -> EpochStats:
     shares = stats.get("action_shares")
     return EpochStats(
         epoch=stats["epoch"],
         loss=stats["loss"],
         epsilon=stats["epsilon"],
         steps=stats["steps"],
-        collect_seconds=collect_seconds,
-        train_seconds=train_seconds,
+        collect_seconds=history.collect_seconds[-1],
+        train_seconds=history.train_seconds[-1],
         samples_per_second=stats["samples_per_second"],
         q_mean=stats.get("q_mean"),
         q_max=stats.get("q_max"),
@@ -74,24 +74,6 @@ def _epoch_stats(stats: dict, collect_seconds: float, train_seconds: float) -> E
         val_sharpe=stats.get("val_sharpe"),
         feature_agreement=stats.get("feature_agreement"),
     )
-
-
-def _train_epochs(
-    trainer: DQNTrainer, epochs: int, progress: Progress, check: Callable[[], None]
-) -> list[EpochStats]:
-    """The fold's epochs, each after a boundary check, each reported on the console."""
-    fold = trainer.fold_range.fold
-    epoch_stats = []
-    for epoch in range(epochs):
-        check()
-        stats = trainer.train_epoch(epoch, epochs)
-        h = trainer.history
-        epoch_stats.append(_epoch_stats(stats, h.collect_seconds[-1], h.train_seconds[-1]))
-        progress(
-            f"fold {fold} epoch {epoch + 1}/{epochs}: loss {stats['loss']:.4f} eps {stats['epsilon']:.2f} "
-            f"{stats['steps']} steps {stats['seconds']:.2f}s {stats['samples_per_second']:,.0f} samples/s"
-        )
-    return epoch_stats
 
 
 @dataclass
@@ -104,54 +86,60 @@ class FoldOutcome:
     outputs: dict[str, str] | None  # output file (relative to --out) → sha256; None when taken over
 
 
-def trainer_scoring(trainer: DQNTrainer) -> Scoring:
-    """The trainer's evaluation costs (its training cost when it has none), the bootstrap seeded with its seed."""
-    cost = trainer.config.cost if trainer.eval_cost is None else trainer.eval_cost
-    return Scoring(cost=cost, spread=trainer.eval_spread, seed=trainer.seed)
-
-
 def train_fold(
     trainer: DQNTrainer,
     fold_range: FoldRange,
     epochs: int,
-    out_uri: str,
+    outs: Mapping[int, str],
     progress: Progress = _print,
     check: Callable[[], None] = lambda: None,
     *,
-    scoring: Scoring | None = None,
+    scoring: Scoring,
     memo: ScoreMemo | None = None,
-) -> FoldOutcome:
-    """One fold on the persistent trainer: reset, normalize, train, validate, checkpoint.
+) -> dict[int, FoldOutcome | TrainingDiverged]:
+    """One fold for the members named in `outs` (member → its output folder): reset → train → validate →
+    save → report. Per member its outcome, or the divergence that stopped it.
 
-    `check` runs at every epoch boundary (a stop signal raises there). Validation scores the greedy
-    positions beside the baselines with `scoring` (default: the trainer's evaluation costs, the
-    bootstrap seeded with its seed), looking up in `memo` the records it has scored before.
+    A run trains member 0 of a population of one; a search, a trial or a batch of trials as members.
+    `check` runs at every epoch boundary (a stop signal raises there); validation scores the greedy
+    positions beside the baselines with `scoring`, looking up in `memo` the records scored before.
     """
     fold_start = time.perf_counter()
-    phases = start_fold(trainer, fold_range)
-    epoch_stats = _train_epochs(trainer, epochs, progress, check)
+    phases = start_fold(trainer, fold_range)  # reset, normalize
+    history: dict[int, list[EpochStats]] = {i: [] for i in outs}
+    for epoch in range(epochs):  # train
+        check()
+        figures = trainer.train_epoch(epoch, epochs, active=list(outs))
+        for i, stats in enumerate(figures):
+            if stats is not None:
+                history[i].append(_epoch_stats(stats, trainer.histories[i]))
+        progress(_epoch_line(fold_range.fold, epoch, epochs, [figures[i] for i in outs]))
     check()
-    scoring = scoring or trainer_scoring(trainer)
-    return finish_fold(trainer, epoch_stats, phases, fold_start, out_uri, progress, scoring, memo)
+    return {  # validate, save, report
+        i: trainer.failures[i]
+        or finish_fold(trainer, i, history[i], phases, fold_start, out, progress, scoring, memo)
+        for i, out in outs.items()
+    }
 
 
-def start_fold(trainer: DQNTrainer | PopulationTrainer, fold_range: FoldRange) -> dict[str, float]:
+def start_fold(trainer: DQNTrainer, fold_range: FoldRange) -> dict[str, float]:
     """Point the trainer at the fold, forget what it learnt, compute the norm stats; the phases' seconds."""
     phases = {}
     t0 = time.perf_counter()
-    trainer.set_fold_range(fold_range)
+    trainer.window.set_fold_range(fold_range)
     trainer.reset_for_fold(fold_range.fold)
     synchronize(trainer.device)
     phases["reset"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    trainer.compute_norm_stats()
+    trainer.window.compute_norm_stats()
     synchronize(trainer.device)
     phases["normalize"] = time.perf_counter() - t0
     return phases
 
 
 def finish_fold(
-    trainer: DQNTrainer | Member,
+    trainer: DQNTrainer,
+    member: int,
     epoch_stats: list[EpochStats],
     phases: dict[str, float],
     fold_start: float,
@@ -160,14 +148,14 @@ def finish_fold(
     scoring: Scoring,
     memo: ScoreMemo | None = None,
 ) -> FoldOutcome:
-    """After a trained fold: validate beside the baselines, checkpoint, write `report.json`."""
-    device, fold_range = trainer.device, trainer.fold_range
+    """After a trained fold, for one member: validate beside the baselines, checkpoint, write `report.json`."""
+    device, fold_range = trainer.device, trainer.window.fold
     fold, phases = fold_range.fold, dict(phases)
     phases["collect"] = sum(e.collect_seconds for e in epoch_stats)
     phases["train"] = sum(e.train_seconds for e in epoch_stats)
 
     t0 = time.perf_counter()
-    positions = trainer.greedy_positions()  # one rollout serves the evaluation and the saved record
+    positions = trainer.greedy_positions(member=member)  # one rollout: the evaluation and the saved record
     data = trainer.data
     window, baselines = evaluate_fold(
         data.features, data.targets, data.timestamp, fold_range, positions, scoring, memo
@@ -176,7 +164,9 @@ def finish_fold(
     phases["validate"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    files = save_fold(trainer, fold_range, positions, out_uri)
+    files = save_fold(
+        trainer.state_dict_cpu(member), trainer.window.norm_stats_dict(), fold, positions, out_uri
+    )
     phases["checkpoint"] = time.perf_counter() - t0
 
     report = FoldReport(
@@ -201,63 +191,30 @@ def finish_fold(
     return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
 
 
-def train_population_fold(
-    population: PopulationTrainer,
-    fold_range: FoldRange,
-    epochs: int,
-    out_uris: dict[int, str],
-    progress: Progress = _print,
-    check: Callable[[], None] = lambda: None,
-    *,
-    scoring: Scoring,
-    memo: ScoreMemo | None = None,
-) -> dict[int, FoldOutcome | TrainingDiverged]:
-    """One fold for every active member of a population at once; per member (keyed as `out_uris`, which
-    names the active members' output folders) its outcome, or the divergence that stopped it."""
-    fold_start = time.perf_counter()
-    phases = start_fold(population, fold_range)
-    member_stats: dict[int, list[EpochStats]] = {i: [] for i in out_uris}
-    for epoch in range(epochs):
-        check()
-        stats = population.train_epoch(epoch, epochs)
-        for i, member_epoch in enumerate(stats):
-            if member_epoch is not None and i in member_stats:
-                h = population.members[i].history
-                member_stats[i].append(_epoch_stats(member_epoch, h.collect_seconds[-1], h.train_seconds[-1]))
-        progress(_population_epoch_line(fold_range.fold, epoch, epochs, stats, out_uris))
-    check()
-    outcomes: dict[int, FoldOutcome | TrainingDiverged] = {}
-    for i, out_uri in out_uris.items():
-        member = population.members[i]
-        if member.failure is not None:
-            outcomes[i] = member.failure
-            continue
-        outcomes[i] = finish_fold(
-            member, member_stats[i], phases, fold_start, out_uri, progress, scoring, memo
-        )
-    return outcomes
-
-
-def _population_epoch_line(fold: int, epoch: int, epochs: int, stats: list[dict | None], members) -> str:
-    live = [s for i, s in enumerate(stats) if s is not None and i in members]
+def _epoch_line(fold: int, epoch: int, epochs: int, stats: list[dict | None]) -> str:
+    """The console line of an epoch: one member's figures, or the population's together."""
+    live = [s for s in stats if s is not None]
     if not live:
         return f"fold {fold} epoch {epoch + 1}/{epochs}: no member left"
-    losses = " ".join(f"{s['loss']:.4f}" for s in live)
     total = sum(s["samples_per_second"] for s in live)
+    if len(stats) == 1:
+        s = live[0]
+        return (
+            f"fold {fold} epoch {epoch + 1}/{epochs}: loss {s['loss']:.4f} eps {s['epsilon']:.2f} "
+            f"{s['steps']} steps {s['seconds']:.2f}s {total:,.0f} samples/s"
+        )
+    losses = " ".join(f"{s['loss']:.4f}" for s in live)
     return (
         f"fold {fold} epoch {epoch + 1}/{epochs}: {len(live)} members, loss {losses}; "
         f"{live[0]['steps']} steps {live[0]['seconds']:.2f}s {total:,.0f} samples/s together"
     )
 
 
-def save_fold(
-    trainer: DQNTrainer | Member, fold_range: FoldRange, positions, out_uri: str
-) -> dict[str, bytes]:
+def save_fold(weights: dict, norm_stats: dict, fold: int, positions, out_uri: str) -> dict[str, bytes]:
     """Write the fold's weights, norm stats and validation positions under `fold_N/`; returns them by name."""
-    fold = fold_range.fold
     buf = io.BytesIO()
-    torch.save(trainer.state_dict_cpu(), buf)
-    norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **trainer.norm_stats_dict()}
+    torch.save(weights, buf)
+    norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **norm_stats}
     files = {
         out_dir.WEIGHTS: buf.getvalue(),
         out_dir.norm_stats_file(fold): _json_bytes(norm),

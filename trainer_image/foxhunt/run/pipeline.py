@@ -31,7 +31,7 @@ from foxhunt.run.lifecycle import Progress, Run, console, now_iso
 from foxhunt.run.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
 from foxhunt.run.manifest import Manifest, resume_point
 from foxhunt.run.telemetry import RunMetrics, refuse_live_run, resolve_pushgateway, resolve_run_id
-from foxhunt.train import DeviceData, DQNTrainer, resolve_device, to_device
+from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, resolve_device, to_device
 
 
 class SearchPlan(Protocol):
@@ -295,9 +295,19 @@ def _run_folds(
             run.fold_finished(outcomes[fold].report, None)
             progress(f"fold {fold} skipped: completed by an earlier attempt, outputs verified")
             continue
-        outcomes[fold] = outcome = train_fold(
-            trainer, fold_range, settings.epochs, out_uri, progress, run.check, scoring=scoring, memo=memo
-        )
+        outcome = train_fold(
+            trainer,
+            fold_range,
+            settings.epochs,
+            {0: out_uri},
+            progress,
+            run.check,
+            scoring=scoring,
+            memo=memo,
+        )[0]
+        if isinstance(outcome, TrainingDiverged):
+            raise outcome
+        outcomes[fold] = outcome
         run.fold_finished(outcome.report, outcome.outputs)
         if step_cache is not None:
             step_cache.after_fold(progress)

@@ -1,7 +1,7 @@
 """The search driver: `--trials N` as an Optuna study whose trials are whole walk-forward runs.
 
 Everything a trial does not change is made once per process: the fxcache is on the device once for
-the whole study, and one trainer per distinct shape (`SHAPE_FIELDS`: batch size, hidden width)
+the whole study, and one trainer per distinct shape (`POPULATION_SHARED`: batch size, hidden width, step count)
 serves every trial of that shape. Between trials `apply_settings` refills the device values that the
 captured step reads (no new capture, no new compile); between folds `reset_for_fold` does the rest.
 A trial trains the folds in order with `fold_training.train_fold` (as a run does), reports each fold's net
@@ -39,7 +39,7 @@ from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
 from foxhunt.search.batches import run_trial_batches
 from foxhunt.search.outputs import trial_folder, write_study_outputs
-from foxhunt.search.population import PopulationObjective, PopulationPool, population_builder
+from foxhunt.search.population import PopulationObjective, TrainerPool, trainer_builder
 from foxhunt.search.space import load_search_space
 from foxhunt.search.storage import (
     STUDY_FILE,
@@ -50,7 +50,7 @@ from foxhunt.search.storage import (
 )
 from foxhunt.search.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, run_trials, trial_pruner
 from foxhunt.search.telemetry import TrialMetrics
-from foxhunt.train import SHAPE_FIELDS, DeviceData, DQNTrainer, TrainingDiverged
+from foxhunt.train import DeviceData, TrainingDiverged
 
 TRIAL_REPORT = out_dir.TRIAL_REPORT
 # A trial whose training diverges failed on its settings: a verdict, and the study goes on.
@@ -90,41 +90,6 @@ def plan_search(options: SearchOptions | None, out_uri: str, settings: RunConfig
     return SearchPlan(options, space, study_name(options, out_uri, explicit_id))
 
 
-def shape_key(dqn: DQNConfig) -> tuple:
-    """The settings that need their own trainer (new modules, capture and compile), as a dict key."""
-    return tuple(getattr(dqn, name) for name in SHAPE_FIELDS)
-
-
-class TrainerPool:
-    """One trainer per distinct shape, built on first use and switched by `apply_settings` after."""
-
-    def __init__(self, build: Callable[[DQNConfig], DQNTrainer]) -> None:
-        self._build = build
-        self.trainers: dict[tuple, DQNTrainer] = {}
-        self.builds = 0
-
-    def trainer_for(self, dqn: DQNConfig) -> DQNTrainer:
-        """The trainer of `dqn`'s shape, set to `dqn`'s shape-free settings."""
-        key = shape_key(dqn)
-        trainer = self.trainers.get(key)
-        if trainer is None:
-            trainer = self.trainers[key] = self._build(dqn)
-            self.builds += 1
-        else:
-            trainer.apply_settings(dqn)
-        return trainer
-
-    @property
-    def graph_captures(self) -> int:
-        """CUDA graphs captured by all the trainers (one per shape on CUDA, none on CPU)."""
-        return sum(t.graph_captures for t in self.trainers.values())
-
-    @property
-    def compiles(self) -> int:
-        """torch.compile wrappings of all the trainers' steps (one per shape on CUDA with compile)."""
-        return sum(t.compiles for t in self.trainers.values())
-
-
 def objective_value(name: str, evaluation: RunEvaluation) -> float:
     """The `--objective` figure of a trial's evaluation (every one net of the run's evaluation costs)."""
     if name == "stitched_sharpe":
@@ -161,23 +126,26 @@ class WalkForwardObjective:
     def __call__(self, number: int, params: dict[str, Any], report_fold) -> TrialOutcome | float:
         run = self.run
         dqn = override(run.config.dqn, params, what=f"trial {number}")
-        trainer = self.pool.trainer_for(dqn)
+        trainer = self.pool.trainer_for([dqn])
         out = storage.join(run.out_uri, trial_folder(number))
         run.progress(f"trial {number}: {_params_text(params)}")
         outcomes: dict[int, FoldOutcome] = {}
         for fold_range in self.folds:
             run.check()
             run.current_fold = fold = fold_range.fold
-            outcomes[fold] = outcome = train_fold(
+            outcome = train_fold(
                 trainer,
                 fold_range,
                 run.config.epochs,
-                out,
+                {0: out},
                 lambda message: run.progress(f"trial {number} {message}"),
                 run.check,
                 scoring=self.scoring,
                 memo=self.memo,
-            )
+            )[0]
+            if isinstance(outcome, TrainingDiverged):
+                raise outcome  # the trial's settings failed (SETTINGS_FAILURES)
+            outcomes[fold] = outcome
             fold_sharpe = self.fold_done(number, fold, outcome)
             run.current_fold = None
             if report_fold(fold, fold_sharpe):
@@ -269,10 +237,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     # The run's own lines say how each trial ended; Optuna would add a traceback for a stopped one.
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     max_rows = max(f.train_rows for f in folds)
-    if options.population > 1:
-        pool = PopulationPool(population_builder(run, data, max_rows), options.population)
-    else:
-        pool = TrainerPool(_trainer_builder(run, data, max_rows))
+    pool = TrainerPool(trainer_builder(run, data, max_rows), options.population)
     with study_workspace(run.out_uri, options) as work_dir:
         study = open_study(
             options.study_storage,
@@ -333,23 +298,6 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, run.out_uri))
     return summary
-
-
-def _trainer_builder(run: Run, data: DeviceData, max_train_rows: int) -> Callable[[DQNConfig], DQNTrainer]:
-    settings = run.config
-
-    def build(dqn: DQNConfig) -> DQNTrainer:
-        run.progress(f"building a trainer for {', '.join(f'{n}={getattr(dqn, n)}' for n in SHAPE_FIELDS)}")
-        return DQNTrainer(
-            data,
-            dqn,
-            max_train_rows=max_train_rows,
-            seed=settings.seed,
-            eval_cost=settings.eval.cost,
-            eval_spread=settings.eval.spread,
-        )
-
-    return build
 
 
 def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""`--population P`: a search's trials trained P at a time, side by side, as one batched model.
+"""The search's trainers (one per shape, P members each), and `--population P`: trials trained P at a time,
+side by side, as the members of one trainer.
 
 A batch of asked trials is grouped by the settings a population shares (`POPULATION_SHARED`: the
 step's shapes and step count); each group trains on the population of its shape, built once and
@@ -15,55 +16,54 @@ from collections.abc import Callable
 
 from foxhunt import storage
 from foxhunt.config import DQNConfig, override
-from foxhunt.run.fold_loop import FoldOutcome, train_population_fold
+from foxhunt.run.fold_loop import FoldOutcome, train_fold
 from foxhunt.search.batches import AskedTrial, BatchResults
 from foxhunt.search.outputs import trial_folder
-from foxhunt.train import POPULATION_SHARED, PopulationTrainer
-from foxhunt.train.population import padded
+from foxhunt.train import POPULATION_SHARED, DQNTrainer
+from foxhunt.train.settings import padded
 
 
 def population_key(dqn: DQNConfig) -> tuple:
-    """The settings the members of one population share, as a dict key."""
+    """The settings the members of one trainer share (shapes, step code, step count), as a dict key."""
     return tuple(getattr(dqn, name) for name in POPULATION_SHARED)
 
 
-class PopulationPool:
-    """One population of `size` members per distinct shape, built on first use and refilled after."""
+class TrainerPool:
+    """One trainer of `size` members per distinct shape, built on first use and refilled by `apply_settings`
+    after: a search of trials one at a time has size 1, `--population P` size P."""
 
-    def __init__(self, build: Callable[[list[DQNConfig]], PopulationTrainer], size: int) -> None:
+    def __init__(self, build: Callable[[list[DQNConfig]], DQNTrainer], size: int = 1) -> None:
         self._build, self.size = build, size
-        self.populations: dict[tuple, PopulationTrainer] = {}
+        self.trainers: dict[tuple, DQNTrainer] = {}
         self.builds = 0
 
-    def population_for(self, configs: list[DQNConfig]) -> PopulationTrainer:
-        """The population of the configs' shape, members 0..len-1 set to them and active, the rest idle."""
+    def trainer_for(self, configs: list[DQNConfig]) -> DQNTrainer:
+        """The trainer of the configs' shape, members 0..len-1 set to them (the rest padded, idle)."""
         members = padded(configs, self.size)
         key = population_key(configs[0])
-        population = self.populations.get(key)
-        if population is None:
-            population = self.populations[key] = self._build(members)
+        trainer = self.trainers.get(key)
+        if trainer is None:
+            trainer = self.trainers[key] = self._build(members)
             self.builds += 1
         else:
-            population.apply_settings(members)
-        for i, member in enumerate(population.members):
-            member.active = i < len(configs)
-        return population
+            trainer.apply_settings(members)
+        return trainer
 
     @property
     def graph_captures(self) -> int:
-        """CUDA graphs captured by all the populations (one per shape on CUDA, none on CPU)."""
-        return sum(p.graph_captures for p in self.populations.values())
+        """CUDA graphs captured by all the trainers (one per shape on CUDA, none on CPU)."""
+        return sum(t.graph_captures for t in self.trainers.values())
 
     @property
     def compiles(self) -> int:
-        """torch.compile wrappings of all the populations' steps (one per shape on CUDA with compile)."""
-        return sum(p.compiles for p in self.populations.values())
+        """torch.compile wrappings of all the trainers' steps (one per shape on CUDA with compile)."""
+        return sum(t.compiles for t in self.trainers.values())
 
 
 class PopulationObjective:
     """A batch of trials on the populations of their shapes; the results by trial number."""
 
-    def __init__(self, walk, pool: PopulationPool) -> None:
+    def __init__(self, walk, pool: TrainerPool) -> None:
         # `walk` is the search's WalkForwardObjective: its run, data, folds, scoring and reports.
         self.walk, self.pool = walk, pool
 
@@ -85,23 +85,22 @@ class PopulationObjective:
     def _train(self, group: list[AskedTrial], dqns: list[DQNConfig]) -> BatchResults:
         """One population's walk-forward: the folds in lockstep for every member still training."""
         walk, run = self.walk, self.walk.run
-        population = self.pool.population_for(dqns)
+        trainer = self.pool.trainer_for(dqns)
         numbers = ", ".join(str(a.number) for a in group)
         run.progress(f"trials {numbers} side by side ({len(group)} of a population of {self.pool.size})")
-        outs = {k: storage.join(run.out_uri, trial_folder(a.number)) for k, a in enumerate(group)}
-        outcomes: dict[int, dict[int, FoldOutcome]] = {k: {} for k in outs}
+        live = {k: storage.join(run.out_uri, trial_folder(a.number)) for k, a in enumerate(group)}
+        outcomes: dict[int, dict[int, FoldOutcome]] = {k: {} for k in live}
         results: BatchResults = {}
         for fold_range in walk.folds:
-            live = {k: out for k, out in outs.items() if population.members[k].active}
             if not live:
                 break
             run.check()
             run.current_fold = fold = fold_range.fold
-            fold_outcomes = train_population_fold(
-                population,
+            fold_outcomes = train_fold(
+                trainer,
                 fold_range,
                 run.config.epochs,
-                live,
+                dict(live),
                 lambda message: run.progress(f"trials {numbers} {message}"),
                 run.check,
                 scoring=walk.scoring,
@@ -112,26 +111,27 @@ class PopulationObjective:
                 asked = group[k]
                 if not isinstance(outcome, FoldOutcome):  # its guard stopped it: the settings failed
                     results[asked.number] = outcome
-                    population.members[k].active = False
+                    del live[k]
                     continue
                 outcomes[k][fold] = outcome
                 if asked.report_fold(fold, walk.fold_done(asked.number, fold, outcome)):
                     walk.write_report(asked.number, asked.params, dqns[k], outcomes[k], None)
-                    population.members[k].active = False
-        for k, asked in enumerate(group):
-            if population.members[k].active:
-                results[asked.number] = walk.score(asked.number, asked.params, dqns[k], outcomes[k])
+                    del live[k]
+        for k in live:
+            asked = group[k]
+            results[asked.number] = walk.score(asked.number, asked.params, dqns[k], outcomes[k])
         return results
 
 
-def population_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]], PopulationTrainer]:
-    """A builder of the search's populations, with the run's seed and evaluation costs (as its trainers)."""
+def trainer_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]], DQNTrainer]:
+    """A builder of the search's trainers, with the run's seed and evaluation costs."""
     settings = run.config
 
-    def build(configs: list[DQNConfig]) -> PopulationTrainer:
+    def build(configs: list[DQNConfig]) -> DQNTrainer:
         shape = ", ".join(f"{n}={getattr(configs[0], n)}" for n in POPULATION_SHARED)
-        run.progress(f"building a population of {len(configs)} for {shape}")
-        return PopulationTrainer(
+        size = f"a population of {len(configs)}" if len(configs) > 1 else "a trainer"
+        run.progress(f"building {size} for {shape}")
+        return DQNTrainer(
             data,
             configs,
             max_train_rows=max_train_rows,

@@ -1,12 +1,12 @@
-"""The persistent Double-DQN trainer: built once per run, reset in place between folds.
+"""The persistent Double-DQN trainer for a population of P ≥ 1 members: built once, reset in place between folds.
 
-Modules, one job each: `device_data` (the fxcache on the device, uploaded once), `networks` (the
-Q-network, and its paired and fused evaluations on CUDA), `dqn` (the algorithm and the trainer's
-state), `settings` (the shape-free settings as device values), `step` (compile and CUDA-graph
-capture around the plain step), `warmup` (a CUDA trainer's one-time kernel loads, at build),
-`population` (trials side by side as one batched model), `fold_window` (the fold a trainer
-works on), `policy` (greedy rollout scan, costs, metrics, annualisation), `diagnostics` (what the greedy
-policy does, epoch by epoch).
+Modules, one job each: `dqn` (the algorithm and the trainer, top to bottom), `stacked` (the
+arithmetic of P members' stacked weights: batched products, the paired next-state product, clip and
+Adam), `replay` (collection into each member's replay), `networks` (the Q-network, a member's network
+over its slot, the fused activation), `step` (compile and CUDA-graph capture around the plain step,
+the warm-up range), `settings` (the shape-free settings as device values; what members share),
+`device_data` (the fxcache on the device, the fold window), `policy` (greedy rollout scan, costs,
+figures, annualisation), `diagnostics` (what the greedy policy does, epoch by epoch).
 """
 
 from foxhunt.train.device_data import DeviceData, resolve_device, synchronize, to_device
@@ -22,10 +22,9 @@ from foxhunt.train.policy import (
     position_changes,
     rollout_positions,
     rollout_positions_reference,
-    trading_cost,
+    score_positions,
 )
-from foxhunt.train.population import POPULATION_SHARED, Member, PopulationTrainer
-from foxhunt.train.settings import SHAPE_FIELDS
+from foxhunt.train.settings import POPULATION_SHARED, SHAPE_FIELDS
 
 __all__ = [
     "FLAT",
@@ -35,8 +34,6 @@ __all__ = [
     "DQNTrainer",
     "DeviceData",
     "FoldHistory",
-    "Member",
-    "PopulationTrainer",
     "TrainingDiverged",
     "build_qnet",
     "feature_agreement",
@@ -52,5 +49,5 @@ __all__ = [
     "synchronize",
     "td_target",
     "to_device",
-    "trading_cost",
+    "score_positions",
 ]

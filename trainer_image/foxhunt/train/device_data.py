@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+from foxhunt.config import DQNConfig
+from foxhunt.data.folds import FoldRange
 
 # Rows per batched forward pass in collection and evaluation: bounds activation memory, and on a
 # GPU a larger chunk means fewer launches.
@@ -81,3 +85,64 @@ def _upload(array: np.ndarray, device: torch.device, chunk_bytes: int = 64 << 20
         flat_dst[lo:hi].copy_(buf[: hi - lo], non_blocking=True)
         ev.record(stream)
     return out
+
+
+class FoldWindow:
+    """The fold a trainer works on, in fixed device buffers a captured step reads: the training range's
+    start and length (`train_start`, `n_valid`) and the norm stats (`mean`, `std`), refilled in place."""
+
+    def __init__(self, data: DeviceData, capacity: int) -> None:
+        device, n_features = data.features.device, data.features.shape[1]
+        self.data, self.capacity = data, capacity  # capacity: the replay's rows (the largest fold's)
+        self.mean = torch.zeros(n_features, device=device)
+        self.std = torch.ones(n_features, device=device)
+        self.train_start = torch.zeros((), dtype=torch.long, device=device)
+        self.n_valid = torch.ones((), dtype=torch.long, device=device)
+        self.fold_range: FoldRange | None = None
+
+    @property
+    def fold(self) -> FoldRange:
+        """The fold worked on (a RuntimeError before `set_fold_range`)."""
+        if self.fold_range is None:
+            raise RuntimeError("no fold: call set_fold_range first")
+        return self.fold_range
+
+    def set_fold_range(self, fold_range: FoldRange) -> None:
+        """Point at a fold: indices only, nothing is copied."""
+        if fold_range.train_end + 1 > self.data.features.shape[0]:
+            raise ValueError(f"fold {fold_range.fold}: train_end {fold_range.train_end} past the data")
+        if fold_range.train_rows - 1 > self.capacity:
+            raise ValueError(
+                f"fold {fold_range.fold}: {fold_range.train_rows} rows exceed replay {self.capacity}"
+            )
+        self.fold_range = fold_range
+        self.train_start.fill_(fold_range.train_start)
+        self.n_valid.fill_(fold_range.train_rows - 1)  # the last bar has no next state inside the fold
+
+    @torch.no_grad()
+    def compute_norm_stats(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and std per feature over the fold's training slice, on the device."""
+        std, mean = torch.std_mean(self.data.features[self.fold.train_slice], dim=0, correction=0)
+        # Constant features (e.g. zero volume) would divide by zero; 1 leaves them centred at 0.
+        std = torch.where(std > 1e-8, std, torch.ones_like(std))
+        self.mean.copy_(mean)
+        self.std.copy_(std)
+        return self.mean, self.std
+
+    def norm_stats_dict(self) -> dict:
+        """The fold's norm stats as plain lists, for `norm_stats_fold{N}.json`."""
+        return {"mean": self.mean.tolist(), "std": self.std.tolist()}
+
+    def steps_per_epoch(self, config: DQNConfig) -> int:
+        """Gradient steps per epoch: the config's, or ceil(train rows / batch size)."""
+        if config.steps_per_epoch > 0:
+            return config.steps_per_epoch
+        return max(1, math.ceil(self.fold.train_rows / config.batch_size))
+
+    def clear(self) -> None:
+        """No fold: the state a trainer is built in (after its warm-up's fold)."""
+        self.fold_range = None
+        self.mean.zero_()
+        self.std.fill_(1.0)
+        self.n_valid.fill_(1)
+        self.train_start.zero_()

@@ -1,44 +1,64 @@
-"""Double DQN over index ranges of device arrays, readable top to bottom like CleanRL's dqn.py.
+"""Double DQN for a population of P ≥ 1 members, readable top to bottom like CleanRL's dqn.py.
 
-Q-network (networks.py) → epsilon schedule → reward → TD target → loss and update → the trainer: replay,
-collection, training epochs, resets between folds. The trainer is built once per run and reset in
-place between folds. The step machinery (compile, CUDA graph) is in step.py, the settings it reads
-from the device in settings.py, evaluation in policy.py, per-epoch diagnostics in diagnostics.py.
+The formulas (epsilon schedule → reward → TD target → loss) → the trainer: weights, replay, collection,
+learning step, epochs, resets between folds, warm-up, a member's greedy policy. P = 1 is an ordinary
+run; P > 1 trains P trials of one shape side by side, each member with its own settings (a (P,)
+device vector each), replay, Adam moments, gradient clip and divergence guard. Built once per run (or
+per shape of a search), reset in place between folds; the step machinery (compile, CUDA graph) wraps
+it (step.py), the stacked arithmetic is stacked.py's, the greedy policy policy.py's.
 
 Actions are positions: index 0, 1, 2 = short, flat, long (position = index − 1). The state at bar t
 is the fold-normalized feature row t plus the position held coming into t; the reward of choosing
-position p' from p is p' × (1-bar forward log return) − cost × |p' − p|. Because a position never
-moves the market, every training bar yields a transition, and collection is one batched forward
-pass over the fold's rows ("exploring starts": the incoming position is drawn uniformly, so the
-replay covers every (bar, position) pair the greedy policy can reach).
+position p' from p is p' × (1-bar forward log return) − cost × |p' − p|. A position never moves the
+market, so every training bar yields a transition and collection is one batched forward pass over the
+fold's rows, the incoming position drawn uniformly ("exploring starts").
+
+On the CPU each member draws from its own generator and updates with torch.optim.Adam's arithmetic,
+so a member learns bit for bit what the same trial alone learns; on CUDA all members draw from the
+default generator inside the captured graph (reproducible for the same population, different with P).
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 
 import torch
-from torch import nn
 
-from foxhunt.config import DQNConfig
-from foxhunt.train.device_data import DeviceData, chunk_rows, synchronize
-from foxhunt.train.diagnostics import FoldHistory, check_divergence, greedy_diagnostics, record_diagnostics
-from foxhunt.train.fold_window import FoldWindow
-from foxhunt.train.networks import build_qnet, inference_q, pair_networks, paired_q
-from foxhunt.train.policy import FLAT, N_ACTIONS, GreedyEvaluation, policy_state
-from foxhunt.train.settings import StepSettings, check_shape_free
-from foxhunt.train.step import StepParts, TrainStep
-from foxhunt.train.warmup import warm_up
+from foxhunt.config import DQNConfig, trading_cost
+from foxhunt.train.device_data import DeviceData, FoldWindow, synchronize
+from foxhunt.train.diagnostics import (
+    FoldHistory,
+    TrainingDiverged,
+    check_divergence,
+    greedy_diagnostics,
+    record_diagnostics,
+)
+from foxhunt.train.networks import build_qnet, linears, member_network
+from foxhunt.train.policy import greedy_rollout, policy_state, score_positions
+from foxhunt.train.replay import Replay
+from foxhunt.train.settings import StepSettings, check_population
+from foxhunt.train.stacked import (
+    adam_update,
+    clip_grad_norm_per_member,
+    exact_member_update,
+    init_members,
+    paired_q,
+    per_member,
+    polyak_update,
+    stacked_q,
+    stacked_weights,
+)
+from foxhunt.train.step import StepParts, TrainStep, warm_up_range
 
 
-# ---- the Q-network (networks.py) and the fold's seed -----------------------------------------------
+# ---- the algorithm's formulas ----------------------------------------------------------------------
 def fold_seed(seed: int, fold: int) -> int:
     """One seed per (run seed, fold): folds are reproducible alone and independent of order."""
     return (seed * 1_000_003 + fold * 7_919) % (2**63 - 1)
 
 
-# ---- the algorithm's formulas ----------------------------------------------------------------------
 def epsilon_schedule(epoch: int, epochs: int, config: DQNConfig) -> float:
     """Linear decay from eps_start to eps_end over the first eps_decay_fraction of the epochs."""
     span = max(1.0, config.eps_decay_fraction * epochs)
@@ -46,75 +66,34 @@ def epsilon_schedule(epoch: int, epochs: int, config: DQNConfig) -> float:
     return config.eps_start + (config.eps_end - config.eps_start) * frac
 
 
-def transition_reward(
-    position: torch.Tensor,
-    new_position: torch.Tensor,
-    next_return: torch.Tensor,
-    cost: float | torch.Tensor,
-    scale: float | torch.Tensor,
-) -> torch.Tensor:
-    """(new position × the bar's forward return − cost × |position change|) × reward scale."""
-    return (new_position * next_return - cost * (new_position - position).abs()) * scale
-
-
-def td_target(
-    reward: torch.Tensor,
-    q_next_online: torch.Tensor,
-    q_next_target: torch.Tensor,
-    gamma: float | torch.Tensor,
-) -> torch.Tensor:
-    """Double DQN: the online network picks the next action, the target network values it.
-
-    Actions are the last dimension, so a population's (members, batch, actions) values work as a lone
-    trainer's (batch, actions), with `gamma` of shape (members, 1).
-    """
+def td_target(reward, q_next_online, q_next_target, gamma) -> torch.Tensor:
+    """Double DQN: the online network picks the next action, the target network values it (actions last)."""
     best = q_next_online.argmax(dim=-1, keepdim=True)
     return reward + gamma * q_next_target.gather(-1, best).squeeze(-1)
 
 
 def huber_loss(q: torch.Tensor, y: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
-    """Mean Huber (smooth L1) loss over the batch (the last dimension) with a knee at `delta`.
-
-    `delta` may be a device value; for a population's (members, batch) it is (members, 1) and the
-    result is one loss per member.
-    """
+    """Mean Huber (smooth L1) loss over the batch (the last dimension) with a knee at `delta`."""
     diff = q - y
     size = diff.abs()
     return torch.where(size < delta, 0.5 * diff * diff / delta, size - 0.5 * delta).mean(dim=-1)
 
 
-@torch.no_grad()
-def clip_grad_norm(grads: list[torch.Tensor], max_norm: torch.Tensor) -> None:
-    """Scale the gradients down so their global L2 norm is at most `max_norm` (a device value)."""
-    total = torch.nn.utils.get_total_norm(grads, foreach=True)
-    # reciprocal × max_norm, as torch's own clip computes `float / tensor`: same values bit for bit.
-    torch._foreach_mul_(grads, torch.clamp(torch.reciprocal(total + 1e-6) * max_norm, max=1.0))
+class DQNTrainer:
+    """Double DQN for P members over index ranges of device arrays; one instance serves every fold (and
+    every trial of its shape in a search).
 
-
-@torch.no_grad()
-def polyak_update(
-    target: list[torch.Tensor], online: list[torch.Tensor], tau: torch.Tensor | list[torch.Tensor]
-) -> None:
-    """target ← (1 − τ) · target + τ · online, in place, with τ a device value (or one per tensor)."""
-    # target + τ·(online − target) as one fused multiply-add, which rounds as torch's lerp does for
-    # τ < 0.5; foreach lerp takes τ only as a host number, and inductor does not fuse its tensor form.
-    taus = tau if isinstance(tau, list) else [tau] * len(target)
-    torch._foreach_addcmul_(target, torch._foreach_sub(online, target), taus)
-
-
-class DQNTrainer(FoldWindow, GreedyEvaluation):
-    """Double DQN over index ranges of device arrays; one instance serves every fold and trial of a run.
-
-    State that persists: the device data, the modules, the optimizer, the replay, the step (compiled
-    and captured once), the settings buffers. `set_fold_range`, `reset_for_fold` and `apply_settings`
-    refill them in place. Evaluation settings (`eval_cost`, `eval_spread`) are fixed for the trainer's
-    life and score validation and diagnostics; `eval_cost=None` scores at the training cost.
+    State that persists: the device data, the stacked weights, Adam's moments, the replay, the step
+    (compiled and captured once), the settings buffers; `set_fold_range`, `reset_for_fold` and
+    `apply_settings` refill them in place. `networks[i]` is member i's network (views of its slot).
+    Evaluation settings (`eval_cost`, `eval_spread`) are fixed for the trainer's life and score
+    validation and diagnostics; `eval_cost=None` scores at the member's training cost.
     """
 
     def __init__(
         self,
         data: DeviceData,
-        config: DQNConfig,
+        config: DQNConfig | Sequence[DQNConfig],
         *,
         max_train_rows: int,
         seed: int = 0,
@@ -122,66 +101,68 @@ class DQNTrainer(FoldWindow, GreedyEvaluation):
         eval_spread: float = 0.0,
         diagnostics: bool = True,
     ):
-        self.data, self.config, self.seed = data, config, seed
-        self.eval_cost, self.eval_spread, self.diagnostics = eval_cost, eval_spread, diagnostics
+        self.configs = [config] if isinstance(config, DQNConfig) else list(config)
+        check_population(self.configs)
+        self.size = len(self.configs)
+        self.data, self.seed, self.diagnostics = data, seed, diagnostics
+        self.eval_cost, self.eval_spread = eval_cost, eval_spread
         self.device = data.features.device
         self.cuda = self.device.type == "cuda"
         if self.cuda:
             torch.set_float32_matmul_precision("high")  # TF32: the net is small, the batch large
-        self._build_networks(data.features.shape[1])
+        self.fused_activation = self.cuda and self.config.fused_activation
+        self._build_weights(data.features.shape[1])
         self._build_buffers(data.features.shape[1], int(max_train_rows))
-        self.fold_range = None
-        self.history = FoldHistory()
+        self.networks = [member_network(self.params, i, self.config.hidden) for i in range(self.size)]
+        self.histories = [FoldHistory() for _ in range(self.size)]
+        self.failures: list[TrainingDiverged | None] = [None] * self.size  # the guard stopped member i
         self.steps_done = 0
         parts = StepParts(
             draw=self.draw_batch, loss=self.td_loss, update=self.update, zero_grad=self.zero_grad
         )
         self.step = TrainStep(
-            parts, device=self.device, steps_per_graph=config.steps_per_graph, compile=config.compile
+            parts,
+            device=self.device,
+            steps_per_graph=self.config.steps_per_graph,
+            compile=self.config.compile,
         )
         if self.cuda:  # load every kernel a fold launches now, not in the first fold's transition
-            warm_up(self, int(max_train_rows))
+            self.warm_up(int(max_train_rows))
         self.reset_for_fold(0)
 
-    def _build_networks(self, n_features: int) -> None:
-        """Online and target networks, the optimizer, the settings buffers and the generators."""
-        dev, config = self.device, self.config
-        self.online = build_qnet(n_features, config.hidden).to(dev)
-        self.target = build_qnet(n_features, config.hidden).to(dev)
-        self.target.requires_grad_(False)
-        # On CUDA the two networks can share stacked weight buffers, evaluated on the next state as
-        # one batched product per layer; before the optimizer exists, which then holds the views.
-        self.pairs = (
-            pair_networks(self.online, self.target) if self.cuda and config.paired_next_state else None
+    @property
+    def config(self) -> DQNConfig:
+        """Member 0's settings (the shape every member shares)."""
+        return self.configs[0]
+
+    def _build_weights(self, n_features: int) -> None:
+        """Stacked online and target weights (paired on CUDA), Adam's moments, settings, generators."""
+        dev, size = self.device, self.size
+        shapes = [
+            s for lin in linears(build_qnet(n_features, self.config.hidden)) for s in (lin.weight, lin.bias)
+        ]
+        paired = self.cuda and self.config.paired_next_state  # next state: one product for both networks
+        self.params, self.target_params, self.pairs = stacked_weights(
+            [s.shape for s in shapes], size, dev, paired
         )
-        self.fused_activation = self.cuda and config.fused_activation
-        self.settings = StepSettings.on(dev, config)
-        # On CUDA Adam reads the learning rate from the settings buffer (a tensor lr needs
-        # capturable=True); on CPU, where nothing is captured, the param group's float is updated.
-        lr = self.settings.lr if self.cuda else config.lr
-        self.optimizer = torch.optim.Adam(self.online.parameters(), lr=lr, capturable=self.cuda, foreach=True)
+        self.exp_avg = [torch.zeros_like(p, requires_grad=False) for p in self.params]
+        self.exp_avg_sq = [torch.zeros_like(p, requires_grad=False) for p in self.params]
+        self.adam_step = torch.zeros((), device=dev)
+        self.settings = StepSettings.stacked(dev, self.configs)
         self.init_generator = torch.Generator(device=dev)
-        # On CPU a private generator keeps runs reproducible; on CUDA the default generator is
-        # the one whose philox offsets CUDA graph replays advance.
-        self.generator = None if self.cuda else torch.Generator()
+        # On the CPU one private generator per member; on CUDA the default generator, whose philox
+        # offsets CUDA graph replays advance.
+        self.generators = None if self.cuda else [torch.Generator() for _ in range(size)]
 
     def _build_buffers(self, n_features: int, capacity: int) -> None:
         """Fixed device buffers the captured step reads: norm stats, fold scalars, replay, accumulators."""
-        dev = self.device
-        self.mean = torch.zeros(n_features, device=dev)
-        self.std = torch.ones(n_features, device=dev)
-        self.train_start = torch.zeros((), dtype=torch.long, device=dev)
-        self.n_valid = torch.ones((), dtype=torch.long, device=dev)
-        # Replay: one transition per training bar, sized once for the largest fold.
-        self.capacity = capacity
-        self.replay_position = torch.zeros(capacity, device=dev)
-        self.replay_action = torch.full((capacity,), FLAT, dtype=torch.long, device=dev)
-        self.replay_reward = torch.zeros(capacity, device=dev)
-        # The batch's uniforms and the epoch's accumulators (read once per epoch, one host sync).
-        self._u = torch.zeros(self.config.batch_size, device=dev)
-        self.loss_sum = torch.zeros((), device=dev)
-        self.q_abs_sum = torch.zeros((), device=dev)
-        self.q_absmax = torch.zeros((), device=dev)
+        dev, size = self.device, self.size
+        self.window = FoldWindow(self.data, capacity)  # the fold's range and norm stats, in fixed buffers
+        self.replay = Replay(size, capacity, dev)  # one transition per training bar, per member
+        self._u = torch.zeros(size, self.config.batch_size, device=dev)  # the batch's uniforms
+        self.loss_sum = torch.zeros(size, device=dev)  # the epoch's accumulators, read once per epoch
+        self.q_abs_sum = torch.zeros(size, device=dev)
+        self.q_absmax = torch.zeros(size, device=dev)
 
     @property
     def graph_captures(self) -> int:
@@ -193,181 +174,225 @@ class DQNTrainer(FoldWindow, GreedyEvaluation):
         """Times the step was wrapped by torch.compile (1 on CUDA with `compile`, else 0)."""
         return self.step.compiles
 
-    def apply_settings(self, config: DQNConfig) -> None:
-        """Switch to `config`'s shape-free settings in place: no new module, capture or compile.
+    def apply_settings(self, config: DQNConfig | Sequence[DQNConfig]) -> None:
+        """Switch the members to new shape-free settings in place: no new module, capture or compile.
 
-        A setting that changes shapes or the step's code (see SHAPE_FIELDS) is a ValueError naming
-        it: that needs a new trainer. Takes effect from the next collection or step.
+        A setting every member must share (POPULATION_SHARED) that differs is a ValueError naming it:
+        that needs a new trainer. Takes effect from the next collection or step.
         """
-        check_shape_free(self.config, config)
-        self.config = config
-        self.settings.fill_(config)
-        if not self.cuda:
-            for group in self.optimizer.param_groups:
-                group["lr"] = config.lr
+        configs = [config] if isinstance(config, DQNConfig) else list(config)
+        if len(configs) != self.size:
+            raise ValueError(f"{len(configs)} settings for a population of {self.size}")
+        check_population([self.config, *configs])
+        self.configs = configs
+        self.settings.fill_(configs)
 
-    # ---- fold lifecycle -------------------------------------------------------------------
+    # ---- the fold (its range and norm stats: device_data.FoldWindow) --------------------------------
     @torch.no_grad()
     def reset_for_fold(self, fold: int) -> None:
-        """Forget everything learnt, in place: weights, target, Adam moments and step, replay, counters."""
+        """Every member forgets, in place: weights, target, Adam, replay, counters, generators."""
         seed = fold_seed(self.seed, fold)
-        # Drawn on the device, in place: no host-to-device copy, and the graph's pointers stay valid.
-        init = self.init_generator.manual_seed(seed)
-        for layer in self.online:
-            if isinstance(layer, nn.Linear):
-                bound = 1.0 / math.sqrt(layer.in_features)
-                layer.weight.uniform_(-bound, bound, generator=init)
-                layer.bias.uniform_(-bound, bound, generator=init)
-        for t, o in zip(self.target.parameters(), self.online.parameters(), strict=True):
+        init_members(self.params, self.init_generator, seed)
+        for t, o in zip(self.target_params, self.params, strict=True):
             t.copy_(o)
-        for p in self.online.parameters():
-            if p.grad is not None:
-                p.grad.zero_()
-            for value in self.optimizer.state.get(p, {}).values():
-                if torch.is_tensor(value):
-                    value.zero_()
-        self.replay_position.zero_()
-        self.replay_action.fill_(FLAT)
-        self.replay_reward.zero_()
+        for p in self.params:
+            p.grad = None
+        for moment in (*self.exp_avg, *self.exp_avg_sq, self.adam_step):
+            moment.zero_()
+        self.replay.clear()
         for accumulator in (self.loss_sum, self.q_abs_sum, self.q_absmax):
             accumulator.zero_()
-        self.history = FoldHistory()
+        self.histories = [FoldHistory() for _ in range(self.size)]
+        self.failures = [None] * self.size
         self.steps_done = 0
-        if self.cuda:
+        if self.generators is None:
             torch.cuda.manual_seed(seed)
         else:
-            self.generator.manual_seed(seed)
+            for generator in self.generators:
+                generator.manual_seed(seed)
 
-    # ---- collection: one epsilon-greedy transition per training bar ---------------------------------
-    @torch.no_grad()
-    def collect(self, epsilon: float) -> int:
-        """Fill the replay with one epsilon-greedy transition per training bar of the fold."""
-        fr = self.fold_range
-        n = fr.train_rows - 1
-        chunk = chunk_rows(self.device)
-        for lo in range(0, n, chunk):
-            hi = min(lo + chunk, n)
-            rows = slice(fr.train_start + lo, fr.train_start + hi)
-            incoming = torch.randint(0, N_ACTIONS, (hi - lo,), device=self.device, generator=self.generator)
-            position = (incoming - 1).to(torch.float32)
-            state = policy_state(self.data.features[rows], position, self.mean, self.std)
-            greedy = inference_q(self.online, state, self.fused_activation).argmax(dim=1)
-            explore = torch.rand(hi - lo, device=self.device, generator=self.generator) < epsilon
-            random_action = torch.randint(
-                0, N_ACTIONS, (hi - lo,), device=self.device, generator=self.generator
-            )
-            action = torch.where(explore, random_action, greedy)
-            self.replay_position[lo:hi] = position
-            self.replay_action[lo:hi] = action
-            self.replay_reward[lo:hi] = transition_reward(
-                position,
-                (action - 1).to(torch.float32),
-                self.data.targets[rows, 0],
-                self.settings.cost,
-                self.settings.reward_scale,
-            )
-        return n
+    # ---- collection: one epsilon-greedy transition per training bar, per member (replay.py) ----------
+    def collect(self, epsilon: float | Sequence[float]) -> int:
+        """Fill every member's replay with one epsilon-greedy transition per training bar of the fold."""
+        eps = [float(epsilon)] * self.size if isinstance(epsilon, (int, float)) else list(epsilon)
+        return self.replay.collect(
+            self.networks, self.window, self.settings, self.generators, eps, self.fused_activation
+        )
 
-    # ---- the learning step (plain: step.py compiles and captures it) -------------------------------------
+    # ---- the learning step (plain: step.py compiles and captures it) ---------------------------------
     def draw_batch(self) -> torch.Tensor:
-        """The batch's random draw: one uniform per sample, picking its replay index."""
-        return self._u.uniform_(0.0, 1.0, generator=self.generator)
+        """The batch's random draw: one uniform per sample and member, picking its replay index."""
+        if self.generators is None:
+            return self._u.uniform_(0.0, 1.0)
+        for row, generator in zip(self._u, self.generators, strict=True):
+            row.uniform_(0.0, 1.0, generator=generator)
+        return self._u
 
     def q_and_target(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """For the transitions drawn by `u`: Q of the action taken, its TD target, and all Q of the states."""
-        batch = u.shape[0]
-        idx = torch.minimum((u * self.n_valid).long(), self.n_valid - 1)
-        rows = idx + self.train_start
-        action = self.replay_action[idx]
+        """Per member, for the transitions drawn by `u` (P, batch): Q taken, TD target, all Q of the states."""
+        batch = u.shape[1]
+        idx = torch.minimum((u * self.window.n_valid).long(), self.window.n_valid - 1)
+        rows = idx + self.window.train_start
+        action = self.replay.action.gather(1, idx)
         # State and next state in one gather: rows t and t + 1; the next position is the action taken.
-        position = torch.cat([self.replay_position[idx], (action - 1).to(self.replay_position.dtype)])
-        states = policy_state(self.data.features[torch.cat([rows, rows + 1])], position, self.mean, self.std)
-        state, next_state = states[:batch], states[batch:]
+        position = torch.cat(
+            [self.replay.position.gather(1, idx), (action - 1).to(self.replay.position.dtype)], dim=1
+        )
+        states = policy_state(
+            self.data.features[torch.cat([rows, rows + 1], dim=1)],
+            position,
+            self.window.mean,
+            self.window.std,
+        )
+        state, next_state = states[:, :batch], states[:, batch:]
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cuda and self.config.bf16):
-            q_all = self.online(state).float()
+            q_all = stacked_q(self.params, state).float()
             with torch.no_grad():
                 if self.pairs is None:
-                    q_next_online, q_next_target = self.online(next_state), self.target(next_state)
+                    q_next_online = stacked_q(self.params, next_state)
+                    q_next_target = stacked_q(self.target_params, next_state)
                 else:
                     q_next_online, q_next_target = paired_q(self.pairs, next_state)
                 q_next_target = q_next_target.float()
-        q = q_all.gather(1, action.unsqueeze(1)).squeeze(1)
-        return q, td_target(self.replay_reward[idx], q_next_online, q_next_target, self.settings.gamma), q_all
+        q = q_all.gather(2, action.unsqueeze(2)).squeeze(2)
+        reward = self.replay.reward.gather(1, idx)
+        return q, td_target(reward, q_next_online, q_next_target, self.settings.gamma.unsqueeze(1)), q_all
 
     def td_loss(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Double-DQN Huber loss on the batch drawn by `u`, and the batch's mean and max |Q|."""
+        """The members' Huber losses summed (their gradients stay apart), and (3, P) loss, mean and max |Q|."""
         q, y, q_all = self.q_and_target(u)
+        losses = huber_loss(q, y, self.settings.huber_delta.unsqueeze(1))
         q_abs = q_all.detach().abs()
-        return huber_loss(q, y, self.settings.huber_delta), torch.stack([q_abs.mean(), q_abs.max()])
+        return losses.sum(), torch.stack([losses.detach(), q_abs.mean(dim=(1, 2)), q_abs.amax(dim=(1, 2))])
 
     def zero_grad(self) -> None:
-        # None, not zeros: backward then writes each gradient instead of adding to zeros (one
-        # kernel less per weight); under capture the new gradients live in the graph's own pool.
-        self.optimizer.zero_grad(set_to_none=True)
+        # None, not zeros: backward then writes each gradient instead of adding to zeros (one kernel
+        # less per weight); under capture the new gradients live in the graph's own pool.
+        for p in self.params:
+            p.grad = None
 
-    def update(self, loss: torch.Tensor, q_stats: torch.Tensor) -> None:
-        """After backward: clip, L2 weight decay, Adam, Polyak step of the target, epoch accumulators."""
+    def update(self, loss: torch.Tensor, stats: torch.Tensor) -> None:
+        """After backward, per member: clip, L2 weight decay, Adam, Polyak step of the target, accumulators."""
         s = self.settings
-        params = list(self.online.parameters())
-        grads = [p.grad for p in params]
-        clip_grad_norm(grads, s.grad_clip)
+        grads = [p.grad for p in self.params]
+        if self.cuda:  # stacked, with the settings on the device: compiled and captured once
+            clip_grad_norm_per_member(grads, s.grad_clip)
+            with torch.no_grad():
+                torch._foreach_addcmul_(
+                    grads, self.params, [per_member(s.weight_decay, p) for p in self.params]
+                )
+            adam_update(self.params, grads, self.exp_avg, self.exp_avg_sq, self.adam_step, s.lr)
+        else:  # member by member, torch.optim.Adam's own arithmetic (stacked.py says why)
+            self.adam_step.add_(1)
+            step = int(self.adam_step.item())
+            for i, config in enumerate(self.configs):
+                exact_member_update(
+                    self.params, grads, self.exp_avg, self.exp_avg_sq, step, i, config.lr,
+                    s.grad_clip[i], s.weight_decay[i],
+                )  # fmt: skip
         with torch.no_grad():
-            # Adam's own L2 term (grad + decay × weight, rounded as Adam rounds it), decay from the device.
-            torch._foreach_addcmul_(grads, params, [s.weight_decay] * len(params))
-        self.optimizer.step()
-        with torch.no_grad():
-            polyak_update(list(self.target.parameters()), params, s.tau)
-            self.loss_sum.add_(loss)
-            self.q_abs_sum.add_(q_stats[0])
-            torch.maximum(self.q_absmax, q_stats[1], out=self.q_absmax)
+            polyak_update(self.target_params, self.params, [per_member(s.tau, p) for p in self.params])
+            self.loss_sum.add_(stats[0])
+            self.q_abs_sum.add_(stats[1])
+            torch.maximum(self.q_absmax, stats[2], out=self.q_absmax)
 
-    # ---- training epochs -----------------------------------------------------------------------------
-    def epsilon(self, epoch: int, epochs: int) -> float:
-        """Exploration rate of the epoch's collection (see `epsilon_schedule`)."""
-        return epsilon_schedule(epoch, epochs, self.config)
-
-    def train_epoch(self, epoch: int, epochs: int) -> dict:
-        """Collect, run the epoch's gradient steps, read loss and |Q| once; then the policy diagnostics."""
+    # ---- training epochs --------------------------------------------------------------------------------
+    def train_epoch(self, epoch: int, epochs: int, active: Sequence[int] | None = None) -> list[dict | None]:
+        """Collect, run the epoch's steps, read the accumulators once; per member its figures, or None for a
+        member outside `active` (default: all) or one whose guard stopped it (`failures[i]` says why)."""
         t0 = time.perf_counter()
-        eps = self.epsilon(epoch, epochs)
+        eps = [epsilon_schedule(epoch, epochs, c) for c in self.configs]
         self.collect(eps)
         synchronize(self.device)
         t1 = time.perf_counter()
         for accumulator in (self.loss_sum, self.q_abs_sum, self.q_absmax):
             accumulator.zero_()
-        replays = math.ceil(self.steps_per_epoch() / self.config.steps_per_graph)
+        replays = math.ceil(self.window.steps_per_epoch(self.config) / self.config.steps_per_graph)
         for _ in range(replays):
             self.step.run()
         done = replays * self.config.steps_per_graph
-        loss_sum, q_sum, q_max = torch.stack(
+        loss_sums, q_sums, q_maxes = torch.stack(
             [self.loss_sum, self.q_abs_sum, self.q_absmax]
         ).tolist()  # one sync
-        loss, q_mean = loss_sum / done, q_sum / done
         t2 = time.perf_counter()
-        check_divergence(self.fold_range.fold, epoch, loss, q_max, self.config.q_limit)
-        self.history.record_epoch(t1 - t0, t2 - t1, loss, q_mean, q_max)
         self.steps_done += done
-        stats = {
-            "epoch": epoch,
-            "loss": loss,
-            "epsilon": eps,
-            "steps": done,
-            "seconds": t2 - t0,
-            "samples_per_second": done * self.config.batch_size / max(t2 - t1, 1e-9),
-            "q_mean": q_mean,
-            "q_max": q_max,
-        }
-        if self.diagnostics:
-            started = time.perf_counter()
-            stats.update(record_diagnostics(self.history, self.epoch_diagnostics(), started))
-        return stats
+        members = range(self.size) if active is None else active
+        figures: list[dict | None] = [None] * self.size
+        for i in members:
+            if self.failures[i] is not None:
+                continue
+            loss, q_mean, q_max = loss_sums[i] / done, q_sums[i] / done, q_maxes[i]
+            try:
+                check_divergence(self.window.fold.fold, epoch, loss, q_max, self.configs[i].q_limit)
+            except TrainingDiverged as diverged:
+                self.failures[i] = diverged
+                continue
+            self.histories[i].record_epoch(t1 - t0, t2 - t1, loss, q_mean, q_max)
+            figures[i] = {
+                "epoch": epoch,
+                "loss": loss,
+                "epsilon": eps[i],
+                "steps": done,
+                "seconds": t2 - t0,
+                # Each member's own samples over the shared step time: a population's total is the sum.
+                "samples_per_second": done * self.config.batch_size / max(t2 - t1, 1e-9),
+                "q_mean": q_mean,
+                "q_max": q_max,
+            }
+            if self.diagnostics:
+                started = time.perf_counter()
+                figures[i].update(record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started))
+        return figures
 
-    def epoch_diagnostics(self) -> dict[str, torch.Tensor]:
-        """The greedy policy now: validation action shares and Sharpe, in-sample Sharpe, feature agreement."""
-        return greedy_diagnostics(
-            self.online, self.data, self.mean, self.std, self.fold_range, self.evaluation_cost()
+    def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
+        """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""
+        net, window = self.networks[member], self.window
+        cost = self.evaluation_cost(member=member)
+        return greedy_diagnostics(net, self.data, window.mean, window.std, window.fold, cost)
+
+    @torch.no_grad()
+    def warm_up(self, max_train_rows: int) -> None:
+        """A fold's transition, collection and evaluation once at build, on a range shaped like the largest
+        fold, then undone: CUDA loads each kernel and cuBLAS picks each shape's kernels on first use, which
+        the first fold paid before (≈35 ms against ≈1 ms). `reset_for_fold` then resets the rest."""
+        fold_range = warm_up_range(self.data.features.shape[0], max_train_rows)
+        if fold_range is None:
+            return
+        self.window.set_fold_range(fold_range)
+        self.window.compute_norm_stats()
+        self.collect(0.5)
+        self.epoch_diagnostics()
+        self.validate()
+        synchronize(self.device)
+        self.window.clear()
+
+    # ---- a member's greedy policy, scored; its weights ------------------------------------------------
+    def evaluation_cost(self, *, member: int = 0) -> float:
+        """Cost per unit of position change that scores member `member`: the trainer's evaluation settings
+        (its training cost when `eval_cost` is None)."""
+        cost = self.configs[member].cost if self.eval_cost is None else self.eval_cost
+        return trading_cost(cost, self.eval_spread)
+
+    def greedy_positions(
+        self, start: int | None = None, end: int | None = None, *, member: int = 0
+    ) -> torch.Tensor:
+        """Positions (−1, 0, 1) of member `member`'s exact greedy policy over [start, end) (default: the
+        fold's validation), entered from flat."""
+        start, end = (
+            (self.window.fold.val_start if start is None else start),
+            (self.window.fold.val_end if end is None else end),
+        )
+        return greedy_rollout(
+            self.networks[member], self.data.features[start:end], self.window.mean, self.window.std
         )
 
-    def state_dict_cpu(self) -> dict:
-        """The online network's weights, on the CPU, for `torch.load(weights_only=True)`."""
-        return {k: v.detach().cpu() for k, v in self.online.state_dict().items()}
+    def validate(self, *, member: int = 0) -> dict:
+        """Member `member`'s greedy policy over the fold's validation, beside buy-and-hold and flat."""
+        positions = self.greedy_positions(member=member)
+        return score_positions(
+            self.data, positions, self.window.fold.val_start, self.evaluation_cost(member=member)
+        )
+
+    def state_dict_cpu(self, member: int = 0) -> dict:
+        """Member `member`'s online weights on the CPU, keyed as `build_qnet`'s (`torch.load`-able alone)."""
+        return {k: v.detach().cpu().clone() for k, v in self.networks[member].state_dict().items()}

@@ -1,19 +1,12 @@
-"""The Q-network, and two ways to run it with fewer kernels on CUDA.
+"""The Q-network, a member's network over its slot of the stacked weights, and the fused evaluation.
 
-`build_qnet` is the network every fold trains: features + position → Q per action. On CUDA two
-evaluations run with fewer, larger kernels, without changing what is computed:
-
-- *Paired next-state values.* Double DQN evaluates the online and the target network on the same
-  next states every step. `pair_networks` moves both networks' weights into one stacked buffer per
-  layer (online in slot 0, target in slot 1; the modules' parameters become views of it, so the
-  optimizer, the Polyak step and resets update it in place). `paired_q` then runs both networks
-  as one matrix product for the first layer and one batched product for each of the others: three
-  products and two activations instead of six and four, all on contiguous memory.
-- *Fused activations.* `inference_q` runs the hidden layers as matrix products whose epilogue adds
-  the bias and applies ReLU (cuBLASLt), so collection's forward passes over millions of rows do not
-  write and read every hidden activation a second time for the ReLU.
-
-Both are the same arithmetic as the modules' own forward; float results agree within rounding.
+`build_qnet` is the network every fold trains: features + position → Q per action. The trainer
+holds P members' weights stacked (stacked.py); `member_network` is one member's `nn.Sequential`
+whose parameters are views of its slot, which collection, evaluation and checkpoints read like any
+network. On CUDA `inference_q` runs the hidden layers as matrix products whose epilogue adds the
+bias and applies ReLU (cuBLASLt, "fused activation"), so collection's forward passes over millions
+of rows do not write and read every hidden activation a second time for the ReLU; the paired
+next-state product of the online and target networks is `stacked.paired_q`.
 """
 
 from __future__ import annotations
@@ -40,38 +33,15 @@ def linears(net: nn.Sequential) -> list[nn.Linear]:
     return [m for m in net if isinstance(m, nn.Linear)]
 
 
-PairedLayer = tuple[torch.Tensor, torch.Tensor]  # weights (2, out, in), biases (2, out): online, target
-
-
-@torch.no_grad()
-def pair_networks(online: nn.Sequential, target: nn.Sequential) -> list[PairedLayer]:
-    """Re-home both networks' weights into one stacked buffer per layer; returns the buffers.
-
-    Call before an optimizer holds the parameters: each parameter is replaced by a view of its
-    slot (same values, same shape, same requires_grad), so every in-place update of a module's
-    parameters is an update of the stacked buffer that `paired_q` reads.
-    """
-    pairs = []
-    for on, tg in zip(linears(online), linears(target), strict=True):
-        weights = torch.stack([on.weight, tg.weight])
-        biases = torch.stack([on.bias, tg.bias])
-        for slot, layer in enumerate((on, tg)):
-            layer.weight = nn.Parameter(weights[slot], requires_grad=layer.weight.requires_grad)
-            layer.bias = nn.Parameter(biases[slot], requires_grad=layer.bias.requires_grad)
-        pairs.append((weights, biases))
-    return pairs
-
-
-def paired_q(pairs: list[PairedLayer], state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Q of the online and of the target network on the same states, as (online, target)."""
-    (w1, b1), (w2, b2), (w3, b3) = pairs
-    # Transposed throughout, (slot, unit, row): every product reads and writes contiguous memory, the
-    # first layer is one product for both networks ((2·hidden, in) @ (in, rows)), and the last layer
-    # writes 3 long rows instead of rows of 3.
-    h = (torch.matmul(w1, state.t()) + b1.unsqueeze(-1)).relu()  # (2, hidden, rows)
-    h = torch.baddbmm(b2.unsqueeze(-1), w2, h).relu()
-    q = torch.baddbmm(b3.unsqueeze(-1), w3, h)  # (2, actions, rows)
-    return q[0].t(), q[1].t()
+def member_network(params: list[torch.Tensor], member: int, hidden: int) -> nn.Sequential:
+    """Member `member`'s network over views of its slot of the stacked (P, ...) `params` (no copy)."""
+    w1 = params[0]
+    net = build_qnet(w1.shape[2] - 1, hidden).to(w1.device)
+    net.requires_grad_(False)
+    for layer, weight, bias in zip(linears(net), params[0::2], params[1::2], strict=True):
+        layer.weight = nn.Parameter(weight.detach()[member], requires_grad=False)
+        layer.bias = nn.Parameter(bias.detach()[member], requires_grad=False)
+    return net
 
 
 def inference_q(net: nn.Sequential, state: torch.Tensor, fused: bool) -> torch.Tensor:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from foxhunt.config import NS_PER_YEAR, trading_cost
+from foxhunt.config import NS_PER_YEAR
 from foxhunt.train.device_data import chunk_rows
 
 N_ACTIONS = 3
@@ -52,6 +52,14 @@ def greedy_maps(
             position = torch.full((hi - lo,), float(p - 1), device=features.device)
             maps[lo:hi, p] = qnet(policy_state(rows, position, mean, std)).argmax(dim=1)
     return maps
+
+
+def greedy_rollout(
+    net: nn.Module, features: torch.Tensor, mean: torch.Tensor, std: torch.Tensor
+) -> torch.Tensor:
+    """Positions (−1, 0, 1) of `net`'s exact greedy policy over `features`' bars, entered from flat."""
+    maps = greedy_maps(net, features, mean, std, chunk_rows(features.device))
+    return (rollout_positions(maps, FLAT) - 1).to(torch.float32)
 
 
 def rollout_positions(maps: torch.Tensor, start_index: int) -> torch.Tensor:
@@ -141,70 +149,14 @@ def policy_metrics(positions: torch.Tensor, returns: torch.Tensor, cost: float, 
     return dict(zip(METRIC_NAMES, values, strict=True))
 
 
-class GreedyEvaluation:
-    """The trainer's evaluation methods: its online network's greedy policy, scored on its device data.
-
-    A base of `DQNTrainer`, kept here so the algorithm's module holds only the algorithm. It reads the
-    trainer's `online`, `data`, `mean`, `std`, `fold_range`, `device`, `config.cost`, and the
-    evaluation settings `eval_cost` (None: the training cost) and `eval_spread`.
-    """
-
-    def evaluation_cost(self, cost: float | None = None, spread: float | None = None) -> float:
-        """Cost per unit of position change that scores a policy: the given or the trainer's eval settings."""
-        cost = (self.config.cost if self.eval_cost is None else self.eval_cost) if cost is None else cost
-        return trading_cost(cost, self.eval_spread if spread is None else spread)
-
-    def greedy_maps(self, start: int, end: int) -> torch.Tensor:
-        """Per bar of [start, end), the greedy next-position index for each incoming position index."""
-        return greedy_maps(
-            self.online, self.data.features[start:end], self.mean, self.std, chunk_rows(self.device)
-        )
-
-    def greedy_positions(self, start: int | None = None, end: int | None = None) -> torch.Tensor:
-        """Positions (−1, 0, 1) of the exact greedy policy over [start, end), entered from flat."""
-        start = self.fold_range.val_start if start is None else start
-        end = self.fold_range.val_end if end is None else end
-        return (rollout_positions(self.greedy_maps(start, end), FLAT) - 1).to(torch.float32)
-
-    @torch.no_grad()
-    def evaluate(
-        self,
-        positions: torch.Tensor,
-        start: int | None = None,
-        *,
-        cost: float | None = None,
-        spread: float | None = None,
-    ) -> dict:
-        """Metrics of `positions` held from bar `start` on (default: validation start), beside buy-and-hold
-        and flat, net of the evaluation cost (default: the trainer's evaluation settings)."""
-        start = self.fold_range.val_start if start is None else start
-        returns = self.data.targets[start : start + positions.numel(), 0]
-        periods = periods_per_year(self.data.timestamp[start : start + positions.numel()])
-        per_unit = self.evaluation_cost(cost, spread)
-        return {
-            **policy_metrics(positions, returns, per_unit, periods),
-            "buy_and_hold": policy_metrics(torch.ones_like(returns), returns, per_unit, periods),
-            "flat": policy_metrics(torch.zeros_like(returns), returns, per_unit, periods),
-            "periods_per_year": periods,
-        }
-
-    def validate(self, start: int | None = None, end: int | None = None) -> dict:
-        """The exact greedy policy with position state and costs over [start, end) (default: validation)."""
-        start = self.fold_range.val_start if start is None else start
-        return self.evaluate(self.greedy_positions(start, end), start)
-
-    @torch.no_grad()
-    def equity_curve(
-        self,
-        positions: torch.Tensor,
-        start: int,
-        points: int = 1000,
-        *,
-        cost: float | None = None,
-        spread: float | None = None,
-    ) -> np.ndarray:
-        """Cumulative net log return of `positions` held from bar `start`, thinned to ≤ `points` values."""
-        returns = self.data.targets[start : start + positions.numel(), 0]
-        curve = torch.cumsum(policy_pnl(positions, returns, self.evaluation_cost(cost, spread)).double(), 0)
-        step = max(1, curve.numel() // points)
-        return curve[::step].cpu().numpy()
+@torch.no_grad()
+def score_positions(data, positions: torch.Tensor, start: int, cost_per_unit: float) -> dict:
+    """Metrics of `positions` held from bar `start` on, beside buy-and-hold and flat, net of `cost_per_unit`."""
+    returns = data.targets[start : start + positions.numel(), 0]
+    periods = periods_per_year(data.timestamp[start : start + positions.numel()])
+    return {
+        **policy_metrics(positions, returns, cost_per_unit, periods),
+        "buy_and_hold": policy_metrics(torch.ones_like(returns), returns, cost_per_unit, periods),
+        "flat": policy_metrics(torch.zeros_like(returns), returns, cost_per_unit, periods),
+        "periods_per_year": periods,
+    }

@@ -8,7 +8,8 @@ and one compile serve every trial whose settings keep the step's shapes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Sequence
+from dataclasses import dataclass, fields, replace
 
 import torch
 
@@ -83,3 +84,28 @@ def check_shape_free(old: DQNConfig, new: DQNConfig) -> None:
                 f"{name}: {before!r} → {after!r} changes the training step's shapes or code; "
                 "build a new trainer for it"
             )
+
+
+# Settings every member of a population shares: the step's shapes and code, and its step count.
+POPULATION_SHARED = (*SHAPE_FIELDS, "steps_per_epoch")
+
+
+def check_population(configs: Sequence[DQNConfig]) -> None:
+    """ValueError naming the first setting that members of one population do not share."""
+    if not configs:
+        raise ValueError("a population needs at least one member")
+    first = configs[0]
+    for i, config in enumerate(configs[1:], start=1):
+        for name in POPULATION_SHARED:
+            if getattr(config, name) != getattr(first, name):
+                raise ValueError(
+                    f"member {i}: {name} {getattr(config, name)!r} differs from member 0's "
+                    f"{getattr(first, name)!r}; a population shares {', '.join(POPULATION_SHARED)}"
+                )
+
+
+def padded(configs: Sequence[DQNConfig], size: int) -> list[DQNConfig]:
+    """`configs` padded to `size` members with copies of the last one (a partial population's idle members)."""
+    if not configs:
+        raise ValueError("no settings to train")
+    return [*configs, *[replace(configs[-1]) for _ in range(size - len(configs))]]

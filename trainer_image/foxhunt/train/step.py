@@ -18,10 +18,13 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from foxhunt.data.folds import FoldRange
+
 # Dynamo guards a compiled function on the trainer's modules and optimizer by identity, so each new
 # trainer compiles its step again; past dynamo's default of 8 compiles per function (a test run, or
 # trials over several shapes in one process) it would silently run the step uncompiled.
 RECOMPILE_LIMIT = 256
+WARM_VAL_ROWS = 4096  # validation rows of the warm-up range: the kernels, not the size, matter there
 
 
 @dataclass(frozen=True)
@@ -97,3 +100,12 @@ class TrainStep:
                 self.eager_steps()
         else:
             self.eager_steps()
+
+
+def warm_up_range(rows: int, max_train_rows: int) -> FoldRange | None:
+    """A fold over the data shaped like the run's largest (training rows first), or None when too small."""
+    val_rows = min(WARM_VAL_ROWS, rows // 4)
+    train_end = min(max_train_rows, rows - val_rows)
+    if val_rows < 2 or train_end < 2:
+        return None
+    return FoldRange(-1, 0, train_end, train_end, train_end + val_rows, 0.0)

@@ -1,0 +1,86 @@
+"""The replay of P members: one transition per training bar of the fold, per member, refilled each epoch.
+
+Because a position never moves the market, every training bar yields a transition, and collection is
+one batched forward pass over the fold's rows; the incoming position is drawn uniformly ("exploring
+starts"), so the replay covers every (bar, position) pair the greedy policy can reach. Fixed buffers,
+sized once for the largest fold, which the captured step reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from foxhunt.train.device_data import FoldWindow, chunk_rows
+from foxhunt.train.networks import inference_q
+from foxhunt.train.policy import FLAT, policy_state
+from foxhunt.train.settings import StepSettings
+from foxhunt.train.stacked import member_draws
+
+
+def transition_reward(position, new_position, next_return, cost, scale) -> torch.Tensor:
+    """(new position × the bar's forward return − cost × |position change|) × reward scale."""
+    return (new_position * next_return - cost * (new_position - position).abs()) * scale
+
+
+class Replay:
+    """Per member: the incoming position, the action taken and its reward, at each training bar."""
+
+    def __init__(self, size: int, capacity: int, device: torch.device) -> None:
+        self.capacity = capacity
+        self.position = torch.zeros(size, capacity, device=device)
+        self.action = torch.full((size, capacity), FLAT, dtype=torch.long, device=device)
+        self.reward = torch.zeros(size, capacity, device=device)
+        self.epsilon = torch.zeros(size, device=device)
+
+    def clear(self) -> None:
+        """Forget every transition (a new fold)."""
+        self.position.zero_()
+        self.action.fill_(FLAT)
+        self.reward.zero_()
+
+    @torch.no_grad()
+    def collect(
+        self,
+        networks: Sequence[nn.Module],
+        window: FoldWindow,
+        settings: StepSettings,
+        generators: list[torch.Generator] | None,
+        epsilon: Sequence[float],
+        fused: bool,
+    ) -> int:
+        """One epsilon-greedy transition per training bar of `window`'s fold, for member i with `networks[i]`
+        and exploration rate `epsilon[i]`; returns the transitions per member."""
+        self.epsilon.copy_(torch.tensor(list(epsilon), dtype=torch.float32))
+        fr, data = window.fold, window.data
+        n, size, device = fr.train_rows - 1, len(networks), self.position.device
+        chunk = chunk_rows(device)
+        for lo in range(0, n, chunk):
+            hi = min(lo + chunk, n)
+            rows = slice(fr.train_start + lo, fr.train_start + hi)
+            incoming, explore_u, random_action = member_draws(generators, size, hi - lo, device)
+            position = (incoming - 1).to(torch.float32)
+            features = data.features[rows]
+            # Member by member: over a million rows the pass is bound by memory, and the fused products
+            # write each activation once; a batched product would write it twice for no fewer bytes.
+            greedy = torch.stack(
+                [
+                    inference_q(
+                        net, policy_state(features, position[i], window.mean, window.std), fused
+                    ).argmax(1)
+                    for i, net in enumerate(networks)
+                ]
+            )
+            action = torch.where(explore_u < self.epsilon.unsqueeze(1), random_action, greedy)
+            self.position[:, lo:hi] = position
+            self.action[:, lo:hi] = action
+            self.reward[:, lo:hi] = transition_reward(
+                position,
+                (action - 1).to(torch.float32),
+                data.targets[rows, 0],
+                settings.cost.unsqueeze(1),
+                settings.reward_scale.unsqueeze(1),
+            )
+        return n
