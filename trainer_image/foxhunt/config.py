@@ -203,6 +203,21 @@ PIPELINE_EPOCHS = 3
 PIPELINE_DQN = DQNConfig(batch_size=1024, lr=1e-3, cost=2e-4)
 SAMPLE_BARS = 200_000
 
+# ---- what the search and the workflows share (trials/ and foxhunt_workflows/ both read these) ------
+# Trials side by side: past 16 the members' collection activations (16 × 1M rows × hidden) crowd a GPU.
+MAX_POPULATION = 16
+# The default search space, in the file form `trials.space.parse_search_space` reads. Shape-free settings
+# only, so that one captured and compiled step serves every trial; add `batch_size` or `hidden` in a
+# file to search shapes (one build and capture per shape).
+DEFAULT_SEARCH_SPACE_SPEC: dict[str, dict] = {
+    "lr": {"type": "float", "low": 1e-5, "high": 1e-3, "log": True},
+    "gamma": {"type": "float", "low": 0.8, "high": 0.995, "log": False},
+    "tau": {"type": "float", "low": 1e-3, "high": 0.1, "log": True},
+    "eps_decay_fraction": {"type": "float", "low": 0.2, "high": 0.9, "log": False},
+    "huber_delta": {"type": "float", "low": 0.1, "high": 10.0, "log": True},
+    "weight_decay": {"type": "float", "low": 1e-7, "high": 1e-3, "log": True},
+}
+
 
 def run_id_problem(run_id: str) -> str | None:
     """Why `run_id` is not a safe label value and path component, or None when it is."""

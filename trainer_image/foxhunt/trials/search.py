@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from foxhunt.config import MAX_POPULATION
 from foxhunt.errors import UsageError
 
 # What a trial maximises, by `--objective` name; every one is read from the trial's evaluation at the
@@ -30,8 +31,6 @@ PRUNERS: dict[str, str] = {
 }
 DEFAULT_PRUNER = "median"
 WORKER_ENV = "FOXHUNT_TRIAL_WORKER"
-# Trials side by side: past 16 the members' collection activations (16 × 1M rows × hidden) crowd a GPU.
-MAX_POPULATION = 16
 # Optuna study names are free text; keep derived ones to what a label or a file name can hold.
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]+")
 

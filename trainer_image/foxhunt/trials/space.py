@@ -26,7 +26,14 @@ from typing import Any, get_type_hints
 
 import yaml
 
-from foxhunt.config import DQNConfig, EvalConfig, config_keys, expectation, override
+from foxhunt.config import (
+    DEFAULT_SEARCH_SPACE_SPEC,
+    DQNConfig,
+    EvalConfig,
+    config_keys,
+    expectation,
+    override,
+)
 from foxhunt.errors import BadInput
 from foxhunt.storage import read_bytes
 
@@ -83,15 +90,10 @@ class Distribution:
         return out
 
 
-# Shape-free settings only, so that one captured and compiled step serves every trial.
-# Add `batch_size` or `hidden` in a file to search shapes (one build and capture per shape).
+# The default space is config's (the workflows' default `search-space` parameter is the same one).
 DEFAULT_SEARCH_SPACE: dict[str, Distribution] = {
-    "lr": Distribution("float", 1e-5, 1e-3, log=True),
-    "gamma": Distribution("float", 0.8, 0.995),
-    "tau": Distribution("float", 1e-3, 0.1, log=True),
-    "eps_decay_fraction": Distribution("float", 0.2, 0.9),
-    "huber_delta": Distribution("float", 0.1, 10.0, log=True),
-    "weight_decay": Distribution("float", 1e-7, 1e-3, log=True),
+    name: Distribution(spec["type"], spec["low"], spec["high"], log=spec["log"])
+    for name, spec in DEFAULT_SEARCH_SPACE_SPEC.items()
 }
 
 
