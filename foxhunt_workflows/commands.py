@@ -143,7 +143,12 @@ def submission_params(args: argparse.Namespace):
 def run_submit(args: argparse.Namespace) -> int:
     """Check, then submit the template (or print it with --dry-run), and optionally wait for it."""
     from foxhunt_workflows.argo_api import ArgoError, ArgoServer, Deadline, Timeouts
-    from foxhunt_workflows.arguments import SubmitUsageError, TemplateParameters, check_labels, check_parameters
+    from foxhunt_workflows.arguments import (
+        SubmitUsageError,
+        TemplateParameters,
+        check_labels,
+        check_parameters,
+    )
     from foxhunt_workflows.render import shipped_template
     from foxhunt_workflows.submit import argo_cli_line, submit_template
 
