@@ -24,8 +24,12 @@ def add_workflow_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add `workflows render` and `submit` to a CLI's sub-parsers; each sets `func(args) -> int`."""
     workflows = subparsers.add_parser("workflows", help="Argo WorkflowTemplates of the training pipeline")
     workflows_sub = workflows.add_subparsers(dest="workflows_command", metavar="COMMAND", required=True)
+    from foxhunt.extras import needs_note
+
     render = workflows_sub.add_parser(
-        "render", help="write the WorkflowTemplate YAML that the Helm chart ships"
+        "render",
+        help=f"write the WorkflowTemplate YAML that the Helm chart ships {needs_note('render')}",
+        description=needs_note("render"),
     )
     render.add_argument("--out", required=True, type=Path, help="directory for one YAML file per template")
     render.add_argument(
@@ -100,7 +104,15 @@ def _usage_error(message: str) -> SystemExit:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    """Write the rendered templates into `args.out` and list them."""
+    """Write the rendered templates into `args.out` and list them (exit 2 without the render extra)."""
+    from foxhunt.errors import UsageError
+    from foxhunt.extras import require_extra
+
+    try:
+        require_extra("render", "foxhunt workflows render")
+    except UsageError as error:
+        print(f"foxhunt workflows render: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     from foxhunt_workflows.render import render_all
     from foxhunt_workflows.templates import RenderOptions
 
