@@ -146,6 +146,8 @@ def check_labels(labels: Sequence[str]) -> dict[str, str]:
                 f"--label {label!r}: the value {value!r} must be at most 63 letters, digits, '-', '_' "
                 "and '.', starting and ending with a letter or digit (or empty)"
             )
+        if key == SUBMITTED_BY[0]:
+            raise SubmitUsageError(f"--label {label!r}: {key} is set by foxhunt submit itself")
         checked[key] = value
     return checked
 

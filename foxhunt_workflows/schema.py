@@ -28,6 +28,9 @@ ARGUMENT = "x-foxhunt-argument"
 ALLOWED = "x-allowed"
 # The unit of a number, from the config field.
 UNIT = "x-unit"
+# An object that may also come wrapped under this one key (a search space as {"dqn": {...}}, the
+# shape of a --hyperopt-params file, which the trainer reads too).
+WRAPPER = "x-wrapper"
 
 _JSON_TYPES = {"int": "integer", "float": "number", "bool": "boolean", "str": "string"}
 _INTEGER = re.compile(r"[+-]?[0-9]+")
@@ -78,6 +81,7 @@ def search_space_schema() -> dict[str, Any]:
             "properties": {"type": {"enum": ["float", "int", "categorical"]}},
             ALLOWED: "a distribution like {type: float, low: ..., high: ...}",
         },
+        WRAPPER: "dqn",
         ALLOWED: "a JSON object {DQN setting: distribution}",
     }
 
@@ -153,6 +157,10 @@ def _json_value_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
 def _object_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
     if not isinstance(value, dict):
         return f"must be {allowed(schema)}"
+    if WRAPPER in schema and list(value) == [schema[WRAPPER]]:
+        value = value[schema[WRAPPER]]
+        if not isinstance(value, dict):
+            return f"{schema[WRAPPER]}: must be {allowed(schema)}"
     if len(value) < schema.get("minProperties", 0):
         return f"must be {allowed(schema)} with at least {schema['minProperties']} key"
     properties = schema.get("properties", {})

@@ -172,3 +172,20 @@ def test_values_yaml_documents_each_parameter_with_the_schemas_words():
     assert run_values_block() in VALUES_YAML.read_text(), (
         "regenerate the run: block of helm/foxhunt/values.yaml from foxhunt_workflows.values_docs.run_values_block()"
     )
+
+
+@pytest.mark.parametrize(
+    ("space", "problem"),
+    [
+        ({"lr": {"type": "float", "low": 1e-5, "high": 1e-3}}, None),
+        ({"dqn": {"lr": {"type": "float", "low": 1e-5, "high": 1e-3}}}, None),
+        ({"dqn": {"lrr": {"type": "float"}}}, "unknown key(s) 'lrr'"),
+        ({"dqn": 3}, "dqn: must be a JSON object {DQN setting: distribution}"),
+        ({}, "at least 1 key"),
+        ({"cost": {"type": "uniform"}}, 'cost: type="uniform" must be one of float, int, categorical'),
+    ],
+)
+def test_a_search_space_is_checked_in_both_shapes_the_trainer_reads(space, problem):
+    found = value_problem(json.dumps(space), parameter("search-space").schema)
+
+    assert found == problem if problem is None else problem in found

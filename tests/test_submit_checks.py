@@ -123,6 +123,7 @@ LABELS = [
     ("ci.job=a,b=c", "the value 'a,b=c' must be at most 63"),
     (f"ci.job={'v' * 64}", "the value"),
     ("ci.job", "--label expects KEY=VALUE"),
+    ("foxhunt.io/submitted-by=me", "foxhunt.io/submitted-by is set by foxhunt submit itself"),
 ]
 
 
