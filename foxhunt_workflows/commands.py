@@ -15,7 +15,8 @@ from pathlib import Path
 
 import yaml
 
-from foxhunt_workflows.params import PIPELINE_TEMPLATE
+from foxhunt.extras import needs_note
+from foxhunt_workflows.params import PIPELINE_TEMPLATE, TEMPLATES, parameter
 
 EXIT_USAGE = 2
 
@@ -24,8 +25,6 @@ def add_workflow_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add `workflows render` and `submit` to a CLI's sub-parsers; each sets `func(args) -> int`."""
     workflows = subparsers.add_parser("workflows", help="Argo WorkflowTemplates of the training pipeline")
     workflows_sub = workflows.add_subparsers(dest="workflows_command", metavar="COMMAND", required=True)
-    from foxhunt.extras import needs_note
-
     render = workflows_sub.add_parser(
         "render",
         help=f"write the WorkflowTemplate YAML that the Helm chart ships {needs_note('render')}",
@@ -47,8 +46,6 @@ OUTPUTS = ("name", "json", "yaml")
 
 
 def _add_submit(subparsers: argparse._SubParsersAction) -> None:
-    from foxhunt_workflows.params import TEMPLATES, parameter
-
     submit = subparsers.add_parser(
         "submit",
         help="submit a WorkflowTemplate to an Argo Server (like argo submit --from workflowtemplate/...)",
