@@ -37,12 +37,13 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def field_schema(f) -> dict[str, Any]:
-    """The schema of one config field's value: its type, bounds (open or closed) or choices, and unit."""
+    """The schema of one config field's value: type, bounds (open or closed) or choices, unit, and the
+    config's own words for them (`expectation`, what its errors and `foxhunt train --help` say)."""
     kind = str(f.type).removesuffix(" | None")
     metadata = f.metadata
     if metadata["choices"]:
-        return {"enum": list(metadata["choices"])}
-    schema: dict[str, Any] = {"type": _JSON_TYPES[kind]}
+        return {"enum": list(metadata["choices"]), ALLOWED: config.expectation(f)}
+    schema: dict[str, Any] = {"type": _JSON_TYPES[kind], ALLOWED: config.expectation(f)}
     bounds = metadata["bounds"]
     if kind in ("int", "float"):
         if bounds.low is not None:
@@ -106,7 +107,12 @@ def _range(schema: Mapping[str, Any]) -> str:
 
 
 def allowed(schema: Mapping[str, Any]) -> str:
-    """What a schema accepts, in words: "an integer >= 1", "one of rolling, expanding"."""
+    """What a schema accepts, in words: "an integer >= 1", "one of rolling, expanding".
+
+    A config field's schema carries the config's words; other schemas are put in words here.
+    """
+    if ALLOWED in schema:
+        return schema[ALLOWED]
     if "enum" in schema:
         return "one of " + ", ".join(str(v) for v in schema["enum"])
     kind = schema.get("type")
@@ -117,7 +123,7 @@ def allowed(schema: Mapping[str, Any]) -> str:
     elif kind == "boolean":
         text = "true or false"
     else:
-        text = schema.get(ALLOWED, "a JSON object" if kind == "object" else "text")
+        text = "a JSON object" if kind == "object" else "text"
     return text + (f" ({schema[UNIT]})" if UNIT in schema else "")
 
 

@@ -115,6 +115,11 @@ def test_each_template_carries_the_schema_of_its_own_parameters(documents, name)
     assert carried == template_schema([parameter(n, step=name != "train-pipeline") for n in declared])
 
 
+@pytest.mark.parametrize("flag", TRAINER_SETTINGS)
+def test_a_settings_allowed_values_are_the_configs_own_words(flag):
+    assert allowed(setting_schema(flag)) == config.expectation(config.field_at(config.FLAGS[flag]))
+
+
 @pytest.mark.parametrize("name", TRAINER_SETTINGS)
 def test_argo_shows_each_settings_doc_and_allowed_values(documents, name):
     (declared,) = [
