@@ -194,3 +194,17 @@ def test_a_search_space_is_checked_in_both_shapes_the_trainer_reads(space, probl
     found = value_problem(json.dumps(space), parameter("search-space").schema)
 
     assert found == problem if problem is None else problem in found
+
+
+VALUES_SCHEMA = json.loads((VALUES_YAML.parent / "values.schema.json").read_text())["properties"]["run"]
+BOUNDS = ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [n for n, s in VALUES_SCHEMA["properties"].items() if {"integer", "number"} & set(s.get("type", []))],
+)
+def test_the_charts_values_schema_has_each_parameters_bounds(name):
+    chart, ours = VALUES_SCHEMA["properties"][name], parameter(name).schema
+
+    assert {k: chart[k] for k in BOUNDS if k in chart} == {k: ours[k] for k in BOUNDS if k in ours}
