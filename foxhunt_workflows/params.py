@@ -95,12 +95,17 @@ def _default_search_space() -> str:
     return json.dumps(config.DEFAULT_SEARCH_SPACE_SPEC, separators=(",", ":"))
 
 
-# The train step's output folder when the `train` template runs alone (or as the pipeline's step,
-# which passes OUTPUT-URI/<workflow name>): it is used as given.
+# What a parameter means to one step (a single-step template, or that step's inputs inside the
+# pipeline), where that differs from the pipeline's meaning: the pipeline appends the workflow name to
+# output-uri, a step uses its output-uri as given; the train step reads the cache precompute builds.
 STEP_OUTPUT_DESCRIPTION = (
     "Output folder of this run, used as given (nothing is appended): submitting again with the same URI "
     "resumes that run"
 )
+STEP_DESCRIPTIONS: dict[tuple[str, str], str] = {
+    (TRAIN_TEMPLATE, "output-uri"): STEP_OUTPUT_DESCRIPTION,
+    (TRAIN_TEMPLATE, "fxcache-uri"): "Feature cache to train on (precompute-features builds it from bars)",
+}
 
 
 def _with_argument_flags(parameters: tuple[WorkflowParameter, ...]) -> tuple[WorkflowParameter, ...]:
@@ -149,17 +154,16 @@ def pipeline_parameters() -> tuple[WorkflowParameter, ...]:
     ))  # fmt: skip
 
 
-def parameter(name: str, *, step: bool = False) -> WorkflowParameter:
-    """The `train-pipeline` parameter called `name`; KeyError when there is none.
+def parameter(name: str, template: str = PIPELINE_TEMPLATE) -> WorkflowParameter:
+    """The workflow parameter called `name` as `template` declares it; KeyError when there is none.
 
-    `step=True`: as a step's input (or a single-step template's argument) rather than the pipeline's,
-    where `output-uri` is the run's own folder.
+    A step template (`train`, `precompute-features`) may describe it differently (STEP_DESCRIPTIONS);
+    its default and schema are the pipeline's.
     """
     for candidate in pipeline_parameters():
         if candidate.name == name:
-            if step and name == "output-uri":
-                return WorkflowParameter(name, None, STEP_OUTPUT_DESCRIPTION, candidate.schema)
-            return candidate
+            description = STEP_DESCRIPTIONS.get((template, name), candidate.description)
+            return WorkflowParameter(name, candidate.default, description, candidate.schema)
     raise KeyError(f"no workflow parameter {name!r}")
 
 

@@ -68,11 +68,11 @@ WORKER_INDEX = WorkflowParameter(
 STUDY_NAME = WorkflowParameter("study-name", "", "Optuna study the workers share: the workflow's name")
 
 
-def _declared(names: Iterable[str], options: RenderOptions, *, step: bool) -> list[WorkflowParameter]:
+def _declared(names: Iterable[str], options: RenderOptions, template: str) -> list[WorkflowParameter]:
     cluster = {"image": options.image, "gpu-pool": options.gpu_pool}
     declared = []
     for name in names:
-        p = parameter(name, step=step)
+        p = parameter(name, template)
         declared.append(WorkflowParameter(p.name, cluster.get(name, p.default), p.description, p.schema))
     return declared
 
@@ -110,7 +110,7 @@ def _dqn_params_file(ref: Callable[[str], str]) -> RawArtifact:
 def _step_template(name: str, step: Container, options: RenderOptions, **extra) -> WorkflowTemplate:
     # Declared at the workflow level too, so `argo submit --from workflowtemplate/<name> -p ...` works
     # for a single step and the UI offers the same fields.
-    declared = _declared([p.name for p in step.inputs if isinstance(p, Parameter)], options, step=True)
+    declared = _declared([p.name for p in step.inputs if isinstance(p, Parameter)], options, name)
     return WorkflowTemplate(
         name=name,
         entrypoint=step.name,
@@ -127,7 +127,7 @@ def precompute_step(options: RenderOptions) -> Container:
     step = foxhunt_container(
         options,
         name=PRECOMPUTE_STEP,
-        inputs=[_as_input(p) for p in _declared(PRECOMPUTE_INPUTS, options, step=True)],
+        inputs=[_as_input(p) for p in _declared(PRECOMPUTE_INPUTS, options, PRECOMPUTE_TEMPLATE)],
         resources=options.precompute_resources,
         deadline_seconds=options.precompute_deadline_seconds,
     )
@@ -141,7 +141,7 @@ def train_step(options: RenderOptions) -> Container:
     step = foxhunt_container(
         options,
         name=TRAIN_STEP,
-        inputs=[_as_input(p) for p in _declared(TRAIN_INPUTS, options, step=True)],
+        inputs=[_as_input(p) for p in _declared(TRAIN_INPUTS, options, TRAIN_TEMPLATE)],
         resources=options.train_resources,
         deadline_seconds=options.train_deadline_seconds,
         gpu=True,
@@ -172,7 +172,8 @@ def train_step(options: RenderOptions) -> Container:
 
 def trial_worker_step(options: RenderOptions) -> Container:
     """One GPU pod of a study: trials until the shared study has `trials` finished ones."""
-    inputs = [_as_input(p) for p in _declared(TRIAL_WORKER_INPUTS, options, step=True)]
+    # A worker's output-uri is its own folder, used as given, like the train step's.
+    inputs = [_as_input(p) for p in _declared(TRIAL_WORKER_INPUTS, options, TRAIN_TEMPLATE)]
     inputs += [Parameter(name=p.name, description=p.description) for p in (WORKER_INDEX, STUDY_NAME)]
     step = foxhunt_container(
         options,
@@ -221,7 +222,7 @@ def arguments_for(target: Container, pipeline: WorkflowTemplate, overrides: Mapp
 
 def pipeline_template(options: RenderOptions, precompute: Container, train: Container) -> WorkflowTemplate:
     """`train-pipeline`: precompute, then train; with trials > 0, trial workers then train of the best."""
-    declared = _declared([p.name for p in pipeline_parameters()], options, step=False)
+    declared = _declared([p.name for p in pipeline_parameters()], options, PIPELINE_TEMPLATE)
     worker = trial_worker_step(options)
     with WorkflowTemplate(
         name=PIPELINE_TEMPLATE,

@@ -112,7 +112,7 @@ def test_each_template_carries_the_schema_of_its_own_parameters(documents, name)
 
     assert list(carried["properties"]) == declared
     assert carried["required"] == [n for n in declared if n in ("bars-uri", "fxcache-uri", "output-uri")]
-    assert carried == template_schema([parameter(n, step=name != "train-pipeline") for n in declared])
+    assert carried == template_schema([parameter(n, name) for n in declared])
 
 
 @pytest.mark.parametrize("flag", TRAINER_SETTINGS)
