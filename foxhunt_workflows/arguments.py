@@ -114,13 +114,18 @@ def parameter_file(path: Path) -> dict[str, str]:
         raise SubmitUsageError(f"{path}: cannot read the parameter file: {error.strerror or error}") from None
     except UnicodeDecodeError:
         raise SubmitUsageError(f"{path}: not a YAML or JSON text file (not UTF-8; binary?)") from None
+    except RecursionError:
+        raise SubmitUsageError(f"{path}: nested too deeply to be a parameter file") from None
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         line = f" (line {where.line + 1})" if where else ""
         raise SubmitUsageError(f"{path}: not valid YAML or JSON{line}") from None
     if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
         raise SubmitUsageError(f"{path}: expected a mapping of parameter names to values")
-    return {name: _as_parameter(value) for name, value in data.items()}
+    try:
+        return {name: _as_parameter(value) for name, value in data.items()}
+    except (RecursionError, ValueError) as error:
+        raise SubmitUsageError(f"{path}: a value cannot be passed on as JSON: {error}") from None
 
 
 def check_labels(labels: Sequence[str]) -> dict[str, str]:
