@@ -211,7 +211,7 @@ def test_a_parameter_files_bad_value_is_named_with_the_file(argo, capsys, tmp_pa
         ("- epochs\n", "expected a mapping"),
         (b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe", "not a YAML or JSON text file (not UTF-8; binary?)"),
         (b"epochs: 1\x00\n", "not valid YAML or JSON"),
-        ("dqn-params: " + "[" * 1500 + "]" * 1500 + "\n", "nested too deeply"),
+        ("dqn-params: " + "[" * 600 + "]" * 600 + "\n", "nested too deeply"),
     ],
     ids=["unclosed", "a-list", "binary", "nul-byte", "deep"],
 )
