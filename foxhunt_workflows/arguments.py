@@ -16,6 +16,9 @@ from typing import Any
 
 import yaml
 
+from foxhunt import config
+from foxhunt.errors import ConfigError, UsageError
+from foxhunt_workflows.params import TRAINER_SETTINGS
 from foxhunt_workflows.schema import SCHEMA_ANNOTATION, allowed, value_problem
 
 SUBMITTED_BY = ("foxhunt.io/submitted-by", "foxhunt-cli")
@@ -160,7 +163,8 @@ def check_labels(labels: Sequence[str]) -> dict[str, str]:
 def check_parameters(params: Mapping[str, str] | Submission, spec: TemplateParameters) -> None:
     """Refuse unknown names, a missing required parameter, and any value its schema does not allow.
 
-    Then the rule between parameters: trials > 0 on the pipeline needs a study storage.
+    Then the trainer's own config is built from the settings given (its rules between fields, e.g. a
+    window of at least one nanosecond), and trials > 0 on the pipeline needs a study storage.
     """
     submission = params if isinstance(params, Submission) else Submission(dict(params))
     for name, value in submission.params.items():
@@ -178,7 +182,30 @@ def check_parameters(params: Mapping[str, str] | Submission, spec: TemplateParam
             raise SubmitUsageError(
                 f"{name} is required by {spec.template} (it has no default): pass -p {name}=... ({words})"
             )
+    _check_with_the_trainers_config(submission)
     _check_trials(spec.defaults | submission.params, spec)
+
+
+def _typed(flag: str, value: str):
+    kind = str(config.field_at(config.FLAGS[flag]).type).removesuffix(" | None")
+    return int(value) if kind == "int" else float(value) if kind == "float" else value
+
+
+def _check_with_the_trainers_config(submission: Submission) -> None:
+    # After the schema: every value has its type, so the config sees what the pod's flags will give it.
+    given = {f: _typed(f, submission.params[f]) for f in TRAINER_SETTINGS if f in submission.params}
+    try:
+        config.run_config_from_flags(given)
+    except ConfigError as error:
+        flag = config.flag_of(error)
+        where = submission.where(flag) if flag in submission.params else "settings"
+        raise SubmitUsageError(f"{where}: {error.problem}") from None
+    if "dqn-params" in submission.params:
+        dqn = json.loads(submission.params["dqn-params"])
+        try:
+            config.override(config.DQNConfig(), dqn, what=submission.where("dqn-params"))
+        except UsageError as error:
+            raise SubmitUsageError(str(error)) from None
 
 
 def _check_trials(effective: Mapping[str, str], spec: TemplateParameters) -> None:

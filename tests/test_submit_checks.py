@@ -54,6 +54,8 @@ REFUSALS = [
     (("-p", "eval-cost=nan"), "eval-cost='nan': must be a finite number >= 0 (log-return units)"),
     (("-p", "eval-spread=-0.1"), "eval-spread='-0.1': must be a finite number >= 0"),
     (("-p", "min-train-rows=0"), "min-train-rows='0': must be an integer >= 1 (rows)"),
+    # The config's rules between and beyond bounds, from building the trainer's own config.
+    (("-p", "train-days=1e-20"), "-p train-days='1e-20': must be at least one nanosecond, got 1e-20"),
     (("-p", "window=sliding"), "window='sliding': must be one of rolling, expanding"),
     (("-p", "log-format=xml"), "log-format='xml': must be one of text, json"),
     (("--model", "ppo"), "--model 'ppo': must be one of dqn"),
@@ -149,15 +151,15 @@ def test_the_checks_come_from_the_template_they_are_given():
     template = copy.deepcopy(shipped_template("train-pipeline"))
     annotations = template["metadata"]["annotations"]
     key = "foxhunt.io/parameter-schema"
-    annotations[key] = annotations[key].replace('"enum":["rolling","expanding"]', '"enum":["anchored"]')
-    spec = TemplateParameters.from_document(template)
+    workers = '"trial-workers":{"type":"integer","minimum":1}'
+    assert workers in annotations[key]
+    annotations[key] = annotations[key].replace(workers, '"trial-workers":{"type":"integer","minimum":2}')
 
-    check_parameters({"window": "anchored", **DATA}, spec)
-    with pytest.raises(SubmitUsageError, match="must be one of rolling, expanding"):
-        check_parameters(
-            {"window": "anchored", **DATA},
-            TemplateParameters.from_document(shipped_template("train-pipeline")),
-        )
+    check_parameters(
+        {"trial-workers": "1", **DATA}, TemplateParameters.from_document(shipped_template("train-pipeline"))
+    )
+    with pytest.raises(SubmitUsageError, match="trial-workers='1': must be an integer >= 2"):
+        check_parameters({"trial-workers": "1", **DATA}, TemplateParameters.from_document(template))
 
 
 def test_the_train_template_takes_trials_without_a_study_secret():
