@@ -8,6 +8,7 @@ from the trainer's rules; a test keeps values.yaml equal to `run_values_block()`
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import yaml
 
@@ -37,3 +38,23 @@ def run_values_block(width: int = 104) -> str:
         value = yaml.safe_dump({p.name: p.default}, width=10_000, default_flow_style=False).rstrip("\n")
         lines.append(f"  {value}")
     return "\n".join(lines) + "\n"
+
+
+def update_values_file(path: Path | str) -> bool:
+    """Rewrite the `run:` block of a values.yaml (from its header to the blank line after it); True if it changed."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    start = text.index(HEADER.splitlines()[0])
+    end = text.index("\n\n", text.index("\nrun:\n", start)) + 1
+    updated = text[:start] + run_values_block() + text[end:]
+    if updated != text:
+        path.write_text(updated, encoding="utf-8")
+    return updated != text
+
+
+if __name__ == "__main__":
+    # python -m foxhunt_workflows.values_docs helm/foxhunt/values.yaml
+    import sys
+
+    for name in sys.argv[1:]:
+        print(f"{name}: {'updated' if update_values_file(name) else 'unchanged'}")

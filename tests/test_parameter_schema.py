@@ -29,7 +29,7 @@ from foxhunt_workflows.schema import (
     template_schema,
     value_problem,
 )
-from foxhunt_workflows.values_docs import run_values_block
+from foxhunt_workflows.values_docs import run_values_block, update_values_file
 
 VALUES_YAML = Path(__file__).resolve().parents[1] / "helm" / "foxhunt" / "values.yaml"
 NUMBER_SETTINGS = [f for f in TRAINER_SETTINGS if setting_schema(f).get("type") in ("integer", "number")]
@@ -175,8 +175,18 @@ def test_submit_help_shows_each_shortcuts_allowed_values(flag):
 
 def test_values_yaml_documents_each_parameter_with_the_schemas_words():
     assert run_values_block() in VALUES_YAML.read_text(), (
-        "regenerate the run: block of helm/foxhunt/values.yaml from foxhunt_workflows.values_docs.run_values_block()"
+        "run: python -m foxhunt_workflows.values_docs helm/foxhunt/values.yaml"
     )
+
+
+def test_updating_a_values_file_rewrites_only_its_run_block(tmp_path):
+    stale = VALUES_YAML.read_text().replace("  epochs: '50'\n", "  epochs: '7'\n  bars-uri: s3://x/y\n")
+    path = tmp_path / "values.yaml"
+    path.write_text(stale)
+
+    assert update_values_file(path) is True
+    assert path.read_text() == VALUES_YAML.read_text()
+    assert update_values_file(path) is False
 
 
 @pytest.mark.parametrize(
