@@ -75,6 +75,8 @@ class Submission:
     def where(self, name: str) -> str:
         """How the user gave `name`: "-p epochs='0'", "--epochs '0'", "run.yaml: epochs='0'"."""
         origin, value = self.origins.get(name, ""), self.params[name]
+        # One line stays readable: a long value is shown by its start.
+        value = value if len(value) <= 80 else f"{value[:60]}... ({len(value)} characters)"
         if origin.startswith("--"):
             return f"{origin} {value!r}"
         if origin and origin != "-p":

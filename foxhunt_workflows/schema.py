@@ -139,6 +139,14 @@ def _within(value: float, schema: Mapping[str, Any]) -> bool:
     return True
 
 
+def _finite(value: float) -> bool:
+    """True for a number that is finite as a float too (an int past 1e308 is not: the trainer's floats)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def _json_value_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
     """Why a JSON value (inside an object parameter) does not fit `schema`, or None."""
     if "enum" in schema:
@@ -147,7 +155,7 @@ def _json_value_problem(value: Any, schema: Mapping[str, Any]) -> str | None:
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind == "integer" and not (isinstance(value, int) and not isinstance(value, bool)):
         return f"must be {allowed(schema)}"
-    if kind == "number" and not (is_number and math.isfinite(value)):
+    if kind == "number" and not (is_number and _finite(value)):
         return f"must be {allowed(schema)}"
     if kind in ("integer", "number") and not _within(value, schema):
         return f"must be {allowed(schema)}"
@@ -198,7 +206,8 @@ def value_problem(value: str, schema: Mapping[str, Any]) -> str | None:
     if "enum" in schema:
         return None if value in schema["enum"] else f"must be {allowed(schema)}"
     if kind == "integer":
-        if not _INTEGER.fullmatch(value) or not _within(int(value), schema):
+        # A 64-bit setting has at most 19 digits; a longer one is refused before int() reads it.
+        if len(value) > 40 or not _INTEGER.fullmatch(value) or not _within(int(value), schema):
             return f"must be {allowed(schema)}"
     elif kind == "number":
         try:

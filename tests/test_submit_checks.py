@@ -48,6 +48,8 @@ REFUSALS = [
     (("--trials", "-1"), "--trials '-1': must be an integer >= 0"),
     (("-p", "epochs=abc"), "epochs='abc': must be an integer >= 1"),
     (("-p", "max-folds=2.5"), "max-folds='2.5': must be an integer >= 0"),
+    (("-p", "epochs=1" + "0" * 5000), "0... (5001 characters)': must be an integer >= 1"),
+    (("-p", 'dqn-params={"lr": 1' + "0" * 400 + "}"), "lr=1000"),
     (("-p", "seed=-1"), "seed='-1': must be an integer in [0, 9223372036854775807]"),
     (("-p", "train-days=0"), "train-days='0': must be a positive finite number (days)"),
     (("-p", "train-days=ninety"), "train-days='ninety': must be a positive finite number (days)"),
@@ -89,13 +91,13 @@ REFUSALS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("argv", "message"), REFUSALS, ids=[" ".join(a) for a, _ in REFUSALS])
+@pytest.mark.parametrize(("argv", "message"), REFUSALS, ids=[" ".join(a)[:50] for a, _ in REFUSALS])
 def test_a_bad_parameter_is_refused_before_any_request(argo, capsys, argv, message):
     assert message in refused(capsys, *CI_RUN, *argv)
     assert argo.requests == []
 
 
-@pytest.mark.parametrize(("argv", "message"), REFUSALS[:8], ids=[" ".join(a) for a, _ in REFUSALS[:8]])
+@pytest.mark.parametrize(("argv", "message"), REFUSALS[:8], ids=[" ".join(a)[:50] for a, _ in REFUSALS[:8]])
 def test_a_dry_run_refuses_the_same(argo, capsys, argv, message):
     assert message in refused(capsys, *CI_RUN, *argv, "--dry-run")
 
