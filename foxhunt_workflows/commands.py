@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -121,11 +123,24 @@ def run_render(args: argparse.Namespace) -> int:
     return 0
 
 
+# A Kubernetes namespace name (a DNS label): it goes into the request's path.
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
 def _check_flags(args: argparse.Namespace) -> None:
     for flag in ("timeout", "poll", "connect_timeout", "read_timeout"):
         value = getattr(args, flag)
-        if value is not None and not value > 0:
-            raise _usage_error(f"--{flag.replace('_', '-')} must be positive, got {value}")
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise _usage_error(
+                f"--{flag.replace('_', '-')} must be a positive number of seconds, got {value}"
+            )
+    namespace, source = (args.namespace, "-n") if args.namespace is not None else (
+        os.environ.get("ARGO_NAMESPACE"), "ARGO_NAMESPACE")  # fmt: skip
+    if namespace and not _NAMESPACE.fullmatch(namespace):
+        raise _usage_error(
+            f"{source} {namespace!r}: a namespace is at most 63 lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
     if args.dry_run and args.server_dry_run:
         raise _usage_error("--dry-run and --server-dry-run: choose one")
     if args.wait and (args.dry_run or args.server_dry_run):

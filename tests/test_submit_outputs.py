@@ -169,6 +169,9 @@ def test_a_plain_submission_is_no_server_dry_run(argo):
         (("--dry-run", "--server-dry-run"), "choose one"),
         (("--server-dry-run", "--wait"), "a dry run creates no workflow to wait for"),
         (("--dry-run", "-o", "name"), "has no name"),
+        (("-n", "ml/../kube-system"), "-n 'ml/../kube-system': a namespace is at most 63 lower-case"),
+        (("--poll", "inf", "--wait"), "--poll must be a positive number of seconds, got inf"),
+        (("--timeout", "nan"), "--timeout must be a positive number of seconds, got nan"),
     ],
 )
 def test_options_that_contradict_each_other_are_refused(argo, capsys, argv, message):
@@ -233,3 +236,10 @@ def test_a_folder_as_parameter_file_is_one_line(argo, capsys, tmp_path):
     assert "cannot read the parameter file: not a regular file" in refused(
         capsys, "submit", "-f", str(tmp_path)
     )
+
+
+def test_a_bad_argo_namespace_is_refused_before_any_request(argo, capsys, monkeypatch):
+    monkeypatch.setenv("ARGO_NAMESPACE", "Team A")
+
+    assert "ARGO_NAMESPACE 'Team A': a namespace" in refused(capsys, *CI_RUN)
+    assert argo.requests == []
