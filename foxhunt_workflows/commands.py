@@ -197,7 +197,8 @@ def run_submit(args: argparse.Namespace) -> int:
             server_dry_run=args.server_dry_run,
         )  # fmt: skip
     except ArgoError as error:
-        print(f"foxhunt submit: failed: {error}", file=sys.stderr)
+        hint = " (with --server-dry-run: the server may not support server-side dry runs)"
+        print(f"foxhunt submit: failed: {error}{hint if args.server_dry_run else ''}", file=sys.stderr)
         return 1
     name = created.get("metadata", {}).get("name", "")
     if args.server_dry_run:

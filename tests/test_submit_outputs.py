@@ -157,6 +157,14 @@ def test_server_dry_run_asks_the_server_to_create_nothing(argo, capsys):
     assert json.loads(capsys.readouterr().out)["metadata"]["name"] == WORKFLOW
 
 
+def test_a_server_that_refuses_a_server_dry_run_says_so_in_one_line(argo, capsys):
+    argo.submit_status = 400
+
+    assert foxhunt(*CI_RUN, "--server-dry-run") == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith("(with --server-dry-run: the server may not support server-side dry runs)")
+
+
 def test_a_plain_submission_is_no_server_dry_run(argo):
     assert foxhunt(*CI_RUN) == 0
 
