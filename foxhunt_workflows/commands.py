@@ -1,20 +1,24 @@
 """The `foxhunt workflows render` and `foxhunt submit` sub-commands.
 
-Importing this module imports neither Hera nor anything heavy: `render` imports Hera when it runs,
-and `submit` never does (it checks against the packaged render and talks to Argo over plain HTTP).
+Importing this module imports neither Hera nor anything heavy: `render` imports Hera when it runs
+(the `render` extra), and `submit` never does (it checks against the packaged render's schema and
+talks to Argo over plain HTTP).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
 import sys
 from pathlib import Path
 
 import yaml
 
-from foxhunt_workflows.params import PIPELINE_TEMPLATE
+from foxhunt.extras import needs_note
+from foxhunt_workflows.params import PIPELINE_TEMPLATE, TEMPLATES, parameter
 
 EXIT_USAGE = 2
 
@@ -24,7 +28,9 @@ def add_workflow_commands(subparsers: argparse._SubParsersAction) -> None:
     workflows = subparsers.add_parser("workflows", help="Argo WorkflowTemplates of the training pipeline")
     workflows_sub = workflows.add_subparsers(dest="workflows_command", metavar="COMMAND", required=True)
     render = workflows_sub.add_parser(
-        "render", help="write the WorkflowTemplate YAML that the Helm chart ships"
+        "render",
+        help=f"write the WorkflowTemplate YAML that the Helm chart ships {needs_note('render')}",
+        description=needs_note("render"),
     )
     render.add_argument("--out", required=True, type=Path, help="directory for one YAML file per template")
     render.add_argument(
@@ -36,24 +42,27 @@ def add_workflow_commands(subparsers: argparse._SubParsersAction) -> None:
     _add_submit(subparsers)
 
 
+# The submit command's shortcuts for the parameters every run sets; their help is the schema's.
+SHORTCUTS = ("model", "epochs", "trials", "gpu-pool")
+OUTPUTS = ("name", "json", "yaml")
+
+
 def _add_submit(subparsers: argparse._SubParsersAction) -> None:
     submit = subparsers.add_parser(
         "submit",
-        help=f"submit {PIPELINE_TEMPLATE} to an Argo Server (like argo submit --from workflowtemplate/...)",
+        help="submit a WorkflowTemplate to an Argo Server (like argo submit --from workflowtemplate/...)",
         description="Server and credentials come from ARGO_SERVER, ARGO_TOKEN, ARGO_NAMESPACE, ARGO_SECURE "
-        "and ARGO_INSECURE_SKIP_VERIFY, as for the argo CLI. Parameters are checked against the template "
-        "before anything is sent.",
+        "and ARGO_INSECURE_SKIP_VERIFY, as for the argo CLI. Every parameter is checked against the "
+        "template's schema (the trainer's own bounds and choices, from foxhunt.config) before anything "
+        "is sent. bars-uri, fxcache-uri and output-uri have no default: name them with -p.",
     )
     add = submit.add_argument
-    add("--model", default=None, help="the model parameter (default: the template's)")
-    add("--epochs", type=int, default=None, help="epochs per fold (default: the template's)")
-    add(
-        "--trials",
-        type=int,
-        default=None,
-        help="hyperparameter trials; > 0 needs -p study-storage-secret=NAME",
-    )
-    add("--gpu-pool", default=None, help="node pool of the GPU pods (default: the template's)")
+    add("--from", dest="template", choices=TEMPLATES, default=PIPELINE_TEMPLATE, metavar="TEMPLATE",
+        help=f"the WorkflowTemplate: {', '.join(TEMPLATES)} (default: {PIPELINE_TEMPLATE})")  # fmt: skip
+    for name in SHORTCUTS:
+        p = parameter(name)
+        add(f"--{name}", default=None, metavar=name.upper().replace("-", "_"),
+            help=f"the {name} parameter: {p.help} Default: the template's ({p.default}).".replace("%", "%%"))  # fmt: skip
     add(
         "-p",
         "--param",
@@ -64,11 +73,16 @@ def _add_submit(subparsers: argparse._SubParsersAction) -> None:
     )
     add("-f", "--parameter-file", type=Path, default=None, metavar="FILE",
         help="parameters from a YAML or JSON mapping (-p and the flags above win)")  # fmt: skip
-    add("-l", "--label", action="append", default=[], metavar="KEY=VALUE", help="workflow label; repeatable")
+    add("-l", "--label", action="append", default=[], metavar="KEY=VALUE",
+        help="workflow label, checked as Kubernetes checks labels; repeatable")  # fmt: skip
     add("-n", "--namespace", default=None, help="namespace (default: ARGO_NAMESPACE, else default)")
-    add("-o", "--output", choices=["name", "json"], default=None,
-        help="print only the workflow's name, or the created Workflow as JSON")  # fmt: skip
+    add("-o", "--output", choices=OUTPUTS, default=None,
+        help="name: only the workflow's name; json or yaml: the Workflow (with --wait, the finished one). "
+        "Without -o, --wait prints the finished workflow's phase and outputs as JSON on stdout")  # fmt: skip
     add("--dry-run", action="store_true", help="print the Workflow that would be submitted; send nothing")
+    add("--server-dry-run", action="store_true",
+        help="send the submission with the Argo Server's server-side dry run: the server checks it "
+        "against the installed template and creates nothing (where the server supports it)")  # fmt: skip
     add("--wait", action="store_true", help="wait for the workflow; exit non-zero unless it succeeds")
     add(
         "--timeout",
@@ -89,7 +103,15 @@ def _usage_error(message: str) -> SystemExit:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    """Write the rendered templates into `args.out` and list them."""
+    """Write the rendered templates into `args.out` and list them (exit 2 without the render extra)."""
+    from foxhunt.errors import UsageError
+    from foxhunt.extras import require_extra
+
+    try:
+        require_extra("render", "foxhunt workflows render")
+    except UsageError as error:
+        print(f"foxhunt workflows render: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
     from foxhunt_workflows.render import render_all
     from foxhunt_workflows.templates import RenderOptions
 
@@ -101,40 +123,65 @@ def run_render(args: argparse.Namespace) -> int:
     return 0
 
 
+# A Kubernetes namespace name (a DNS label): it goes into the request's path.
+_NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
 def _check_flags(args: argparse.Namespace) -> None:
-    if args.epochs is not None and args.epochs < 1:
-        raise _usage_error(f"--epochs must be at least 1, got {args.epochs}")
-    if args.trials is not None and args.trials < 0:
-        raise _usage_error(f"--trials must be 0 or more, got {args.trials}")
     for flag in ("timeout", "poll", "connect_timeout", "read_timeout"):
         value = getattr(args, flag)
-        if value is not None and not value > 0:
-            raise _usage_error(f"--{flag.replace('_', '-')} must be positive, got {value}")
-    if any("=" not in label for label in args.label):
-        raise _usage_error("--label expects KEY=VALUE")
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise _usage_error(
+                f"--{flag.replace('_', '-')} must be a positive number of seconds, got {value}"
+            )
+    namespace, source = (args.namespace, "-n") if args.namespace is not None else (
+        os.environ.get("ARGO_NAMESPACE"), "ARGO_NAMESPACE")  # fmt: skip
+    if namespace and not _NAMESPACE.fullmatch(namespace):
+        raise _usage_error(
+            f"{source} {namespace!r}: a namespace is at most 63 lower-case letters, digits and '-', "
+            "starting and ending with a letter or digit"
+        )
+    if args.dry_run and args.server_dry_run:
+        raise _usage_error("--dry-run and --server-dry-run: choose one")
+    if args.wait and (args.dry_run or args.server_dry_run):
+        raise _usage_error("--wait: a dry run creates no workflow to wait for")
+    if args.dry_run and args.output == "name":
+        raise _usage_error("-o name: a --dry-run creates no workflow, so it has no name")
 
 
-def submission_params(args: argparse.Namespace) -> dict[str, str]:
+def submission_params(args: argparse.Namespace):
     """The parameters to send: the file's, then the flags', then -p, each winning over the one before."""
-    from foxhunt_workflows.arguments import parameter_file, parse_pairs
+    from foxhunt_workflows.arguments import Submission, parameter_file, parse_pairs
 
-    params = parameter_file(args.parameter_file) if args.parameter_file else {}
-    flags = {"model": args.model, "epochs": args.epochs, "trials": args.trials, "gpu-pool": args.gpu_pool}
-    params |= {name: str(value) for name, value in flags.items() if value is not None}
-    return params | parse_pairs(args.param)
+    submission = Submission()
+    if args.parameter_file:
+        submission.add(parameter_file(args.parameter_file), str(args.parameter_file))
+    for name in SHORTCUTS:
+        value = getattr(args, name.replace("-", "_"))
+        if value is not None:
+            submission.add({name: str(value)}, f"--{name}")
+    submission.add(parse_pairs(args.param), "-p")
+    return submission
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    """Check, then submit the pipeline (or print it with --dry-run), and optionally wait for it."""
+    """Check, then submit the template (or print it with --dry-run), and optionally wait for it."""
     from foxhunt_workflows.argo_api import ArgoError, ArgoServer, Deadline, Timeouts
-    from foxhunt_workflows.arguments import SubmitUsageError, TemplateParameters, check_parameters
+    from foxhunt_workflows.arguments import (
+        SubmitUsageError,
+        TemplateParameters,
+        check_labels,
+        check_parameters,
+    )
     from foxhunt_workflows.render import shipped_template
     from foxhunt_workflows.submit import argo_cli_line, submit_template
 
     _check_flags(args)
     try:
-        params = submission_params(args)
-        check_parameters(params, TemplateParameters.from_document(shipped_template(PIPELINE_TEMPLATE)))
+        check_labels(args.label)
+        submission = submission_params(args)
+        check_parameters(submission, TemplateParameters.from_document(shipped_template(args.template)))
+        params = submission.params
         if args.dry_run:
             return _print_dry_run(args, params)
         server = ArgoServer.from_env(os.environ, namespace=args.namespace)
@@ -145,30 +192,58 @@ def run_submit(args: argparse.Namespace) -> int:
     deadline = Deadline.after(args.timeout)
     timeouts = Timeouts(connect=args.connect_timeout, read=args.read_timeout)
     try:
-        created = submit_template(server, params, labels=args.label, timeouts=timeouts, deadline=deadline)
+        created = submit_template(
+            server, params, labels=args.label, template=args.template, timeouts=timeouts, deadline=deadline,
+            server_dry_run=args.server_dry_run,
+        )  # fmt: skip
     except ArgoError as error:
-        print(f"foxhunt submit: failed: {error}", file=sys.stderr)
+        hint = " (with --server-dry-run: the server may not support server-side dry runs)"
+        print(f"foxhunt submit: failed: {error}{hint if args.server_dry_run else ''}", file=sys.stderr)
         return 1
     name = created.get("metadata", {}).get("name", "")
-    if args.output == "json":
-        print(json.dumps(created, indent=2, sort_keys=True))
-    else:
-        print(name)
-    if args.output is None:
-        print(argo_cli_line(server.namespace, params, wait=args.wait))
+    if args.server_dry_run:
+        _print_workflow(created, args.output or "yaml")
+        return 0
+    line = argo_cli_line(server.namespace, params, wait=args.wait, template=args.template)
+    if args.output == "name":
+        print(name, flush=True)
+    elif args.output is None:
+        # With --wait, stdout is kept for the finished workflow's outputs (JSON).
+        stream = sys.stderr if args.wait else sys.stdout
+        print(name, file=stream, flush=True)
+        print(line, file=stream, flush=True)
+    elif not args.wait:
+        _print_workflow(created, args.output)
     return _follow(args, server, name, timeouts, deadline) if args.wait else 0
+
+
+def _print_workflow(workflow: dict, output: str) -> None:
+    if output == "name":
+        print(workflow.get("metadata", {}).get("name", ""))
+    elif output == "json":
+        print(json.dumps(workflow, indent=2, sort_keys=True))
+    else:
+        print(yaml.safe_dump(workflow, sort_keys=False), end="")
 
 
 def _print_dry_run(args: argparse.Namespace, params: dict[str, str]) -> int:
     from foxhunt_workflows.arguments import workflow_manifest
 
     namespace = args.namespace or os.environ.get("ARGO_NAMESPACE") or "default"
-    manifest = workflow_manifest(PIPELINE_TEMPLATE, namespace, params, args.label)
-    if args.output == "json":
-        print(json.dumps(manifest, indent=2))
-    else:
-        print(yaml.safe_dump(manifest, sort_keys=False), end="")
+    _print_workflow(workflow_manifest(args.template, namespace, params, args.label), args.output or "yaml")
     return 0
+
+
+def finished_outputs(workflow: dict) -> dict:
+    """What `--wait` prints: the workflow's name, namespace, final phase and output parameters."""
+    metadata, status = workflow.get("metadata", {}), workflow.get("status", {})
+    parameters = status.get("outputs", {}).get("parameters", [])
+    return {
+        "name": metadata.get("name", ""),
+        "namespace": metadata.get("namespace", ""),
+        "phase": status.get("phase", ""),
+        "outputs": {p["name"]: p.get("value", "") for p in parameters},
+    }
 
 
 def _follow(args: argparse.Namespace, server, name: str, timeouts, deadline) -> int:
@@ -189,10 +264,12 @@ def _follow(args: argparse.Namespace, server, name: str, timeouts, deadline) -> 
     if workflow is None:
         print(f"foxhunt submit: {name} still running after {args.timeout:g} s (--timeout)", file=sys.stderr)
         return 1
+    if args.output in ("json", "yaml"):
+        _print_workflow(workflow, args.output)
+    elif args.output is None:
+        print(json.dumps(finished_outputs(workflow), indent=2, sort_keys=True))
     if workflow["status"]["phase"] != "Succeeded":
         for line in failure_report(workflow):
             print(f"foxhunt submit: {line}", file=sys.stderr)
         return 1
-    for output in workflow.get("status", {}).get("outputs", {}).get("parameters", []):
-        print(f"{name}: {output['name']} = {output.get('value', '')}", file=sys.stderr)
     return 0

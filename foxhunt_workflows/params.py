@@ -1,28 +1,36 @@
 """The workflow parameters of the foxhunt templates, declared without Hera.
 
-A parameter that is a `foxhunt train` setting takes its default, its description and its allowed
-values from `foxhunt.config` (the one source of defaults, which imports nothing heavy); the
-parameters that only a cluster has (data URIs, image, GPU pool, trials fan-out) are declared here.
-Hera turns these into the templates' parameters; `foxhunt submit` checks against the rendered
-templates, not against this table.
+A parameter that is a `foxhunt train` setting takes its default, its description and its schema
+(type, bounds, choices) from `foxhunt.config` (the one source, which imports nothing heavy); the
+parameters that only a cluster has (data URIs, image, GPU pool, trials fan-out) are declared here,
+with schemas in `foxhunt_workflows.schema`'s form. Data URIs have no default: every submission names
+its data. Hera turns these into the templates' parameters; `foxhunt submit` checks against the
+schema the rendered templates carry.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 from foxhunt import __version__, config
+from foxhunt.config.search import MAX_POPULATION
+from foxhunt_workflows.schema import (
+    ALLOWED,
+    ARGUMENT,
+    described,
+    dqn_params_schema,
+    search_space_schema,
+    setting_schema,
+)
 
 PIPELINE_TEMPLATE = "train-pipeline"
 PRECOMPUTE_TEMPLATE = "precompute-features"
 TRAIN_TEMPLATE = "train"
-
-# What `foxhunt submit` checks a value against; declared on each WorkflowTemplate in this annotation
-# (Argo parameters are untyped strings).
-KINDS = ("str", "int", "float", "json")
-KINDS_ANNOTATION = "foxhunt.io/parameter-kinds"
+TEMPLATES = (PIPELINE_TEMPLATE, TRAIN_TEMPLATE, PRECOMPUTE_TEMPLATE)
 
 # Where the pods find the settings files that Argo writes from JSON parameters (raw input artifacts).
 INPUTS_DIR = "/tmp/inputs"
@@ -36,30 +44,52 @@ TRAINER_SETTINGS: tuple[str, ...] = (
 )  # fmt: skip
 # Where a pod's default differs from a local run's, on purpose: a pod's log is read by a collector.
 POD_DEFAULTS = {"log-format": "json"}
+# Parameters whose value becomes a word of a pod's `foxhunt` command line (a test keeps this equal to
+# the rendered containers' args).
+COMMAND_LINE_PARAMETERS = frozenset(
+    {*TRAINER_SETTINGS, "bars-uri", "fxcache-uri", "output-uri", "hyperopt-params-uri", "trial-population"}
+)
+
+# Object storage is the pods' only storage: data and outputs are s3:// URIs.
+_S3_OBJECT = r"^s3://[^/\s]+/.+$"
+_S3_FOLDER = r"^s3://[^/\s]+(/.*)?$"
+# A Kubernetes label value (the GPU pool is a node label's value), not empty.
+_LABEL_VALUE = r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
+# A Secret's name (a DNS subdomain), or empty.
+_SECRET_NAME = r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)?$"
+
+
+def _text(pattern: str, words: str, *, min_length: int = 0) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", "pattern": pattern, ALLOWED: words}
+    if min_length:
+        schema["minLength"] = min_length
+    return schema
 
 
 @dataclass(frozen=True)
 class WorkflowParameter:
-    """One workflow parameter: its Argo name, default, description, kind and allowed values."""
+    """One workflow parameter: its Argo name, default (None: required), description and value schema."""
 
     name: str
-    default: str
+    default: str | None
     description: str
-    kind: str = "str"
-    enum: tuple[str, ...] = ()
+    schema: dict[str, Any] = field(default_factory=lambda: {"type": "string"})
+
+    @property
+    def enum(self) -> tuple[str, ...]:
+        """The allowed values of an enumerated parameter (Argo's `enum`), else empty."""
+        return tuple(str(v) for v in self.schema.get("enum", ()))
+
+    @property
+    def help(self) -> str:
+        """The description with the allowed values (and "Required" without a default)."""
+        return described(self.description, self.schema, self.default is None)
 
 
 def _trainer_setting(flag: str) -> WorkflowParameter:
-    field = config.field_at(config.FLAGS[flag])
-    kind = str(field.type).removesuffix(" | None")
+    field_ = config.field_at(config.FLAGS[flag])
     default = POD_DEFAULTS.get(flag, config.run_defaults()[flag])
-    return WorkflowParameter(
-        flag,
-        default,
-        field.metadata["doc"],
-        kind if kind in KINDS else "str",
-        tuple(config.ENUMS.get(flag, ())),
-    )
+    return WorkflowParameter(flag, default, field_.metadata["doc"], setting_schema(flag))
 
 
 def _default_search_space() -> str:
@@ -68,38 +98,75 @@ def _default_search_space() -> str:
     return json.dumps({name: d.to_dict() for name, d in DEFAULT_SEARCH_SPACE.items()}, separators=(",", ":"))
 
 
+# What a parameter means to one step (a single-step template, or that step's inputs inside the
+# pipeline), where that differs from the pipeline's meaning: the pipeline appends the workflow name to
+# output-uri, a step uses its output-uri as given; the train step reads the cache precompute builds.
+STEP_OUTPUT_DESCRIPTION = (
+    "Output folder of this run, used as given (nothing is appended): submitting again with the same URI "
+    "resumes that run"
+)
+STEP_DESCRIPTIONS: dict[tuple[str, str], str] = {
+    (TRAIN_TEMPLATE, "output-uri"): STEP_OUTPUT_DESCRIPTION,
+    (TRAIN_TEMPLATE, "fxcache-uri"): "Feature cache to train on (precompute-features builds it from bars)",
+}
+
+
+def _with_argument_flags(parameters: tuple[WorkflowParameter, ...]) -> tuple[WorkflowParameter, ...]:
+    return tuple(
+        WorkflowParameter(p.name, p.default, p.description, {**p.schema, ARGUMENT: True})
+        if p.name in COMMAND_LINE_PARAMETERS
+        else p
+        for p in parameters
+    )
+
+
 @cache
 def pipeline_parameters() -> tuple[WorkflowParameter, ...]:
     """Every `train-pipeline` parameter, in declaration order (the order the Argo UI shows)."""
     p = WorkflowParameter
     settings = {flag: _trainer_setting(flag) for flag in TRAINER_SETTINGS}
-    return (
+    hyperopt = _text(
+        rf"^(s3://[^/\s]+/.+|{re.escape(DQN_PARAMS_FILE)})$",
+        f"an s3:// URI of a JSON settings file, or {DQN_PARAMS_FILE} (made from dqn-params)",
+    )
+    return _with_argument_flags((
         *(settings[f] for f in ("model", "epochs", "trials")),
-        p("trial-workers", "4", "GPU pods that work on one study when trials > 0", "int"),
+        p("trial-workers", "4", "GPU pods that work on one study when trials > 0",
+          {"type": "integer", "minimum": 1}),
         p("trial-population", "1", "Trials each worker pod trains side by side as one batched model "
-          "(--population, 1 to 16)", "int"),
-        p("study-storage-secret", "", "Secret (key `url`: a PostgreSQL SQLAlchemy URL) holding the study; "
-          "required when trials > 0"),
-        p("search-space", _default_search_space(), "Search space when trials > 0: JSON {setting: distribution}",
-          "json"),
-        p("dqn-params", "{}", 'DQN settings as JSON, e.g. {"lr": 0.0003}; see foxhunt.config.DQNConfig', "json"),
+          "(--population)", {"type": "integer", "minimum": 1, "maximum": MAX_POPULATION}),
+        p("study-storage-secret", "", "Secret (key `url`: the study's PostgreSQL URL, "
+          "postgresql+psycopg://user:password@host:5432/db) holding the study; required when trials > 0",
+          _text(_SECRET_NAME, "a Secret name (lower-case letters, digits, '-' and '.'), or empty")),
+        p("search-space", _default_search_space(), "Search space when trials > 0", search_space_schema()),
+        p("dqn-params", "{}", 'DQN settings as JSON, e.g. {"lr": 0.0003}', dqn_params_schema()),
         p("hyperopt-params-uri", DQN_PARAMS_FILE,
-          "DQN settings file (s3:// URI) used instead of dqn-params; the default is the file made from dqn-params"),
+          "DQN settings file used instead of dqn-params; the default is the file made from dqn-params", hyperopt),
         *(settings[f] for f in TRAINER_SETTINGS[3:]),
-        p("gpu-pool", "training-h100", "Node pool the GPU pods are pinned to"),
-        p("bars-uri", "s3://foxhunt-data/bars/EURUSD_M1.parquet", "Raw OHLCV bars"),
-        p("fxcache-uri", "s3://foxhunt-data/fxcache/EURUSD_M1.arrow", "Feature cache to build or reuse"),
-        p("output-uri", "s3://foxhunt-runs", "Run outputs go under OUTPUT-URI/<workflow name>"),
-        p("pushgateway", config.run_defaults()["pushgateway"], "Prometheus Pushgateway URL; empty disables pushes"),
-        p("image", f"ghcr.io/foxhunt/trainer:{__version__}", "Trainer image"),
-    )  # fmt: skip
+        p("gpu-pool", "training-h100", "Node pool the GPU pods are pinned to (a node label's value)",
+          _text(_LABEL_VALUE, "a node label value (letters, digits, '-', '_' and '.', at most 63)", min_length=1)),
+        p("bars-uri", None, "Raw OHLCV bars (CSV or Parquet)", _text(_S3_OBJECT, "an s3://BUCKET/KEY URI")),
+        p("fxcache-uri", None, "Feature cache to build from the bars, or reuse when it matches them",
+          _text(_S3_OBJECT, "an s3://BUCKET/KEY URI")),
+        p("output-uri", None, "Runs write under OUTPUT-URI/<workflow name>, so no run overwrites another",
+          _text(_S3_FOLDER, "an s3://BUCKET[/PREFIX] URI")),
+        p("pushgateway", config.run_defaults()["pushgateway"], "Prometheus Pushgateway URL; empty disables pushes",
+          _text(r"^(https?://[^\s/]+(/\S*)?)?$", "an http:// or https:// URL, or empty")),
+        p("image", f"ghcr.io/foxhunt/trainer:{__version__}", "Trainer image",
+          _text(r"^[^\s-]\S*$", "an image reference (REPOSITORY:TAG or REPOSITORY@sha256:...)")),
+    ))  # fmt: skip
 
 
-def parameter(name: str) -> WorkflowParameter:
-    """The `train-pipeline` parameter called `name`; KeyError when there is none."""
+def parameter(name: str, template: str = PIPELINE_TEMPLATE) -> WorkflowParameter:
+    """The workflow parameter called `name` as `template` declares it; KeyError when there is none.
+
+    A step template (`train`, `precompute-features`) may describe it differently (STEP_DESCRIPTIONS);
+    its default and schema are the pipeline's.
+    """
     for candidate in pipeline_parameters():
         if candidate.name == name:
-            return candidate
+            description = STEP_DESCRIPTIONS.get((template, name), candidate.description)
+            return WorkflowParameter(name, candidate.default, description, candidate.schema)
     raise KeyError(f"no workflow parameter {name!r}")
 
 
@@ -109,5 +176,10 @@ def pipeline_parameter_names() -> tuple[str, ...]:
 
 
 def pipeline_defaults() -> dict[str, str]:
-    """Default value of every `train-pipeline` parameter, by name."""
-    return {p.name: p.default for p in pipeline_parameters()}
+    """Default value of every `train-pipeline` parameter that has one, by name."""
+    return {p.name: p.default for p in pipeline_parameters() if p.default is not None}
+
+
+def required_parameters() -> tuple[str, ...]:
+    """The `train-pipeline` parameters without a default: every submission names them."""
+    return tuple(p.name for p in pipeline_parameters() if p.default is None)

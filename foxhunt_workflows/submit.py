@@ -69,21 +69,27 @@ def submit_template(
     template: str = PIPELINE_TEMPLATE,
     timeouts: Timeouts = DEFAULT_TIMEOUTS,
     deadline: Deadline | None = None,
+    server_dry_run: bool = False,
 ) -> dict[str, Any]:
     """Submit `template` with `params`; return the created Workflow as the server sent it.
 
-    A connection that could not be made is tried again (nothing was sent); an answer that did not
-    come is not, since the workflow may exist already.
+    With `server_dry_run` the Argo Server checks the submission against the installed template and
+    answers with the Workflow it would create, creating nothing. A connection that could not be made
+    is tried again (nothing was sent); an answer that did not come is not, since the workflow may
+    exist already.
     """
     deadline = deadline or Deadline(None)
+    options: dict[str, Any] = {
+        "parameters": [f"{k}={v}" for k, v in params.items()],
+        "labels": ",".join([SUBMITTED_BY_LABEL, *labels]),
+    }
+    if server_dry_run:
+        options["serverDryRun"] = True
     body = {
         "namespace": server.namespace,
         "resourceKind": "WorkflowTemplate",
         "resourceName": template,
-        "submitOptions": {
-            "parameters": [f"{k}={v}" for k, v in params.items()],
-            "labels": ",".join([SUBMITTED_BY_LABEL, *labels]),
-        },
+        "submitOptions": options,
     }
     path = f"api/v1/workflows/{server.namespace}/submit"
     attempt = 0

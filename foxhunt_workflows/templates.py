@@ -29,7 +29,6 @@ from hera.workflows import models as m
 
 from foxhunt_workflows.params import (
     DQN_PARAMS_FILE,
-    KINDS_ANNOTATION,
     PIPELINE_TEMPLATE,
     PRECOMPUTE_TEMPLATE,
     SEARCH_SPACE_FILE,
@@ -41,6 +40,7 @@ from foxhunt_workflows.params import (
     pipeline_parameters,
 )
 from foxhunt_workflows.pods import OUTPUTS_DIR, RenderOptions, common_env, foxhunt_container
+from foxhunt_workflows.schema import SCHEMA_ANNOTATION, template_schema
 
 # Template names inside each WorkflowTemplate: what `templateRef.template` points at.
 PRECOMPUTE_STEP = "precompute"
@@ -62,32 +62,36 @@ TRIAL_WORKER_INPUTS: tuple[str, ...] = (
     "study-storage-secret", "dqn-params", "hyperopt-params-uri", *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
 )  # fmt: skip
 # Inputs the pipeline fills for each trial worker; they are not workflow parameters.
-WORKER_INDEX = WorkflowParameter("worker", "0", "Index of this trial worker, 0 to trial-workers - 1", "int")
+WORKER_INDEX = WorkflowParameter(
+    "worker", "0", "Index of this trial worker, 0 to trial-workers - 1", {"type": "integer", "minimum": 0}
+)
 STUDY_NAME = WorkflowParameter("study-name", "", "Optuna study the workers share: the workflow's name")
 
 
-def _declared(names: Iterable[str], options: RenderOptions) -> list[WorkflowParameter]:
+def _declared(names: Iterable[str], options: RenderOptions, template: str) -> list[WorkflowParameter]:
     cluster = {"image": options.image, "gpu-pool": options.gpu_pool}
     declared = []
     for name in names:
-        p = parameter(name)
-        declared.append(
-            WorkflowParameter(p.name, cluster.get(name, p.default), p.description, p.kind, p.enum)
-        )
+        p = parameter(name, template)
+        declared.append(WorkflowParameter(p.name, cluster.get(name, p.default), p.description, p.schema))
     return declared
 
 
+# A parameter without a default is declared without one (Hera would write an explicit None as "null"):
+# Argo then requires a value on every submission.
 def _as_input(p: WorkflowParameter) -> Parameter:
-    return Parameter(name=p.name, default=p.default, description=p.description, enum=list(p.enum) or None)
+    default = {} if p.default is None else {"default": p.default}
+    return Parameter(name=p.name, description=p.help, enum=list(p.enum) or None, **default)
 
 
 def _as_argument(p: WorkflowParameter) -> Parameter:
-    return Parameter(name=p.name, value=p.default, description=p.description, enum=list(p.enum) or None)
+    value = {} if p.default is None else {"value": p.default}
+    return Parameter(name=p.name, description=p.help, enum=list(p.enum) or None, **value)
 
 
-def _kinds(parameters: Iterable[WorkflowParameter]) -> dict[str, str]:
-    # Argo parameters are untyped strings: the kinds travel with the template for `foxhunt submit`.
-    return {KINDS_ANNOTATION: json.dumps({p.name: p.kind for p in parameters if p.kind != "str"})}
+def _schema(parameters: Iterable[WorkflowParameter]) -> dict[str, str]:
+    # Argo parameters are untyped strings: their schema travels with the template for `foxhunt submit`.
+    return {SCHEMA_ANNOTATION: json.dumps(template_schema(list(parameters)), separators=(",", ":"))}
 
 
 def _ref(container: Container) -> Callable[[str], str]:
@@ -106,13 +110,13 @@ def _dqn_params_file(ref: Callable[[str], str]) -> RawArtifact:
 def _step_template(name: str, step: Container, options: RenderOptions, **extra) -> WorkflowTemplate:
     # Declared at the workflow level too, so `argo submit --from workflowtemplate/<name> -p ...` works
     # for a single step and the UI offers the same fields.
-    declared = _declared([p.name for p in step.inputs if isinstance(p, Parameter)], options)
+    declared = _declared([p.name for p in step.inputs if isinstance(p, Parameter)], options, name)
     return WorkflowTemplate(
         name=name,
         entrypoint=step.name,
         service_account_name=options.service_account,
         arguments=[_as_argument(p) for p in declared],
-        annotations=_kinds(declared),
+        annotations=_schema(declared),
         templates=[step],
         **extra,
     )
@@ -123,7 +127,7 @@ def precompute_step(options: RenderOptions) -> Container:
     step = foxhunt_container(
         options,
         name=PRECOMPUTE_STEP,
-        inputs=[_as_input(p) for p in _declared(PRECOMPUTE_INPUTS, options)],
+        inputs=[_as_input(p) for p in _declared(PRECOMPUTE_INPUTS, options, PRECOMPUTE_TEMPLATE)],
         resources=options.precompute_resources,
         deadline_seconds=options.precompute_deadline_seconds,
     )
@@ -137,7 +141,7 @@ def train_step(options: RenderOptions) -> Container:
     step = foxhunt_container(
         options,
         name=TRAIN_STEP,
-        inputs=[_as_input(p) for p in _declared(TRAIN_INPUTS, options)],
+        inputs=[_as_input(p) for p in _declared(TRAIN_INPUTS, options, TRAIN_TEMPLATE)],
         resources=options.train_resources,
         deadline_seconds=options.train_deadline_seconds,
         gpu=True,
@@ -168,7 +172,8 @@ def train_step(options: RenderOptions) -> Container:
 
 def trial_worker_step(options: RenderOptions) -> Container:
     """One GPU pod of a study: trials until the shared study has `trials` finished ones."""
-    inputs = [_as_input(p) for p in _declared(TRIAL_WORKER_INPUTS, options)]
+    # A worker's output-uri is its own folder, used as given, like the train step's.
+    inputs = [_as_input(p) for p in _declared(TRIAL_WORKER_INPUTS, options, TRAIN_TEMPLATE)]
     inputs += [Parameter(name=p.name, description=p.description) for p in (WORKER_INDEX, STUDY_NAME)]
     step = foxhunt_container(
         options,
@@ -217,7 +222,7 @@ def arguments_for(target: Container, pipeline: WorkflowTemplate, overrides: Mapp
 
 def pipeline_template(options: RenderOptions, precompute: Container, train: Container) -> WorkflowTemplate:
     """`train-pipeline`: precompute, then train; with trials > 0, trial workers then train of the best."""
-    declared = _declared([p.name for p in pipeline_parameters()], options)
+    declared = _declared([p.name for p in pipeline_parameters()], options, PIPELINE_TEMPLATE)
     worker = trial_worker_step(options)
     with WorkflowTemplate(
         name=PIPELINE_TEMPLATE,
@@ -225,7 +230,7 @@ def pipeline_template(options: RenderOptions, precompute: Container, train: Cont
         service_account_name=options.service_account,
         arguments=[_as_argument(p) for p in declared],
         labels={"app.kubernetes.io/name": "foxhunt"},
-        annotations=_kinds(declared),
+        annotations=_schema(declared),
     ) as wt:
         trials = wt.get_parameter("trials")
         # Each run writes under its own prefix, so reruns never overwrite an earlier run's reports.

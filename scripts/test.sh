@@ -33,11 +33,13 @@ mkdir -p .cache
 [ -x .cache/checkov/bin/checkov ] || python3 -m venv .cache/checkov
 .cache/checkov/bin/pip install -q checkov==3.3.30
 
-# The base install's wheels, so tests/test_light_install.py installs the light client offline.
-echo "== base-install wheels (.cache/light-wheels)"
+# The base install's wheels and the render extra's, so tests/test_light_install.py installs the light
+# client (and then `[render]`) offline.
+echo "== base-install and render wheels (.cache/light-wheels)"
 python - <<'PY' > .cache/base-requirements.txt
 import tomllib
-print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]))
+project = tomllib.load(open("pyproject.toml", "rb"))["project"]
+print("\n".join(project["dependencies"] + project["optional-dependencies"]["render"]))
 PY
 pip download -q -d .cache/light-wheels -r .cache/base-requirements.txt
 

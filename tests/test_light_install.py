@@ -8,6 +8,8 @@ and the base dependencies' wheels that scripts/test.sh downloads into .cache/lig
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +22,14 @@ import tomllib
 REPO = Path(__file__).resolve().parents[1]
 WHEELHOUSE = REPO / ".cache" / "light-wheels"
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")
+DATA = [
+    "-p",
+    "bars-uri=s3://d/bars.parquet",
+    "-p",
+    "fxcache-uri=s3://d/bars.arrow",
+    "-p",
+    "output-uri=s3://runs",
+]
 TRAINING_LIBRARIES = ("torch", "numpy", "scipy", "pyarrow", "matplotlib", "boto3", "prometheus_client")
 
 
@@ -27,12 +37,11 @@ def run(*argv: str | Path, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=300, **kwargs)
 
 
-@pytest.fixture(scope="module")
-def light_venv(tmp_path_factory) -> Path:
+def install(root: Path, extras: str = "") -> Path:
+    """A fresh virtualenv under `root` with the package (and `extras`) installed offline from the wheelhouse."""
     assert WHEELHOUSE.is_dir(), (
-        f"{WHEELHOUSE} is missing: scripts/test.sh downloads the base install's wheels"
+        f"{WHEELHOUSE} is missing: scripts/test.sh downloads the base install's and render's wheels"
     )
-    root = tmp_path_factory.mktemp("light")
     # Built from the files the image's build context has too, so the packaging needs nothing else,
     # and in a copy, so the build leaves nothing in the repo.
     source = root / "source"
@@ -49,9 +58,22 @@ def light_venv(tmp_path_factory) -> Path:
     venv = root / "venv"
     created = run(sys.executable, "-m", "venv", venv)
     assert created.returncode == 0, created.stderr
-    installed = run(venv / "bin" / "pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE, wheel)
+    requirement = f"foxhunt[{extras}] @ {wheel.as_uri()}" if extras else wheel
+    installed = run(
+        venv / "bin" / "pip", "install", "-q", "--no-index", "--find-links", WHEELHOUSE, requirement
+    )
     assert installed.returncode == 0, installed.stderr
     return venv
+
+
+@pytest.fixture(scope="module")
+def light_venv(tmp_path_factory) -> Path:
+    return install(tmp_path_factory.mktemp("light"))
+
+
+@pytest.fixture(scope="module")
+def render_venv(tmp_path_factory) -> Path:
+    return install(tmp_path_factory.mktemp("render"), "render")
 
 
 def test_the_base_dependencies_are_the_client_only():
@@ -59,6 +81,9 @@ def test_the_base_dependencies_are_the_client_only():
     base = " ".join(project["dependencies"]).lower()
 
     assert not [lib for lib in TRAINING_LIBRARIES if lib.replace("_", "-") in base]
+    assert "hera" not in base and any(
+        r.startswith("hera") for r in project["optional-dependencies"]["render"]
+    )
     assert {"torch", "numpy", "scipy", "pyarrow", "matplotlib", "boto3"} <= {
         r.split(">")[0].split("=")[0].split("<")[0].lower() for r in project["optional-dependencies"]["train"]
     }
@@ -91,8 +116,27 @@ def test_submit_help_works_without_torch(light_venv):
     assert "--dry-run" in result.stdout and "--parameter-file" in result.stdout
 
 
-def test_workflows_render_works_without_torch(light_venv, tmp_path):
-    result = run(light_venv / "bin" / "foxhunt", "workflows", "render", "--out", tmp_path)
+def test_the_light_install_has_no_hera(light_venv):
+    result = run(
+        light_venv / "bin" / "python", "-c", "import importlib.util; print(importlib.util.find_spec('hera'))"
+    )
+
+    assert result.stdout.strip() == "None"
+
+
+def test_workflows_render_without_the_render_extra_exits_2_with_the_install_line(light_venv, tmp_path):
+    result = run(light_venv / "bin" / "foxhunt", "workflows", "render", "--out", tmp_path / "out")
+
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "foxhunt workflows render: error: foxhunt workflows render needs the render extra, and hera is not "
+        "installed: pip install 'foxhunt[render]'"
+    ]
+    assert not (tmp_path / "out").exists()
+
+
+def test_workflows_render_works_with_the_render_extra_and_without_torch(render_venv, tmp_path):
+    result = run(render_venv / "bin" / "foxhunt", "workflows", "render", "--out", tmp_path)
 
     assert result.returncode == 0, result.stderr
     assert {p.name for p in tmp_path.iterdir()} == {
@@ -105,8 +149,39 @@ def test_workflows_render_works_without_torch(light_venv, tmp_path):
     ).read_text()
 
 
+TRAINING_COMMANDS = {
+    "precompute": ["--bars", "bars.csv", "--out", "out.fxcache"],
+    "train": ["--fxcache", "in.fxcache", "--out", "run"],
+    "pipeline": ["--out", "run"],
+    "evaluate": ["--run", "run", "--fxcache", "in.fxcache"],
+}
+
+
+@pytest.mark.parametrize("command", list(TRAINING_COMMANDS))
+def test_a_training_command_without_the_train_extra_exits_2_with_the_install_line(
+    light_venv, tmp_path, command
+):
+    result = run(light_venv / "bin" / "foxhunt", command, *TRAINING_COMMANDS[command], cwd=tmp_path)
+
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(
+        f"foxhunt {command}: error: foxhunt {command} needs the train extra, and torch, numpy,"
+    )
+    assert line.endswith("are not installed: pip install 'foxhunt[train]'")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_help_says_which_commands_need_the_train_extra(light_venv):
+    listing = " ".join(run(light_venv / "bin" / "foxhunt", "--help").stdout.split())
+
+    for command in TRAINING_COMMANDS:
+        assert re.search(rf"{command} .*?\[needs the train extra: pip install 'foxhunt\[train\]'\]", listing)
+    assert listing.count("[needs the train extra") == len(TRAINING_COMMANDS)
+
+
 def test_a_dry_run_submission_works_without_torch(light_venv):
-    result = run(light_venv / "bin" / "foxhunt", "submit", "--epochs", "5", "--dry-run", "-o", "json")
+    result = run(light_venv / "bin" / "foxhunt", "submit", "--epochs", "5", *DATA, "--dry-run", "-o", "json")
 
     assert result.returncode == 0, result.stderr
     assert {"name": "epochs", "value": "5"} in json.loads(result.stdout)["spec"]["arguments"]["parameters"]
@@ -114,7 +189,7 @@ def test_a_dry_run_submission_works_without_torch(light_venv):
 
 @pytest.mark.parametrize(
     "argv",
-    [["--version"], ["--help"], ["submit", "--help"], ["submit", "--dry-run"]],
+    [["--version"], ["--help"], ["submit", "--help"], ["submit", *DATA, "--dry-run"]],
     ids=["version", "help", "submit-help", "submit-dry-run"],
 )
 def test_client_commands_import_no_training_library(argv):
@@ -123,6 +198,8 @@ def test_client_commands_import_no_training_library(argv):
         f"try:\n    main({argv!r})\nexcept SystemExit:\n    pass\n"
         f"print('MODULES', sorted(m for m in {TRAINING_LIBRARIES!r} if m in sys.modules))"
     )
-    result = run(sys.executable, "-c", code, env={"PATH": "/usr/bin:/bin", "ARGO_NAMESPACE": "ci"})
+    # This checkout's packages (PYTHONPATH), nothing else from the environment.
+    path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    result = run(sys.executable, "-c", code, env={"PATH": "/usr/bin:/bin", "ARGO_NAMESPACE": "ci", **path})
 
     assert result.stdout.strip().splitlines()[-1] == "MODULES []", result.stderr

@@ -141,7 +141,7 @@ def test_rendered_templates_pass_the_semantic_checks(variant, request):
 def test_argo_expressions_survive_helm(defaults):
     pipeline = of_kind(defaults, "WorkflowTemplate")["train-pipeline"]
     train_task = pipeline["spec"]["templates"][0]["dag"]["tasks"][1]
-    passed = {p["name"]: p["value"] for p in train_task["arguments"]["parameters"]}
+    passed = {p["name"]: p["value"] for p in train_task["arguments"]["parameters"] if "value" in p}
 
     assert passed["epochs"] == "{{workflow.parameters.epochs}}"
     assert passed["output-uri"] == "{{workflow.parameters.output-uri}}/{{workflow.name}}"
@@ -149,7 +149,7 @@ def test_argo_expressions_survive_helm(defaults):
 
 def test_values_set_image_pool_and_run_defaults_of_the_pipeline(overridden):
     pipeline = of_kind(overridden, "WorkflowTemplate")["train-pipeline"]
-    parameters = {p["name"]: p["value"] for p in pipeline["spec"]["arguments"]["parameters"]}
+    parameters = {p["name"]: p["value"] for p in pipeline["spec"]["arguments"]["parameters"] if "value" in p}
 
     assert parameters["image"] == "registry.example.com/ml/foxhunt:2024.06.1"
     assert parameters["gpu-pool"] == "ci-training-h100"
@@ -158,7 +158,9 @@ def test_values_set_image_pool_and_run_defaults_of_the_pipeline(overridden):
 
 
 def test_values_set_the_input_defaults_of_the_referenced_templates(overridden):
-    inputs = {p["name"]: p["default"] for p in train_pod(overridden)["inputs"]["parameters"]}
+    inputs = {
+        p["name"]: p["default"] for p in train_pod(overridden)["inputs"]["parameters"] if "default" in p
+    }
 
     assert inputs["image"] == "registry.example.com/ml/foxhunt:2024.06.1"
     assert inputs["gpu-pool"] == "ci-training-h100"
@@ -168,7 +170,7 @@ def test_image_digest_pins_the_image():
     digest = "sha256:" + "ab" * 32
     documents = render({"image": {"digest": digest}})
     pipeline = of_kind(documents, "WorkflowTemplate")["train-pipeline"]
-    parameters = {p["name"]: p["value"] for p in pipeline["spec"]["arguments"]["parameters"]}
+    parameters = {p["name"]: p["value"] for p in pipeline["spec"]["arguments"]["parameters"] if "value" in p}
 
     assert parameters["image"] == f"ghcr.io/foxhunt/trainer@{digest}"
 
@@ -273,7 +275,7 @@ def test_executor_role_grants_only_workflow_task_results():
 def test_run_defaults_config_map_lists_every_pipeline_parameter(defaults):
     data = of_kind(defaults, "ConfigMap")["foxhunt-run-defaults"]["data"]
     pipeline = of_kind(defaults, "WorkflowTemplate")["train-pipeline"]
-    parameters = {p["name"]: p["value"] for p in pipeline["spec"]["arguments"]["parameters"]}
+    parameters = {p["name"]: p["value"] for p in pipeline["spec"]["arguments"]["parameters"] if "value" in p}
 
     assert {k: v for k, v in data.items() if k in parameters} == parameters
 

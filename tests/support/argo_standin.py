@@ -25,7 +25,27 @@ NAMESPACE = "ci"
 TOKEN = "s3cr3t-token"
 SUBMIT_PATH = f"/api/v1/workflows/{NAMESPACE}/submit"
 GET_PATH = f"/api/v1/workflows/{NAMESPACE}/{WORKFLOW}"
-CI_RUN = ("submit", "--model", "dqn", "--epochs", "50", "--trials", "0", "--gpu-pool", "ci-training-h100")
+# The data URIs every submission of the pipeline names (they have no default).
+DATA = {
+    "bars-uri": "s3://ci-data/EURUSD.parquet",
+    "fxcache-uri": "s3://ci-data/EURUSD.arrow",
+    "output-uri": "s3://ci-runs",
+}
+DATA_ARGS = tuple(word for name, value in DATA.items() for word in ("-p", f"{name}={value}"))
+CI_RUN = (
+    "submit",
+    "--model",
+    "dqn",
+    "--epochs",
+    "50",
+    "--trials",
+    "0",
+    "--gpu-pool",
+    "ci-training-h100",
+    *DATA_ARGS,
+)
+# What the train step reports when it succeeds: Argo's global output parameters.
+OUTPUTS = {"summary-uri": "s3://ci-runs/train-pipeline-x7k2p/summary.json", "stitched-sharpe": "1.25"}
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy")
 
 
@@ -117,6 +137,9 @@ def handler_for(fake: FakeArgo) -> type[BaseHTTPRequestHandler]:
             else:
                 phase = fake.next_phase()
                 final = fake.final_status if phase in ("Failed", "Error") else {}
+                if phase == "Succeeded":
+                    outputs = [{"name": k, "value": v} for k, v in OUTPUTS.items()]
+                    final = {"outputs": {"parameters": outputs}}
                 self.reply(200, _workflow({"phase": phase, **final}))
 
     return Handler

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 from support.argo_standin import (
     CI_RUN,
+    DATA,
+    DATA_ARGS,
     GET_PATH,
     NAMESPACE,
     SUBMIT_PATH,
@@ -36,7 +38,14 @@ def test_submit_posts_what_the_argo_server_submit_endpoint_expects(argo):
         "resourceKind": "WorkflowTemplate",
         "resourceName": "train-pipeline",
         "submitOptions": {
-            "parameters": ["model=dqn", "epochs=50", "trials=0", "gpu-pool=ci-training-h100", "max-folds=3"],
+            "parameters": [
+                "model=dqn",
+                "epochs=50",
+                "trials=0",
+                "gpu-pool=ci-training-h100",
+                *(f"{name}={value}" for name, value in DATA.items()),
+                "max-folds=3",
+            ],  # fmt: skip
             "labels": "foxhunt.io/submitted-by=foxhunt-cli",
         },
     }
@@ -68,7 +77,8 @@ def test_submit_prints_the_workflow_name_and_the_equivalent_argo_line(argo, caps
     assert shlex.split(line) == [
         "argo", "submit", "--from", "workflowtemplate/train-pipeline", "-n", NAMESPACE,
         "-p", "model=dqn", "-p", "epochs=50", "-p", "trials=0", "-p", "gpu-pool=ci-training-h100",
-        "-p", "bars-uri=s3://bars/EUR USD.parquet",
+        "-p", "bars-uri=s3://bars/EUR USD.parquet", "-p", f"fxcache-uri={DATA['fxcache-uri']}",
+        "-p", f"output-uri={DATA['output-uri']}",
     ]  # fmt: skip
 
 
@@ -107,7 +117,7 @@ def test_a_refused_submission_exits_one_with_the_reason(argo, capsys):
 
 
 def test_trials_above_zero_are_passed_through(argo):
-    foxhunt("submit", "--trials", "20", "-p", "study-storage-secret=foxhunt-study")
+    foxhunt("submit", "--trials", "20", "-p", "study-storage-secret=foxhunt-study", *DATA_ARGS)
 
     assert "trials=20" in argo.requests[0]["body"]["submitOptions"]["parameters"]
 

@@ -1,14 +1,12 @@
-"""`foxhunt submit` checks its parameters against the template before any request, and prints for scripts."""
+"""`foxhunt submit` refuses a bad submission in one line, exit 2, before any request (and with --dry-run too)."""
 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterator
 
 import pytest
-import yaml
-from support.argo_standin import CI_RUN, NAMESPACE, WORKFLOW, FakeArgo, foxhunt, running_argo
+from support.argo_standin import CI_RUN, DATA, DATA_ARGS, FakeArgo, foxhunt, running_argo
 
 from foxhunt_workflows.arguments import SubmitUsageError, TemplateParameters, check_parameters
 from foxhunt_workflows.render import shipped_template
@@ -37,125 +35,136 @@ def sent_parameters(argo: FakeArgo) -> list[str]:
     return request["body"]["submitOptions"]["parameters"]
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (("-p", "window=sliding"), "window='sliding' is not one of rolling, expanding"),
-        (("-p", "log-format=xml"), "log-format='xml' is not one of text, json"),
-        (("-p", "epochs=abc"), "epochs='abc' is not an integer"),
-        (("-p", "max-folds=2.5"), "max-folds='2.5' is not an integer"),
-        (("-p", "train-days=ninety"), "train-days='ninety' is not a number"),
-        (("-p", "eval-cost=nan"), "eval-cost='nan' is not a finite number"),
-        (("-p", "dqn-params={lr: 1}"), "dqn-params='{lr: 1}' is not valid JSON"),
-        (("-p", "dqn-params=[1, 2]"), "dqn-params='[1, 2]' is not a JSON object"),
-        (("-p", "windw=rolling"), "unknown parameter 'windw'"),
-        (("--trials", "20"), "trials=20 needs a study storage"),
-        (("-p", "trials=5", "-p", "study-storage-secret= "), "trials=5 needs a study storage"),
-        (("--trials", "2", *STUDY, "-p", "trial-workers=0"), "needs trial-workers of 1 or more"),
-        (("--trials", "2", *STUDY, "-p", "trial-population=0"), "trial-population=0: expected 1 to 16"),
-        (("--trials", "2", *STUDY, "-p", "trial-population=17"), "trial-population=17: expected 1 to 16"),
-    ],
-)
-def test_bad_parameters_are_refused_before_any_request(argo, capsys, argv, message):
-    assert message in refused(capsys, "submit", *argv)
+def without(name: str) -> tuple[str, ...]:
+    """The data URIs minus one."""
+    return tuple(w for n, v in DATA.items() if n != name for w in ("-p", f"{n}={v}"))
+
+
+REFUSALS = [
+    # The trainer's own bounds and choices (foxhunt.config), for flags and -p alike.
+    (("-p", "epochs=0"), "-p epochs='0': must be an integer >= 1"),
+    (("-p", "epochs=-3"), "-p epochs='-3': must be an integer >= 1"),
+    (("--epochs", "0"), "--epochs '0': must be an integer >= 1"),
+    (("--trials", "-1"), "--trials '-1': must be an integer >= 0"),
+    (("-p", "epochs=abc"), "epochs='abc': must be an integer >= 1"),
+    (("-p", "max-folds=2.5"), "max-folds='2.5': must be an integer >= 0"),
+    (("-p", "epochs=1" + "0" * 5000), "0... (5001 characters)': must be an integer >= 1"),
+    (("-p", 'dqn-params={"lr": 1' + "0" * 400 + "}"), "lr=1000"),
+    (("-p", "seed=-1"), "seed='-1': must be an integer in [0, 9223372036854775807]"),
+    (("-p", "train-days=0"), "train-days='0': must be a positive finite number (days)"),
+    (("-p", "train-days=ninety"), "train-days='ninety': must be a positive finite number (days)"),
+    (("-p", "eval-cost=nan"), "eval-cost='nan': must be a finite number >= 0 (log-return units)"),
+    (("-p", "eval-spread=-0.1"), "eval-spread='-0.1': must be a finite number >= 0"),
+    (("-p", "min-train-rows=0"), "min-train-rows='0': must be an integer >= 1 (rows)"),
+    # The config's rules between and beyond bounds, from building the trainer's own config.
+    (("-p", "train-days=1e-20"), "-p train-days='1e-20': must be at least one nanosecond, got 1e-20"),
+    (("-p", "window=sliding"), "window='sliding': must be one of rolling, expanding"),
+    (("-p", "log-format=xml"), "log-format='xml': must be one of text, json"),
+    (("--model", "ppo"), "--model 'ppo': must be one of dqn"),
+    # DQN settings: the keys and ranges of foxhunt.config.DQNConfig.
+    (("-p", 'dqn-params={"lrr":1}'), "unknown key(s) 'lrr'; valid keys: lr, gamma,"),
+    (("-p", 'dqn-params={"lr":0}'), "lr=0 must be a positive finite number"),
+    (("-p", 'dqn-params={"gamma":1}'), "gamma=1 must be a finite number in [0, 1)"),
+    (("-p", 'dqn-params={"batch_size":1.5}'), "batch_size=1.5 must be an integer >= 1"),
+    (("-p", 'dqn-params={"compile":"yes"}'), "compile=\"yes\" must be true or false"),
+    (("-p", "dqn-params={lr: 1}"), "dqn-params='{lr: 1}': is not valid JSON"),
+    (("-p", "dqn-params=[1, 2]"), "dqn-params='[1, 2]': must be a JSON object of DQN settings"),
+    (("-p", 'search-space={"lrr":{"type":"float"}}'), "unknown key(s) 'lrr'"),
+    (("-p", 'search-space={"lr":{"low":1}}'), "lr: needs the key 'type'"),
+    # Cluster parameters.
+    (("-p", "gpu-pool="), "-p gpu-pool='': must not be empty"),
+    (("--gpu-pool", ""), "--gpu-pool '': must not be empty"),
+    (("-p", "gpu-pool=a b"), "gpu-pool='a b': must be a node label value"),
+    (("-p", "trial-workers=0"), "trial-workers='0': must be an integer >= 1"),
+    (("-p", "trial-population=17"), "trial-population='17': must be an integer in [1, 16]"),
+    (("-p", "study-storage-secret=My_Secret"), "must be a Secret name"),
+    (("-p", "pushgateway=ftp://pg:9091"), "must be an http:// or https:// URL, or empty"),
+    (("-p", "windw=rolling"), "unknown parameter 'windw' (-p windw='rolling'); train-pipeline takes: model,"),
+    (("--trials", "20"), "trials=20 needs a study storage"),
+    (("-p", "trials=5", "-p", "study-storage-secret="), "trials=5 needs a study storage"),
+    # A value that the pod's command line would read as a flag.
+    (("-p", "hyperopt-params-uri=--overwrite"), "starts with '-', so the pod's foxhunt command would read it as a flag"),
+    (("-p", "output-uri=--overwrite"), "output-uri='--overwrite': starts with '-'"),
+    # Data URIs: s3:// (the pods' only storage), never a local path.
+    (("-p", "bars-uri=/data/bars.parquet"), "bars-uri='/data/bars.parquet': must be an s3://BUCKET/KEY URI"),
+    (("-p", "bars-uri=s3://bucket-only"), "must be an s3://BUCKET/KEY URI"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("argv", "message"), REFUSALS, ids=[" ".join(a)[:50] for a, _ in REFUSALS])
+def test_a_bad_parameter_is_refused_before_any_request(argo, capsys, argv, message):
+    assert message in refused(capsys, *CI_RUN, *argv)
     assert argo.requests == []
 
 
-def test_trials_with_a_study_storage_secret_are_submitted(argo):
-    assert foxhunt("submit", "--trials", "20", *STUDY, "-p", "trial-workers=4") == 0
+@pytest.mark.parametrize(("argv", "message"), REFUSALS[:8], ids=[" ".join(a)[:50] for a, _ in REFUSALS[:8]])
+def test_a_dry_run_refuses_the_same(argo, capsys, argv, message):
+    assert message in refused(capsys, *CI_RUN, *argv, "--dry-run")
 
-    assert sent_parameters(argo) == ["trials=20", "study-storage-secret=foxhunt-study", "trial-workers=4"]
+
+@pytest.mark.parametrize("name", list(DATA))
+def test_every_data_uri_is_required(argo, capsys, name):
+    message = refused(capsys, "submit", *without(name), "--dry-run")
+
+    assert message.startswith(f"foxhunt submit: error: {name} is required by train-pipeline")
+    assert f"pass -p {name}=" in message
+    assert argo.requests == []
+
+
+def test_no_data_uri_has_a_default_in_any_template():
+    for template in ("train-pipeline", "train", "precompute-features"):
+        declared = shipped_template(template)["spec"]["arguments"]["parameters"]
+        assert [p["name"] for p in declared if p["name"].endswith("-uri") and "value" not in p] == [
+            n for n in ("bars-uri", "fxcache-uri", "output-uri") if any(p["name"] == n for p in declared)
+        ]
+
+
+LABELS = [
+    ("bad key!=v", "the key 'bad key!' must be [PREFIX/]NAME"),
+    ("-x=v", "the key '-x' must be"),
+    (f"{'k' * 64}=v", "must be [PREFIX/]NAME, NAME at most 63"),
+    ("Example.com/x=v", "the key's prefix 'Example.com' must be a DNS subdomain"),
+    ("ci.job=a,b=c", "the value 'a,b=c' must be at most 63"),
+    (f"ci.job={'v' * 64}", "the value"),
+    ("ci.job", "--label expects KEY=VALUE"),
+    ("foxhunt.io/submitted-by=me", "foxhunt.io/submitted-by is set by foxhunt submit itself"),
+]
+
+
+@pytest.mark.parametrize(("label", "message"), LABELS, ids=[label for label, _ in LABELS])
+def test_a_label_kubernetes_would_refuse_is_refused_even_in_a_dry_run(argo, capsys, label, message):
+    assert message in refused(capsys, *CI_RUN, f"--label={label}", "--dry-run")
+    assert argo.requests == []
+
+
+@pytest.mark.parametrize("label", ["ci.job=1234", "foxhunt.io/team=", "a.b-c/d_e.f=G-1.x"])
+def test_labels_kubernetes_accepts_are_sent(argo, label):
+    assert foxhunt(*CI_RUN, "-l", label) == 0
+    assert argo.requests[0]["body"]["submitOptions"]["labels"].endswith("," + label)
+
+
+def test_trials_with_a_study_storage_secret_are_submitted(argo):
+    assert foxhunt("submit", "--trials", "20", *STUDY, "-p", "trial-workers=4", *DATA_ARGS) == 0
+
+    assert sent_parameters(argo)[:3] == ["trials=20", "study-storage-secret=foxhunt-study", "trial-workers=4"]
 
 
 def test_the_checks_come_from_the_template_they_are_given():
     template = copy.deepcopy(shipped_template("train-pipeline"))
-    window = next(p for p in template["spec"]["arguments"]["parameters"] if p["name"] == "window")
-    window["enum"] = ["rolling", "expanding", "anchored"]
-    spec = TemplateParameters.from_document(template)
+    annotations = template["metadata"]["annotations"]
+    key = "foxhunt.io/parameter-schema"
+    workers = '"trial-workers":{"type":"integer","minimum":1}'
+    assert workers in annotations[key]
+    annotations[key] = annotations[key].replace(workers, '"trial-workers":{"type":"integer","minimum":2}')
 
-    check_parameters({"window": "anchored"}, spec)
-    with pytest.raises(SubmitUsageError, match="not one of"):
-        check_parameters(
-            {"window": "anchored"}, TemplateParameters.from_document(shipped_template("train-pipeline"))
-        )
+    check_parameters(
+        {"trial-workers": "1", **DATA}, TemplateParameters.from_document(shipped_template("train-pipeline"))
+    )
+    with pytest.raises(SubmitUsageError, match="trial-workers='1': must be an integer >= 2"):
+        check_parameters({"trial-workers": "1", **DATA}, TemplateParameters.from_document(template))
 
 
-def test_a_template_without_study_storage_takes_trials_alone():
+def test_the_train_template_takes_trials_without_a_study_secret():
     train = TemplateParameters.from_document(shipped_template("train"))
 
-    check_parameters({"trials": "20"}, train)
-
-
-def test_dry_run_prints_the_workflow_and_sends_nothing(argo, capsys):
-    assert foxhunt(*CI_RUN, "-p", "seed=7", "-l", "ci.job=42", "--dry-run") == 0
-
-    workflow = yaml.safe_load(capsys.readouterr().out)
-    assert argo.requests == []
-    assert workflow["kind"] == "Workflow"
-    assert workflow["metadata"]["namespace"] == NAMESPACE
-    assert workflow["metadata"]["labels"] == {"foxhunt.io/submitted-by": "foxhunt-cli", "ci.job": "42"}
-    assert workflow["spec"]["workflowTemplateRef"] == {"name": "train-pipeline"}
-    assert {"name": "seed", "value": "7"} in workflow["spec"]["arguments"]["parameters"]
-
-
-def test_dry_run_checks_too(argo, capsys):
-    assert "is not an integer" in refused(capsys, "submit", "-p", "seed=x", "--dry-run")
-    assert argo.requests == []
-
-
-def test_dry_run_needs_no_argo_server(monkeypatch, capsys):
-    monkeypatch.delenv("ARGO_SERVER", raising=False)
-
-    assert foxhunt(*CI_RUN, "--dry-run", "-o", "json") == 0
-    assert json.loads(capsys.readouterr().out)["spec"]["workflowTemplateRef"]["name"] == "train-pipeline"
-
-
-def test_output_name_prints_exactly_one_line(argo, capsys):
-    assert foxhunt(*CI_RUN, "-o", "name") == 0
-
-    assert capsys.readouterr().out == f"{WORKFLOW}\n"
-
-
-def test_output_json_prints_the_created_workflow(argo, capsys):
-    assert foxhunt(*CI_RUN, "-o", "json") == 0
-
-    assert json.loads(capsys.readouterr().out)["metadata"] == {"name": WORKFLOW, "namespace": NAMESPACE}
-
-
-def test_parameter_file_in_yaml_with_nested_settings(argo, tmp_path):
-    path = tmp_path / "run.yaml"
-    path.write_text("epochs: 7\nwindow: expanding\ndqn-params:\n  lr: 0.001\n  hidden: 128\n")
-
-    assert foxhunt("submit", "-f", str(path)) == 0
-    assert sent_parameters(argo) == ["epochs=7", "window=expanding", 'dqn-params={"lr":0.001,"hidden":128}']
-
-
-def test_parameter_file_in_json_and_flags_and_p_win_over_it(argo, tmp_path):
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps({"epochs": 7, "seed": 3, "window": "expanding"}))
-
-    assert foxhunt("submit", "-f", str(path), "--epochs", "9", "-p", "seed=4") == 0
-    assert sent_parameters(argo) == ["epochs=9", "seed=4", "window=expanding"]
-
-
-def test_parameter_file_values_are_checked(argo, capsys, tmp_path):
-    path = tmp_path / "run.yaml"
-    path.write_text("window: sliding\n")
-
-    assert "window='sliding'" in refused(capsys, "submit", "-f", str(path))
-    assert argo.requests == []
-
-
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [("epochs: [1\n", "not valid YAML or JSON (line 2)"), ("- epochs\n", "expected a mapping")],
-)
-def test_a_malformed_parameter_file_is_one_line(argo, capsys, tmp_path, text, message):
-    path = tmp_path / "run.yaml"
-    path.write_text(text)
-
-    assert message in refused(capsys, "submit", "-f", str(path))
-
-
-def test_a_missing_parameter_file_is_one_line(argo, capsys, tmp_path):
-    assert "cannot read the parameter file" in refused(capsys, "submit", "-f", str(tmp_path / "nope.yaml"))
+    check_parameters({"trials": "20", "fxcache-uri": DATA["fxcache-uri"], "output-uri": "s3://r/x"}, train)

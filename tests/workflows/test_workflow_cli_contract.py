@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from foxhunt.cli import build_parser
-from foxhunt_workflows.params import KINDS_ANNOTATION, TRAINER_SETTINGS
+from foxhunt_workflows.params import TRAINER_SETTINGS
+from foxhunt_workflows.schema import SCHEMA_ANNOTATION
 
 CHART_WORKFLOWS = Path(__file__).resolve().parents[2] / "helm" / "foxhunt" / "files" / "workflows"
 EXPRESSION = re.compile(r"\{\{\s*(inputs|workflow)\.parameters\.([\w-]+)\s*\}\}")
@@ -17,8 +18,10 @@ EXPRESSION = re.compile(r"\{\{\s*(inputs|workflow)\.parameters\.([\w-]+)\s*\}\}"
 def foxhunt_containers():
     for path in sorted(CHART_WORKFLOWS.glob("*.yaml")):
         doc = yaml.safe_load(path.read_text())
+        # A required parameter (a data URI) has no default: a sample value stands in for it.
         defaults = {
-            p["name"]: str(p.get("value", "")) for p in doc["spec"].get("arguments", {}).get("parameters", [])
+            p["name"]: str(p.get("value", f"s3://bucket/{p['name']}"))
+            for p in doc["spec"].get("arguments", {}).get("parameters", [])
         }
         for template in doc["spec"]["templates"]:
             container = template.get("container")
@@ -47,11 +50,12 @@ def test_every_step_of_the_pipeline_is_covered():
 
 def kinds_of_trainer_flags() -> list:
     doc = yaml.safe_load((CHART_WORKFLOWS / "train.yaml").read_text())
-    kinds = json.loads(doc["metadata"]["annotations"][KINDS_ANNOTATION])
+    schema = json.loads(doc["metadata"]["annotations"][SCHEMA_ANNOTATION])["properties"]
+    kinds = {"integer": "int", "number": "float"}
     return [
-        pytest.param(flag, kinds[flag], id=flag)
+        pytest.param(flag, kinds[schema[flag]["type"]], id=flag)
         for flag in TRAINER_SETTINGS
-        if kinds.get(flag) in ("int", "float")
+        if schema[flag].get("type") in kinds
     ]
 
 

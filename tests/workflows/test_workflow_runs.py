@@ -7,9 +7,10 @@ import json
 import pytest
 
 from foxhunt import config
-from foxhunt_workflows.params import DQN_PARAMS_FILE, KINDS_ANNOTATION, POD_DEFAULTS, TRAINER_SETTINGS
+from foxhunt_workflows.params import DQN_PARAMS_FILE, POD_DEFAULTS, TRAINER_SETTINGS
 from foxhunt_workflows.pods import RETRIED_EXIT_CODES, TERMINATION_GRACE_SECONDS, RenderOptions
 from foxhunt_workflows.render import PACKAGE_COPY, render_all, render_documents
+from foxhunt_workflows.schema import SCHEMA_ANNOTATION
 from foxhunt_workflows.templates import (
     RUN_SETTINGS,
     TRIAL_WORKER,
@@ -80,13 +81,14 @@ def test_enumerated_settings_declare_argo_enum(documents, flag):
         assert workflow_parameters(documents[name])[flag]["enum"] == list(config.ENUMS[flag])
 
 
-def test_kinds_annotation_types_every_number_and_json_parameter(documents):
-    kinds = json.loads(documents["train-pipeline"]["metadata"]["annotations"][KINDS_ANNOTATION])
+def test_schema_annotation_types_every_number_and_json_parameter(documents):
+    schema = json.loads(documents["train-pipeline"]["metadata"]["annotations"][SCHEMA_ANNOTATION])
+    kinds = {name: s.get("type", "enum") for name, s in schema["properties"].items()}
 
-    assert kinds["epochs"] == kinds["seed"] == kinds["trial-workers"] == "int"
-    assert kinds["train-days"] == kinds["eval-cost"] == "float"
-    assert kinds["dqn-params"] == kinds["search-space"] == "json"
-    assert "window" not in kinds and "bars-uri" not in kinds
+    assert kinds["epochs"] == kinds["seed"] == kinds["trial-workers"] == "integer"
+    assert kinds["train-days"] == kinds["eval-cost"] == "number"
+    assert kinds["dqn-params"] == kinds["search-space"] == "object"
+    assert kinds["window"] == "enum" and kinds["bars-uri"] == "string"
 
 
 @pytest.mark.parametrize(("template", "name"), GPU_PODS)

@@ -162,11 +162,12 @@ def test_an_undeclared_parameter_is_reported(documents):
     assert parameter_problems(broken.values()) == ["train/train: inputs.parameters.sede is not declared"]
 
 
-def test_pipeline_declares_its_parameters_each_with_a_default(documents):
+def test_pipeline_declares_its_parameters_each_with_a_default_but_the_data_uris(documents):
     parameters = documents["train-pipeline"]["spec"]["arguments"]["parameters"]
 
     assert {p["name"] for p in parameters} == PIPELINE_PARAMETERS
-    assert all(isinstance(p["value"], str) for p in parameters)
+    assert [p["name"] for p in parameters if "value" not in p] == ["bars-uri", "fxcache-uri", "output-uri"]
+    assert all(isinstance(p["value"], str) for p in parameters if "value" in p)
     assert next(p for p in parameters if p["name"] == "model")["enum"] == ["dqn"]
 
 

@@ -39,6 +39,7 @@ from foxhunt.errors import (
     RunInterrupted,
     UsageError,
 )
+from foxhunt.extras import needs_note, require_extra
 
 DEBUG_ENV = "FOXHUNT_DEBUG"  # set to 1 for the traceback of an unexpected error
 _GROUPS = {"folds": "walk-forward folds", "eval": "evaluation (fixed per run, never searched)"}
@@ -140,8 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"foxhunt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    # Commands that train or read bars need the `train` extra; each says so in its help.
+    train_note = needs_note("train")
     p = sub.add_parser(
-        "precompute", help="bars → features → fxcache (a no-op when it exists for the same bars)"
+        "precompute",
+        help=f"bars → features → fxcache (a no-op when it exists for the same bars) {train_note}",
+        description=train_note,
     )
     p.add_argument(
         "--bars", nargs="+", required=True, metavar="URI", help="CSV or Parquet bars, local or s3://"
@@ -150,10 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tz", default=None, help="time zone of naive timestamps (default: UTC)")
     _add_timestamp_unit(p)
     p.add_argument("--force", action="store_true", help="recompute even when the fxcache already matches")
-    p.set_defaults(func=cmd_precompute)
+    p.set_defaults(func=cmd_precompute, extra="train")
 
     p = sub.add_parser(
-        "train", help="the one-pod run: load once, every fold on one trainer, reports, metrics"
+        "train",
+        help=f"the one-pod run: load once, every fold on one trainer, reports, metrics {train_note}",
+        description=train_note,
     )
     p.add_argument("--fxcache", required=True, metavar="URI", help="fxcache to train on, local or s3://")
     p.add_argument(
@@ -163,10 +170,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="output folder, local or s3://; the same command again resumes the run there",
     )
     _add_training(p, RunConfig())
-    p.set_defaults(func=cmd_train)
+    p.set_defaults(func=cmd_train, extra="train")
 
     p = sub.add_parser(
-        "pipeline", help="precompute + train locally; with no --bars, on generated sample bars"
+        "pipeline",
+        help=f"precompute + train locally; with no --bars, on generated sample bars {train_note}",
+        description=train_note,
     )
     p.add_argument(
         "--bars", nargs="+", default=None, metavar="URI", help="bars files (default: generated sample)"
@@ -183,11 +192,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"rows of generated bars (default: {SAMPLE_BARS})",
     )
     _add_training(p, RunConfig(epochs=PIPELINE_EPOCHS, folds=PIPELINE_FOLDS))
-    p.set_defaults(func=cmd_pipeline)
+    p.set_defaults(func=cmd_pipeline, extra="train")
 
     p = sub.add_parser(
         "evaluate",
-        help="score a saved run's folds on an fxcache (each fold on the bars of its own validation dates)",
+        help="score a saved run's folds on an fxcache (each fold on the bars of its own validation dates) "
+        f"{train_note}",
+        description=train_note,
     )
     p.add_argument("--run", required=True, metavar="URI", help="a run's --out folder, local or s3://")
     p.add_argument("--fxcache", required=True, metavar="URI", help="fxcache to score on, local or s3://")
@@ -199,7 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--eval-spread", type=float, default=None, help="bid-ask spread (default: the run's)")
     p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"), help="default: cpu")
-    p.set_defaults(func=cmd_evaluate)
+    p.set_defaults(func=cmd_evaluate, extra="train")
 
     try:
         from foxhunt_workflows.commands import add_workflow_commands
@@ -371,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     name = f"foxhunt {args.command}"
     try:
+        if getattr(args, "extra", None):
+            require_extra(args.extra, name)
         return args.func(args)
     except RunInterrupted as exc:
         print(f"{name}: interrupted: {exc}", file=sys.stderr)
