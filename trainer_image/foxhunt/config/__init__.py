@@ -212,6 +212,7 @@ PIPELINE_EPOCHS = 3
 PIPELINE_DQN = DQNConfig(batch_size=1024, lr=1e-3, cost=2e-4)
 SAMPLE_BARS = 200_000
 
+
 def run_id_problem(run_id: str) -> str | None:
     """Why `run_id` is not a safe label value and path component, or None when it is."""
     if RUN_ID_PATTERN.fullmatch(run_id) and run_id not in (".", ".."):
