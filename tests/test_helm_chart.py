@@ -14,6 +14,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from chart_render import CHART, PROMETHEUS_RULE_API, of_kind, render, render_manifests, train_pod
+from data_files import ARGO_SCHEMA
 from hera.workflows import Env
 from kubernetes_validate.utils import latest_version
 from secret_planting import leaked, planted_secrets  # noqa: F401 (a fixture)
@@ -30,7 +31,7 @@ from foxhunt_workflows.checks import (
 from foxhunt_workflows.render import render_all
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA_PATH = REPO.parent / "shared" / "reference" / "argo-workflows-v4-schema.json"
+SCHEMA_PATH = ARGO_SCHEMA
 WORKFLOW_TEMPLATE = "io.argoproj.workflow.v1alpha1.WorkflowTemplate"
 CORE_KINDS = {"ServiceAccount", "Role", "RoleBinding", "ConfigMap"}
 FAKE_SECRET = "fake-secret-5eb3a9"
