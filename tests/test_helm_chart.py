@@ -183,8 +183,9 @@ def test_values_set_the_pool_label_key_but_the_pool_stays_a_parameter(overridden
 def test_values_set_resources_and_the_train_pod_keeps_exactly_one_gpu(overridden):
     resources = train_pod(overridden)["container"]["resources"]
 
-    assert resources["requests"]["cpu"] == "12"
-    assert resources["limits"]["memory"] == "180Gi"
+    # Guaranteed QoS (gpu.guaranteedQoS, on by default): the GPU pod requests its limits.
+    assert resources["requests"]["cpu"] == resources["limits"]["cpu"] == "24"
+    assert resources["requests"]["memory"] == resources["limits"]["memory"] == "180Gi"
     assert gpu_count(train_pod(overridden)) == (1, 1)
 
 
