@@ -1,3 +1,6 @@
+# Fails the session if any test opens a file outside the repository (tests/outside_reads.py).
+from outside_reads import outside_reads, pytest_runtest_setup, pytest_sessionfinish  # noqa
+
 # S3 servers (SeaweedFS, moto) on loopback, as fixtures any test module can request.
 from s3_server import *  # noqa
 

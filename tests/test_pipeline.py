@@ -12,6 +12,7 @@ import torch
 from data_files import EURUSD, EURUSD_ROWS
 
 from foxhunt.cli import main
+from foxhunt.features import LOOKAHEAD_BARS, WARMUP_BARS
 
 # Two one-epoch folds of 20 training days on the CPU: seconds, not minutes.
 FAST_FOLDS = "--epochs 1 --train-days 20 --val-days 5 --step-days 5 --max-folds 2 --device cpu".split()
@@ -137,7 +138,7 @@ def test_real_eurusd_runs_end_to_end(tmp_path):
     )
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["rows"] == EURUSD_ROWS
+    assert summary["rows"] == EURUSD_ROWS - WARMUP_BARS - LOOKAHEAD_BARS  # the feature table's rows
     assert len(summary["folds"]) == 2
     for report in summary["folds"]:
         assert report["train_rows"] > 50_000
