@@ -7,6 +7,9 @@ from s3_server import *  # noqa
 # Prometheus and Pushgateway on loopback, as fixtures any test module can request.
 from prom_services import *  # noqa
 
+# DCGM and Argo controller series for a real run's pods, as those exporters name them.
+from exporter_series import exporter_series  # noqa
+
 # PostgreSQL on loopback, as fixtures any test module can request.
 from pg_service import *  # noqa
 
