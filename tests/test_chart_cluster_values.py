@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 
+import helm_python as helm
 import jsonschema
 import kubernetes_validate
 import pytest
 from argo_pods import argo_pod, qos_class
-from chart_render import of_kind, render
+from chart_render import CHART, of_kind, render
 from data_files import ARGO_SCHEMA
 from helm_python.errors import HelmValuesError
 from kubernetes_validate.utils import latest_version
@@ -363,3 +364,16 @@ def test_name_overrides_rename_every_object_the_chart_names():
 def test_the_values_schema_refuses_a_bad_cluster_value(values):
     with pytest.raises(HelmValuesError):
         render(values)
+
+
+def test_helm_lint_passes_with_every_cluster_value_at_once():
+    combined: dict = {}
+    for case, values in CLUSTER_VALUES.items():
+        if case not in ("no-deadline", "burstable-gpu", "no-pod-gc-or-ttl"):  # the opposites of others
+            for key, value in values.items():
+                combined[key] = {**combined.get(key, {}), **value} if isinstance(value, dict) else value
+    report = helm.lint(CHART, combined, strict=True)
+
+    assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] >= 2] == []
+    documents = render(combined)
+    assert template_ref_problems(documents) == restricted_problems(documents) == []
