@@ -35,7 +35,8 @@ def test_files_beside_the_repository_are_outside():
     roots = allowed_roots()
     assert is_outside("/work-elsewhere/shared/data/EURUSD_M1_2018_2019.parquet", roots)
     # A sibling whose name starts like an allowed root is not inside it.
-    assert is_outside(REPO + "-shared/data.parquet", roots)
+    assert is_outside("/srv/foxhunt-shared/data.parquet", ("/srv/foxhunt",))
+    assert not is_outside("/srv/foxhunt/tests/data/bars.parquet", ("/srv/foxhunt",))
 
 
 def test_no_test_or_ci_script_names_a_path_beside_the_repository():
