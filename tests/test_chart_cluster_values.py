@@ -14,7 +14,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 from argo_pods import argo_pod, qos_class
-from chart_render import CHART, of_kind, render
+from chart_render import CHART, of_kind, render, render_manifests
 from data_files import ARGO_SCHEMA
 from helm_python.errors import HelmValuesError
 from kubernetes_validate.utils import latest_version
@@ -377,3 +377,10 @@ def test_helm_lint_passes_with_every_cluster_value_at_once():
     assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] >= 2] == []
     documents = render(combined)
     assert template_ref_problems(documents) == restricted_problems(documents) == []
+
+
+def test_the_install_notes_state_the_gpu_cap():
+    notes = render_manifests(CLUSTER_VALUES["gpu-semaphore"])["foxhunt/templates/NOTES.txt"]
+
+    assert "GPU pods: at most 3 (ConfigMap foxhunt-gpu-semaphore, key gpu-pods) run at once" in notes
+    assert "GPU pods:" not in render_manifests()["foxhunt/templates/NOTES.txt"]
