@@ -206,6 +206,24 @@ def _resolve_inputs(node: Any, inputs: dict[str, str]) -> Any:
     return node
 
 
+def _patch_pod_spec(pod_spec: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """A podSpecPatch applied as Argo applies it: container lists merge by name (a strategic merge).
+
+    A patch entry naming a container the pod lacks (Argo's own `wait` or `init`) adds nothing here,
+    since this pod leaves Argo's containers out.
+    """
+    patched = dict(pod_spec)
+    for key, value in patch.items():
+        if key in ("containers", "initContainers") and isinstance(value, list):
+            by_name = {c.get("name"): c for c in value}
+            patched[key] = [{**c, **by_name.get(c["name"], {})} for c in pod_spec.get(key, [])]
+            if not patched[key]:
+                del patched[key]
+        else:
+            patched[key] = value
+    return patched
+
+
 def pod_manifests(documents: Iterable[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
     """Each pod template of the WorkflowTemplates as the Kubernetes Pod it becomes (inputs at their defaults).
 
@@ -232,7 +250,7 @@ def pod_manifests(documents: Iterable[dict[str, Any]], namespace: str) -> list[d
                 if key in template:
                     pod_spec[key] = template[key]
             if "podSpecPatch" in template:
-                pod_spec |= json.loads(template["podSpecPatch"])
+                pod_spec = _patch_pod_spec(pod_spec, json.loads(template["podSpecPatch"]))
             name = f"{document['metadata']['name']}-{template['name']}"
             metadata = {"name": name, "namespace": namespace, **template.get("metadata", {})}
             pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec})

@@ -9,12 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.data_files import EURUSD, EURUSD_ROWS, YNDX, YNDX_ROWS
 
 from foxhunt.cli import main
 from foxhunt.data.bars import BarsError, generate_sample_bars, iso_utc, read_bars, write_bars
 from foxhunt.errors import BadInput, UsageError
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 HEADER = "timestamp,open,high,low,close,volume\n"
 GOOD_ROWS = [
     "2024-01-02T00:00:00,1.0,1.2,0.9,1.1,10",
@@ -53,10 +53,14 @@ def test_tz_aware_parquet_is_converted_to_utc(tmp_path):
 
 
 def test_real_files_read_in_full():
-    eurusd = read_bars([str(SHARED / "data" / "EURUSD_M1_2018_2019.parquet")])
-    assert len(eurusd) == 745_077 and not eurusd.volume.any()
-    yndx = read_bars([str(SHARED / "data" / "YNDX_M1_2015_2016.parquet")])
-    assert len(yndx) == 262_108
+    eurusd = read_bars([str(EURUSD)])
+    assert len(eurusd) == EURUSD_ROWS and not eurusd.volume.any()
+    assert (iso_utc(eurusd.timestamp[0]), iso_utc(eurusd.timestamp[-1])) == (
+        "2018-01-01T22:00:00Z",
+        "2018-04-29T23:59:00Z",
+    )
+    yndx = read_bars([str(YNDX)])
+    assert len(yndx) == YNDX_ROWS and yndx.volume.any()
 
 
 def test_several_files_are_concatenated_in_time_order(tmp_path):

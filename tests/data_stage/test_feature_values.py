@@ -7,16 +7,15 @@ both the ordinary windows and the zero-volume rule are exercised.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from support.data_files import YNDX
 
 from foxhunt.data import features as F
 from foxhunt.data.bars import Bars, read_bars
 
-YNDX = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "YNDX_M1_2015_2016.parquet"
 ROWS = 20_000
 RTOL, ATOL = 2e-5, 2e-6  # the table stores float32
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 import talib
+from support.data_files import DATA, EURUSD, YNDX
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +16,7 @@ from foxhunt.config import TARGET_HORIZONS
 from foxhunt.data import features as F
 from foxhunt.data.bars import Bars, generate_sample_bars, read_bars
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-REAL_FILES = ("EURUSD_M1_2018_2019.parquet", "YNDX_M1_2015_2016.parquet")
+REAL_FILES = (EURUSD.name, YNDX.name)
 TALIB_WARMUP = 1000  # seeding differs between libraries; after this many bars it has decayed away
 RTOL = 1e-6
 
@@ -25,7 +24,7 @@ RTOL = 1e-6
 @functools.cache
 def load(file_name: str) -> tuple[Bars, F.FeatureTable]:
     """A real bars file and its feature table, computed once per session."""
-    bars = read_bars([str(SHARED / "data" / file_name)])
+    bars = read_bars([str(DATA / file_name)])
     return bars, F.compute_features(bars)
 
 
@@ -284,7 +283,7 @@ def test_real_files_give_only_finite_features_and_targets(real):
 
 
 def test_zero_volume_on_every_eurusd_bar_gives_zero_volume_features():
-    bars, table = load("EURUSD_M1_2018_2019.parquet")
+    bars, table = load(EURUSD.name)
     assert np.all(bars.volume == 0)
     for name in ("volume_z_20", "volume_z_60", "log_volume_ratio_240"):
         assert np.all(column(table, name) == 0.0), name

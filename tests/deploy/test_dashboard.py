@@ -118,8 +118,8 @@ def test_run_id_variable_query_finds_a_real_run(prometheus, pipeline_runs):
     assert run.run_id in values
 
 
-def test_every_panel_query_returns_data_from_a_real_run(prometheus, pipeline_runs):
-    run = pipeline_runs[0]
+def test_every_panel_query_returns_data_from_a_real_run(prometheus, pipeline_runs, exporter_series):
+    run = pipeline_runs[0]  # exporter_series: its pod's DCGM series and Argo's step counts
     # Prometheus has the run's last push once its end is queryable.
     prometheus.wait_for(f'foxhunt_run_end_timestamp_seconds{{run_id="{run.run_id}"}}', 1)
     empty = []

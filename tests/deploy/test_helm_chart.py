@@ -13,6 +13,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+from support.chart_render import CHART, PROMETHEUS_RULE_API, of_kind, render, render_manifests, train_pod
+from support.data_files import ARGO_SCHEMA
 from hera.workflows import Env
 from kubernetes_validate.utils import latest_version
 from support.chart_render import CHART, PROMETHEUS_RULE_API, of_kind, render, render_manifests, train_pod
@@ -30,7 +32,7 @@ from foxhunt_workflows.checks import (
 from foxhunt_workflows.render import render_all
 
 REPO = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO.parent / "shared" / "reference" / "argo-workflows-v4-schema.json"
+SCHEMA_PATH = ARGO_SCHEMA
 WORKFLOW_TEMPLATE = "io.argoproj.workflow.v1alpha1.WorkflowTemplate"
 CORE_KINDS = {"ServiceAccount", "Role", "RoleBinding", "ConfigMap"}
 FAKE_SECRET = "fake-secret-5eb3a9"
@@ -184,8 +186,9 @@ def test_values_set_the_pool_label_key_but_the_pool_stays_a_parameter(overridden
 def test_values_set_resources_and_the_train_pod_keeps_exactly_one_gpu(overridden):
     resources = train_pod(overridden)["container"]["resources"]
 
-    assert resources["requests"]["cpu"] == "12"
-    assert resources["limits"]["memory"] == "180Gi"
+    # Guaranteed QoS (gpu.guaranteedQoS, on by default): the GPU pod requests its limits.
+    assert resources["requests"]["cpu"] == resources["limits"]["cpu"] == "24"
+    assert resources["requests"]["memory"] == resources["limits"]["memory"] == "180Gi"
     assert gpu_count(train_pod(overridden)) == (1, 1)
 
 

@@ -141,7 +141,8 @@ def test_trial_workers_take_the_train_resources():
 
     requests = worker["container"]["resources"]["requests"]
 
-    assert (requests["cpu"], requests["memory"], requests["nvidia.com/gpu"]) == ("12", "96Gi", "1")
+    # Guaranteed QoS (gpu.guaranteedQoS, on by default): a GPU pod requests its limits.
+    assert (requests["cpu"], requests["memory"], requests["nvidia.com/gpu"]) == ("24", "180Gi", "1")
 
 
 def test_output_artifacts_can_be_turned_off_where_argo_has_no_artifact_repository():

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.data_files import EURUSD, EURUSD_ROWS
 
 from foxhunt.cli import main
+from foxhunt.features import LOOKAHEAD_BARS, WARMUP_BARS
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-EURUSD = SHARED / "data" / "EURUSD_M1_2018_2019.parquet"
 # Two one-epoch folds of 20 training days on the CPU: seconds, not minutes.
 FAST_FOLDS = "--epochs 1 --train-days 20 --val-days 5 --step-days 5 --max-folds 2 --device cpu".split()
 FAST = ["--sample-bars", "60000", *FAST_FOLDS]
@@ -138,7 +138,7 @@ def test_real_eurusd_runs_end_to_end(tmp_path):
     )
     assert code == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["rows"] > 700_000
+    assert summary["rows"] == EURUSD_ROWS - WARMUP_BARS - LOOKAHEAD_BARS  # the feature table's rows
     assert len(summary["folds"]) == 2
     for report in summary["folds"]:
         assert report["train_rows"] > 50_000

@@ -15,13 +15,15 @@ CHART = Path(__file__).resolve().parents[2] / "helm" / "foxhunt"
 PROMETHEUS_RULE_API = "monitoring.coreos.com/v1/PrometheusRule"
 
 
-def render_manifests(values: dict | None = None, api_versions: tuple[str, ...] = (), chart_dir=CHART) -> dict:
+def render_manifests(
+    values: dict | None = None, api_versions: tuple[str, ...] = (), chart_dir=CHART, release: str = "foxhunt"
+) -> dict:
     """The chart's rendered files by path, as on a cluster that serves `api_versions`.
 
     helm-python-sdk's `Chart.render` does not pass API versions on; its native render (Helm's own
     `--api-versions`) takes them, so this calls that directly.
     """
-    options = {"name": "foxhunt", "namespace": "ml", "api_versions": list(api_versions)}
+    options = {"name": release, "namespace": "ml", "api_versions": list(api_versions)}
     with helm.Chart.load(chart_dir) as chart:
         rendered = _native.call_string(
             "helm_render", chart._raw(), json.dumps(values) if values else None, json.dumps(options)
@@ -29,9 +31,11 @@ def render_manifests(values: dict | None = None, api_versions: tuple[str, ...] =
     return json.loads(rendered)
 
 
-def render(values: dict | None = None, api_versions: tuple[str, ...] = (), chart_dir=CHART) -> list[dict]:
+def render(
+    values: dict | None = None, api_versions: tuple[str, ...] = (), chart_dir=CHART, release: str = "foxhunt"
+) -> list[dict]:
     """Every rendered Kubernetes object, in file order."""
-    manifests = render_manifests(values, api_versions, chart_dir)
+    manifests = render_manifests(values, api_versions, chart_dir, release)
     return [
         document
         for path, text in sorted(manifests.items())

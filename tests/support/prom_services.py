@@ -1,8 +1,8 @@
 """Real Prometheus and Pushgateway (Debian's binaries) on 127.0.0.1 for tests, started by the fixtures.
 
 `pushgateway` (session) yields the URL of a Pushgateway that lives for the session; `prometheus`
-(session) scrapes it every second with `honor_labels: true`. `own_pushgateway` (per test) yields a
-`Pushgateway` the test may kill. Groups stay in Prometheus' TSDB after deletion, so every test
+(session) scrapes it every second with `honor_labels: true` and evaluates the chart's rules.
+`own_pushgateway` (per test) yields a `Pushgateway` the test may kill. Groups stay in Prometheus' TSDB after deletion, so every test
 uses its own run id (`unique_run_id`). `pipeline_runs` (session) are two real `foxhunt pipeline` runs,
 started at once with different run ids, that pushed to the session Pushgateway.
 """
@@ -45,6 +45,7 @@ __all__ = [
     "unique_run_id",
 ]
 
+CHART_RULES = Path(__file__).resolve().parents[1] / "helm" / "foxhunt" / "rules" / "foxhunt-rules.yaml"
 STARTUP_TIMEOUT_S = 60.0
 PIPELINE_TIMEOUT_S = 300.0
 # Small enough for a few seconds per fold on 2 CPU cores; CPU and a fixed seed make results repeatable.
@@ -215,8 +216,10 @@ def prometheus(pushgateway, prom_workdir) -> Prometheus:
     port = free_port()
     target = urllib.parse.urlsplit(pushgateway).netloc
     config = prom_workdir / "prometheus.yml"
+    # The chart's rules too, so recording rules and alerts are evaluated on the real runs.
     config.write_text(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+        f"rule_files:\n  - {CHART_RULES}\n"
         "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
         f"    static_configs:\n      - targets: ['{target}']\n"
     )

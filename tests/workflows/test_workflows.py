@@ -13,6 +13,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
+from support.data_files import ARGO_SCHEMA
 from hera.workflows import Env
 from support.secret_planting import leaked, planted_secrets  # noqa: F401 (a fixture)
 
@@ -30,9 +31,7 @@ from foxhunt_workflows.commands import add_workflow_commands
 from foxhunt_workflows.render import render_all, render_documents
 from foxhunt_workflows.templates import RenderOptions
 
-SCHEMA_PATH = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "argo-workflows-v4-schema.json"
-)
+SCHEMA_PATH = ARGO_SCHEMA
 WORKFLOW_TEMPLATE = "io.argoproj.workflow.v1alpha1.WorkflowTemplate"
 
 PIPELINE_PARAMETERS = {
