@@ -8,9 +8,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import talib
-from support.data_files import DATA, EURUSD, YNDX
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.data_files import DATA, EURUSD, YNDX
 
 from foxhunt.config import TARGET_HORIZONS
 from foxhunt.data import features as F

@@ -13,11 +13,11 @@ import helm_python as helm
 import jsonschema
 import kubernetes_validate
 import pytest
+from helm_python.errors import HelmValuesError
+from kubernetes_validate.utils import latest_version
 from support.argo_pods import argo_pod, qos_class
 from support.chart_render import CHART, of_kind, render, render_manifests
 from support.data_files import ARGO_SCHEMA
-from helm_python.errors import HelmValuesError
-from kubernetes_validate.utils import latest_version
 
 from foxhunt_workflows.checks import (
     parameter_problems,

@@ -13,11 +13,10 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
-from support.chart_render import CHART, PROMETHEUS_RULE_API, of_kind, render, render_manifests, train_pod
-from support.data_files import ARGO_SCHEMA
 from hera.workflows import Env
 from kubernetes_validate.utils import latest_version
 from support.chart_render import CHART, PROMETHEUS_RULE_API, of_kind, render, render_manifests, train_pod
+from support.data_files import ARGO_SCHEMA
 from support.secret_planting import leaked, planted_secrets  # noqa: F401 (a fixture)
 
 from foxhunt_workflows import pods, templates

@@ -13,8 +13,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-from support.data_files import ARGO_SCHEMA
 from hera.workflows import Env
+from support.data_files import ARGO_SCHEMA
 from support.secret_planting import leaked, planted_secrets  # noqa: F401 (a fixture)
 
 from foxhunt_workflows import pods, templates
