@@ -130,6 +130,7 @@ def _check_settings(settings: RunConfig, out_uri: str, search: SearchOptions | N
         device = resolve_device(settings.device)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    compile_cache.check_setting(settings.compile_cache)
     plan = None
     if settings.trials > 0:
         try:
