@@ -13,7 +13,7 @@ import os
 import sys
 import traceback
 
-from foxhunt import __version__
+from foxhunt import __version__, redaction
 from foxhunt.config import (
     FLAGS,
     PIPELINE_DQN,
@@ -350,14 +350,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     name = f"foxhunt {args.command}"
+    # Every URL that can carry a password (flags and environment) is known before any line is printed.
+    redaction.register_environment()
+    redaction.register(value for value in vars(args).values() if isinstance(value, str) and "://" in value)
+    redaction.install_log_filter()
     try:
         return args.func(args)
     except RunInterrupted as exc:
-        print(f"{name}: interrupted: {exc}", file=sys.stderr)
+        print(f"{name}: interrupted: {redaction.scrub_text(exc)}", file=sys.stderr)
         return exc.exit_code
     except FoxhuntError as exc:
         kind = "error" if exc.exit_code == EXIT_USAGE else "failed"
-        print(f"{name}: {kind}: {exc}", file=sys.stderr)
+        print(f"{name}: {kind}: {redaction.scrub_text(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
@@ -366,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get(DEBUG_ENV):
             traceback.print_exc()
         print(
-            f"{name}: unexpected error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)",
+            f"{name}: unexpected error: {type(exc).__name__}: {redaction.scrub_text(exc)} "
+            f"(set {DEBUG_ENV}=1 for the traceback)",
             file=sys.stderr,
         )
         return EXIT_FAILURE

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from foxhunt import storage
 from foxhunt.config import RESULT_SETTINGS
 from foxhunt.errors import UsageError
+from foxhunt.redaction import scrub_record
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -101,7 +102,7 @@ class Manifest:
         data["trials"] = {
             str(k): {"folds": {str(f): r for f, r in v["folds"].items()}} for k, v in data["trials"].items()
         }
-        return (json.dumps(data, indent=2) + "\n").encode()
+        return (json.dumps(scrub_record(data), indent=2) + "\n").encode()  # no password in a setting
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Manifest:

@@ -29,7 +29,9 @@ from foxhunt import __version__
 from foxhunt.config import PHASES, run_id_problem
 from foxhunt.errors import ConfigError, UsageError
 from foxhunt.evaluation import MODEL, WindowEvaluation
+from foxhunt.redaction import redact_url, scrub_text
 from foxhunt.reports import FoldReport
+from foxhunt.url_checks import check_pushgateway
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +62,9 @@ def resolve_run_id(cli_value: str | None) -> str:
 
 
 def resolve_pushgateway(cli_value: str | None) -> str | None:
-    """The Pushgateway URL: the flag, else $FOXHUNT_PUSHGATEWAY, else None (no pushes)."""
-    return cli_value or os.environ.get("FOXHUNT_PUSHGATEWAY") or None
+    """The Pushgateway URL: the flag, else $FOXHUNT_PUSHGATEWAY, else None (no pushes); ConfigError
+    (exit 2, the URL redacted) when it is not a usable http(s) URL."""
+    return check_pushgateway(cli_value or os.environ.get("FOXHUNT_PUSHGATEWAY") or None)
 
 
 def _mean(values: list[float]) -> float:
@@ -149,10 +152,13 @@ class RunMetrics:
     ) -> None:
         if pushgateway and not _has_host(pushgateway):
             raise ConfigError(
-                "run config", "pushgateway", f"expected a URL like http://host:9091, got {pushgateway!r}"
+                "run config",
+                "pushgateway",
+                f"expected a URL like http://host:9091, got {redact_url(pushgateway)}",
             )
         self.run_id = run_id
         self.pushgateway = pushgateway
+        self.shown = redact_url(pushgateway)  # what lines and errors name: no password
         self.job = job
         self.timeout = timeout
         self.push_failures = 0
@@ -320,8 +326,8 @@ class RunMetrics:
                 level,
                 "metrics push to %s failed (%s); training goes on, failures are counted in "
                 "foxhunt_push_failures_total",
-                self.pushgateway,
-                exc,
+                self.shown,
+                scrub_text(exc),
             )
             return False
         return True
@@ -342,7 +348,10 @@ class RunMetrics:
         except (OSError, http.client.HTTPException) as exc:
             self.push_failures += 1
             log.warning(
-                "deleting metrics group run_id=%s from %s failed (%s)", self.run_id, self.pushgateway, exc
+                "deleting metrics group run_id=%s from %s failed (%s)",
+                self.run_id,
+                self.shown,
+                scrub_text(exc),
             )
             return False
         return True
@@ -373,7 +382,12 @@ def live_run(
         with urllib.request.urlopen(f"{base.rstrip('/')}/api/v1/metrics", timeout=timeout) as resp:
             groups = json.loads(resp.read())["data"]
     except (OSError, http.client.HTTPException, ValueError, KeyError) as exc:
-        log.warning("cannot ask %s whether run id %s is live (%s); going on", pushgateway, run_id, exc)
+        log.warning(
+            "cannot ask %s whether run id %s is live (%s); going on",
+            redact_url(pushgateway),
+            run_id,
+            scrub_text(exc),
+        )
         return None
     for group in groups:
         if group.get("labels") != {"job": job, "run_id": run_id}:
@@ -392,6 +406,6 @@ def refuse_live_run(pushgateway: str, run_id: str, *, stale_seconds: float) -> N
     if live is not None:
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(live["started"]))
         raise UsageError(
-            f"run id {run_id} is live on {pushgateway} (started {started}, last push "
+            f"run id {run_id} is live on {redact_url(pushgateway)} (started {started}, last push "
             f"{time.time() - live['last_push']:.0f}s ago); give this run another --run-id"
         )

@@ -24,6 +24,7 @@ from foxhunt.errors import FoxhuntError, RunFailure, RunInterrupted
 from foxhunt.lock import HEARTBEAT_SECONDS, OutLock
 from foxhunt.manifest import FoldRecord, Manifest, write_manifest
 from foxhunt.metrics import RunMetrics
+from foxhunt.redaction import scrub_text
 from foxhunt.reports import FoldReport, RunSummary
 
 log = logging.getLogger(__name__)
@@ -41,11 +42,13 @@ def console(log_format: str, run_id: str) -> Progress:
     if log_format == "json":
 
         def emit(message: str) -> None:
-            print(json.dumps({"time": now_iso(), "run_id": run_id, "message": message}), flush=True)
+            print(
+                json.dumps({"time": now_iso(), "run_id": run_id, "message": scrub_text(message)}), flush=True
+            )
     else:
 
         def emit(message: str) -> None:
-            print(message, flush=True)
+            print(scrub_text(message), flush=True)
 
     return emit
 

@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 
 from foxhunt import storage
 from foxhunt.errors import BadInput, RunFailure
+from foxhunt.redaction import NOT_A_URL, redact_url
 
 STUDY_FILE = "study.sqlite3"
 SQLITE_BUSY_TIMEOUT_S = 60
@@ -43,13 +44,10 @@ def study_storage_url(storage_url: str | None, work_dir: str | Path) -> str:
 
 
 def redacted(url: str) -> str:
-    """The URL with its password masked; only the scheme when it cannot be parsed."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except sa_exc.ArgumentError:
-        # Only a scheme is shown: anything else of a string that is no URL may be a password.
-        scheme, sep, _ = url.partition("://")
-        return f"{scheme}://..." if sep and _SCHEME.fullmatch(scheme) else "(not a URL)"
+    """The URL with its password masked (foxhunt.redaction); NOT_A_URL without a scheme."""
+    if not _SCHEME.match(url) or "://" not in url:
+        return NOT_A_URL
+    return redact_url(url, bare_host=False)
 
 
 def check_storage_url(url: str) -> None:
