@@ -81,3 +81,15 @@ def test_log_lines_are_scrubbed_with_their_arguments(monkeypatch):
     )
     redaction.ScrubFilter().filter(record)
     assert record.getMessage() == f"push to http://u:***@h failed ({MASK})"
+
+
+def test_a_logged_traceback_is_scrubbed(monkeypatch):
+    try:
+        raise ConnectionError('Could not connect to "http://key:hunter2@minio:9000/bucket"')
+    except ConnectionError:
+        import sys
+
+        record = logging.LogRecord("x", logging.DEBUG, "f", 1, "retry", (), sys.exc_info())
+    redaction.ScrubFilter().filter(record)
+    text = logging.Formatter().format(record)
+    assert "http://key:***@minio:9000/bucket" in text and "hunter2" not in text

@@ -134,7 +134,7 @@ def scrub_record(value):
 
 
 class ScrubFilter(logging.Filter):
-    """A logging filter that renders each record's message scrubbed (arguments included)."""
+    """A logging filter that renders each record's message scrubbed (arguments and traceback included)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         try:
@@ -142,6 +142,13 @@ class ScrubFilter(logging.Filter):
         except Exception:  # a record whose arguments do not fit its format: shown as its format only
             message = str(record.msg)
         record.msg, record.args = scrub_text(message), None
+        if record.exc_info:  # a traceback's text holds the exception's message, URL and all
+            record.exc_text = scrub_text(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        elif record.exc_text:
+            record.exc_text = scrub_text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = scrub_text(record.stack_info)
         return True
 
 

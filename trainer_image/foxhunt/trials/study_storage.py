@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 from foxhunt import storage
 from foxhunt.errors import BadInput, RunFailure
 from foxhunt.redaction import NOT_A_URL, redact_url
+from foxhunt.url_checks import POSTGRES_DRIVERS, study_storage_problem
 
 STUDY_FILE = "study.sqlite3"
 SQLITE_BUSY_TIMEOUT_S = 60
@@ -51,20 +52,18 @@ def redacted(url: str) -> str:
 
 
 def check_storage_url(url: str) -> None:
-    """BadInput (naming the redacted URL) when `url` is not a SQLAlchemy URL; checked before any work."""
-    try:
-        make_url(url)
-    except sa_exc.ArgumentError as exc:
-        raise BadInput(
-            f"study storage {redacted(url)}: not a usable SQLAlchemy URL: {_first_line(exc)}"
-        ) from exc
+    """BadInput (naming the redacted URL) when `url` is no study storage this image can open
+    (foxhunt.url_checks.study_storage_problem); checked before any work."""
+    problem = study_storage_problem(url)
+    if problem:
+        raise BadInput(f"study storage {redacted(url)}: {problem}")
 
 
 def _driver_url(url: str) -> str:
     parsed = make_url(url)
     return (
         parsed.set(drivername=POSTGRES_DRIVER).render_as_string(hide_password=False)
-        if (parsed.drivername == "postgresql")
+        if parsed.drivername in POSTGRES_DRIVERS
         else url
     )
 
