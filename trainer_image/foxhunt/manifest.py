@@ -17,11 +17,12 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from foxhunt import storage
 from foxhunt.config import RESULT_SETTINGS
 from foxhunt.errors import UsageError
+from foxhunt.out_folder import overwrite_plan, remove_planned
 from foxhunt.redaction import scrub_record
 
 MANIFEST_NAME = "manifest.json"
@@ -183,14 +184,54 @@ def run_outputs(out_uri: str) -> list[str]:
 
 
 def remove_run_outputs(out_uri: str) -> list[str]:
-    """Delete every output of an earlier run in `out_uri` (not the lock, not other files); returns them."""
-    removed = run_outputs(out_uri)
-    for name in removed:
-        if name in RUN_FILES:
-            storage.delete(storage.join(out_uri, name))
-        else:
-            storage.delete_prefix(storage.join(out_uri, name))
-    return removed
+    """Delete every file an earlier run wrote in `out_uri`, one by one (not the lock, not the pipeline's
+    fxcache, not other files); UsageError, with nothing removed, when its folders hold a file no run
+    wrote or a symbolic link (foxhunt.out_folder). Returns the run outputs found, as `run_outputs`."""
+    found = run_outputs(out_uri)
+    remove_planned(out_uri, overwrite_plan(out_uri))
+    return found
+
+
+def check_out_before_work(out_uri: str, manifest: Manifest, overwrite: bool) -> None:
+    """Before any write (the pipeline's fxcache included): what `resume_point` would refuse without the
+    fxcache, which is not read yet: foreign files under --overwrite, another run's outputs without a
+    manifest, an unreadable manifest, other settings. UsageError (exit 2)."""
+    if overwrite:
+        overwrite_plan(out_uri)
+        return
+    recorded = _recorded(out_uri)
+    if recorded is None:
+        _refuse_outputs_without_manifest(out_uri)
+        return
+    pending = replace(manifest, fxcache_checksum=recorded.fxcache_checksum)  # compared once it is read
+    _refuse_other_settings(out_uri, recorded, pending)
+
+
+def _recorded(out_uri: str) -> Manifest | None:
+    try:
+        return read_manifest(out_uri)
+    except ValueError as exc:
+        raise UsageError(
+            f"{out_uri}: manifest.json is unreadable ({exc}); use --overwrite to start over"
+        ) from exc
+
+
+def _refuse_outputs_without_manifest(out_uri: str) -> None:
+    found = run_outputs(out_uri)
+    if found:
+        raise UsageError(
+            f"{out_uri} holds outputs of another run ({', '.join(found)}) and no manifest; "
+            "use another --out, or --overwrite to remove them"
+        )
+
+
+def _refuse_other_settings(out_uri: str, recorded: Manifest, manifest: Manifest) -> None:
+    changed = differences(recorded, manifest)
+    if changed:
+        raise UsageError(
+            f"{out_uri} holds a run with other settings ({'; '.join(changed)}); use the same "
+            "settings to resume it, another --out, or --overwrite to remove it"
+        )
 
 
 def resume_point(
@@ -202,26 +243,11 @@ def resume_point(
         if removed:
             progress(f"--overwrite: removed {', '.join(removed)} from {out_uri}")
         return set()
-    try:
-        recorded = read_manifest(out_uri)
-    except ValueError as exc:
-        raise UsageError(
-            f"{out_uri}: manifest.json is unreadable ({exc}); use --overwrite to start over"
-        ) from exc
+    recorded = _recorded(out_uri)
     if recorded is None:
-        found = run_outputs(out_uri)
-        if found:
-            raise UsageError(
-                f"{out_uri} holds outputs of another run ({', '.join(found)}) and no manifest; "
-                "use another --out, or --overwrite to remove them"
-            )
+        _refuse_outputs_without_manifest(out_uri)
         return set()
-    changed = differences(recorded, manifest)
-    if changed:
-        raise UsageError(
-            f"{out_uri} holds a run with other settings ({'; '.join(changed)}); use the same "
-            "settings to resume it, another --out, or --overwrite to remove it"
-        )
+    _refuse_other_settings(out_uri, recorded, manifest)
     done = set()
     for fold, record in sorted(recorded.run.folds.items()):
         problem = verify_fold(out_uri, record)

@@ -22,8 +22,9 @@ from foxhunt.features import compute_features
 from foxhunt.fold_training import FoldOutcome, load_fold, train_fold
 from foxhunt.fxcache import fxcache_matches, read_fxcache, write_fxcache
 from foxhunt.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
-from foxhunt.manifest import Manifest, resume_point
+from foxhunt.manifest import Manifest, check_out_before_work, resume_point
 from foxhunt.metrics import RunMetrics, refuse_live_run, resolve_pushgateway, resolve_run_id
+from foxhunt.out_folder import check_inputs_outside
 from foxhunt.reports import RunSummary, fold_table
 from foxhunt.run import Progress, Run, console, now_iso
 from foxhunt.run_evaluation import run_pictures, run_scoring, stitched_evaluation, stitched_report
@@ -51,8 +52,10 @@ def precompute(
     sample_bars: int = SAMPLE_BARS,
     seed: int = 0,
     progress: Progress = _print,
+    keep_other: bool = False,
 ) -> dict:
-    """Bars → 42 features + 4 targets → fxcache at `out_uri`; a no-op when it exists for the same bars."""
+    """Bars → 42 features + 4 targets → fxcache at `out_uri`; a no-op when it exists for the same bars.
+    `keep_other`: an fxcache there built from other bars is refused (UsageError), not replaced."""
     start = time.perf_counter()
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=False)
     bars = (
@@ -74,6 +77,11 @@ def precompute(
                 "rows_out": int(existing.get("rows", 0)),
                 "seconds": time.perf_counter() - start,
             }
+        if keep_other and storage.exists(out_uri):
+            raise UsageError(
+                f"{out_uri} holds the fxcache of an earlier run, built from other bars; use the same "
+                "bars to resume it, another --out, or --overwrite to start over"
+            )
     t_read = time.perf_counter() - start
     progress(
         f"read {len(bars):,} bars from {bars.source} in {t_read:.2f}s; computing 42 features and 4 targets"
@@ -121,6 +129,7 @@ def _check_run_paths(fxcache_uri: str | None, out_uri: str, search: SearchOption
     for uri in inputs:
         storage.check_input(uri)
     storage.check_output(out_uri, inputs=inputs, folder=True)
+    check_inputs_outside(out_uri, inputs)
 
 
 def _check_settings(settings: RunConfig, out_uri: str, search: SearchOptions | None):
@@ -167,6 +176,15 @@ def train(
             progress(f"took over the stale lock of {predecessor.describe()}")
         if pushgateway and not (predecessor is not None and predecessor.run_id == run_id):
             refuse_live_run(pushgateway, run_id, stale_seconds=STALE_SECONDS)
+        identity = Manifest(
+            fxcache_uri,
+            None,
+            __version__,
+            device.type,
+            asdict(settings),
+            search=plan.identity if plan else {},
+        )
+        check_out_before_work(out_uri, identity, settings.overwrite)  # before the pipeline writes its fxcache
         extra = {**(summary_extra or {}), **({"precompute": prepare()} if prepare else {})}
         t0 = time.perf_counter()
         cache = read_fxcache(fxcache_uri)
@@ -335,6 +353,7 @@ def pipeline(
 ) -> RunSummary:
     """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars."""
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=True)
+    check_inputs_outside(out_uri, bars_uris or ())
     fxcache_uri = storage.join(out_uri, "features.fxcache")
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
     emit = progress or console(settings.log_format, settings.run_id)
@@ -348,6 +367,7 @@ def pipeline(
             sample_bars=sample_bars,
             seed=settings.seed,
             progress=emit,
+            keep_other=not settings.overwrite,
         )
 
     return train(fxcache_uri, out_uri, settings, emit, prepare=prepare, search=search)

@@ -1,0 +1,164 @@
+"""What a run may touch in its `--out`: the files it writes, by name, and nothing else.
+
+`--overwrite` removes the run's own files one by one: the top-level run files, and inside the run's
+folders (`fold_N/`, `trials/NNNN/`, `trials/NNNN/fold_N/`) the files a fold or a trial writes, with
+the temp files of an interrupted atomic write. A file of any other name inside those folders, or a
+symbolic link anywhere among them, means the folder holds something no run wrote: `--overwrite` then
+refuses, naming it, before anything is removed. Other names at the top of `--out` (notes, the trial
+workers' `trials/worker-N` of an Argo study) are left alone. No input of a run may live inside its
+`--out`, where a later `--overwrite` or a resumed fold would remove or replace it.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from foxhunt import storage
+from foxhunt.errors import UsageError
+from foxhunt.lock import LOCK_NAME
+from foxhunt.storage.locations import locate
+
+# What a run writes at the top of --out (manifest.RUN_FILES is the same list without the pictures'
+# companion and the pipeline's fxcache, which `--overwrite` keeps: the pipeline has just written it).
+TOP_FILES = frozenset(
+    {
+        "manifest.json",
+        "summary.json",
+        "run.png",
+        "timings.png",
+        "trials.csv",
+        "trials.json",
+        "best_params.json",
+        "study.json",
+        "study.sqlite3",
+        "evaluation.json",
+    }
+)
+KEPT_FILES = frozenset({LOCK_NAME, "features.fxcache"})  # owned, never removed by --overwrite
+FOLD_FOLDER = re.compile(r"fold_\d+")
+TRIALS_FOLDER = "trials"
+TRIAL_FOLDER = re.compile(r"\d+")
+FOLD_FILE = re.compile(r"weights\.pt|report\.json|positions\.npy|norm_stats_fold\d+\.json")
+TRIAL_FILE = "trial.json"
+TEMP_FILE = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.tmp")  # foxhunt.storage.local's atomic writes
+
+
+def _plain(name: str) -> str:
+    """A temp file's final name; any other name as it is."""
+    match = TEMP_FILE.fullmatch(name)
+    return match.group("name") if match else name
+
+
+def in_run_folder(name: str) -> bool:
+    """True when `name` (relative to --out, with "/") lies in a folder only a run writes."""
+    parts = name.split("/")
+    if len(parts) < 2:
+        return False
+    if FOLD_FOLDER.fullmatch(parts[0]):
+        return True
+    return parts[0] == TRIALS_FOLDER and len(parts) >= 3 and bool(TRIAL_FOLDER.fullmatch(parts[1]))
+
+
+def run_file(name: str) -> bool:
+    """True when `name` (relative to --out) is a file a run writes: at the top, in a fold, in a trial."""
+    parts = name.split("/")
+    last = _plain(parts[-1])
+    if len(parts) == 1:
+        return last in TOP_FILES or last in KEPT_FILES
+    if FOLD_FOLDER.fullmatch(parts[0]):
+        return len(parts) == 2 and bool(FOLD_FILE.fullmatch(last))
+    if parts[0] != TRIALS_FOLDER or len(parts) < 3 or not TRIAL_FOLDER.fullmatch(parts[1]):
+        return False
+    rest = parts[2:]
+    if len(rest) == 1:
+        return last == TRIAL_FILE
+    return len(rest) == 2 and bool(FOLD_FOLDER.fullmatch(rest[0])) and bool(FOLD_FILE.fullmatch(last))
+
+
+def _local_entries(root: Path) -> tuple[list[str], list[str]]:
+    """Files and symbolic links under `root`, relative, without following any link."""
+    files, links = [], []
+    for folder, dirs, names in os.walk(root, followlinks=False):
+        rel = Path(folder).relative_to(root)
+        for name in dirs + names:
+            path = Path(folder) / name
+            relative = (rel / name).as_posix()
+            if path.is_symlink():
+                links.append(relative)
+            elif name in names:
+                files.append(relative)
+    return sorted(files), sorted(links)
+
+
+def _entries(out_uri: str) -> tuple[list[str], list[str]]:
+    loc = locate(out_uri)
+    if loc.is_s3:
+        return storage.list_prefix(out_uri), []
+    return _local_entries(loc.path) if loc.path.is_dir() else ([], [])
+
+
+def overwrite_plan(out_uri: str) -> list[str]:
+    """The files `--overwrite` removes from `out_uri` (relative names); UsageError (exit 2) naming the
+    first file no run wrote, or the first symbolic link, inside the run's folders or among its files."""
+    files, links = _entries(out_uri)
+    for link in links:
+        top = link.split("/")[0]
+        if in_run_folder(link) or FOLD_FOLDER.fullmatch(top) or top == TRIALS_FOLDER or run_file(link):
+            raise UsageError(
+                f"{out_uri}: --overwrite refused: {link} is a symbolic link, which a run never writes; "
+                "remove it yourself or use another --out"
+            )
+    for name in files:
+        if in_run_folder(name) and not run_file(name):
+            raise UsageError(
+                f"{out_uri}: --overwrite refused: {name} was not written by a foxhunt run; "
+                "move it away or use another --out"
+            )
+    return [
+        n for n in files if run_file(n) and (n not in KEPT_FILES or TEMP_FILE.fullmatch(n.split("/")[-1]))
+    ]
+
+
+def remove_planned(out_uri: str, names: Iterable[str]) -> list[str]:
+    """Delete each planned file (never a folder tree), then the run folders left empty; the names."""
+    removed = []
+    for name in names:
+        storage.delete(storage.join(out_uri, name))
+        removed.append(name)
+    loc = locate(out_uri)
+    if not loc.is_s3:
+        folders = {posixpath.dirname(n) for n in removed if "/" in n}
+        for folder in sorted(folders | {posixpath.dirname(f) for f in folders if "/" in f}, reverse=True):
+            path = loc.path / folder
+            if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
+                path.rmdir()
+        trials = loc.path / TRIALS_FOLDER
+        if trials.is_dir() and not trials.is_symlink() and not any(trials.iterdir()):
+            trials.rmdir()
+    return removed
+
+
+def _inside(inner, outer) -> bool:
+    if inner.is_s3 != outer.is_s3:
+        return False
+    if inner.is_s3:
+        prefix = outer.key.rstrip("/")
+        return inner.bucket == outer.bucket and (not prefix or inner.key.startswith(prefix + "/"))
+    outer_path = Path(os.path.realpath(outer.path))
+    inner_path = Path(os.path.realpath(inner.path))
+    return inner_path != outer_path and outer_path in inner_path.parents
+
+
+def check_inputs_outside(out_uri: str, inputs: Iterable[str | None], what: str = "--out") -> None:
+    """UsageError (exit 2) when an input lives inside `out_uri`, where the run may remove or replace it."""
+    out = locate(out_uri)
+    for given in inputs:
+        if given and _inside(locate(given), out):
+            raise UsageError(
+                f"{given}: an input inside {what} {out_uri}, where a run removes and replaces files; "
+                f"move it out or use another {what}"
+            )
