@@ -123,4 +123,3 @@ def test_a_refused_pipeline_leaves_the_earlier_runs_fxcache_as_it_was(tmp_path, 
 )
 def test_the_files_a_run_writes_are_known_by_name(name, owned):
     assert run_file(name) is owned
-

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 from foxhunt import storage
 from foxhunt.config import RESULT_SETTINGS
 from foxhunt.errors import UsageError
+from foxhunt.manifest_schema import validate
 from foxhunt.out_folder import overwrite_plan, remove_planned
 from foxhunt.redaction import scrub_record
 
@@ -107,9 +108,10 @@ class Manifest:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Manifest:
-        """Read a manifest; ValueError when it is not one."""
+        """Read a manifest; ValueError when it is not one (foxhunt.manifest_schema checks it first)."""
         try:
             data = json.loads(raw)
+            validate(data)
             return cls(
                 fxcache=data["fxcache"],
                 fxcache_checksum=data["fxcache_checksum"],
@@ -121,8 +123,8 @@ class Manifest:
                 format=int(data["format"]),
                 search=dict(data.get("search") or {}),
             )
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"not a foxhunt manifest: {exc!r}") from exc
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"not a foxhunt manifest: {exc}") from exc
 
 
 def _flatten(value, prefix: str) -> dict[str, object]:
@@ -235,9 +237,14 @@ def _refuse_other_settings(out_uri: str, recorded: Manifest, manifest: Manifest)
 
 
 def resume_point(
-    out_uri: str, manifest: Manifest, overwrite: bool, progress: Callable[[str], None]
+    out_uri: str,
+    manifest: Manifest,
+    overwrite: bool,
+    progress: Callable[[str], None],
+    check_fold: Callable[[str, FoldRecord], str | None] | None = None,
 ) -> set[int]:
-    """Folds an earlier attempt completed with intact outputs; refuses outputs of another run."""
+    """Folds an earlier attempt completed with intact outputs; refuses outputs of another run.
+    `check_fold` (foxhunt.checkpoint_check) test-loads a fold's checkpoint: a problem means train it again."""
     if overwrite:
         removed = remove_run_outputs(out_uri)
         if removed:
@@ -251,6 +258,8 @@ def resume_point(
     done = set()
     for fold, record in sorted(recorded.run.folds.items()):
         problem = verify_fold(out_uri, record)
+        if problem is None and check_fold is not None:
+            problem = check_fold(out_uri, record)
         if problem is None:
             done.add(fold)
             manifest.run.folds[fold] = record

@@ -15,6 +15,7 @@ from dataclasses import asdict, replace
 from foxhunt import __version__, compile_cache, storage
 from foxhunt.argo_outputs import write_argo_outputs
 from foxhunt.bars import check_reading_options, generate_sample_bars, iso_utc, read_bars
+from foxhunt.checkpoint_check import fold_checkpoint_problem
 from foxhunt.config import SAMPLE_BARS, RunConfig
 from foxhunt.errors import UsageError
 from foxhunt.evaluation import MODEL, ScoreMemo, Scoring
@@ -200,7 +201,14 @@ def train(
             asdict(settings),
             search=plan.identity if plan else {},
         )
-        done = resume_point(out_uri, manifest, settings.overwrite, progress)
+        hidden = settings.dqn.hidden
+        done = resume_point(
+            out_uri,
+            manifest,
+            settings.overwrite,
+            progress,
+            lambda out, rec: fold_checkpoint_problem(out, rec, hidden),
+        )
         metrics = RunMetrics(
             run_id,
             pushgateway=pushgateway,
