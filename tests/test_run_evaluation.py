@@ -319,6 +319,8 @@ def test_evaluate_on_an_fxcache_outside_the_runs_dates_is_a_usage_error(tiny_run
     write_bars(generate_sample_bars(2000, seed=4, start="2025-06-02T00:00:00"), bars)
     later = tmp_path / "later.fxcache"
     precompute([str(bars)], str(later), progress=lambda _: None)
-    assert main(["evaluate", "--run", str(tiny_run.out), "--fxcache", str(later)]) == 2
+    assert (
+        main(["evaluate", "--run", str(tiny_run.out), "--fxcache", str(later), "--allow-other-fxcache"]) == 2
+    )
     err = capsys.readouterr().err.strip()
     assert f"{later}: no bars in the validation dates of any fold" in err and "\n" not in err

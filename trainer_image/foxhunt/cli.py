@@ -191,6 +191,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--eval-spread", type=float, default=None, help="bid-ask spread (default: the run's)")
     p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"), help="default: cpu")
+    p.add_argument(
+        "--allow-other-fxcache",
+        action="store_true",
+        help="score on an fxcache other than the one the run trained on (refused by default)",
+    )
     p.set_defaults(func=cmd_evaluate)
 
     try:
@@ -301,9 +306,10 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from foxhunt.config import EvalConfig
-    from foxhunt.rescore import read_run_summary, score_saved_run, write_saved_run_score
+    from foxhunt.rescore import check_evaluate_out, read_run_summary, score_saved_run, write_saved_run_score
     from foxhunt.run_evaluation import stitched_report
 
+    check_evaluate_out(args.run, args.out)
     eval_config = None
     if args.eval_cost is not None or args.eval_spread is not None:
         run_costs = read_run_summary(args.run).eval_config
@@ -312,7 +318,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             eval_config = EvalConfig(**{k: run_costs[k] if v is None else v for k, v in chosen.items()})
         except ConfigError as exc:
             raise ConfigError(exc.section, exc.path, f"(--eval-{exc.path}) {exc.problem}") from exc
-    score = score_saved_run(args.run, args.fxcache, eval_config=eval_config, device=args.device)
+    score = score_saved_run(
+        args.run,
+        args.fxcache,
+        eval_config=eval_config,
+        device=args.device,
+        allow_other_fxcache=args.allow_other_fxcache,
+    )
     lines = [
         *score.table().splitlines(),
         *stitched_report(score.evaluation.stitched, len(score.evaluation.folds)),

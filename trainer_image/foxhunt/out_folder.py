@@ -142,7 +142,7 @@ def remove_planned(out_uri: str, names: Iterable[str]) -> list[str]:
     return removed
 
 
-def _inside(inner, outer) -> bool:
+def inside(inner, outer) -> bool:
     if inner.is_s3 != outer.is_s3:
         return False
     if inner.is_s3:
@@ -153,11 +153,25 @@ def _inside(inner, outer) -> bool:
     return inner_path != outer_path and outer_path in inner_path.parents
 
 
+def same_or_inside(inner_uri: str, outer_uri: str) -> bool:
+    """True when `inner_uri` is `outer_uri` (links resolved) or lies inside it."""
+    inner, outer = locate(inner_uri), locate(outer_uri)
+    if inner.is_s3 or outer.is_s3:
+        same = (
+            inner.is_s3
+            and outer.is_s3
+            and (inner.bucket, inner.key.rstrip("/")) == (outer.bucket, outer.key.rstrip("/"))
+        )
+    else:
+        same = os.path.realpath(inner.path) == os.path.realpath(outer.path)
+    return same or inside(inner, outer)
+
+
 def check_inputs_outside(out_uri: str, inputs: Iterable[str | None], what: str = "--out") -> None:
     """UsageError (exit 2) when an input lives inside `out_uri`, where the run may remove or replace it."""
     out = locate(out_uri)
     for given in inputs:
-        if given and _inside(locate(given), out):
+        if given and inside(locate(given), out):
             raise UsageError(
                 f"{given}: an input inside {what} {out_uri}, where a run removes and replaces files; "
                 f"move it out or use another {what}"
