@@ -176,3 +176,17 @@ def check_inputs_outside(out_uri: str, inputs: Iterable[str | None], what: str =
                 f"{given}: an input inside {what} {out_uri}, where a run removes and replaces files; "
                 f"move it out or use another {what}"
             )
+
+
+def remove_empty_folder(out_uri: str) -> None:
+    """Remove the local folder `out_uri` when it holds nothing (a refused run's new --out); S3 has no
+    folders to leave behind."""
+    loc = locate(out_uri)
+    if not loc.is_s3 and loc.path.is_dir() and not loc.path.is_symlink() and not any(loc.path.iterdir()):
+        loc.path.rmdir()
+
+
+def local_folder_exists(out_uri: str) -> bool:
+    """True when `out_uri` is a local path that exists, or an S3 prefix (which has no folder to leave)."""
+    loc = locate(out_uri)
+    return loc.is_s3 or loc.path.exists()

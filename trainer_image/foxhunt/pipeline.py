@@ -24,8 +24,9 @@ from foxhunt.fold_training import FoldOutcome, load_fold, train_fold
 from foxhunt.fxcache import fxcache_matches, read_fxcache, write_fxcache
 from foxhunt.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
 from foxhunt.manifest import Manifest, check_out_before_work, resume_point
+from foxhunt.memory_estimate import check_device_memory
 from foxhunt.metrics import RunMetrics, refuse_live_run, resolve_pushgateway, resolve_run_id
-from foxhunt.out_folder import check_inputs_outside
+from foxhunt.out_folder import check_inputs_outside, local_folder_exists, remove_empty_folder
 from foxhunt.reports import RunSummary, fold_table
 from foxhunt.run import Progress, Run, console, now_iso
 from foxhunt.run_evaluation import run_pictures, run_scoring, stitched_evaluation, stitched_report
@@ -171,6 +172,7 @@ def train(
     device, run_id, pushgateway, plan = _check_settings(settings, out_uri, search)
     progress = progress or console(settings.log_format, run_id)
     lock = OutLock(out_uri, run_id)
+    new_out = not local_folder_exists(out_uri)
     predecessor = lock.acquire(wait_seconds=STALE_SECONDS + HEARTBEAT_SECONDS)
     try:
         if predecessor is not None:
@@ -192,6 +194,9 @@ def train(
         read_seconds = time.perf_counter() - t0
         folds = generate_walk_forward_indices(
             cache.timestamp, settings.folds, close_returns=cache.targets[:, 0]
+        )
+        check_device_memory(
+            device, len(cache), cache.features.shape[1], max(f.train_rows for f in folds), settings.dqn
         )
         manifest = Manifest(
             fxcache_uri,
@@ -218,6 +223,8 @@ def train(
         )
     except BaseException:
         lock.release()
+        if new_out:
+            remove_empty_folder(out_uri)  # a refused run leaves no --out behind
         raise
     summary = _new_summary(settings, run_id, str(device), fxcache_uri, cache, len(folds), extra)
     try:
