@@ -208,7 +208,14 @@ class RunMetrics:
         )
         self._server = None
         if metrics_port is not None:
-            self._server, _ = start_http_server(metrics_port, addr=metrics_addr, registry=r)
+            try:
+                self._server, _ = start_http_server(metrics_port, addr=metrics_addr, registry=r)
+            except OSError as exc:  # in use, or a privileged port: a usage error found before work
+                raise ConfigError(
+                    "run config",
+                    "metrics_port",
+                    f"{metrics_port}: cannot serve /metrics there ({exc.strerror or exc}); choose a free port",
+                ) from exc
 
     def _evaluation_gauges(self, r: CollectorRegistry) -> None:
         """The evaluation's gauges: each fold's dates, SE and best baseline; the stitched record."""

@@ -190,3 +190,16 @@ def local_folder_exists(out_uri: str) -> bool:
     """True when `out_uri` is a local path that exists, or an S3 prefix (which has no folder to leave)."""
     loc = locate(out_uri)
     return loc.is_s3 or loc.path.exists()
+
+
+def remove_stale_temp_files(out_uri: str) -> list[str]:
+    """Delete the temp files of atomic writes that a killed run left in `out_uri` (its own names only,
+    no link followed); the caller holds the --out lock, so no live write owns one. Returns them."""
+    loc = locate(out_uri)
+    if loc.is_s3 or not loc.path.is_dir():
+        return []  # an S3 write is one PUT: nothing half-written stays behind
+    files, _links = _local_entries(loc.path)
+    stale = [n for n in files if TEMP_FILE.fullmatch(n.split("/")[-1]) and run_file(n)]
+    for name in stale:
+        (loc.path / name).unlink(missing_ok=True)
+    return stale

@@ -26,7 +26,12 @@ from foxhunt.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
 from foxhunt.manifest import Manifest, check_out_before_work, resume_point
 from foxhunt.memory_estimate import check_device_memory
 from foxhunt.metrics import RunMetrics, refuse_live_run, resolve_pushgateway, resolve_run_id
-from foxhunt.out_folder import check_inputs_outside, local_folder_exists, remove_empty_folder
+from foxhunt.out_folder import (
+    check_inputs_outside,
+    local_folder_exists,
+    remove_empty_folder,
+    remove_stale_temp_files,
+)
 from foxhunt.reports import RunSummary, fold_table
 from foxhunt.run import Progress, Run, console, now_iso
 from foxhunt.run_evaluation import run_pictures, run_scoring, stitched_evaluation, stitched_report
@@ -188,6 +193,9 @@ def train(
             search=plan.identity if plan else {},
         )
         check_out_before_work(out_uri, identity, settings.overwrite)  # before the pipeline writes its fxcache
+        stale = remove_stale_temp_files(out_uri)
+        if stale:
+            progress(f"removed {len(stale)} temp file(s) an interrupted write left: {', '.join(stale[:3])}")
         extra = {**(summary_extra or {}), **({"precompute": prepare()} if prepare else {})}
         t0 = time.perf_counter()
         cache = read_fxcache(fxcache_uri)
