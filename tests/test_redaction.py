@@ -93,3 +93,10 @@ def test_a_logged_traceback_is_scrubbed(monkeypatch):
     redaction.ScrubFilter().filter(record)
     text = logging.Formatter().format(record)
     assert "http://key:***@minio:9000/bucket" in text and "hunter2" not in text
+
+
+def test_each_command_masks_only_the_secrets_it_was_given(monkeypatch):
+    monkeypatch.setattr(redaction, "_registered", set())
+    redaction.register(["foxhunt-test"], urls=False)  # an earlier command's secret key
+    redaction.forget()
+    assert scrub_text("s3://foxhunt-test/bars.csv") == "s3://foxhunt-test/bars.csv"

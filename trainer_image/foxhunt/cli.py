@@ -363,6 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     name = f"foxhunt {args.command}"
     # Every URL that can carry a password (flags and environment) is known before any line is printed.
+    redaction.forget()  # this command's secrets only: an earlier command's must not mask this one's words
     redaction.register_environment()
     redaction.register(value for value in vars(args).values() if isinstance(value, str) and "://" in value)
     redaction.install_log_filter()

@@ -105,6 +105,12 @@ def register(values: Iterable[str | None], *, urls: bool = True) -> None:
             _registered.update(v for v in found if len(v) >= MIN_SECRET_CHARS)
 
 
+def forget() -> None:
+    """Drop every registered secret (a new command in the same process registers its own)."""
+    with _registered_lock:
+        _registered.clear()
+
+
 def register_environment(environ: dict[str, str] | None = None) -> None:
     """Register the secrets of every variable foxhunt reads credentials or secret-bearing URLs from."""
     env = os.environ if environ is None else environ
