@@ -65,7 +65,7 @@ def test_every_postgres_form_opens_with_the_installed_psycopg(scheme, postgres_s
         ("sqlite://", "names no file"),
         ("sqlite:///:memory:", "names no file"),
         ("sqlite:////nonexistent-folder/study.db", "folder does not exist"),
-        ("db.example/x", "is not a SQLAlchemy URL"),
+        ("db.example/x", "is not a usable SQLAlchemy URL"),
     ],
 )
 def test_a_study_storage_that_cannot_work_is_named_before_work(url, problem):

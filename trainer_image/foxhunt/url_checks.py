@@ -84,7 +84,7 @@ def study_storage_problem(url: str) -> str | None:
         return "holds a space or a control character"
     scheme, sep, body = url.partition("://")
     if not sep:
-        return "is not a SQLAlchemy URL (dialect://...)"
+        return "is not a usable SQLAlchemy URL (dialect://user:password@host:port/database)"
     if "@" in body.rpartition("@")[0]:
         return "has a password with a bare '@'; percent-encode it as %40"
     try:
