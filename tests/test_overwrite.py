@@ -123,3 +123,19 @@ def test_a_refused_pipeline_leaves_the_earlier_runs_fxcache_as_it_was(tmp_path, 
 )
 def test_the_files_a_run_writes_are_known_by_name(name, owned):
     assert run_file(name) is owned
+
+
+def test_temp_files_a_killed_write_left_are_removed_by_the_next_run(
+    used_out, tiny_fxcache, tiny_params, capsys
+):
+    left = [
+        used_out / "fold_0" / ".weights.pt.0123456789ab.tmp",
+        used_out / ".manifest.json.abcdef012345.tmp",
+    ]
+    for path in left:
+        path.write_bytes(b"half a write")
+    (used_out / "notes.0123456789ab.tmp").write_text("not a run's temp name: kept")
+    capsys.readouterr()
+    assert main(train_argv(tiny_fxcache, used_out, tiny_params, *ONE_FOLD)) == 0  # resumes: nothing to train
+    assert "removed 2 temp file(s) an interrupted write left" in capsys.readouterr().out
+    assert not any(p.exists() for p in left) and (used_out / "notes.0123456789ab.tmp").exists()
