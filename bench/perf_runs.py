@@ -33,6 +33,7 @@ def pod_env(pod: Path) -> dict[str, str]:
         TRITON_CACHE_DIR=str(pod / "triton"),
         CUDA_CACHE_PATH=str(pod / "cuda"),
         PYTHONUNBUFFERED="1",
+        FOXHUNT_COMPILE_CACHE_KEY=env.get("FOXHUNT_COMPILE_CACHE_KEY", "bench-signing-key-0123456789"),
         PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "trainer_image"), env.get("PYTHONPATH")) if p),
     )
     return env

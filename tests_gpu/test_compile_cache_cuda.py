@@ -21,6 +21,7 @@ def _fresh_process(folder: Path, scratch: Path) -> dict:
         **os.environ,
         "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor"),
         "TRITON_CACHE_DIR": str(scratch / "triton"),
+        "FOXHUNT_COMPILE_CACHE_KEY": "key-of-the-gpu-test-0123456789",  # in a pod: from a Secret
     }
     done = subprocess.run(
         [sys.executable, str(PROBE), str(folder)], env=env, capture_output=True, text=True, timeout=300

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from foxhunt.config import TARGET_HORIZONS, FoldConfig
-from foxhunt.data.folds import FoldRange, generate_walk_forward_indices
+from foxhunt.data.folds import FoldRange, days_to_ns, generate_walk_forward_indices
 
 MINUTE = 60 * 10**9
 DAY = 86_400 * 10**9
@@ -89,7 +89,10 @@ fold_configs = st.builds(
 @given(ts=gappy_timestamps(), config=fold_configs)
 def test_folds_equal_a_reference_that_filters_rows_by_date(ts, config):
     expected = reference_folds(ts, config)
-    if not expected:
+    if days_to_ns(config.val_days) > int(ts[-1]) - int(ts[0]) + 1:  # said, not cut at the data's end
+        with pytest.raises(ValueError, match="longer than the data|too few timestamps"):
+            generate_walk_forward_indices(ts, config)
+    elif not expected:
         with pytest.raises(ValueError):
             generate_walk_forward_indices(ts, config)
     else:
@@ -258,16 +261,16 @@ def test_fold_range_to_dict_holds_plain_numbers():
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"train_days": 0.0}, "train_days must be a positive"),
-        ({"val_days": -1.0}, "val_days must be a positive"),
-        ({"step_days": 0}, "step_days must be a positive"),
-        ({"step_days": float("nan")}, "step_days must be a positive"),
-        ({"train_days": float("inf")}, "train_days must be a positive finite"),
-        ({"purge_bars": -1}, "purge_bars must be an integer >= 0"),
+        ({"train_days": 0.0}, "train_days must be a finite number in \\(0, 36500\\]"),
+        ({"val_days": -1.0}, "val_days must be a finite number in \\(0,"),
+        ({"step_days": 0}, "step_days must be a finite number in \\(0,"),
+        ({"step_days": float("nan")}, "step_days must be a finite number in \\(0,"),
+        ({"train_days": float("inf")}, "train_days must be a finite number in"),
+        ({"purge_bars": -1}, "purge_bars must be an integer in \\[0,"),
         ({"mode": "sliding"}, "mode must be one of rolling, expanding, got 'sliding'"),
-        ({"max_folds": -2}, "max_folds must be an integer >= 0"),
-        ({"min_train_rows": 0}, "min_train_rows must be an integer >= 1"),
-        ({"min_val_rows": 0}, "min_val_rows must be an integer >= 1"),
+        ({"max_folds": -2}, "max_folds must be an integer in \\[0,"),
+        ({"min_train_rows": 0}, "min_train_rows must be an integer in \\[1,"),
+        ({"min_val_rows": 0}, "min_val_rows must be an integer in \\[1,"),
     ],
 )
 def test_an_invalid_config_is_a_value_error_naming_the_setting(changes, message):

@@ -293,7 +293,7 @@ def test_evaluate_on_a_folder_that_is_not_a_run_is_a_usage_error(tiny_fxcache, t
 def test_a_saved_fold_trades_the_bars_of_its_own_dates_in_another_file(tiny_run, tiny_fxcache):
     from foxhunt.data.fxcache import read_fxcache
     from foxhunt.evaluate.reports import FoldReport
-    from foxhunt.evaluate.rescore import saved_fold_range
+    from foxhunt.run.rescore import saved_fold_range
 
     timestamp = read_fxcache(str(tiny_fxcache)).timestamp
     for data in tiny_run.summary["folds"]:
@@ -319,6 +319,8 @@ def test_evaluate_on_an_fxcache_outside_the_runs_dates_is_a_usage_error(tiny_run
     write_bars(generate_sample_bars(2000, seed=4, start="2025-06-02T00:00:00"), bars)
     later = tmp_path / "later.fxcache"
     precompute([str(bars)], str(later), progress=lambda _: None)
-    assert main(["evaluate", "--run", str(tiny_run.out), "--fxcache", str(later)]) == 2
+    assert (
+        main(["evaluate", "--run", str(tiny_run.out), "--fxcache", str(later), "--allow-other-fxcache"]) == 2
+    )
     err = capsys.readouterr().err.strip()
     assert f"{later}: no bars in the validation dates of any fold" in err and "\n" not in err

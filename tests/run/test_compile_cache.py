@@ -1,10 +1,12 @@
-"""The compiled step's cache beside the fxcache: keyed by what changes the code, verified before loading.
+"""The compiled step's cache beside the fxcache: keyed by what changes the code, signed before loading.
 
-torch's own artifact functions are replaced by recorders here (a real compile takes minutes on CI's
-CPUs); tests_gpu/ runs the real round trip between two fresh processes on CUDA.
+torch's save and its cache population are replaced by recorders here (a real compile takes minutes on
+CI's CPUs); the blobs are torch's real container format. tests_gpu/ runs the real round trip between two
+fresh processes on CUDA; test_compile_cache_trust.py holds the forged artifacts.
 """
 
 import hashlib
+import hmac
 import shutil
 from dataclasses import replace
 
@@ -21,18 +23,36 @@ from foxhunt.train import SHAPE_FIELDS, to_device
 SHAPES = compile_cache.step_shapes(DQNConfig(), rows=1000, n_features=42, replay_rows=800)
 
 
+KEY = "a-key-from-a-kubernetes-secret"
+
+
+def blob_of(content: bytes) -> bytes:
+    """torch's own container holding one Inductor artifact with `content`."""
+    from torch.compiler._cache import CacheArtifactManager
+
+    CacheArtifactManager._ensure_cache_artifacts_registered()
+    with CacheArtifactManager.with_fresh_cache():
+        CacheArtifactManager.record_artifact("inductor", "fkernelkey", content)
+        return CacheArtifactManager.serialize()[0]
+
+
+COMPILED = blob_of(b"compiled kernels")
+
+
 @pytest.fixture
 def artifacts(monkeypatch):
-    """torch.compiler's save and load, recorded: what was loaded, and what a save would return."""
-    record = {"loaded": [], "saved": b"compiled kernels"}
+    """The signing key set; torch's save and cache population recorded: the contents loaded, and what a
+    save would return."""
+    record = {"loaded": [], "saved": COMPILED}
+    monkeypatch.setenv(compile_cache.KEY_ENV, KEY)
 
-    def load(blob: bytes):
-        record["loaded"].append(blob)
+    def populate(found):
+        record["loaded"].extend(item.content for items in found.values() for item in items)
 
     def save():
         return None if record["saved"] is None else (record["saved"], "info")
 
-    monkeypatch.setattr(torch.compiler, "load_cache_artifacts", load)
+    monkeypatch.setattr(compile_cache, "_populate", populate)
     monkeypatch.setattr(torch.compiler, "save_cache_artifacts", save)
     return record
 
@@ -75,9 +95,9 @@ def test_auto_keeps_the_cache_beside_the_fxcache_and_off_keeps_none():
 
 def test_a_saved_blob_is_loaded_by_the_next_process(tmp_path, artifacts):
     uri = str(tmp_path / "fx.arrow.torch-compile" / "key.bin")
-    assert compile_cache.save(uri) == len(b"compiled kernels")
-    assert (tmp_path / "fx.arrow.torch-compile" / "key.bin.sha256").read_text() == hashlib.sha256(
-        b"compiled kernels"
+    assert compile_cache.save(uri) == len(COMPILED)
+    assert (tmp_path / "fx.arrow.torch-compile" / "key.bin.hmac").read_text() == hmac.new(
+        KEY.encode(), COMPILED, hashlib.sha256
     ).hexdigest()
     assert compile_cache.load(uri) is True
     assert artifacts["loaded"] == [b"compiled kernels"]
@@ -86,13 +106,13 @@ def test_a_saved_blob_is_loaded_by_the_next_process(tmp_path, artifacts):
 def test_a_blob_that_fails_its_checksum_is_never_loaded(tmp_path, artifacts):
     uri = str(tmp_path / "key.bin")
     compile_cache.save(uri)
-    (tmp_path / "key.bin").write_bytes(b"compiled kernelz")  # damaged after it was written
+    (tmp_path / "key.bin").write_bytes(blob_of(b"compiled kernelz"))  # replaced after it was signed
     assert compile_cache.load(uri) is False
     assert artifacts["loaded"] == []
 
 
-def test_a_blob_without_its_checksum_is_never_loaded(tmp_path, artifacts):
-    (tmp_path / "key.bin").write_bytes(b"compiled kernels")
+def test_a_blob_without_its_signature_is_never_loaded(tmp_path, artifacts):
+    (tmp_path / "key.bin").write_bytes(COMPILED)
     assert compile_cache.load(str(tmp_path / "key.bin")) is False
     assert artifacts["loaded"] == []
 
@@ -101,10 +121,10 @@ def test_a_blob_torch_cannot_read_costs_a_compile_not_the_run(tmp_path, artifact
     uri = str(tmp_path / "key.bin")
     compile_cache.save(uri)
 
-    def unreadable(blob: bytes):
+    def unreadable(found):
         raise RuntimeError("unpickling failed")
 
-    monkeypatch.setattr(torch.compiler, "load_cache_artifacts", unreadable)
+    monkeypatch.setattr(compile_cache, "_populate", unreadable)
     assert compile_cache.load(uri) is False
 
 
@@ -119,10 +139,10 @@ def test_a_run_saves_once_after_its_first_fold_when_nothing_was_loaded(tmp_path,
     cache = compile_cache.StepCache.open("auto", str(tmp_path / "fx.arrow"), SHAPES, lines.append)
     assert not cache.loaded and "none usable" in lines[-1]
     cache.after_fold(lines.append)
-    artifacts["saved"] = b"later kernels"
+    artifacts["saved"] = blob_of(b"later kernels")
     cache.after_fold(lines.append)
     assert (tmp_path / "fx.arrow.torch-compile" / f"{compile_cache.cache_key(SHAPES)}.bin").read_bytes() == (
-        b"compiled kernels"
+        COMPILED
     )
     again = compile_cache.StepCache.open("auto", str(tmp_path / "fx.arrow"), SHAPES, lines.append)
     assert again.loaded and artifacts["loaded"] == [b"compiled kernels"]

@@ -39,8 +39,8 @@ def manifest(**changes) -> Manifest:
 
 def test_a_manifest_reads_back_what_was_written():
     written = manifest(
-        run=WorkRecord({0: FoldRecord({"fold_0/weights.pt": "ab"}, "2024-01-01T00:00:00+00:00")}),
-        trials={3: WorkRecord({1: FoldRecord({"trial_3/fold_1/report.json": "cd"}, "t")})},
+        run=WorkRecord({0: FoldRecord({"fold_0/weights.pt": "ab" * 32}, "2024-01-01T00:00:00+00:00")}),
+        trials={3: WorkRecord({1: FoldRecord({"trials/0003/fold_1/report.json": "cd" * 32}, "t")})},
     )
     assert Manifest.from_bytes(written.to_bytes()) == written
 

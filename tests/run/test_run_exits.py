@@ -126,8 +126,8 @@ def test_a_bad_run_id_from_the_environment_names_the_variable(
     ("dqn", "named"),
     [
         ({"compile": "false"}, "compile must be true or false, got str 'false'"),
-        ({"batch_size": 8192.9}, "batch_size must be an integer >= 1, got float 8192.9"),
-        ({"batch_size": True}, "batch_size must be an integer >= 1, got bool True"),
+        ({"batch_size": 8192.9}, "batch_size must be an integer in [1, 16777216], got float 8192.9"),
+        ({"batch_size": True}, "batch_size must be an integer in [1, 16777216], got bool True"),
         ({"gamma": 1.5}, "gamma must be a finite number in [0, 1), got 1.5"),
     ],
 )

@@ -13,7 +13,7 @@ import os
 import sys
 import traceback
 
-from foxhunt import __version__
+from foxhunt import __version__, redaction
 from foxhunt.config import (
     FLAGS,
     PIPELINE_DQN,
@@ -210,6 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--eval-spread", type=float, default=None, help="bid-ask spread (default: the run's)")
     p.add_argument("--device", default="cpu", choices=("auto", "cpu", "cuda"), help="default: cpu")
+    p.add_argument(
+        "--allow-other-fxcache",
+        action="store_true",
+        help="score on an fxcache other than the one the run trained on (refused by default)",
+    )
     p.set_defaults(func=cmd_evaluate, extra="train")
 
     try:
@@ -332,9 +337,15 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from foxhunt.config import EvalConfig
-    from foxhunt.evaluate.rescore import read_run_summary, score_saved_run, write_saved_run_score
     from foxhunt.evaluate.run_scores import stitched_report
+    from foxhunt.run.rescore import (
+        check_evaluate_out,
+        read_run_summary,
+        score_saved_run,
+        write_saved_run_score,
+    )
 
+    check_evaluate_out(args.run, args.out)
     eval_config = None
     if args.eval_cost is not None or args.eval_spread is not None:
         run_costs = read_run_summary(args.run).eval_config
@@ -343,7 +354,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             eval_config = EvalConfig(**{k: run_costs[k] if v is None else v for k, v in chosen.items()})
         except ConfigError as exc:
             raise ConfigError(exc.section, exc.path, f"(--eval-{exc.path}) {exc.problem}") from exc
-    score = score_saved_run(args.run, args.fxcache, eval_config=eval_config, device=args.device)
+    score = score_saved_run(
+        args.run,
+        args.fxcache,
+        eval_config=eval_config,
+        device=args.device,
+        allow_other_fxcache=args.allow_other_fxcache,
+    )
     lines = [
         *score.table().splitlines(),
         *stitched_report(score.evaluation.stitched, len(score.evaluation.folds)),
@@ -381,16 +398,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     name = f"foxhunt {args.command}"
+    # Every URL that can carry a password (flags and environment) is known before any line is printed.
+    redaction.forget()  # this command's secrets only: an earlier command's must not mask this one's words
+    redaction.register_environment()
+    redaction.register(value for value in vars(args).values() if isinstance(value, str) and "://" in value)
+    redaction.install_log_filter()
     try:
         if getattr(args, "extra", None):
             require_extra(args.extra, name)
         return args.func(args)
     except RunInterrupted as exc:
-        print(f"{name}: interrupted: {exc}", file=sys.stderr)
+        print(f"{name}: interrupted: {redaction.scrub_text(exc)}", file=sys.stderr)
         return exc.exit_code
     except FoxhuntError as exc:
         kind = "error" if exc.exit_code == EXIT_USAGE else "failed"
-        print(f"{name}: {kind}: {exc}", file=sys.stderr)
+        print(f"{name}: {kind}: {redaction.scrub_text(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
@@ -399,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get(DEBUG_ENV):
             traceback.print_exc()
         print(
-            f"{name}: unexpected error: {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for the traceback)",
+            f"{name}: unexpected error: {type(exc).__name__}: {redaction.scrub_text(exc)} "
+            f"(set {DEBUG_ENV}=1 for the traceback)",
             file=sys.stderr,
         )
         return EXIT_FAILURE

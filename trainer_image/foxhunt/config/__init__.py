@@ -27,17 +27,33 @@ NS_PER_YEAR = 365.25 * NS_PER_DAY  # the annualisation's year
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 
 
+# Upper bounds of every size setting, checked before any work: generous for an H200 (a value past one
+# is a typo or an attack, not a run), and low enough that no setting asks for terabytes or years.
+MAX_DAYS = 36_500.0  # a century of bars
+MAX_ROWS = 10**9
+MAX_FOLDS = 100_000
+MAX_LR = 10.0
+MAX_BATCH = 2**24
+MAX_HIDDEN = 2**14
+MAX_STEPS = 10**7  # gradient steps per epoch
+MAX_EPOCHS = 100_000
+MAX_TRIALS = 100_000
+MAX_COST = 1.0  # a cost of 100% of the position per change
+
+
 @dataclass(frozen=True)
 class FoldConfig:
     """Walk-forward windows, in calendar days of bar timestamps."""
 
     train_days: float = setting(
-        120.0, "Length of a fold's training window.", low=0, low_open=True, unit="days"
+        120.0, "Length of a fold's training window.", low=0, low_open=True, high=MAX_DAYS, unit="days"
     )
     val_days: float = setting(
-        30.0, "Length of a fold's validation window.", low=0, low_open=True, unit="days"
+        30.0, "Length of a fold's validation window.", low=0, low_open=True, high=MAX_DAYS, unit="days"
     )
-    step_days: float = setting(30.0, "Shift between consecutive folds.", low=0, low_open=True, unit="days")
+    step_days: float = setting(
+        30.0, "Shift between consecutive folds.", low=0, low_open=True, high=MAX_DAYS, unit="days"
+    )
     mode: str = setting(
         "rolling",
         "rolling keeps train_days of history; expanding keeps the first train start.",
@@ -47,13 +63,22 @@ class FoldConfig:
         max(TARGET_HORIZONS),
         "Bars dropped between training and validation, so no training target looks into validation.",
         low=0,
+        high=MAX_ROWS,
         unit="bars",
     )
     min_train_rows: int = setting(
-        1000, "A fold needs at least this many training rows after the purge.", low=1, unit="rows"
+        1000,
+        "A fold needs at least this many training rows after the purge.",
+        low=1,
+        high=MAX_ROWS,
+        unit="rows",
     )
-    min_val_rows: int = setting(100, "A fold needs at least this many validation rows.", low=1, unit="rows")
-    max_folds: int = setting(0, "Most folds to run, the earliest first; 0 runs all that fit.", low=0)
+    min_val_rows: int = setting(
+        100, "A fold needs at least this many validation rows.", low=1, high=MAX_ROWS, unit="rows"
+    )
+    max_folds: int = setting(
+        0, "Most folds to run, the earliest first; 0 runs all that fit.", low=0, high=MAX_FOLDS
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "fold config")
@@ -68,10 +93,12 @@ class FoldConfig:
 class DQNConfig:
     """Double DQN training settings; `--hyperopt-params` overrides these by name."""
 
-    lr: float = setting(3e-4, "Adam learning rate.", low=0, low_open=True)
+    lr: float = setting(3e-4, "Adam learning rate.", low=0, low_open=True, high=MAX_LR)
     gamma: float = setting(0.9, "Discount factor of the TD target, per bar.", low=0, high=1, high_open=True)
-    batch_size: int = setting(8192, "Transitions per gradient step.", low=1)
-    hidden: int = setting(256, "Width of the Q-network's two hidden layers.", low=1, unit="units")
+    batch_size: int = setting(8192, "Transitions per gradient step.", low=1, high=MAX_BATCH)
+    hidden: int = setting(
+        256, "Width of the Q-network's two hidden layers.", low=1, high=MAX_HIDDEN, unit="units"
+    )
     tau: float = setting(
         0.01, "Polyak step of the target network, once per gradient step.", low=0, high=1, low_open=True
     )
@@ -84,15 +111,20 @@ class DQNConfig:
         1e-4,
         "Training reward's cost per unit of position change (1e-4 = 1 bp).",
         low=0,
+        high=MAX_COST,
         unit="log-return units",
     )
-    huber_delta: float = setting(1.0, "Knee of the Huber loss.", low=0, low_open=True, unit="reward units")
-    reward_scale: float = setting(
-        1e4, "Reward multiplier: rewards in bp keep Q-values near 1 for Adam.", low=0, low_open=True
+    huber_delta: float = setting(
+        1.0, "Knee of the Huber loss.", low=0, low_open=True, high=1e6, unit="reward units"
     )
-    grad_clip: float = setting(10.0, "Largest global gradient norm.", low=0, low_open=True)
-    steps_per_epoch: int = setting(0, "Gradient steps per epoch; 0: ceil(train rows / batch size).", low=0)
-    steps_per_graph: int = setting(1, "Training steps captured in one CUDA graph replay.", low=1)
+    reward_scale: float = setting(
+        1e4, "Reward multiplier: rewards in bp keep Q-values near 1 for Adam.", low=0, low_open=True, high=1e8
+    )
+    grad_clip: float = setting(10.0, "Largest global gradient norm.", low=0, low_open=True, high=1e9)
+    steps_per_epoch: int = setting(
+        0, "Gradient steps per epoch; 0: ceil(train rows / batch size).", low=0, high=MAX_STEPS
+    )
+    steps_per_graph: int = setting(1, "Training steps captured in one CUDA graph replay.", low=1, high=1024)
     compile: bool = setting(True, "torch.compile the training step on CUDA (CPU runs it eagerly).")
     bf16: bool = setting(False, "bfloat16 autocast of the training step's matmuls on CUDA.")
     paired_next_state: bool = setting(
@@ -106,9 +138,9 @@ class DQNConfig:
         "(same arithmetic; CPU runs the modules).",
     )
     q_limit: float = setting(
-        1e6, "Guard: a |Q| beyond this stops the fold as diverged.", low=0, low_open=True
+        1e6, "Guard: a |Q| beyond this stops the fold as diverged.", low=0, low_open=True, high=1e30
     )
-    weight_decay: float = setting(0.0, "Adam weight decay.", low=0)
+    weight_decay: float = setting(0.0, "Adam weight decay.", low=0, high=1.0)
 
     def __post_init__(self) -> None:
         check_fields(self, "dqn config")
@@ -119,12 +151,13 @@ class EvalConfig:
     """How validation is scored: fixed for a run, never a training or search setting."""
 
     cost: float = setting(
-        1e-4, "Cost per unit of position change (1e-4 = 1 bp).", low=0, unit="log-return units"
+        1e-4, "Cost per unit of position change (1e-4 = 1 bp).", low=0, high=MAX_COST, unit="log-return units"
     )
     spread: float = setting(
         0.0,
         "Full bid-ask spread; half of it is paid per unit of position change.",
         low=0,
+        high=MAX_COST,
         unit="log-return units",
     )
 
@@ -150,14 +183,16 @@ class RunConfig:
     """One `foxhunt train` run besides its URIs: what it trains and how it reports."""
 
     model: str = setting("dqn", "The model to train.", choices=("dqn",))
-    epochs: int = setting(50, "Training epochs per fold.", low=1)
+    epochs: int = setting(50, "Training epochs per fold.", low=1, high=MAX_EPOCHS)
     seed: int = setting(
         0, "Run seed; each fold derives its own, so folds are reproducible alone.", low=0, high=2**63 - 1
     )
     device: str = setting(
         "auto", "Where to train: auto picks CUDA when present.", choices=("auto", "cpu", "cuda")
     )
-    trials: int = setting(0, "Hyperparameter-search trials; 0 trains once with the given settings.", low=0)
+    trials: int = setting(
+        0, "Hyperparameter-search trials; 0 trains once with the given settings.", low=0, high=MAX_TRIALS
+    )
     folds: FoldConfig = section(FoldConfig, "Walk-forward windows.")
     dqn: DQNConfig = section(DQNConfig, "Double DQN training settings.")
     eval: EvalConfig = section(EvalConfig, "Evaluation costs.")
@@ -175,6 +210,7 @@ class RunConfig:
         "Wait before deleting the group, so Prometheus scrapes the final "
         "values (at least one scrape interval).",
         low=0,
+        high=86_400,
         unit="seconds",
     )
     overwrite: bool = setting(

@@ -198,7 +198,7 @@ def read_bars_file(uri: str, tz: str | None = None, timestamp_unit: str | None =
     storage.fetch_cached(uri, verify)
     data = read[-1]
     table = _read_table(uri, data)
-    names = {n.lower(): n for n in table.column_names}
+    names = _column_names(table, uri)
     missing = [c for c in BAR_COLUMNS if c not in names]
     if missing:
         raise BarsError(
@@ -225,6 +225,25 @@ def read_bars_file(uri: str, tz: str | None = None, timestamp_unit: str | None =
             raise BarsError(f"{exc}{note}", row=exc.row, ordering=True) from exc
         raise
     return bars, hashlib.sha256(data).hexdigest()
+
+
+def _column_names(table, uri: str) -> dict[str, str]:
+    """The table's column names by their lower-case form; BarsError for a header that is not UTF-8 or
+    two names that differ only in case (`close` and `Close`: which one is the close?)."""
+    try:
+        given = list(table.column_names)
+    except UnicodeDecodeError as exc:
+        raise BarsError(
+            f"{uri}: the header is not UTF-8 (byte {exc.object[exc.start]:#04x}); save it as UTF-8"
+        ) from exc
+    names: dict[str, str] = {}
+    for name in given:
+        if name.lower() in names:
+            raise BarsError(
+                f"{uri}: columns {names[name.lower()]!r} and {name!r} differ only in case; keep one of them"
+            )
+        names[name.lower()] = name
+    return names
 
 
 def _is_naive(column) -> bool:

@@ -49,7 +49,7 @@ import numpy as np
 from scipy.signal import lfilter
 
 from foxhunt.config import TARGET_HORIZONS
-from foxhunt.data.bars import NS_PER_DAY, NS_PER_MINUTE, Bars
+from foxhunt.data.bars import NS_PER_DAY, NS_PER_MINUTE, Bars, BarsError
 
 RETURN_LAGS = (1, 2, 3, 5, 10, 15, 30, 60, 120, 240)
 VOLATILITY_WINDOWS = (5, 15, 60, 240)
@@ -275,12 +275,15 @@ def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) 
     """Compute the feature table of `bars` (see the module docstring for every definition).
 
     `progress`, if given, is called with a short message as each stage starts. Raises
-    ValueError when there are too few bars for a single row.
+    BarsError (a ValueError, exit 2) naming the bars when there are too few for a single row.
     """
     n = len(bars)
     lo, hi = WARMUP_BARS, n - LOOKAHEAD_BARS
     if hi <= lo:
-        raise ValueError(f"{n} bars give no feature rows: need more than {WARMUP_BARS + LOOKAHEAD_BARS}")
+        raise BarsError(
+            f"{bars.source}: {n} bars give no feature rows: need more than {WARMUP_BARS + LOOKAHEAD_BARS} "
+            f"({WARMUP_BARS} of warm-up, {LOOKAHEAD_BARS} for the targets)"
+        )
     say = progress or (lambda _message: None)
     close, high, low, open_ = bars.close, bars.high, bars.low, bars.open
     volume = bars.volume

@@ -139,6 +139,12 @@ def generate_walk_forward_indices(
     # Candidates whose validation window starts at or before the last bar; Python ints, so huge
     # lengths cannot overflow int64 before they are compared.
     n_candidates = (t_last - t0 - train_ns) // step_ns + 1 if t_last - t0 >= train_ns else 0
+    if val_ns > t_last - t0 + 1:
+        # A validation window longer than all the data: said, not cut silently at the data's end.
+        raise BadInput(
+            f"val_days {config.val_days:g} is longer than the data, which spans "
+            f"{(t_last - t0) / NS_PER_DAY:.2f} days ({np.datetime64(t0, 'ns')} to {np.datetime64(t_last, 'ns')})"
+        )
     # Lengths beyond the data span only matter when no (or one) candidate exists; capping them there
     # changes no boundary that is used and keeps the int64 arithmetic below in range.
     train_ns, step_ns = min(train_ns, t_last - t0 + 1), min(step_ns, t_last - t0 + 1)

@@ -213,10 +213,14 @@ def _write_ipc(path: Path, batch: pa.RecordBatch) -> None:
 
 def _check_schema(uri: str, schema: pa.Schema) -> dict:
     metadata = _decode_metadata(uri, schema.metadata)
-    if metadata["format_version"] != FORMAT_VERSION:
+    version = metadata["format_version"]
+    if type(version) is not int:  # "1" is not 1: name the type, or the message reads "1, reads 1"
         raise FxCacheError(
-            f"{uri}: format version {metadata['format_version']}, this foxhunt reads version {FORMAT_VERSION}"
+            f"{uri}: format version {version!r} is a {type(version).__name__}, expected the number "
+            f"{FORMAT_VERSION}"
         )
+    if version != FORMAT_VERSION:
+        raise FxCacheError(f"{uri}: format version {version}, this foxhunt reads version {FORMAT_VERSION}")
     expected = _schema()
     if schema.names != expected.names:
         raise FxCacheError(f"{uri}: columns {schema.names}, expected {expected.names}")

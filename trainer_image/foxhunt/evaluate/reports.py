@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from foxhunt.config import PHASES
 from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
+from foxhunt.redaction import scrub_record
 
 RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")  # how a run ends
 RUN_STATUSES: tuple[str, ...] = ("running", *RUN_ENDINGS)
@@ -283,7 +284,7 @@ class RunSummary:
         for optional in ("error", "precompute"):
             if data[optional] is None:
                 del data[optional]
-        return data
+        return scrub_record(data)  # an error text or a setting may carry a URL with a password
 
     @classmethod
     def from_dict(cls, data: dict) -> RunSummary:

@@ -2,36 +2,78 @@
 
 A pod that starts on a new node has no local Inductor cache: tracing, compiling and autotuning
 the training step costs seconds every run. PyTorch can serialise what it compiled
-(`torch.compiler.save_cache_artifacts`) and load it into a fresh process before compiling
-(`torch.compiler.load_cache_artifacts`), which turns the compile into cache hits. The blob is
-keyed by everything that changes the generated code: torch and CUDA versions, the GPU, the
-Python version, the step's shapes and the trainer's own source. It is stored beside the
-fxcache (`<fxcache>.torch-compile/<key>.bin`, or under the folder `--compile-cache` names) with
-its sha256 in a sidecar object (`<key>.bin.sha256`), and a blob that fails its checksum is
-ignored, never loaded. A cache that cannot be read or written costs a compile, never the run.
+(`torch.compiler.save_cache_artifacts`) and load it into a fresh process before compiling,
+which turns the compile into cache hits. The blob is keyed by everything that changes the
+generated code: torch and CUDA versions, the GPU, the Python version, the step's shapes and the
+trainer's own source. It is stored beside the fxcache (`<fxcache>.torch-compile/<key>.bin`, or
+under the folder `--compile-cache` names).
 
-Trust: loading artifacts runs code they contain, like loading the image does; anyone who can
-write the data bucket can already replace the fxcache. Pass `--compile-cache off` where the
-bucket is less trusted than the image.
+Trust: compiled artifacts are code (Inductor unpickles them and runs the kernels they carry), and
+whoever can write the data bucket is not trusted to run code in the trainer. So a blob is loaded
+only when its HMAC-SHA256 tag (`<key>.bin.hmac`) verifies under a key the bucket's writers do not
+hold: `FOXHUNT_COMPILE_CACHE_KEY`, set from a Kubernetes Secret. The tag is checked before any byte
+of the blob is parsed; after it, every artifact's cache key (torch turns keys into file paths under
+its cache folder) must be a relative path without `..`, or nothing is loaded. Without the key
+`auto` keeps no cache (each pod compiles), and a folder named with `--compile-cache` is refused
+before work. A cache that cannot be read or written costs a compile, never the run.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import logging
+import os
 import platform
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from foxhunt import storage
+from foxhunt.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 _TRAINER_DIR = Path(__file__).resolve().parent / "trainer"
 AUTO, OFF = "auto", "off"
+KEY_ENV = "FOXHUNT_COMPILE_CACHE_KEY"
+TAG_SUFFIX = ".hmac"
+MIN_KEY_BYTES = 16
+# The artifact kinds torch 2.x writes; anything else in a blob is refused, not passed on.
+ARTIFACT_TYPES = frozenset({"inductor", "autotune", "aot_autograd", "pgo", "precompile"})
+# torch joins a key onto its cache folder: printable, no backslash, no leading "/" and no empty,
+# "." or ".." component keeps the path inside it.
+_SAFE_KEY = re.compile(r"[\x20-\x5b\x5d-\x7e]+")
+
+
+def signing_key() -> bytes | None:
+    """The key that signs compiled artifacts (from a Secret), or None when unset or too short to trust."""
+    value = os.environ.get(KEY_ENV, "")
+    return value.encode() if len(value.encode()) >= MIN_KEY_BYTES else None
+
+
+def signature(key: bytes, blob: bytes) -> str:
+    """The blob's HMAC-SHA256 tag under `key`, hex."""
+    return hmac.new(key, blob, hashlib.sha256).hexdigest()
+
+
+def check_setting(setting: str) -> None:
+    """Before work: a folder named with `--compile-cache` needs the signing key (ConfigError, exit 2)."""
+    if setting not in (AUTO, OFF) and signing_key() is None:
+        raise ConfigError(
+            "run config",
+            "compile_cache",
+            f"names a folder but {KEY_ENV} is not set (at least {MIN_KEY_BYTES} bytes, from a Secret): "
+            "compiled artifacts are code and are loaded only when signed; use auto or off",
+        )
+
+
+def unsafe_artifact_key(key: str) -> bool:
+    """True when torch would turn `key` into a path outside its cache folder (absolute, `..`, odd bytes)."""
+    return not _SAFE_KEY.fullmatch(key) or any(part in ("", ".", "..") for part in key.split("/"))
 
 
 def _source_digest() -> str:
@@ -88,24 +130,52 @@ def artifact_uri(fxcache_uri: str, key: str) -> str:
     return storage.join(cache_folder(AUTO, fxcache_uri), f"{key}.bin")
 
 
-def load(uri: str) -> bool:
-    """Load compiled artifacts from `uri` into this process; False when absent or not trusted."""
-    import torch
+def checked_artifacts(blob: bytes):
+    """The blob's artifacts, parsed without unpickling anything; None unless every kind is known and
+    every key stays inside torch's cache folder. Call only on a blob whose tag verified."""
+    from torch.compiler._cache import CacheArtifactManager  # the binary container, no pickle at this level
 
-    checksum_uri = f"{uri}.sha256"
+    artifacts = CacheArtifactManager.deserialize(blob)
+    if not artifacts:
+        return None
+    for kind, items in artifacts.items():
+        unsafe = [item.key for item in items if unsafe_artifact_key(item.key)]
+        if kind not in ARTIFACT_TYPES or unsafe:
+            log.warning(
+                "compile cache refused: %s artifact %r is not one this image writes", kind, unsafe[:1]
+            )
+            return None
+    return artifacts
+
+
+def _populate(artifacts) -> None:
+    from torch.compiler._cache import CacheArtifactManager
+
+    CacheArtifactManager.populate_caches(artifacts)
+
+
+def load(uri: str) -> bool:
+    """Load compiled artifacts from `uri` into this process; False when absent, unsigned or not trusted."""
+    key = signing_key()
+    if key is None:
+        return False
+    tag_uri = f"{uri}{TAG_SUFFIX}"
     try:
-        if not (storage.exists(uri) and storage.exists(checksum_uri)):
+        if not (storage.exists(uri) and storage.exists(tag_uri)):
             return False
         blob = storage.read_bytes(uri)
-        expected = storage.read_bytes(checksum_uri).decode().strip()
+        tag = storage.read_bytes(tag_uri).decode("ascii", errors="replace").strip()
     except Exception as exc:  # any storage fault: a cache we cannot read only costs a compile
         log.warning("compile cache %s not read: %s", uri, exc)
         return False
-    if hashlib.sha256(blob).hexdigest() != expected:
-        log.warning("compile cache %s ignored: checksum mismatch", uri)
+    if not hmac.compare_digest(signature(key, blob), tag):
+        log.warning("compile cache %s ignored: its signature does not verify under %s", uri, KEY_ENV)
         return False
     try:
-        torch.compiler.load_cache_artifacts(blob)
+        artifacts = checked_artifacts(blob)
+        if artifacts is None:
+            return False
+        _populate(artifacts)
     except Exception as exc:  # a blob torch cannot read (another format): compile as if absent
         log.warning("compile cache %s not loaded: %s", uri, exc)
         return False
@@ -113,16 +183,19 @@ def load(uri: str) -> bool:
 
 
 def save(uri: str) -> int:
-    """Store what this process compiled at `uri` (blob, then its checksum); returns bytes written."""
+    """Store what this process compiled at `uri` (blob, then its tag); returns bytes written, 0 unsigned."""
     import torch
 
+    key = signing_key()
+    if key is None:
+        return 0
     saved = torch.compiler.save_cache_artifacts()
     if saved is None:
         return 0
     blob, _info = saved
     try:
         storage.write_bytes(uri, blob)
-        storage.write_bytes(f"{uri}.sha256", hashlib.sha256(blob).hexdigest().encode())
+        storage.write_bytes(f"{uri}{TAG_SUFFIX}", signature(key, blob).encode())
     except Exception as exc:  # any storage fault: the next run compiles again, this one goes on
         log.warning("compile cache %s not written: %s", uri, exc)
         return 0
@@ -145,6 +218,9 @@ class StepCache:
         """Load the blob for `shapes` if there is one; None when `setting` is off."""
         folder = cache_folder(setting, fxcache_uri)
         if folder is None:
+            return None
+        if signing_key() is None:
+            progress(f"compile cache: off ({KEY_ENV} not set; compiled artifacts load only when signed)")
             return None
         started = time.perf_counter()
         uri = storage.join(folder, f"{cache_key(shapes)}.bin")

@@ -22,6 +22,7 @@ from foxhunt import out_dir, storage
 from foxhunt.config import RunConfig
 from foxhunt.errors import FoxhuntError, RunFailure, RunInterrupted
 from foxhunt.evaluate.reports import FoldReport, RunSummary
+from foxhunt.redaction import scrub_text
 from foxhunt.run.lock import HEARTBEAT_SECONDS, OutLock
 from foxhunt.run.manifest import FoldRecord, Manifest, write_manifest
 from foxhunt.run.telemetry import RunMetrics
@@ -41,11 +42,13 @@ def console(log_format: str, run_id: str) -> Progress:
     if log_format == "json":
 
         def emit(message: str) -> None:
-            print(json.dumps({"time": now_iso(), "run_id": run_id, "message": message}), flush=True)
+            print(
+                json.dumps({"time": now_iso(), "run_id": run_id, "message": scrub_text(message)}), flush=True
+            )
     else:
 
         def emit(message: str) -> None:
-            print(message, flush=True)
+            print(scrub_text(message), flush=True)
 
     return emit
 

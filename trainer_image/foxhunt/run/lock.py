@@ -28,6 +28,7 @@ from foxhunt.storage.cache import pid_alive
 LOCK_NAME = out_dir.LOCK
 HEARTBEAT_SECONDS = 10.0
 STALE_SECONDS = 60.0  # six missed heartbeats
+MAX_PID = 2**22  # Linux's largest pid_max; a lock naming a larger pid was not written by a run
 
 
 class OutLocked(UsageError):
@@ -53,11 +54,16 @@ class LockHolder:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> LockHolder | None:
-        """The holder a lock names, or None for bytes that are not a lock (one still being written)."""
+        """The holder a lock names, or None for bytes that are not a lock (one still being written, or
+        fields of the wrong type: a pid that is no process id of this OS, such as "abc" or 2**40)."""
         try:
-            return cls(**json.loads(raw))
+            holder = cls(**json.loads(raw))
         except (ValueError, TypeError):
             return None
+        texts = (holder.run_id, holder.host, holder.started_at, holder.token)
+        if not all(isinstance(t, str) for t in texts) or type(holder.pid) is not int:
+            return None
+        return holder if 0 < holder.pid <= MAX_PID else None
 
 
 class OutLock:
@@ -97,7 +103,11 @@ class OutLock:
             if same_run and time.monotonic() < deadline:
                 time.sleep(min(1.0, self.stale_seconds / 10))
                 continue
-            who = holder.describe() if holder is not None else "an unreadable lock"
+            who = (
+                holder.describe()
+                if holder is not None
+                else "an unreadable lock (not one a run writes; remove it if no run uses this --out)"
+            )
             raise OutLocked(
                 f"{self.uri}: held by {who}, heartbeat {age:.0f}s ago; two runs cannot "
                 f"write into one --out (a lock is stale after {self.stale_seconds:g}s)"
@@ -117,7 +127,9 @@ class OutLock:
         """The lock's bytes, its holder and its heartbeat age in seconds (None bytes: no lock)."""
         try:
             raw = storage.read_bytes(self.uri)
-            age = time.time() - storage.head(self.uri)["mtime"]
+            # A heartbeat from the future (a clock far ahead, a forged mtime) ages as far as it is off,
+            # so it goes stale too instead of holding --out for ever.
+            age = abs(time.time() - storage.head(self.uri)["mtime"])
         except FileNotFoundError:
             return None, None, 0.0
         return raw, LockHolder.from_bytes(raw), age

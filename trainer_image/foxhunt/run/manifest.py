@@ -16,11 +16,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from foxhunt import out_dir, storage
 from foxhunt.config import RESULT_SETTINGS
 from foxhunt.errors import UsageError
+from foxhunt.redaction import scrub_record
+from foxhunt.run.manifest_schema import validate
+from foxhunt.run.out_folder import overwrite_plan, remove_planned
 
 MANIFEST_NAME = out_dir.MANIFEST
 MANIFEST_FORMAT = 1
@@ -89,13 +92,14 @@ class Manifest:
         data["trials"] = {
             str(k): {"folds": {str(f): r for f, r in v["folds"].items()}} for k, v in data["trials"].items()
         }
-        return (json.dumps(data, indent=2) + "\n").encode()
+        return (json.dumps(scrub_record(data), indent=2) + "\n").encode()  # no password in a setting
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Manifest:
-        """Read a manifest; ValueError when it is not one."""
+        """Read a manifest; ValueError when it is not one (foxhunt.run.manifest_schema checks it first)."""
         try:
             data = json.loads(raw)
+            validate(data)
             return cls(
                 fxcache=data["fxcache"],
                 fxcache_checksum=data["fxcache_checksum"],
@@ -107,8 +111,8 @@ class Manifest:
                 format=int(data["format"]),
                 search=dict(data.get("search") or {}),
             )
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"not a foxhunt manifest: {exc!r}") from exc
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ValueError(f"not a foxhunt manifest: {exc}") from exc
 
 
 def _flatten(value, prefix: str) -> dict[str, object]:
@@ -170,48 +174,80 @@ def run_outputs(out_uri: str) -> list[str]:
 
 
 def remove_run_outputs(out_uri: str) -> list[str]:
-    """Delete every output of an earlier run in `out_uri` (not the lock, not other files); returns them."""
-    removed = run_outputs(out_uri)
-    for name in removed:
-        if name in RUN_FILES:
-            storage.delete(storage.join(out_uri, name))
-        else:
-            storage.delete_prefix(storage.join(out_uri, name))
-    return removed
+    """Delete every file an earlier run wrote in `out_uri`, one by one (not the lock, not the pipeline's
+    fxcache, not other files); UsageError, with nothing removed, when its folders hold a file no run
+    wrote or a symbolic link (foxhunt.run.out_folder). Returns the run outputs found, as `run_outputs`."""
+    found = run_outputs(out_uri)
+    remove_planned(out_uri, overwrite_plan(out_uri))
+    return found
 
 
-def resume_point(
-    out_uri: str, manifest: Manifest, overwrite: bool, progress: Callable[[str], None]
-) -> set[int]:
-    """Folds an earlier attempt completed with intact outputs; refuses outputs of another run."""
+def check_out_before_work(out_uri: str, manifest: Manifest, overwrite: bool) -> None:
+    """Before any write (the pipeline's fxcache included): what `resume_point` would refuse without the
+    fxcache, which is not read yet: foreign files under --overwrite, another run's outputs without a
+    manifest, an unreadable manifest, other settings. UsageError (exit 2)."""
     if overwrite:
-        removed = remove_run_outputs(out_uri)
-        if removed:
-            progress(f"--overwrite: removed {', '.join(removed)} from {out_uri}")
-        return set()
+        overwrite_plan(out_uri)
+        return
+    recorded = _recorded(out_uri)
+    if recorded is None:
+        _refuse_outputs_without_manifest(out_uri)
+        return
+    pending = replace(manifest, fxcache_checksum=recorded.fxcache_checksum)  # compared once it is read
+    _refuse_other_settings(out_uri, recorded, pending)
+
+
+def _recorded(out_uri: str) -> Manifest | None:
     try:
-        recorded = read_manifest(out_uri)
+        return read_manifest(out_uri)
     except ValueError as exc:
         raise UsageError(
             f"{out_uri}: manifest.json is unreadable ({exc}); use --overwrite to start over"
         ) from exc
-    if recorded is None:
-        found = run_outputs(out_uri)
-        if found:
-            raise UsageError(
-                f"{out_uri} holds outputs of another run ({', '.join(found)}) and no manifest; "
-                "use another --out, or --overwrite to remove them"
-            )
-        return set()
+
+
+def _refuse_outputs_without_manifest(out_uri: str) -> None:
+    found = run_outputs(out_uri)
+    if found:
+        raise UsageError(
+            f"{out_uri} holds outputs of another run ({', '.join(found)}) and no manifest; "
+            "use another --out, or --overwrite to remove them"
+        )
+
+
+def _refuse_other_settings(out_uri: str, recorded: Manifest, manifest: Manifest) -> None:
     changed = differences(recorded, manifest)
     if changed:
         raise UsageError(
             f"{out_uri} holds a run with other settings ({'; '.join(changed)}); use the same "
             "settings to resume it, another --out, or --overwrite to remove it"
         )
+
+
+def resume_point(
+    out_uri: str,
+    manifest: Manifest,
+    overwrite: bool,
+    progress: Callable[[str], None],
+    check_fold: Callable[[str, FoldRecord], str | None] | None = None,
+) -> set[int]:
+    """Folds an earlier attempt completed with intact outputs; refuses outputs of another run.
+    `check_fold` (foxhunt.run.checkpoint_check) test-loads a fold's checkpoint: a problem means train it again."""
+    if overwrite:
+        removed = remove_run_outputs(out_uri)
+        if removed:
+            progress(f"--overwrite: removed {', '.join(removed)} from {out_uri}")
+        return set()
+    recorded = _recorded(out_uri)
+    if recorded is None:
+        _refuse_outputs_without_manifest(out_uri)
+        return set()
+    _refuse_other_settings(out_uri, recorded, manifest)
     done = set()
     for fold, record in sorted(recorded.run.folds.items()):
         problem = verify_fold(out_uri, record)
+        if problem is None and check_fold is not None:
+            problem = check_fold(out_uri, record)
         if problem is None:
             done.add(fold)
             manifest.run.folds[fold] = record

@@ -26,12 +26,20 @@ from foxhunt.evaluate.reports import RunSummary, fold_table
 from foxhunt.evaluate.run_scores import run_pictures, run_scoring, stitched_evaluation, stitched_report
 from foxhunt.run import compile_cache
 from foxhunt.run.argo_outputs import write_argo_outputs
+from foxhunt.run.checkpoint_check import fold_checkpoint_problem
 from foxhunt.run.fold_loop import FoldOutcome, load_fold, train_fold
 from foxhunt.run.lifecycle import Progress, Run, console, now_iso
 from foxhunt.run.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
-from foxhunt.run.manifest import Manifest, resume_point
+from foxhunt.run.manifest import Manifest, check_out_before_work, resume_point
+from foxhunt.run.out_folder import (
+    check_inputs_outside,
+    local_folder_exists,
+    remove_empty_folder,
+    remove_stale_temp_files,
+)
 from foxhunt.run.telemetry import RunMetrics, refuse_live_run, resolve_pushgateway, resolve_run_id
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, resolve_device, to_device
+from foxhunt.train.memory_estimate import check_device_memory
 
 
 class SearchPlan(Protocol):
@@ -65,8 +73,10 @@ def precompute(
     sample_bars: int = SAMPLE_BARS,
     seed: int = 0,
     progress: Progress = _print,
+    keep_other: bool = False,
 ) -> dict:
-    """Bars → 42 features + 4 targets → fxcache at `out_uri`; a no-op when it exists for the same bars."""
+    """Bars → 42 features + 4 targets → fxcache at `out_uri`; a no-op when it exists for the same bars.
+    `keep_other`: an fxcache there built from other bars is refused (UsageError), not replaced."""
     start = time.perf_counter()
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=False)
     bars = (
@@ -88,6 +98,11 @@ def precompute(
                 "rows_out": int(existing.get("rows", 0)),
                 "seconds": time.perf_counter() - start,
             }
+        if keep_other and storage.exists(out_uri):
+            raise UsageError(
+                f"{out_uri} holds the fxcache of an earlier run, built from other bars; use the same "
+                "bars to resume it, another --out, or --overwrite to start over"
+            )
     t_read = time.perf_counter() - start
     progress(
         f"read {len(bars):,} bars from {bars.source} in {t_read:.2f}s; computing 42 features and 4 targets"
@@ -135,6 +150,7 @@ def _check_run_paths(fxcache_uri: str | None, out_uri: str, search: SearchOption
     for uri in inputs:
         storage.check_input(uri)
     storage.check_output(out_uri, inputs=inputs, folder=True)
+    check_inputs_outside(out_uri, inputs)
 
 
 def _check_settings(
@@ -146,6 +162,7 @@ def _check_settings(
         device = resolve_device(settings.device)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    compile_cache.check_setting(settings.compile_cache)
     plan = None
     if settings.trials > 0:
         if plan_search is None:
@@ -177,18 +194,34 @@ def train(
     device, run_id, pushgateway, plan = _check_settings(settings, out_uri, search, plan_search)
     progress = progress or console(settings.log_format, run_id)
     lock = OutLock(out_uri, run_id)
+    new_out = not local_folder_exists(out_uri)
     predecessor = lock.acquire(wait_seconds=STALE_SECONDS + HEARTBEAT_SECONDS)
     try:
         if predecessor is not None:
             progress(f"took over the stale lock of {predecessor.describe()}")
         if pushgateway and not (predecessor is not None and predecessor.run_id == run_id):
             refuse_live_run(pushgateway, run_id, stale_seconds=STALE_SECONDS)
+        identity = Manifest(
+            fxcache_uri,
+            None,
+            __version__,
+            device.type,
+            asdict(settings),
+            search=plan.identity if plan else {},
+        )
+        check_out_before_work(out_uri, identity, settings.overwrite)  # before the pipeline writes its fxcache
+        stale = remove_stale_temp_files(out_uri)
+        if stale:
+            progress(f"removed {len(stale)} temp file(s) an interrupted write left: {', '.join(stale[:3])}")
         extra = {**(summary_extra or {}), **({"precompute": prepare()} if prepare else {})}
         t0 = time.perf_counter()
         cache = read_fxcache(fxcache_uri)
         read_seconds = time.perf_counter() - t0
         folds = generate_walk_forward_indices(
             cache.timestamp, settings.folds, close_returns=cache.targets[:, 0]
+        )
+        check_device_memory(
+            device, len(cache), cache.features.shape[1], max(f.train_rows for f in folds), settings.dqn
         )
         manifest = Manifest(
             fxcache_uri,
@@ -198,7 +231,14 @@ def train(
             asdict(settings),
             search=plan.identity if plan else {},
         )
-        done = resume_point(out_uri, manifest, settings.overwrite, progress)
+        hidden = settings.dqn.hidden
+        done = resume_point(
+            out_uri,
+            manifest,
+            settings.overwrite,
+            progress,
+            lambda out, rec: fold_checkpoint_problem(out, rec, hidden),
+        )
         metrics = RunMetrics(
             run_id,
             pushgateway=pushgateway,
@@ -208,6 +248,8 @@ def train(
         )
     except BaseException:
         lock.release()
+        if new_out:
+            remove_empty_folder(out_uri)  # a refused run leaves no --out behind
         raise
     summary = _new_summary(settings, run_id, str(device), fxcache_uri, cache, len(folds), extra)
     try:
@@ -366,6 +408,7 @@ def pipeline(
 ) -> RunSummary:
     """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars."""
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=True)
+    check_inputs_outside(out_uri, bars_uris or ())
     fxcache_uri = storage.join(out_uri, out_dir.PIPELINE_FXCACHE)
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
     emit = progress or console(settings.log_format, settings.run_id)
@@ -379,6 +422,7 @@ def pipeline(
             sample_bars=sample_bars,
             seed=settings.seed,
             progress=emit,
+            keep_other=not settings.overwrite,
         )
 
     return train(

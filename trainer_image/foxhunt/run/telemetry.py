@@ -27,9 +27,11 @@ from prometheus_client import (
 
 from foxhunt import __version__
 from foxhunt.config import PHASES, run_id_problem
+from foxhunt.config.urls import check_pushgateway
 from foxhunt.errors import ConfigError, UsageError
 from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
 from foxhunt.evaluate.reports import RUN_ENDINGS, FoldReport
+from foxhunt.redaction import redact_url, scrub_text
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +61,9 @@ def resolve_run_id(cli_value: str | None) -> str:
 
 
 def resolve_pushgateway(cli_value: str | None) -> str | None:
-    """The Pushgateway URL: the flag, else $FOXHUNT_PUSHGATEWAY, else None (no pushes)."""
-    return cli_value or os.environ.get("FOXHUNT_PUSHGATEWAY") or None
+    """The Pushgateway URL: the flag, else $FOXHUNT_PUSHGATEWAY, else None (no pushes); ConfigError
+    (exit 2, the URL redacted) when it is not a usable http(s) URL."""
+    return check_pushgateway(cli_value or os.environ.get("FOXHUNT_PUSHGATEWAY") or None)
 
 
 def _mean(values: list[float]) -> float:
@@ -148,10 +151,13 @@ class RunMetrics:
     ) -> None:
         if pushgateway and not _has_host(pushgateway):
             raise ConfigError(
-                "run config", "pushgateway", f"expected a URL like http://host:9091, got {pushgateway!r}"
+                "run config",
+                "pushgateway",
+                f"expected a URL like http://host:9091, got {redact_url(pushgateway)}",
             )
         self.run_id = run_id
         self.pushgateway = pushgateway
+        self.shown = redact_url(pushgateway)  # what lines and errors name: no password
         self.job = job
         self.timeout = timeout
         self.push_failures = 0
@@ -201,7 +207,14 @@ class RunMetrics:
         )
         self._server = None
         if metrics_port is not None:
-            self._server, _ = start_http_server(metrics_port, addr=metrics_addr, registry=r)
+            try:
+                self._server, _ = start_http_server(metrics_port, addr=metrics_addr, registry=r)
+            except OSError as exc:  # in use, or a privileged port: a usage error found before work
+                raise ConfigError(
+                    "run config",
+                    "metrics_port",
+                    f"{metrics_port}: cannot serve /metrics there ({exc.strerror or exc}); choose a free port",
+                ) from exc
 
     def _evaluation_gauges(self, r: CollectorRegistry) -> None:
         """The evaluation's gauges: each fold's dates, SE and best baseline; the stitched record."""
@@ -319,8 +332,8 @@ class RunMetrics:
                 level,
                 "metrics push to %s failed (%s); training goes on, failures are counted in "
                 "foxhunt_push_failures_total",
-                self.pushgateway,
-                exc,
+                self.shown,
+                scrub_text(exc),
             )
             return False
         return True
@@ -341,7 +354,10 @@ class RunMetrics:
         except (OSError, http.client.HTTPException) as exc:
             self.push_failures += 1
             log.warning(
-                "deleting metrics group run_id=%s from %s failed (%s)", self.run_id, self.pushgateway, exc
+                "deleting metrics group run_id=%s from %s failed (%s)",
+                self.run_id,
+                self.shown,
+                scrub_text(exc),
             )
             return False
         return True
@@ -372,7 +388,12 @@ def live_run(
         with urllib.request.urlopen(f"{base.rstrip('/')}/api/v1/metrics", timeout=timeout) as resp:
             groups = json.loads(resp.read())["data"]
     except (OSError, http.client.HTTPException, ValueError, KeyError) as exc:
-        log.warning("cannot ask %s whether run id %s is live (%s); going on", pushgateway, run_id, exc)
+        log.warning(
+            "cannot ask %s whether run id %s is live (%s); going on",
+            redact_url(pushgateway),
+            run_id,
+            scrub_text(exc),
+        )
         return None
     for group in groups:
         if group.get("labels") != {"job": job, "run_id": run_id}:
@@ -391,6 +412,6 @@ def refuse_live_run(pushgateway: str, run_id: str, *, stale_seconds: float) -> N
     if live is not None:
         started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(live["started"]))
         raise UsageError(
-            f"run id {run_id} is live on {pushgateway} (started {started}, last push "
+            f"run id {run_id} is live on {redact_url(pushgateway)} (started {started}, last push "
             f"{time.time() - live['last_push']:.0f}s ago); give this run another --run-id"
         )

@@ -54,7 +54,7 @@ from foxhunt.train import DeviceData, TrainingDiverged
 
 TRIAL_REPORT = out_dir.TRIAL_REPORT
 # A trial whose training diverges failed on its settings: a verdict, and the study goes on.
-SETTINGS_FAILURES = (TrainingDiverged,)
+SETTINGS_FAILURES = (TrainingDiverged, OverflowError, FloatingPointError)  # numbers its settings broke
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
 from foxhunt import out_dir, storage
+from foxhunt.config.urls import POSTGRES_DRIVERS, study_storage_problem
 from foxhunt.errors import BadInput, RunFailure
+from foxhunt.redaction import NOT_A_URL, redact_url
 
 STUDY_FILE = out_dir.STUDY_FILE
 SQLITE_BUSY_TIMEOUT_S = 60
@@ -43,30 +45,25 @@ def study_storage_url(storage_url: str | None, work_dir: str | Path) -> str:
 
 
 def redacted(url: str) -> str:
-    """The URL with its password masked; only the scheme when it cannot be parsed."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except sa_exc.ArgumentError:
-        # Only a scheme is shown: anything else of a string that is no URL may be a password.
-        scheme, sep, _ = url.partition("://")
-        return f"{scheme}://..." if sep and _SCHEME.fullmatch(scheme) else "(not a URL)"
+    """The URL with its password masked (foxhunt.redaction); NOT_A_URL without a scheme."""
+    if not _SCHEME.match(url) or "://" not in url:
+        return NOT_A_URL
+    return redact_url(url, bare_host=False)
 
 
 def check_storage_url(url: str) -> None:
-    """BadInput (naming the redacted URL) when `url` is not a SQLAlchemy URL; checked before any work."""
-    try:
-        make_url(url)
-    except sa_exc.ArgumentError as exc:
-        raise BadInput(
-            f"study storage {redacted(url)}: not a usable SQLAlchemy URL: {_first_line(exc)}"
-        ) from exc
+    """BadInput (naming the redacted URL) when `url` is no study storage this image can open
+    (foxhunt.config.urls.study_storage_problem); checked before any work."""
+    problem = study_storage_problem(url)
+    if problem:
+        raise BadInput(f"study storage {redacted(url)}: {problem}")
 
 
 def _driver_url(url: str) -> str:
     parsed = make_url(url)
     return (
         parsed.set(drivername=POSTGRES_DRIVER).render_as_string(hide_password=False)
-        if (parsed.drivername == "postgresql")
+        if parsed.drivername in POSTGRES_DRIVERS
         else url
     )
 

@@ -10,6 +10,11 @@ instrument over the same dates it is the same walk-forward on that instrument's 
 dates hold fewer than two bars of the new fxcache (validation or training) is skipped and named; an
 fxcache with no bars in any fold's dates is refused (exit 2).
 
+Trust: the run folder is checked against its manifest before a fold is scored (every fold file
+present and matching its sha256, foxhunt.run.manifest), and an fxcache whose checksum differs from the
+one the run trained on is refused unless `--allow-other-fxcache` (then a line says so). `--out` may
+not lie inside `--run`, whose `run.png` it would replace.
+
 Costs are the run's evaluation costs unless given. The result is printed as the run's table and,
 with `--out`, written as `evaluation.json` (every window, the stitched record, what was scored) and
 `run.png`.
@@ -26,9 +31,11 @@ import numpy as np
 from foxhunt import out_dir, storage
 from foxhunt.config import EvalConfig
 from foxhunt.data.folds import FoldRange
-from foxhunt.errors import BadInput
+from foxhunt.errors import BadInput, UsageError
 from foxhunt.evaluate.evaluation import RunEvaluation
 from foxhunt.evaluate.reports import FoldReport, RunSummary, evaluation_table, window_row, window_to_dict
+from foxhunt.run.manifest import MANIFEST_NAME, Manifest, read_manifest, verify_fold
+from foxhunt.run.out_folder import same_or_inside
 
 NS_PER_SECOND = 10**9
 MIN_ROWS = 2  # the fewest bars a window (or a ridge fit) can be scored on
@@ -101,6 +108,56 @@ def saved_fold_range(report: FoldReport, timestamp: np.ndarray) -> FoldRange:
     return FoldRange(report.fold, *train, *val, report.difficulty_score)
 
 
+def check_evaluate_out(run_uri: str, out_uri: str | None) -> None:
+    """UsageError (exit 2) when `out_uri` is `run_uri` or lies inside it: evaluate writes `run.png`."""
+    if out_uri and same_or_inside(out_uri, run_uri):
+        raise UsageError(
+            f"--out {out_uri}: inside --run {run_uri}, whose files evaluate would replace; use another --out"
+        )
+
+
+def verified_manifest(run_uri: str, summary: RunSummary) -> Manifest:
+    """The run's manifest, with every fold of `summary` completed in it and its files intact; BadInput."""
+    try:
+        manifest = read_manifest(run_uri)
+    except ValueError as exc:
+        raise BadInput(f"{storage.join(run_uri, MANIFEST_NAME)}: {exc}") from exc
+    if manifest is None:
+        raise BadInput(f"{run_uri}: not a foxhunt run (no {MANIFEST_NAME})")
+    for report in summary.folds:
+        record = manifest.run.folds.get(report.fold)
+        if record is None:
+            raise BadInput(
+                f"{run_uri}: fold {report.fold} is in summary.json but not completed in {MANIFEST_NAME}"
+            )
+        problem = verify_fold(run_uri, record)
+        if problem:
+            raise BadInput(f"{run_uri}: fold {report.fold}: {problem} ({MANIFEST_NAME})")
+    return manifest
+
+
+def check_fxcache_is_the_runs(
+    manifest: Manifest,
+    fxcache_uri: str,
+    checksum: str | None,
+    allow_other: bool,
+    progress: Callable[[str], None],
+) -> None:
+    """BadInput unless the fxcache's checksum is the run's, or `allow_other` (then one line says so)."""
+    if checksum == manifest.fxcache_checksum:
+        return
+    if not allow_other:
+        raise BadInput(
+            f"{fxcache_uri}: its checksum {str(checksum)[:12]} is not that of the fxcache the run trained on "
+            f"({str(manifest.fxcache_checksum)[:12]}, {manifest.fxcache}); pass --allow-other-fxcache to score "
+            "the run on other bars"
+        )
+    progress(
+        f"--allow-other-fxcache: scoring on {fxcache_uri} (checksum {str(checksum)[:12]}), not the run's "
+        f"fxcache ({str(manifest.fxcache_checksum)[:12]})"
+    )
+
+
 def score_saved_run(
     run_uri: str,
     fxcache_uri: str,
@@ -108,6 +165,7 @@ def score_saved_run(
     eval_config: EvalConfig | None = None,
     device: str = "cpu",
     progress: Callable[[str], None] = print,
+    allow_other_fxcache: bool = False,
 ) -> SavedRunScore:
     """Score every saved fold of the run at `run_uri` on the fxcache at `fxcache_uri` (see the module doc)."""
     from foxhunt.data.fxcache import read_fxcache
@@ -118,8 +176,12 @@ def score_saved_run(
     summary = read_run_summary(run_uri)
     if not summary.folds:
         raise BadInput(f"{run_uri}: the run holds no completed fold to evaluate")
+    manifest = verified_manifest(run_uri, summary)
     config = eval_config or EvalConfig(**summary.eval_config)
     cache = read_fxcache(fxcache_uri)
+    check_fxcache_is_the_runs(
+        manifest, fxcache_uri, cache.metadata.get("checksum"), allow_other_fxcache, progress
+    )
     data = to_device(cache.features, cache.targets, cache.timestamp, resolve_device(device))
     folds, positions, skipped = [], {}, []
     for report in summary.folds:

@@ -1,0 +1,167 @@
+"""One redaction for every URL that can carry a secret: study storage, Pushgateway, S3 endpoint.
+
+A URL from a Secret may hold a password in its userinfo (`user:PW@host`, where PW may itself contain
+`@`, `/` or `#` when it was not percent-encoded), or in a query parameter (`?password=PW`). What a
+run prints, logs, raises or writes shows such a URL only through `redact_url`, and `scrub_text`
+cleans free text (a library's error message, a log line) of any URL and of every secret value seen
+by `register`. A string that cannot be read as a URL is shown as its scheme at most, never as given.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterable
+
+MASK = "***"
+NOT_A_URL = "(not a URL)"
+# Query parameters whose value is a credential (case-insensitive, anywhere in the name).
+SECRET_PARAM = re.compile(r"pass|pwd|secret|token|key|sig|cred|auth", re.IGNORECASE)
+# Environment variables whose value is a URL that may carry a password, or a secret in itself.
+URL_VARIABLES = ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_STUDY_STORAGE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+SECRET_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "ARGO_TOKEN", "FOXHUNT_COMPILE_CACHE_KEY")
+MIN_SECRET_CHARS = 4  # shorter values would mask ordinary words in every line
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
+_BARE_HOST = re.compile(r"[A-Za-z0-9_.-]+(:[0-9]+)?(/[A-Za-z0-9_./-]*)?")
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+_registered: set[str] = set()
+_registered_lock = threading.Lock()
+
+
+def _printable(text: str) -> str:
+    return "".join(ch if ch.isprintable() else "?" for ch in text)
+
+
+def _redact_query(query: str) -> str:
+    parts = []
+    for part in re.split(r"([&;])", query):
+        name, eq, _value = part.partition("=")
+        parts.append(f"{name}={MASK}" if eq and SECRET_PARAM.search(name) else part)
+    return "".join(parts)
+
+
+def _redact_rest(rest: str) -> str:
+    """Host, path and query of a URL: secret query values masked, the fragment dropped."""
+    rest = rest.partition("#")[0]
+    where, sep, query = rest.partition("?")
+    return where + (sep + _redact_query(query) if sep else "")
+
+
+def redact_url(url: object, *, bare_host: bool = True) -> str:
+    """`url` fit to show: userinfo password (everything up to the last `@`) and secret query values
+    masked, fragment dropped. With `bare_host`, `host:port` without a scheme is shown as given;
+    anything else that is no URL is shown as NOT_A_URL."""
+    if not isinstance(url, str):
+        return NOT_A_URL
+    text = url.strip()
+    match = _SCHEME.fullmatch(text)
+    if match is None:
+        if "@" in text:  # user:PW@host without a scheme
+            return f"{MASK}@{_printable(_redact_rest(text.rpartition('@')[2]))}"
+        return text if bare_host and _BARE_HOST.fullmatch(text) else NOT_A_URL
+    scheme, body = match.groups()
+    if "@" in body:
+        userinfo, _, rest = body.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        shown_user = f"{user}:{MASK}" if colon and "/" not in user and "?" not in user else MASK
+        body = f"{shown_user}@{rest}"
+        rest_start = len(shown_user) + 1
+    else:
+        rest_start = 0
+    return _printable(f"{scheme}://{body[:rest_start]}{_redact_rest(body[rest_start:])}")
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secret values `url` carries: its userinfo password (or the whole userinfo when it has no
+    user name) and every secret query value."""
+    match = _SCHEME.fullmatch(url.strip())
+    body = match.group(2) if match else url.strip()
+    found = []
+    if "@" in body:
+        userinfo = body.rpartition("@")[0]
+        user, colon, password = userinfo.partition(":")
+        found.append(password if colon else userinfo)
+    query = body.rpartition("@")[2].partition("#")[0].partition("?")[2]
+    for part in re.split(r"[&;]", query):
+        name, eq, value = part.partition("=")
+        if eq and SECRET_PARAM.search(name):
+            found.append(value)
+    found += [urllib.parse.unquote(value) for value in found]  # as a library may print it, decoded
+    return [value for value in dict.fromkeys(found) if len(value) >= MIN_SECRET_CHARS]
+
+
+def register(values: Iterable[str | None], *, urls: bool = True) -> None:
+    """Remember secrets so that `scrub_text` masks them wherever they appear: with `urls`, the secrets
+    inside each URL (and the URL's userinfo part); otherwise each value itself."""
+    with _registered_lock:
+        for value in values:
+            if not value:
+                continue
+            found = url_secrets(value) if urls else [value]
+            _registered.update(v for v in found if len(v) >= MIN_SECRET_CHARS)
+
+
+def forget() -> None:
+    """Drop every registered secret (a new command in the same process registers its own)."""
+    with _registered_lock:
+        _registered.clear()
+
+
+def register_environment(environ: dict[str, str] | None = None) -> None:
+    """Register the secrets of every variable foxhunt reads credentials or secret-bearing URLs from."""
+    env = os.environ if environ is None else environ
+    register((env.get(name) for name in URL_VARIABLES), urls=True)
+    register((env.get(name) for name in SECRET_VARIABLES), urls=False)
+
+
+def scrub_text(text: object) -> str:
+    """`text` with every URL in it redacted and every registered secret masked."""
+    shown = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), str(text))
+    with _registered_lock:
+        secrets = sorted(_registered, key=len, reverse=True)  # the longest first: no partial leftovers
+    for secret in secrets:
+        shown = shown.replace(secret, MASK)
+    return shown
+
+
+def scrub_record(value):
+    """A JSON-like value (dicts, lists, strings) with every string scrubbed; other values unchanged."""
+    if isinstance(value, str):
+        return scrub_text(value)
+    if isinstance(value, dict):
+        return {key: scrub_record(inner) for key, inner in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub_record(inner) for inner in value]
+    return value
+
+
+class ScrubFilter(logging.Filter):
+    """A logging filter that renders each record's message scrubbed (arguments and traceback included)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a record whose arguments do not fit its format: shown as its format only
+            message = str(record.msg)
+        record.msg, record.args = scrub_text(message), None
+        if record.exc_info:  # a traceback's text holds the exception's message, URL and all
+            record.exc_text = scrub_text(logging.Formatter().formatException(record.exc_info))
+            record.exc_info = None
+        elif record.exc_text:
+            record.exc_text = scrub_text(record.exc_text)
+        if record.stack_info:
+            record.stack_info = scrub_text(record.stack_info)
+        return True
+
+
+def install_log_filter() -> None:
+    """Every log line foxhunt's process prints passes through ScrubFilter: on the root logger's
+    handlers, and on the last-resort handler Python uses when none is configured."""
+    handlers = list(logging.getLogger().handlers) + ([logging.lastResort] if logging.lastResort else [])
+    for handler in handlers:
+        if not any(isinstance(f, ScrubFilter) for f in handler.filters):
+            handler.addFilter(ScrubFilter())
