@@ -141,10 +141,7 @@ def build(configs: list[DQNConfig], lone: bool, data: DeviceData, fold: FoldRang
     release(data.features.device)
     kwargs = {"max_train_rows": fold.train_rows, "seed": 0, "diagnostics": diagnostics}
     started = time.perf_counter()
-    if lone:
-        trainer = DQNTrainer(data, configs[0], **kwargs)
-    else:
-        trainer = DQNTrainer(data, configs, **kwargs)
+    trainer = DQNTrainer(data, configs[0] if lone else configs, **kwargs)
     synchronize(data.features.device)
     seconds = time.perf_counter() - started
     trainer.window.set_fold_range(fold)
@@ -186,10 +183,10 @@ def measure_collection_and_diagnostics(trainer, members: list, repeats: int) -> 
     trainer.collect(1.0)  # untimed: the replay fills, every collection kernel has run
     collect = [timed(device, lambda: trainer.collect(0.5)) for _ in range(repeats)]
     for member in members:
-        member.epoch_diagnostics()  # untimed, as the collection above
+        trainer.epoch_diagnostics(member)  # untimed, as the collection above
     per_member: list[float] = []
     for _ in range(repeats):
-        per_member.extend(timed(device, member.epoch_diagnostics) for member in members)
+        per_member.extend(timed(device, lambda m=member: trainer.epoch_diagnostics(m)) for member in members)
     return {
         "collect": {**summary(collect), "rows": trainer.window.fold_range.train_rows - 1},
         "diagnostics": {
@@ -211,7 +208,7 @@ def measure_epochs(trainer, size: int, repeats: int) -> dict:
         stats = trainer.train_epoch(epoch, epochs)
         synchronize(trainer.device)
         seconds.append(time.perf_counter() - started)
-        stopped = sum(s is None for s in stats) if isinstance(stats, list) else 0
+        stopped = sum(s is None for s in stats)
     spg = trainer.config.steps_per_graph
     steps = math.ceil(trainer.window.steps_per_epoch(trainer.config) / spg) * spg
     median = statistics.median(seconds)
@@ -228,7 +225,7 @@ def measure_trainer(name: str, configs: list[DQNConfig], lone: bool, data, fold,
     device, size = data.features.device, len(configs)
     trainer, cold = build(configs, lone, data, fold, diagnostics=True)
     print(f"  {name}: built in {cold:.2f}s", flush=True)
-    members = [trainer] if lone else trainer.members
+    members = list(range(trainer.size))  # member indices: P = 1 for the lone trainer
     record = {
         "trainer": name,
         "kind": "lone" if lone else "population",

@@ -174,13 +174,14 @@ def test_paired_next_state_values_train_like_two_separate_forwards(synthetic):
 def test_the_paired_buffers_are_the_weights_the_graph_updates(synthetic):
     trainer = DQNTrainer(to_device(*synthetic, CUDA), SMALL, max_train_rows=8000, seed=2)
     run_fold(trainer, FOLDS[0], epochs=1)
-    for (weights, biases), online, target in zip(
-        trainer.pairs,
-        [m for m in trainer.networks[0] if isinstance(m, torch.nn.Linear)],
-        [m for m in target_network(trainer) if isinstance(m, torch.nn.Linear)],
-        strict=True,
-    ):
-        assert torch.equal(weights[0], online.weight) and torch.equal(biases[1], target.bias)
+    online = [m for m in trainer.networks[0] if isinstance(m, torch.nn.Linear)]
+    target = [m for m in target_network(trainer) if isinstance(m, torch.nn.Linear)]
+    for layer, (on, tg) in enumerate(zip(online, target, strict=True)):
+        weights, biases = (
+            trainer.pairs[2 * layer],
+            trainer.pairs[2 * layer + 1],
+        )  # (2, P, ...): online, target
+        assert torch.equal(weights[0][0], on.weight) and torch.equal(biases[1][0], tg.bias)
         assert not torch.equal(weights[0], weights[1])  # trained: the target lags the online network
 
 
@@ -194,6 +195,6 @@ def test_fused_activations_collect_the_same_replay(synthetic):
         trainer.window.compute_norm_stats()
         trainer.collect(0.0)  # greedy: every action comes from the forward pass
     n = FOLDS[0].train_rows - 1
-    same = (fused.replay.action[:n] == plain.replay.action[:n]).float().mean().item()
+    same = (fused.replay.action[0, :n] == plain.replay.action[0, :n]).float().mean().item()
     assert same > 0.999, same  # only exact ties between two actions may break differently
-    torch.testing.assert_close(fused.replay.position[:n], plain.replay.position[:n])
+    torch.testing.assert_close(fused.replay.position[0, :n], plain.replay.position[0, :n])
