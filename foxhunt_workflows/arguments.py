@@ -143,7 +143,10 @@ def workflow_manifest(
     template: str, namespace: str, params: Mapping[str, str], labels: Sequence[str]
 ) -> dict:
     """The Workflow that submitting `template` with `params` creates (what `--dry-run` prints)."""
-    all_labels = dict([SUBMITTED_BY, *(label.split("=", 1) for label in labels)])
+    all_labels = dict([SUBMITTED_BY])
+    for label in labels:  # checked KEY=VALUE before
+        key, _, value = label.partition("=")
+        all_labels[key] = value
     return {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Workflow",

@@ -10,6 +10,8 @@ is a KeyError when the templates are defined. The values that differ between clu
 
 from __future__ import annotations
 
+# The `type: ignore`s below: hera types a template's `inputs`, `env` and a task's `>>` as wide unions
+# (one item, a list, a dict, None); these templates always build lists, which the code relies on.
 import json
 from collections.abc import Callable, Iterable, Mapping
 
@@ -106,7 +108,7 @@ def _dqn_params_file(ref: Callable[[str], str]) -> RawArtifact:
 def _step_template(name: str, step: Container, options: RenderOptions, **extra) -> WorkflowTemplate:
     # Declared at the workflow level too, so `argo submit --from workflowtemplate/<name> -p ...` works
     # for a single step and the UI offers the same fields.
-    declared = _declared([p.name for p in step.inputs if isinstance(p, Parameter)], options)
+    declared = _declared([p.name for p in step.inputs if isinstance(p, Parameter)], options)  # type: ignore[misc, union-attr]
     return WorkflowTemplate(
         name=name,
         entrypoint=step.name,
@@ -143,13 +145,13 @@ def train_step(options: RenderOptions) -> Container:
         gpu=True,
     )
     ref = _ref(step)
-    step.inputs.append(_dqn_params_file(ref))
+    step.inputs.append(_dqn_params_file(ref))  # type: ignore[union-attr]
     step.args = [
         "train", "--fxcache", ref("fxcache-uri"), "--out", ref("output-uri"), "--model", ref("model"),
         "--epochs", ref("epochs"), "--trials", ref("trials"), "--hyperopt-params", ref("hyperopt-params-uri"),
         "--device", "cuda", *_settings_flags(ref),
     ]  # fmt: skip
-    step.env += [
+    step.env += [  # type: ignore[operator]
         Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
         Env(name="FOXHUNT_OUTPUTS_DIR", value=OUTPUTS_DIR),
     ]
@@ -180,7 +182,7 @@ def trial_worker_step(options: RenderOptions) -> Container:
         env=common_env(options, run_id="{{workflow.name}}-worker-{{inputs.parameters.worker}}"),
     )
     ref = _ref(step)
-    step.inputs += [
+    step.inputs += [  # type: ignore[operator]
         _dqn_params_file(ref),
         RawArtifact(name="search-space", path=SEARCH_SPACE_FILE, data=ref("search-space")),
     ]
@@ -193,7 +195,7 @@ def trial_worker_step(options: RenderOptions) -> Container:
         "--population", ref("trial-population"),
         "--hyperopt-params", ref("hyperopt-params-uri"), "--device", "cuda", *_settings_flags(ref),
     ]  # fmt: skip
-    step.env += [
+    step.env += [  # type: ignore[operator]
         Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
         Env(name="FOXHUNT_TRIAL_WORKER", value=ref("worker")),
         SecretEnv(name="FOXHUNT_STUDY_STORAGE", secret_name=ref("study-storage-secret"), secret_key=STUDY_SECRET_KEY),
@@ -209,7 +211,7 @@ def arguments_for(target: Container, pipeline: WorkflowTemplate, overrides: Mapp
     """
     for name in overrides:
         target.get_parameter(name)
-    names = [p.name for p in target.inputs if isinstance(p, Parameter)]
+    names = [p.name for p in target.inputs if isinstance(p, Parameter) and p.name]  # type: ignore[union-attr]
     return [
         Parameter(name=n, value=overrides[n]) if n in overrides else pipeline.get_parameter(n) for n in names
     ]
@@ -271,7 +273,7 @@ def pipeline_template(options: RenderOptions, precompute: Container, train: Cont
                 when=f"{trials} > 0",
             )
             first >> single
-            first >> workers >> best
+            first >> workers >> best  # type: ignore[operator]
     return wt
 
 

@@ -187,6 +187,12 @@ class FoldReport:
     def final_loss(self) -> float:
         return self.epochs[-1].loss if self.epochs else float("nan")
 
+    def window(self) -> WindowEvaluation:
+        """The model and the baselines over the validation window (a report of this release has them)."""
+        if self.evaluation is None:
+            raise ValueError(f"fold {self.fold}: the report has no evaluation of its window")
+        return self.evaluation
+
     def to_dict(self) -> dict:
         """The JSON shape of `fold_N/report.json`."""
         return {

@@ -311,7 +311,7 @@ def _run_folds(
         run.fold_finished(outcome.report, outcome.outputs)
         if step_cache is not None:
             step_cache.after_fold(progress)
-        p, window = outcome.report.phases, outcome.report.evaluation
+        p, window = outcome.report.phases, outcome.report.window()
         net = window.policies[MODEL].net
         progress(
             f"fold {fold} done: reset {p['reset'] * 1e3:.1f}ms normalize {p['normalize'] * 1e3:.1f}ms "
@@ -368,7 +368,7 @@ def pipeline(
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=True)
     fxcache_uri = storage.join(out_uri, out_dir.PIPELINE_FXCACHE)
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
-    emit = progress or console(settings.log_format, settings.run_id)
+    emit = progress or console(settings.log_format, settings.run_id or "")
 
     def prepare() -> dict:
         return precompute(

@@ -296,14 +296,14 @@ class RunMetrics:
         if not self.pushgateway:
             return True
         with self._push_lock:
-            return self._push()
+            return self._push(self.pushgateway)
 
-    def _push(self) -> bool:
+    def _push(self, gateway: str) -> bool:
         try:
             # PUT of the whole registry: the group always equals the run's full state, so a push
             # after failed ones repairs the gap, and the failure counter rides along.
             push_to_gateway(
-                self.pushgateway,
+                gateway,
                 job=self.job,
                 registry=self.registry,
                 grouping_key={"run_id": self.run_id},

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 
@@ -266,15 +267,14 @@ class DQNTrainer:
         return losses.sum(), torch.stack([losses.detach(), q_abs.mean(dim=(1, 2)), q_abs.amax(dim=(1, 2))])
 
     def zero_grad(self) -> None:
-        # None, not zeros: backward then writes each gradient instead of adding to zeros (one kernel
-        # less per weight); under capture the new gradients live in the graph's own pool.
+        # None, not zeros: backward writes each gradient (no add to zeros); captured, in the graph's pool.
         for p in self.params:
             p.grad = None
 
     def update(self, loss: torch.Tensor, stats: torch.Tensor) -> None:
         """After backward, per member: clip, L2 weight decay, Adam, Polyak step of the target, accumulators."""
         s = self.settings
-        grads = [p.grad for p in self.params]
+        grads = cast(list[torch.Tensor], [p.grad for p in self.params])  # set by the backward before
         if self.cuda:  # stacked, with the settings on the device: compiled and captured once
             clip_grad_norm_per_member(grads, s.grad_clip)
             with torch.no_grad():
@@ -328,7 +328,7 @@ class DQNTrainer:
                 self.failures[i] = diverged
                 continue
             self.histories[i].record_epoch(t1 - t0, t2 - t1, loss, q_mean, q_max)
-            figures[i] = {
+            member_figures = {
                 "epoch": epoch,
                 "loss": loss,
                 "epsilon": eps[i],
@@ -341,7 +341,10 @@ class DQNTrainer:
             }
             if self.diagnostics:
                 started = time.perf_counter()
-                figures[i].update(record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started))
+                member_figures.update(
+                    record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started)
+                )
+            figures[i] = member_figures
         return figures
 
     def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
