@@ -97,7 +97,7 @@ def persistent_run(
                 "epoch_seconds_median": float(np.median(epochs_s)),
                 "epoch_seconds_first": epochs_s[0],
                 "samples_per_second": r["samples_per_second"],
-                "validation_sharpe": r["validation"]["sharpe"],
+                "validation_sharpe": r["evaluation"]["policies"]["model"]["net"]["sharpe"],
             }
         )
     return {

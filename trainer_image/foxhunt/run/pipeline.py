@@ -311,7 +311,7 @@ def _run_folds(
         run.fold_finished(outcome.report, outcome.outputs)
         if step_cache is not None:
             step_cache.after_fold(progress)
-        p, window = outcome.report.phases, outcome.report.window()
+        p, window = outcome.report.phases, outcome.report.evaluation
         net = window.policies[MODEL].net
         progress(
             f"fold {fold} done: reset {p['reset'] * 1e3:.1f}ms normalize {p['normalize'] * 1e3:.1f}ms "

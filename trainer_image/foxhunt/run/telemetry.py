@@ -93,22 +93,22 @@ FOLD_GAUGES = (
     (
         "foxhunt_fold_validation_sharpe",
         "Validation Sharpe ratio of the greedy policy.",
-        lambda r: r.validation.model.sharpe,
+        lambda r: r.evaluation.policies[MODEL].net.sharpe,
     ),
     (
         "foxhunt_fold_validation_return",
         "Validation total log return after costs.",
-        lambda r: r.validation.model.total_return,
+        lambda r: r.evaluation.policies[MODEL].net.log_return,
     ),
     (
         "foxhunt_fold_validation_max_drawdown",
         "Validation maximum drawdown of the greedy policy.",
-        lambda r: r.validation.model.max_drawdown,
+        lambda r: r.evaluation.policies[MODEL].net.max_drawdown,
     ),
     (
         "foxhunt_fold_validation_turnover",
         "Validation turnover of the greedy policy.",
-        lambda r: r.validation.model.turnover,
+        lambda r: r.evaluation.policies[MODEL].net.turnover,
     ),
 )
 

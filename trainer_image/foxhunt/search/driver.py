@@ -157,7 +157,7 @@ class WalkForwardObjective:
         """Record a trial's completed fold (manifest, metrics); its net validation Sharpe, for the pruner."""
         self.record_fold(number, fold, outcome.outputs or {})
         self.run.metrics.fold_finished(outcome.report)
-        return outcome.report.window().policies[MODEL].net.sharpe
+        return outcome.report.evaluation.policies[MODEL].net.sharpe
 
     def score(
         self, number: int, params: dict[str, Any], dqn: DQNConfig, outcomes: dict[int, FoldOutcome]
