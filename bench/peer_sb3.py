@@ -207,12 +207,12 @@ def measure_foxhunt(
     start = time.perf_counter()
     trainer = DQNTrainer(data, config, max_train_rows=fold.train_rows, seed=seed)
     build_seconds = time.perf_counter() - start  # includes CUDA graph capture on a GPU
-    trainer.set_fold_range(fold)
+    trainer.window.set_fold_range(fold)
     trainer.reset_for_fold(fold.fold)
-    trainer.compute_norm_stats()
+    trainer.window.compute_norm_stats()
     total = warmup_epochs + epochs
     epoch_stats = [trainer.train_epoch(e, total) for e in range(total)]
-    h = trainer.history
+    h = trainer.histories[0]
     timed = slice(warmup_epochs, total)
     rows = (fold.train_rows - 1) * epochs  # collect() fills one transition per training bar
     collect_seconds = sum(h.collect_seconds[timed])
@@ -222,7 +222,7 @@ def measure_foxhunt(
         "batch_size": batch,
         "epochs_timed": epochs,
         "warmup_epochs": warmup_epochs,
-        "steps_per_epoch": trainer.steps_per_epoch(),
+        "steps_per_epoch": trainer.window.steps_per_epoch(trainer.config),
         "steps_per_graph": config.steps_per_graph,
         "build_seconds": build_seconds,
         "rows_collected": rows,

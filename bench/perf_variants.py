@@ -81,15 +81,15 @@ def measure_variant(
     synchronize(trainer.device)
     build = time.perf_counter() - started
     epoch_medians, collect, losses = [], [], []
-    trainer.set_fold_range(fold)
+    trainer.window.set_fold_range(fold)
     for _ in range(repeats):
         trainer.reset_for_fold(fold.fold)
-        trainer.compute_norm_stats()
+        trainer.window.compute_norm_stats()
         for epoch in range(epochs):
             trainer.train_epoch(epoch, epochs)
-        epoch_medians.append(statistics.median(trainer.history.epoch_seconds))
-        collect.append(statistics.median(trainer.history.collect_seconds))
-        losses.append(trainer.history.loss[-1])
+        epoch_medians.append(statistics.median(trainer.histories[0].epoch_seconds))
+        collect.append(statistics.median(trainer.histories[0].collect_seconds))
+        losses.append(trainer.histories[0].loss[-1])
     timed_steps = 200 if trainer.cuda else 4  # a CPU step at batch 8192 takes a good part of a second
     steps = [step_seconds(trainer, timed_steps) for _ in range(repeats)]
     result = {
@@ -97,7 +97,7 @@ def measure_variant(
         "epoch_seconds_repeats": epoch_medians,
         "step_seconds": statistics.median(steps),
         "collect_seconds": statistics.median(collect),
-        "steps_per_epoch": math.ceil(trainer.steps_per_epoch() / config.steps_per_graph)
+        "steps_per_epoch": math.ceil(trainer.window.steps_per_epoch(trainer.config) / config.steps_per_graph)
         * config.steps_per_graph,
         "build_seconds": build,
         "last_loss": statistics.median(losses),

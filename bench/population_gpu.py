@@ -7,7 +7,7 @@
 Equal work on both sides: the same batch, hidden width and data (synthetic float32 features (n, 42)
 and targets (n, 4) made on the device; one fold of `--rows` training rows, a purge gap and
 validation rows in the proportions of perf_targets.issue_folds). The lone `DQNTrainer` runs the
-default settings; a `PopulationTrainer` of P runs P members with distinct shape-free settings (lr,
+default settings; a `DQNTrainer` of P runs P members with distinct shape-free settings (lr,
 gamma, tau spread around the defaults), so no member's work can be shared with another's.
 
 For the lone trainer and each P: (1) warm step throughput: R replays of `step.run()` between two
@@ -50,7 +50,7 @@ from provenance import device_name, git_commit
 
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
-from foxhunt.train import DeviceData, DQNTrainer, PopulationTrainer, resolve_device, synchronize
+from foxhunt.train import DeviceData, DQNTrainer, resolve_device, synchronize
 
 N_FEATURES, N_TARGETS = 42, 4
 MINUTE_NS = 60_000_000_000
@@ -141,15 +141,12 @@ def build(configs: list[DQNConfig], lone: bool, data: DeviceData, fold: FoldRang
     release(data.features.device)
     kwargs = {"max_train_rows": fold.train_rows, "seed": 0, "diagnostics": diagnostics}
     started = time.perf_counter()
-    if lone:
-        trainer = DQNTrainer(data, configs[0], **kwargs)
-    else:
-        trainer = PopulationTrainer(data, configs, **kwargs)
+    trainer = DQNTrainer(data, configs[0] if lone else configs, **kwargs)
     synchronize(data.features.device)
     seconds = time.perf_counter() - started
-    trainer.set_fold_range(fold)
+    trainer.window.set_fold_range(fold)
     trainer.reset_for_fold(fold.fold)
-    trainer.compute_norm_stats()
+    trainer.window.compute_norm_stats()
     return trainer, seconds
 
 
@@ -186,12 +183,12 @@ def measure_collection_and_diagnostics(trainer, members: list, repeats: int) -> 
     trainer.collect(1.0)  # untimed: the replay fills, every collection kernel has run
     collect = [timed(device, lambda: trainer.collect(0.5)) for _ in range(repeats)]
     for member in members:
-        member.epoch_diagnostics()  # untimed, as the collection above
+        trainer.epoch_diagnostics(member)  # untimed, as the collection above
     per_member: list[float] = []
     for _ in range(repeats):
-        per_member.extend(timed(device, member.epoch_diagnostics) for member in members)
+        per_member.extend(timed(device, lambda m=member: trainer.epoch_diagnostics(m)) for member in members)
     return {
-        "collect": {**summary(collect), "rows": trainer.fold_range.train_rows - 1},
+        "collect": {**summary(collect), "rows": trainer.window.fold_range.train_rows - 1},
         "diagnostics": {
             "repeats_seconds": per_member,
             "per_member_seconds_median": statistics.median(per_member),
@@ -211,9 +208,9 @@ def measure_epochs(trainer, size: int, repeats: int) -> dict:
         stats = trainer.train_epoch(epoch, epochs)
         synchronize(trainer.device)
         seconds.append(time.perf_counter() - started)
-        stopped = sum(s is None for s in stats) if isinstance(stats, list) else 0
+        stopped = sum(s is None for s in stats)
     spg = trainer.config.steps_per_graph
-    steps = math.ceil(trainer.steps_per_epoch() / spg) * spg
+    steps = math.ceil(trainer.window.steps_per_epoch(trainer.config) / spg) * spg
     median = statistics.median(seconds)
     return {
         **summary(seconds),
@@ -228,7 +225,7 @@ def measure_trainer(name: str, configs: list[DQNConfig], lone: bool, data, fold,
     device, size = data.features.device, len(configs)
     trainer, cold = build(configs, lone, data, fold, diagnostics=True)
     print(f"  {name}: built in {cold:.2f}s", flush=True)
-    members = [trainer] if lone else trainer.members
+    members = list(range(trainer.size))  # member indices: P = 1 for the lone trainer
     record = {
         "trainer": name,
         "kind": "lone" if lone else "population",

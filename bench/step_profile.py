@@ -82,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, config in variants.items():
         trainer = DQNTrainer(data, config, max_train_rows=fr.train_rows, seed=0)
-        trainer.set_fold_range(fr)
+        trainer.window.set_fold_range(fr)
         trainer.reset_for_fold(0)
-        trainer.compute_norm_stats()
+        trainer.window.compute_norm_stats()
         t0 = time.perf_counter()
         trainer.collect(0.5)
         synchronize(trainer.device)

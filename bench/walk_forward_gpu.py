@@ -97,7 +97,7 @@ def persistent_run(
                 "epoch_seconds_median": float(np.median(epochs_s)),
                 "epoch_seconds_first": epochs_s[0],
                 "samples_per_second": r["samples_per_second"],
-                "validation_sharpe": r["validation"]["sharpe"],
+                "validation_sharpe": r["evaluation"]["policies"]["model"]["net"]["sharpe"],
             }
         )
     return {
@@ -148,15 +148,15 @@ def naive_run(
             fr.difficulty_score,
         )
         trainer = DQNTrainer(data, dqn, max_train_rows=fr.train_rows, seed=0)  # new modules, new capture
-        trainer.set_fold_range(local)
+        trainer.window.set_fold_range(local)
         trainer.reset_for_fold(fr.fold)
-        trainer.compute_norm_stats()  # already normalized: mean 0, std 1
+        trainer.window.compute_norm_stats()  # already normalized: mean 0, std 1
         synchronize(device)
         phases["reset"] = time.perf_counter() - t0
         for epoch in range(epochs):
             trainer.train_epoch(epoch, epochs)
-        phases["collect"] = sum(trainer.history.collect_seconds)
-        phases["train"] = sum(trainer.history.train_seconds)
+        phases["collect"] = sum(trainer.histories[0].collect_seconds)
+        phases["train"] = sum(trainer.histories[0].train_seconds)
         t0 = time.perf_counter()
         trainer.validate()
         synchronize(device)
@@ -169,7 +169,7 @@ def naive_run(
                 "fold": fr.fold,
                 "phases": phases,
                 "transition_seconds": phases["reset"] + phases["normalize"],
-                "epoch_seconds_median": float(np.median(trainer.history.epoch_seconds)),
+                "epoch_seconds_median": float(np.median(trainer.histories[0].epoch_seconds)),
             }
         )
         del trainer, data
@@ -199,9 +199,9 @@ def eager_vs_graph(cache_path: Path, dqn: DQNConfig, device_str: str, steps: int
         trainer = DQNTrainer(data, config, max_train_rows=fr.train_rows, seed=0)
         if name == "eager":
             trainer.step.graph = None  # the same plain steps, run eagerly
-        trainer.set_fold_range(fr)
+        trainer.window.set_fold_range(fr)
         trainer.reset_for_fold(0)
-        trainer.compute_norm_stats()
+        trainer.window.compute_norm_stats()
         trainer.collect(0.5)
         replays = math.ceil(steps / config.steps_per_graph)
         for _ in range(3):

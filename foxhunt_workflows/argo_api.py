@@ -186,7 +186,7 @@ def _status_error(server: ArgoServer, status: int, body: bytes, what: str) -> Ar
 
 
 def _read_body(sock, response, timeouts: Timeouts, deadline: Deadline) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         sock.settimeout(deadline.bound(timeouts.read))
         chunk = response.read(CHUNK)

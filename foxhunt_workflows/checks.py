@@ -136,8 +136,8 @@ def restricted_problems(documents: Iterable[dict[str, Any]]) -> list[str]:
     for document in _workflow_templates(documents):
         for template in pod_templates(document):
             where = f"{document['metadata']['name']}/{template['name']}"
-            pod = template.get("securityContext", {})
-            containers = [template.get("container") or template.get("script")]
+            pod = template.get("securityContext") or {}
+            containers = [template.get("container") or template.get("script") or {}]
             containers += template.get("initContainers", []) + template.get("sidecars", [])
             for container in containers:
                 context = container.get("securityContext", {})
@@ -185,7 +185,7 @@ def credential_problems(documents: Iterable[dict[str, Any]]) -> list[str]:
     for document in _workflow_templates(documents):
         for template in pod_templates(document):
             where = f"{document['metadata']['name']}/{template['name']}"
-            for env in (template.get("container") or template.get("script")).get("env", []):
+            for env in (template.get("container") or template.get("script") or {}).get("env", []):
                 secret_ref = env.get("valueFrom", {}).get("secretKeyRef")
                 if _CREDENTIAL_NAME.search(env["name"]) and ("value" in env or not secret_ref):
                     problems.append(f"{where}: {env['name']} is not read from a Secret")

@@ -10,6 +10,8 @@ is a KeyError when the templates are defined. The values that differ between clu
 
 from __future__ import annotations
 
+# The `type: ignore`s below: hera types a template's `inputs`, `env` and a task's `>>` as wide unions
+# (one item, a list, a dict, None); these templates always build lists, which the code relies on.
 import json
 from collections.abc import Callable, Iterable, Mapping
 
@@ -80,13 +82,15 @@ def _declared(names: Iterable[str], options: RenderOptions, template: str) -> li
 # A parameter without a default is declared without one (Hera would write an explicit None as "null"):
 # Argo then requires a value on every submission.
 def _as_input(p: WorkflowParameter) -> Parameter:
-    default = {} if p.default is None else {"default": p.default}
-    return Parameter(name=p.name, description=p.help, enum=list(p.enum) or None, **default)
+    if p.default is None:
+        return Parameter(name=p.name, description=p.help, enum=list(p.enum) or None)
+    return Parameter(name=p.name, description=p.help, enum=list(p.enum) or None, default=p.default)
 
 
 def _as_argument(p: WorkflowParameter) -> Parameter:
-    value = {} if p.default is None else {"value": p.default}
-    return Parameter(name=p.name, description=p.help, enum=list(p.enum) or None, **value)
+    if p.default is None:
+        return Parameter(name=p.name, description=p.help, enum=list(p.enum) or None)
+    return Parameter(name=p.name, description=p.help, enum=list(p.enum) or None, value=p.default)
 
 
 def _schema(parameters: Iterable[WorkflowParameter]) -> dict[str, str]:
@@ -110,7 +114,7 @@ def _dqn_params_file(ref: Callable[[str], str]) -> RawArtifact:
 def _step_template(name: str, step: Container, options: RenderOptions, **extra) -> WorkflowTemplate:
     # Declared at the workflow level too, so `argo submit --from workflowtemplate/<name> -p ...` works
     # for a single step and the UI offers the same fields.
-    declared = _declared([p.name for p in step.inputs if isinstance(p, Parameter)], options, name)
+    declared = _declared([p.name for p in step.inputs if isinstance(p, Parameter)], options, name)  # type: ignore[misc, union-attr]
     return WorkflowTemplate(
         name=name,
         entrypoint=step.name,
@@ -147,13 +151,13 @@ def train_step(options: RenderOptions) -> Container:
         gpu=True,
     )
     ref = _ref(step)
-    step.inputs.append(_dqn_params_file(ref))
+    step.inputs.append(_dqn_params_file(ref))  # type: ignore[union-attr]
     step.args = [
         "train", "--fxcache", ref("fxcache-uri"), "--out", ref("output-uri"), "--model", ref("model"),
         "--epochs", ref("epochs"), "--trials", ref("trials"), "--hyperopt-params", ref("hyperopt-params-uri"),
         "--device", "cuda", *_settings_flags(ref),
     ]  # fmt: skip
-    step.env += [
+    step.env += [  # type: ignore[operator]
         Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
         Env(name="FOXHUNT_OUTPUTS_DIR", value=OUTPUTS_DIR),
     ]
@@ -185,7 +189,7 @@ def trial_worker_step(options: RenderOptions) -> Container:
         env=common_env(options, run_id="{{workflow.name}}-worker-{{inputs.parameters.worker}}"),
     )
     ref = _ref(step)
-    step.inputs += [
+    step.inputs += [  # type: ignore[operator]
         _dqn_params_file(ref),
         RawArtifact(name="search-space", path=SEARCH_SPACE_FILE, data=ref("search-space")),
     ]
@@ -198,7 +202,7 @@ def trial_worker_step(options: RenderOptions) -> Container:
         "--population", ref("trial-population"),
         "--hyperopt-params", ref("hyperopt-params-uri"), "--device", "cuda", *_settings_flags(ref),
     ]  # fmt: skip
-    step.env += [
+    step.env += [  # type: ignore[operator]
         Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
         Env(name="FOXHUNT_TRIAL_WORKER", value=ref("worker")),
         SecretEnv(name="FOXHUNT_STUDY_STORAGE", secret_name=ref("study-storage-secret"), secret_key=STUDY_SECRET_KEY),
@@ -214,7 +218,7 @@ def arguments_for(target: Container, pipeline: WorkflowTemplate, overrides: Mapp
     """
     for name in overrides:
         target.get_parameter(name)
-    names = [p.name for p in target.inputs if isinstance(p, Parameter)]
+    names = [p.name for p in target.inputs if isinstance(p, Parameter) and p.name]  # type: ignore[union-attr]
     return [
         Parameter(name=n, value=overrides[n]) if n in overrides else pipeline.get_parameter(n) for n in names
     ]
@@ -276,7 +280,7 @@ def pipeline_template(options: RenderOptions, precompute: Container, train: Cont
                 when=f"{trials} > 0",
             )
             first >> single
-            first >> workers >> best
+            first >> workers >> best  # type: ignore[operator]
     return wt
 
 

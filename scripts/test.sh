@@ -50,5 +50,8 @@ echo "== ruff"
 ruff check .
 ruff format --check .
 
+echo "== mypy"
+mypy
+
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider "$@"

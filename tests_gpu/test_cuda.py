@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 import torch
-from support.trainer_cases import FOLDS, SMALL, planted_arrays, run_fold
+from support.trainer_cases import FOLDS, SMALL, planted_arrays, run_fold, target_network
 
 from foxhunt.train import DQNTrainer, to_device
 
@@ -48,15 +48,15 @@ def test_graph_replay_matches_eager_steps(synthetic):
     eager = DQNTrainer(data, replace(SMALL, compile=False), max_train_rows=8000, seed=5)
     eager.step.graph = None  # the same plain steps, run eagerly and uncompiled
     for trainer in (graphed, eager):
-        trainer.set_fold_range(FOLDS[0])
+        trainer.window.set_fold_range(FOLDS[0])
         trainer.reset_for_fold(0)
-        trainer.compute_norm_stats()
+        trainer.window.compute_norm_stats()
         trainer.collect(0.5)
         for _ in range(5):
             trainer.step.run()
     torch.cuda.synchronize()
-    for name, tensor in eager.online.state_dict().items():
-        torch.testing.assert_close(graphed.online.state_dict()[name], tensor, rtol=1e-3, atol=1e-5)
+    for name, tensor in eager.networks[0].state_dict().items():
+        torch.testing.assert_close(graphed.networks[0].state_dict()[name], tensor, rtol=1e-3, atol=1e-5)
     torch.testing.assert_close(graphed.loss_sum, eager.loss_sum, rtol=1e-4, atol=1e-6)
 
 
@@ -73,7 +73,7 @@ def test_shape_free_settings_reuse_one_capture_and_one_compile_across_trials(syn
     for settings in trials:
         trainer.apply_settings(settings)
         run_fold(trainer, FOLDS[0], epochs=1)
-        losses.append(trainer.history.loss[0])
+        losses.append(trainer.histories[0].loss[0])
     assert trainer.step.graph is graph
     assert (trainer.graph_captures, trainer.compiles) == (1, 1)
     assert len(set(losses)) == len(trials), losses  # every trial trained with its own settings
@@ -93,17 +93,15 @@ def _one_replay_update(trainer: DQNTrainer, lr: float) -> float:
     trainer.apply_settings(replace(trainer.config, lr=lr))
     trainer.reset_for_fold(0)
     trainer.collect(0.5)
-    before = [p.detach().clone() for p in trainer.online.parameters()]
+    before = [p.detach().clone() for p in trainer.params]
     trainer.step.run()
-    return max(
-        float((p.detach() - b).abs().max()) for p, b in zip(trainer.online.parameters(), before, strict=True)
-    )
+    return max(float((p.detach() - b).abs().max()) for p, b in zip(trainer.params, before, strict=True))
 
 
 def test_captured_step_reads_the_learning_rate_from_the_device(synthetic):
     trainer = DQNTrainer(to_device(*synthetic, CUDA), SMALL, max_train_rows=8000)
-    trainer.set_fold_range(FOLDS[0])
-    trainer.compute_norm_stats()
+    trainer.window.set_fold_range(FOLDS[0])
+    trainer.window.compute_norm_stats()
     # Adam's first step moves each weight by about lr (m / sqrt(v) = ±1).
     assert _one_replay_update(trainer, 1e-4) == pytest.approx(1e-4, rel=0.05)
     assert _one_replay_update(trainer, 1e-2) == pytest.approx(1e-2, rel=0.05)
@@ -112,8 +110,8 @@ def test_captured_step_reads_the_learning_rate_from_the_device(synthetic):
 
 def test_captured_step_reads_gamma_from_the_device(synthetic):
     trainer = DQNTrainer(to_device(*synthetic, CUDA), SMALL, max_train_rows=8000)
-    trainer.set_fold_range(FOLDS[0])
-    trainer.compute_norm_stats()
+    trainer.window.set_fold_range(FOLDS[0])
+    trainer.window.compute_norm_stats()
     losses = {}
     for gamma in (0.9, 0.0, 0.9):
         trainer.apply_settings(replace(SMALL, gamma=gamma))
@@ -158,17 +156,17 @@ def test_paired_next_state_values_train_like_two_separate_forwards(synthetic):
     separate = DQNTrainer(data, replace(SMALL, paired_next_state=False), max_train_rows=8000, seed=5)
     assert paired.pairs is not None and separate.pairs is None
     for trainer in (paired, separate):
-        trainer.set_fold_range(FOLDS[0])
+        trainer.window.set_fold_range(FOLDS[0])
         trainer.reset_for_fold(0)
-        trainer.compute_norm_stats()
+        trainer.window.compute_norm_stats()
         trainer.collect(0.5)
         for _ in range(5):
             trainer.step.run()
     torch.cuda.synchronize()
-    for name, tensor in separate.online.state_dict().items():
-        torch.testing.assert_close(paired.online.state_dict()[name], tensor, rtol=1e-3, atol=1e-5)
-    for name, tensor in separate.target.state_dict().items():
-        torch.testing.assert_close(paired.target.state_dict()[name], tensor, rtol=1e-3, atol=1e-5)
+    for name, tensor in separate.networks[0].state_dict().items():
+        torch.testing.assert_close(paired.networks[0].state_dict()[name], tensor, rtol=1e-3, atol=1e-5)
+    for name, tensor in target_network(separate).state_dict().items():
+        torch.testing.assert_close(target_network(paired).state_dict()[name], tensor, rtol=1e-3, atol=1e-5)
     torch.testing.assert_close(paired.loss_sum, separate.loss_sum, rtol=1e-4, atol=1e-6)
     assert (paired.graph_captures, paired.compiles) == (1, 1)
 
@@ -176,13 +174,14 @@ def test_paired_next_state_values_train_like_two_separate_forwards(synthetic):
 def test_the_paired_buffers_are_the_weights_the_graph_updates(synthetic):
     trainer = DQNTrainer(to_device(*synthetic, CUDA), SMALL, max_train_rows=8000, seed=2)
     run_fold(trainer, FOLDS[0], epochs=1)
-    for (weights, biases), online, target in zip(
-        trainer.pairs,
-        [m for m in trainer.online if isinstance(m, torch.nn.Linear)],
-        [m for m in trainer.target if isinstance(m, torch.nn.Linear)],
-        strict=True,
-    ):
-        assert torch.equal(weights[0], online.weight) and torch.equal(biases[1], target.bias)
+    online = [m for m in trainer.networks[0] if isinstance(m, torch.nn.Linear)]
+    target = [m for m in target_network(trainer) if isinstance(m, torch.nn.Linear)]
+    for layer, (on, tg) in enumerate(zip(online, target, strict=True)):
+        weights, biases = (
+            trainer.pairs[2 * layer],
+            trainer.pairs[2 * layer + 1],
+        )  # (2, P, ...): online, target
+        assert torch.equal(weights[0][0], on.weight) and torch.equal(biases[1][0], tg.bias)
         assert not torch.equal(weights[0], weights[1])  # trained: the target lags the online network
 
 
@@ -191,11 +190,11 @@ def test_fused_activations_collect_the_same_replay(synthetic):
     fused = DQNTrainer(data, SMALL, max_train_rows=8000, seed=4)
     plain = DQNTrainer(data, replace(SMALL, fused_activation=False), max_train_rows=8000, seed=4)
     for trainer in (fused, plain):
-        trainer.set_fold_range(FOLDS[0])
+        trainer.window.set_fold_range(FOLDS[0])
         trainer.reset_for_fold(0)
-        trainer.compute_norm_stats()
+        trainer.window.compute_norm_stats()
         trainer.collect(0.0)  # greedy: every action comes from the forward pass
     n = FOLDS[0].train_rows - 1
-    same = (fused.replay_action[:n] == plain.replay_action[:n]).float().mean().item()
+    same = (fused.replay.action[0, :n] == plain.replay.action[0, :n]).float().mean().item()
     assert same > 0.999, same  # only exact ties between two actions may break differently
-    torch.testing.assert_close(fused.replay_position[:n], plain.replay_position[:n])
+    torch.testing.assert_close(fused.replay.position[0, :n], plain.replay.position[0, :n])

@@ -16,9 +16,7 @@ from foxhunt.evaluate.reports import (
     EpochStats,
     FoldDates,
     FoldReport,
-    PolicyMetrics,
     RunSummary,
-    Validation,
     fold_table,
     window_from_dict,
     window_to_dict,
@@ -41,17 +39,7 @@ FOLD_KEYS = {
     "final_loss",
     "loss",
     "steps",
-    "validation",
-}
-VALIDATION_KEYS = {
-    "sharpe",
-    "total_return",
-    "max_drawdown",
-    "turnover",
-    "hit_rate",
-    "buy_and_hold",
-    "flat",
-    "periods_per_year",
+    "evaluation",
 }
 SUMMARY_KEYS = {
     "run_id",
@@ -72,10 +60,6 @@ SUMMARY_KEYS = {
     "run_seconds",
     "push_failures",
 }
-
-
-def metrics(sharpe: float) -> PolicyMetrics:
-    return PolicyMetrics(sharpe, 0.01, 0.02, 3.0, 0.5, sharpe + 0.1, 0.011, 0.75)
 
 
 def report(fold: int = 0, losses=(0.5, 0.25)) -> FoldReport:
@@ -100,7 +84,7 @@ def report(fold: int = 0, losses=(0.5, 0.25)) -> FoldReport:
         samples_per_second=5e4,
         steps=20,
         epochs=epochs,
-        validation=Validation(metrics(1.5), {"buy_and_hold": metrics(0.3), "flat": metrics(0.0)}, 525_960.0),
+        evaluation=window(fold),
     )
 
 
@@ -128,7 +112,6 @@ def summary(**changes) -> RunSummary:
 def test_a_fold_report_keeps_every_key_of_the_old_json():
     data = report().to_dict()
     assert FOLD_KEYS <= set(data)
-    assert VALIDATION_KEYS <= set(data["validation"])
     assert set(data["phases"]) == set(PHASES)
 
 
@@ -148,10 +131,10 @@ def test_a_fold_report_reads_back_equal_through_json():
     assert FoldReport.from_dict(json.loads(json.dumps(original.to_dict()))) == original
 
 
-def test_validation_puts_the_model_at_the_top_and_each_baseline_under_its_name():
-    data = report().validation.to_dict()
-    assert data["sharpe"] == 1.5 and data["buy_and_hold"]["sharpe"] == 0.3 and data["flat"]["sharpe"] == 0.0
-    assert Validation.from_dict(data).baselines.keys() == {"buy_and_hold", "flat"}
+def test_a_fold_report_carries_each_figure_once():
+    data = report().to_dict()
+    assert "validation" not in data  # the earlier short form repeated the evaluation's net figures
+    assert data["evaluation"]["policies"][MODEL]["net"]["sharpe"] == window(0).policies[MODEL].net.sharpe
 
 
 def test_a_summary_keeps_every_key_of_the_old_json_and_reads_back_equal():
@@ -185,7 +168,7 @@ def test_a_window_evaluation_reads_back_equal_through_json():
 
 
 def test_a_fold_report_with_its_evaluation_and_warnings_reads_back_equal():
-    original = dataclasses.replace(report(), evaluation=window(0), warnings=["fold 0: collapsed"])
+    original = dataclasses.replace(report(), evaluation=window(0, seed=4), warnings=["fold 0: collapsed"])
     assert FoldReport.from_dict(json.loads(json.dumps(original.to_dict()))) == original
 
 
@@ -195,20 +178,6 @@ def test_a_summary_lists_every_folds_warnings_and_its_stitched_record():
     assert data["warnings"] == ["fold 0: w", "fold 1: w"]
     assert data["stitched"]["n_bars"] == 240
     assert RunSummary.from_dict(json.loads(json.dumps(data))) == summary(folds=folds, stitched=window(-1))
-
-
-def test_validation_from_a_window_is_its_net_figures_with_the_gross_sharpe():
-    w = window(0)
-    v = Validation.from_window(w)
-    net, gross = w.policies[MODEL].net, w.policies[MODEL].gross
-    assert (v.model.sharpe, v.model.total_return, v.model.gross_sharpe) == (
-        net.sharpe,
-        net.log_return,
-        gross.sharpe,
-    )
-    assert v.model.gross_return == gross.log_return and v.model.gross_return != v.model.total_return
-    assert set(v.baselines) == {"buy_and_hold", "flat"}
-    assert v.periods_per_year == net.periods_per_year
 
 
 def table_rows(text: str) -> list[list[str]]:

@@ -177,7 +177,7 @@ def test_train_reads_an_s3_fxcache_and_writes_every_output_to_s3(seaweed_s3, tmp
     summary = json.loads(storage.read_bytes(storage.join(out_uri, "summary.json")))
     assert summary["status"] == "succeeded" and len(summary["folds"]) == 2
     local_summary = json.loads((local / "summary.json").read_text())
-    assert [f["validation"] for f in summary["folds"]] == [f["validation"] for f in local_summary["folds"]]
+    assert [f["evaluation"] for f in summary["folds"]] == [f["evaluation"] for f in local_summary["folds"]]
     import io
 
     weights = torch.load(

@@ -56,10 +56,10 @@ def test_fold_gauges_equal_the_report(pushgateway):
         "foxhunt_fold_train_rows": r.train_rows,
         "foxhunt_fold_validation_rows": r.val_rows,
         "foxhunt_fold_difficulty_score": r.difficulty_score,
-        "foxhunt_fold_validation_sharpe": r.validation.model.sharpe,
-        "foxhunt_fold_validation_return": r.validation.model.total_return,
-        "foxhunt_fold_validation_max_drawdown": r.validation.model.max_drawdown,
-        "foxhunt_fold_validation_turnover": r.validation.model.turnover,
+        "foxhunt_fold_validation_sharpe": r.evaluation.policies[MODEL].net.sharpe,
+        "foxhunt_fold_validation_return": r.evaluation.policies[MODEL].net.log_return,
+        "foxhunt_fold_validation_max_drawdown": r.evaluation.policies[MODEL].net.max_drawdown,
+        "foxhunt_fold_validation_turnover": r.evaluation.policies[MODEL].net.turnover,
     }
     assert {name: value(samples, name, fold="1") for name in expected} == expected
 
@@ -143,8 +143,14 @@ def test_two_runs_with_different_ids_are_both_fully_present(pushgateway):
     a.run_finished("succeeded")
     b.run_finished("failed")
     got_a, got_b = pushed_samples(pushgateway, first), pushed_samples(pushgateway, second)
-    assert value(got_a, "foxhunt_fold_validation_sharpe", fold="0") == fold_report(0).validation.model.sharpe
-    assert value(got_b, "foxhunt_fold_validation_sharpe", fold="1") == fold_report(1).validation.model.sharpe
+    assert (
+        value(got_a, "foxhunt_fold_validation_sharpe", fold="0")
+        == fold_report(0).evaluation.policies[MODEL].net.sharpe
+    )
+    assert (
+        value(got_b, "foxhunt_fold_validation_sharpe", fold="1")
+        == fold_report(1).evaluation.policies[MODEL].net.sharpe
+    )
     assert value(got_a, "foxhunt_run_finished", status="succeeded") == 1
     assert value(got_b, "foxhunt_run_finished", status="failed") == 1
 

@@ -33,7 +33,10 @@ def test_every_phase_of_every_fold_reaches_prometheus_equal_to_the_run_report(pr
 
 def test_validation_sharpe_in_prometheus_equals_the_run_report(prometheus, pipeline_runs):
     run = pipeline_runs[0]
-    expected = {(str(r["fold"]), None): r["validation"]["sharpe"] for r in run.summary["folds"]}
+    expected = {
+        (str(r["fold"]), None): r["evaluation"]["policies"]["model"]["net"]["sharpe"]
+        for r in run.summary["folds"]
+    }
     got = prometheus_values(
         prometheus, f'foxhunt_fold_validation_sharpe{{run_id="{run.run_id}"}}', len(expected)
     )
@@ -74,4 +77,4 @@ def test_a_run_whose_pushgateway_dies_mid_run_completes_with_the_same_results(
     summary = finish_pipeline(started).summary
     assert summary["push_failures"] > 0
     assert reference["push_failures"] == 0
-    assert [r["validation"] for r in summary["folds"]] == [r["validation"] for r in reference["folds"]]
+    assert [r["evaluation"] for r in summary["folds"]] == [r["evaluation"] for r in reference["folds"]]

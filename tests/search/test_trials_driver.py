@@ -14,19 +14,24 @@ from foxhunt.data.folds import FoldRange
 from foxhunt.errors import UsageError
 from foxhunt.evaluate.evaluation import MODEL, Scoring, evaluate_run
 from foxhunt.run.manifest import remove_run_outputs, run_outputs
-from foxhunt.search.driver import TrainerPool, objective_value, shape_key
+from foxhunt.search.driver import objective_value
+from foxhunt.search.population import TrainerPool, population_key
 
 
 class FakeTrainer:
     """Stands for a DQNTrainer: remembers its build settings and every `apply_settings`."""
 
-    def __init__(self, dqn: DQNConfig) -> None:
-        self.built_with, self.config, self.applied = dqn, dqn, []
+    def __init__(self, configs: list[DQNConfig]) -> None:
+        self.built_with, self.configs, self.applied = configs, configs, []
         self.graph_captures, self.compiles = 1, 1
 
-    def apply_settings(self, dqn: DQNConfig) -> None:
-        self.config = dqn
-        self.applied.append(dqn)
+    @property
+    def config(self) -> DQNConfig:
+        return self.configs[0]
+
+    def apply_settings(self, configs: list[DQNConfig]) -> None:
+        self.configs = configs
+        self.applied.append(configs[0])
 
 
 BASE = DQNConfig(batch_size=256, hidden=16)
@@ -35,7 +40,7 @@ BASE = DQNConfig(batch_size=256, hidden=16)
 def test_shape_free_settings_reuse_the_one_trainer_and_switch_its_settings():
     pool = TrainerPool(FakeTrainer)
     trials = [BASE, replace(BASE, lr=1e-3, gamma=0.5), replace(BASE, tau=0.05, weight_decay=1e-4)]
-    trainers = [pool.trainer_for(dqn) for dqn in trials]
+    trainers = [pool.trainer_for([dqn]) for dqn in trials]
     assert pool.builds == 1 and all(t is trainers[0] for t in trainers)
     assert trainers[0].applied == trials[1:] and trainers[0].config == trials[-1]
     assert (pool.graph_captures, pool.compiles) == (1, 1)
@@ -45,18 +50,31 @@ def test_shape_free_settings_reuse_the_one_trainer_and_switch_its_settings():
 def test_each_shape_builds_once_and_is_reused_after(setting):
     pool = TrainerPool(FakeTrainer)
     small, large = replace(BASE, **{setting: 32}), replace(BASE, **{setting: 64})
-    first_small, first_large = pool.trainer_for(small), pool.trainer_for(large)
-    again_small = pool.trainer_for(replace(small, lr=1e-3))
-    again_large = pool.trainer_for(large)
+    first_small, first_large = pool.trainer_for([small]), pool.trainer_for([large])
+    again_small = pool.trainer_for([replace(small, lr=1e-3)])
+    again_large = pool.trainer_for([large])
     assert pool.builds == 2 and first_small is not first_large
     assert again_small is first_small and again_large is first_large
     assert again_small.config.lr == 1e-3 and (pool.graph_captures, pool.compiles) == (2, 2)
 
 
-def test_the_shape_key_holds_every_setting_that_needs_a_new_trainer_and_no_other():
-    assert shape_key(BASE) == shape_key(replace(BASE, lr=1e-2, gamma=0.5, cost=0.0))
-    for name, value in [("batch_size", 8), ("hidden", 8), ("steps_per_graph", 2), ("compile", False)]:
-        assert shape_key(replace(BASE, **{name: value})) != shape_key(BASE), name
+def test_the_key_holds_every_setting_that_needs_a_new_trainer_and_no_other():
+    assert population_key(BASE) == population_key(replace(BASE, lr=1e-2, gamma=0.5, cost=0.0))
+    changed = [
+        ("batch_size", 8),
+        ("hidden", 8),
+        ("steps_per_graph", 2),
+        ("compile", False),
+        ("steps_per_epoch", 3),
+    ]
+    for name, value in changed:
+        assert population_key(replace(BASE, **{name: value})) != population_key(BASE), name
+
+
+def test_a_population_pool_pads_a_short_batch_with_the_last_settings():
+    pool = TrainerPool(FakeTrainer, size=3)
+    trainer = pool.trainer_for([BASE, replace(BASE, lr=1e-2)])
+    assert trainer.built_with == [BASE, replace(BASE, lr=1e-2), replace(BASE, lr=1e-2)]
 
 
 def _evaluation():

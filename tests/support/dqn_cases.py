@@ -33,9 +33,9 @@ def tiny_trainer(
     data = to_device(features, targets, np.arange(n, dtype=np.int64) * MINUTE_NS, torch.device(device))
     trainer = DQNTrainer(data, config, max_train_rows=n, seed=0, **kwargs)
     train_end = n * 2 // 3
-    trainer.set_fold_range(FoldRange(0, 0, train_end, train_end, n, 1.0))
-    trainer.mean.zero_()
-    trainer.std.fill_(1.0)
+    trainer.window.set_fold_range(FoldRange(0, 0, train_end, train_end, n, 1.0))
+    trainer.window.mean.zero_()
+    trainer.window.std.fill_(1.0)
     return trainer
 
 
@@ -67,21 +67,26 @@ def sign_net(net: nn.Sequential, hold: float = 0.0, flat_value: float = 0.0) -> 
 
 
 def draw_for(trainer: DQNTrainer, indices: list[int]) -> torch.Tensor:
-    """Uniforms that make the step pick exactly these replay indices."""
-    n = int(trainer.n_valid)
-    return torch.tensor([(i + 0.5) / n for i in indices], device=trainer.device)
+    """Uniforms that make the step pick exactly these replay indices, as member 0's (1, batch) draw."""
+    n = int(trainer.window.n_valid)
+    return torch.tensor([[(i + 0.5) / n for i in indices]], device=trainer.device)
 
 
 def fill_replay(
     trainer: DQNTrainer, positions: list[float], actions: list[int], rewards: list[float]
 ) -> None:
-    k = len(positions)
-    trainer.replay_position[:k] = torch.tensor(positions, device=trainer.device)
-    trainer.replay_action[:k] = torch.tensor(actions, device=trainer.device)
-    trainer.replay_reward[:k] = torch.tensor(rewards, device=trainer.device)
+    k = len(positions)  # member 0's replay
+    trainer.replay.position[0, :k] = torch.tensor(positions, device=trainer.device)
+    trainer.replay.action[0, :k] = torch.tensor(actions, device=trainer.device)
+    trainer.replay.reward[0, :k] = torch.tensor(rewards, device=trainer.device)
 
 
 def constant_layers(q: list[float]) -> tuple:
     """A network whose Q-values are `q` whatever the state."""
     zero = ([[0.0] * 3] * 4, [0.0] * 4)
     return zero, IDENTITY, ([[0.0] * 4] * 3, q)
+
+
+def member_q_and_target(trainer: DQNTrainer, u: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Member 0's Q taken, TD target and all Q for the draw `u` (1, batch)."""
+    return tuple(t[0] for t in trainer.q_and_target(u))

@@ -106,6 +106,19 @@ def start_train(argv: list[str], console: Path) -> TrainProcess:
     return TrainProcess(proc, console)
 
 
+def validation_figures(report: dict) -> dict:
+    """The model's net figures over a fold's validation window, with its gross Sharpe, from report.json."""
+    model = report["evaluation"]["policies"]["model"]
+    net = model["net"]
+    return {
+        "sharpe": net["sharpe"],
+        "total_return": net["log_return"],
+        "turnover": net["turnover"],
+        "max_drawdown": net["max_drawdown"],
+        "gross_sharpe": model["gross"]["sharpe"],
+    }
+
+
 def fold_outputs(out: Path) -> dict[int, dict]:
     """What must be equal between two runs of the same settings: per fold, validation, weights, norm stats."""
     folds = {}
@@ -113,7 +126,7 @@ def fold_outputs(out: Path) -> dict[int, dict]:
         fold = int(fold_dir.name.split("_")[1])
         report = json.loads((fold_dir / "report.json").read_text())
         folds[fold] = {
-            "validation": report["validation"],
+            "validation": validation_figures(report),
             "loss": report["loss"],
             "weights": (fold_dir / "weights.pt").read_bytes(),
             "norm_stats": (fold_dir / f"norm_stats_fold{fold}.json").read_bytes(),

@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport, PolicyMetrics, Validation
+from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport
 from foxhunt.run.telemetry import PHASES, RunMetrics
+from support.evaluation_cases import window
 from support.prom_services import free_port
 
 TIMEOUT_S = 0.5
 # What a call may take beyond its push timeout: building the request and Python's own overhead.
 MARGIN_S = 0.5
-
-
-def policy(
-    sharpe: float, total_return: float, max_drawdown: float, turnover: float = 0.0, hit_rate: float = 0.0
-) -> PolicyMetrics:
-    return PolicyMetrics(
-        sharpe,
-        total_return,
-        max_drawdown,
-        turnover,
-        hit_rate,
-        gross_sharpe=sharpe,
-        gross_return=total_return,
-        exposure=0.5,
-    )
 
 
 def fold_report(fold: int) -> FoldReport:
@@ -56,11 +42,7 @@ def fold_report(fold: int) -> FoldReport:
         samples_per_second=12345.5 * base,
         steps=30,
         epochs=epochs,
-        validation=Validation(
-            model=policy(1.5 * base - 4.0, 0.01 * base, 0.02 * base, 17.0 * base, 0.51),
-            baselines={"buy_and_hold": policy(0.3, 0.001, 0.05), "flat": policy(0.0, 0.0, 0.0)},
-            periods_per_year=525_960.0,
-        ),
+        evaluation=window(fold, seed=fold),  # distinct figures per fold
     )
 
 

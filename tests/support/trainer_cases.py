@@ -37,9 +37,18 @@ def planted_arrays(n: int = 20_000, seed: int = 7) -> tuple[np.ndarray, np.ndarr
 
 def run_fold(trainer, fold_range: FoldRange, epochs: int = 2) -> dict:
     """One fold as the pipeline runs it: point, reset, normalize, train, validate."""
-    trainer.set_fold_range(fold_range)
+    trainer.window.set_fold_range(fold_range)
     trainer.reset_for_fold(fold_range.fold)
-    trainer.compute_norm_stats()
+    trainer.window.compute_norm_stats()
     for epoch in range(epochs):
         trainer.train_epoch(epoch, epochs)
+        if trainer.failures[0] is not None:  # as the fold loop ends a run's fold
+            raise trainer.failures[0]
     return trainer.validate()
+
+
+def target_network(trainer, member: int = 0):
+    """Member `member`'s target network over views of the trainer's stacked target weights."""
+    from foxhunt.train.networks import member_network
+
+    return member_network(trainer.target_params, member, trainer.config.hidden)

@@ -17,17 +17,20 @@ from support.dqn_cases import (
     constant_layers,
     draw_for,
     fill_replay,
+    member_q_and_target,
     readout_net,
     set_layers,
     sign_net,
     tiny_trainer,
 )
-from support.trainer_cases import DEVICES, MINUTE_NS
+from support.trainer_cases import DEVICES, MINUTE_NS, target_network
 
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.train import SHAPE_FIELDS, DQNTrainer, periods_per_year, policy_metrics, td_target, to_device
-from foxhunt.train.dqn import epsilon_schedule, polyak_update, transition_reward
+from foxhunt.train.dqn import epsilon_schedule
+from foxhunt.train.replay import transition_reward
+from foxhunt.train.stacked import polyak_update
 
 
 # ---- the TD target ---------------------------------------------------------------------------------
@@ -43,25 +46,25 @@ def test_double_dqn_target_lets_the_online_network_choose_and_the_target_network
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_step_uses_the_double_dqn_target_not_the_vanilla_one(device):
     trainer = tiny_trainer(np.arange(12) % 3 - 1.0, np.zeros(12), device)
-    set_layers(trainer.online, *constant_layers([0.0, 0.0, 1.0]))  # online argmax: long
-    set_layers(trainer.target, *constant_layers([5.0, 1.0, 2.0]))  # target's own max: short
+    set_layers(trainer.networks[0], *constant_layers([0.0, 0.0, 1.0]))  # online argmax: long
+    set_layers(target_network(trainer), *constant_layers([5.0, 1.0, 2.0]))  # target's own max: short
     fill_replay(trainer, [0.0], [2], [0.25])
-    _, y, _ = trainer.q_and_target(draw_for(trainer, [0]))
+    _, y, _ = member_q_and_target(trainer, draw_for(trainer, [0]))
     assert float(y[0]) == pytest.approx(0.25 + 0.9 * 2.0)  # vanilla would be 0.25 + 0.9 · 5
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_gamma_scales_the_next_state_value_exactly(device):
     trainer = tiny_trainer(np.array([1, 2, 3, -1, -2, -3, 0, 1, 2, 3, 1, 1.0]), np.zeros(12), device)
-    readout_net(trainer.online, 1.0, 16.0, [0.0, 0.0, 1.0])
-    readout_net(trainer.target, 1.0, 16.0, [0.0, 0.0, 1.0])
+    readout_net(trainer.networks[0], 1.0, 16.0, [0.0, 0.0, 1.0])
+    readout_net(target_network(trainer), 1.0, 16.0, [0.0, 0.0, 1.0])
     fill_replay(trainer, [1.0, -1.0, 0.0], [0, 2, 1], [0.5, -0.25, 2.0])
     u = draw_for(trainer, [0, 1, 2])
-    _, y_discounted, _ = trainer.q_and_target(u)
+    _, y_discounted, _ = member_q_and_target(trainer, u)
     trainer.apply_settings(replace(TINY, gamma=0.0))
-    _, y_myopic, _ = trainer.q_and_target(u)
+    _, y_myopic, _ = member_q_and_target(trainer, u)
     with torch.no_grad():
-        q_next = trainer.target(_next_states(trainer, [1, 2, 3], [-1.0, 1.0, 0.0])).max(dim=1).values
+        q_next = target_network(trainer)(_next_states(trainer, [1, 2, 3], [-1.0, 1.0, 0.0])).max(dim=1).values
     torch.testing.assert_close(y_myopic, torch.tensor([0.5, -0.25, 2.0], device=device))
     torch.testing.assert_close(y_discounted - y_myopic, 0.9 * q_next)
 
@@ -75,13 +78,13 @@ def _next_states(trainer: DQNTrainer, rows: list[int], positions: list[float]) -
 def test_the_next_state_is_the_next_row_with_the_action_taken_as_position(device):
     x0 = np.array([0, 1, -1, 2, -2, 3, -3, 1, 0, 2, 1, 0.0])
     trainer = tiny_trainer(x0, np.zeros(12), device)
-    readout_net(trainer.online, 1.0, 16.0, [0.0, 0.0, 0.0])
-    readout_net(trainer.target, 1.0, 16.0, [0.0, 0.0, 0.0])
+    readout_net(trainer.networks[0], 1.0, 16.0, [0.0, 0.0, 0.0])
+    readout_net(target_network(trainer), 1.0, 16.0, [0.0, 0.0, 0.0])
     # Transitions at bars 2, 4, 5 (incoming short, flat, long) taking long, short, flat.
-    trainer.replay_position[:6] = torch.tensor([0, 0, -1, 0, 0, 1.0])
-    trainer.replay_action[:6] = torch.tensor([1, 1, 2, 1, 0, 1])
-    trainer.replay_reward[:6] = 0.0
-    _, y, _ = trainer.q_and_target(draw_for(trainer, [2, 4, 5]))
+    trainer.replay.position[0, :6] = torch.tensor([0, 0, -1, 0, 0, 1.0])
+    trainer.replay.action[0, :6] = torch.tensor([1, 1, 2, 1, 0, 1])
+    trainer.replay.reward[0, :6] = 0.0
+    _, y, _ = member_q_and_target(trainer, draw_for(trainer, [2, 4, 5]))
     expected = [
         0.9 * ((x0[t + 1] + OFFSET) + 16.0 * (p + OFFSET)) for t, p in ((2, 1.0), (4, -1.0), (5, 0.0))
     ]
@@ -97,8 +100,8 @@ def test_reward_is_new_position_times_return_less_cost_on_the_change_then_scaled
 
 
 def _expected_rewards(trainer: DQNTrainer, n: int, config: DQNConfig) -> np.ndarray:
-    position = trainer.replay_position[:n].cpu().double().numpy()
-    new = trainer.replay_action[:n].cpu().double().numpy() - 1.0
+    position = trainer.replay.position[0, :n].cpu().double().numpy()
+    new = trainer.replay.action[0, :n].cpu().double().numpy() - 1.0
     returns = trainer.data.targets[:n, 0].cpu().double().numpy()
     return (new * returns - config.cost * np.abs(new - position)) * config.reward_scale
 
@@ -108,18 +111,18 @@ def test_greedy_collection_fills_one_transition_per_training_bar(device):
     rng = np.random.default_rng(0)
     x0 = rng.choice([-2.0, -1.0, 1.0, 2.0], size=3000)
     trainer = tiny_trainer(x0, rng.standard_normal(3000) * 1e-3, device)
-    sign_net(trainer.online)
+    sign_net(trainer.networks[0])
     n = trainer.collect(epsilon=0.0)
     assert n == 1999  # 2000 training bars; the last has no next state in the fold
-    actions = trainer.replay_action[:n].cpu().numpy()
+    actions = trainer.replay.action[0, :n].cpu().numpy()
     np.testing.assert_array_equal(actions, np.where(x0[:n] > 0, 2, 0))
-    positions = trainer.replay_position[:n].cpu().numpy()
+    positions = trainer.replay.position[0, :n].cpu().numpy()
     assert set(np.unique(positions)) == {-1.0, 0.0, 1.0}
     assert all(abs((positions == p).mean() - 1 / 3) < 0.05 for p in (-1.0, 0.0, 1.0))
     np.testing.assert_allclose(
-        trainer.replay_reward[:n].cpu().numpy(), _expected_rewards(trainer, n, TINY), rtol=1e-5, atol=1e-6
+        trainer.replay.reward[0, :n].cpu().numpy(), _expected_rewards(trainer, n, TINY), rtol=1e-5, atol=1e-6
     )
-    assert not torch.any(trainer.replay_reward[n:])
+    assert not torch.any(trainer.replay.reward[0, n:])
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -127,13 +130,13 @@ def test_exploring_collection_takes_uniform_random_actions(device):
     rng = np.random.default_rng(1)
     x0 = rng.choice([-2.0, -1.0, 1.0, 2.0], size=3000)
     trainer = tiny_trainer(x0, rng.standard_normal(3000) * 1e-3, device)
-    sign_net(trainer.online)
+    sign_net(trainer.networks[0])
     n = trainer.collect(epsilon=1.0)
-    actions = trainer.replay_action[:n].cpu().numpy()
+    actions = trainer.replay.action[0, :n].cpu().numpy()
     assert all(abs((actions == a).mean() - 1 / 3) < 0.05 for a in range(3))
     assert abs((actions == np.where(x0[:n] > 0, 2, 0)).mean() - 1 / 3) < 0.05  # greedy only by chance
     np.testing.assert_allclose(
-        trainer.replay_reward[:n].cpu().numpy(), _expected_rewards(trainer, n, TINY), rtol=1e-5, atol=1e-6
+        trainer.replay.reward[0, :n].cpu().numpy(), _expected_rewards(trainer, n, TINY), rtol=1e-5, atol=1e-6
     )
 
 
@@ -161,13 +164,13 @@ def test_each_training_step_ends_with_the_polyak_step_of_the_target(device):
         rng.choice([-1.0, 1.0], 300), rng.standard_normal(300) * 1e-3, device, replace(TINY, tau=0.25)
     )
     with torch.no_grad():
-        for p in trainer.target.parameters():
+        for p in trainer.target_params:
             p.add_(1.0)  # target and online differ before the step
     trainer.collect(epsilon=1.0)
-    before = [p.detach().clone() for p in trainer.target.parameters()]
+    before = [p.detach().clone() for p in trainer.target_params]
     trainer.step.run()
-    after_online = [p.detach() for p in trainer.online.parameters()]
-    for old, new, online in zip(before, trainer.target.parameters(), after_online, strict=True):
+    after_online = [p.detach() for p in trainer.params]
+    for old, new, online in zip(before, trainer.target_params, after_online, strict=True):
         torch.testing.assert_close(new, 0.75 * old + 0.25 * online, rtol=1e-6, atol=1e-6)
 
 
@@ -192,19 +195,29 @@ def test_apply_settings_trains_like_a_fresh_trainer_with_those_settings(device):
     rng = np.random.default_rng(3)
     x0, returns = rng.standard_normal(600), rng.standard_normal(600) * 1e-3
     switched = tiny_trainer(x0, returns, device, replace(TINY, steps_per_epoch=5))
-    modules = (switched.online, switched.target, switched.optimizer, switched.step)
-    pointers = [p.data_ptr() for p in switched.online.parameters()]
+    modules = (
+        switched.networks[0],
+        switched.target_params[0].data_ptr(),
+        id(switched.exp_avg),
+        switched.step,
+    )
+    pointers = [p.data_ptr() for p in switched.params]
     switched.apply_settings(replace(SHAPE_FREE, steps_per_epoch=5))
     fresh = tiny_trainer(x0, returns, device, replace(SHAPE_FREE, steps_per_epoch=5))
     for trainer in (switched, fresh):
         trainer.reset_for_fold(0)
         for epoch in range(2):
             trainer.train_epoch(epoch, 2)
-    assert modules == (switched.online, switched.target, switched.optimizer, switched.step)
-    assert pointers == [p.data_ptr() for p in switched.online.parameters()]
-    assert switched.history.loss == pytest.approx(fresh.history.loss, rel=1e-5)
-    for name, tensor in fresh.online.state_dict().items():
-        torch.testing.assert_close(switched.online.state_dict()[name], tensor, rtol=1e-5, atol=1e-6)
+    assert modules == (
+        switched.networks[0],
+        switched.target_params[0].data_ptr(),
+        id(switched.exp_avg),
+        switched.step,
+    )
+    assert pointers == [p.data_ptr() for p in switched.params]
+    assert switched.histories[0].loss == pytest.approx(fresh.histories[0].loss, rel=1e-5)
+    for name, tensor in fresh.networks[0].state_dict().items():
+        torch.testing.assert_close(switched.networks[0].state_dict()[name], tensor, rtol=1e-5, atol=1e-6)
     assert (switched.graph_captures, switched.compiles) == (fresh.graph_captures, fresh.compiles)
 
 
@@ -214,7 +227,7 @@ def test_apply_settings_changes_what_the_next_step_does(device):
     x0, returns = rng.standard_normal(300), rng.standard_normal(300) * 1e-3
     trainer = tiny_trainer(x0, returns, device)
     trainer.collect(epsilon=1.0)
-    u = torch.rand(8, generator=torch.Generator().manual_seed(0)).to(device)
+    u = torch.rand(1, 8, generator=torch.Generator().manual_seed(0)).to(device)
     loss_before = float(trainer.td_loss(u)[0].detach())
     trainer.apply_settings(replace(TINY, gamma=0.0))
     assert float(trainer.td_loss(u)[0].detach()) != loss_before
@@ -224,7 +237,7 @@ def test_apply_settings_changes_what_the_next_step_does(device):
         trainer.reset_for_fold(0)
         trainer.collect(epsilon=1.0)
         trainer.step.run()
-        stepped[lr] = torch.cat([p.detach().flatten() for p in trainer.online.parameters()])
+        stepped[lr] = torch.cat([p.detach().flatten() for p in trainer.params])
     assert not torch.allclose(stepped[1e-3], stepped[1e-1]), "the new learning rate must change the step"
 
 
@@ -270,9 +283,9 @@ def test_only_a_correct_dqn_holds_a_persistent_signal_through_costs(device):
 
     def validation_sharpe(settings: DQNConfig) -> float:
         trainer.apply_settings(settings)
-        trainer.set_fold_range(fold)
+        trainer.window.set_fold_range(fold)
         trainer.reset_for_fold(0)
-        trainer.compute_norm_stats()
+        trainer.window.compute_norm_stats()
         for epoch in range(4):
             trainer.train_epoch(epoch, 4)
         return trainer.validate()["sharpe"]  # always at the evaluation cost

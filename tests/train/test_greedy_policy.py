@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 import torch
 from support.dqn_cases import TINY, constant_layers, readout_net, set_layers, sign_net, tiny_trainer
-from support.trainer_cases import DEVICES, TOLERANCE
+from support.trainer_cases import DEVICES, TOLERANCE, target_network
 
+from foxhunt.config import trading_cost
 from foxhunt.train import (
     FLAT,
     DQNTrainer,
@@ -17,6 +18,7 @@ from foxhunt.train import (
     policy_collapse,
     rollout_positions,
     rollout_positions_reference,
+    score_positions,
 )
 from foxhunt.train.diagnostics import evenly_spaced_blocks
 
@@ -36,7 +38,7 @@ def _sequential_metrics(trainer: DQNTrainer, start: int, end: int, cost: float) 
     with torch.no_grad():
         for t in range(start, end):
             state = torch.cat([trainer.data.features[t], torch.tensor([position], device=trainer.device)])
-            new = float(trainer.online(state.unsqueeze(0)).argmax()) - 1.0
+            new = float(trainer.networks[0](state.unsqueeze(0)).argmax()) - 1.0
             r = float(trainer.data.targets[t, 0])
             gross.append(new * r)
             changes.append(abs(new - position))
@@ -65,7 +67,9 @@ def test_validation_metrics_equal_a_per_bar_loop_at_the_evaluation_cost(device):
     trainer = tiny_trainer(
         x0, rng.standard_normal(900) * 1e-3, device, replace(TINY, cost=0.0), eval_cost=2e-4, eval_spread=2e-4
     )
-    sign_net(trainer.online, hold=3.0, flat_value=1.5)  # hysteresis: the rollout depends on the position held
+    sign_net(
+        trainer.networks[0], hold=3.0, flat_value=1.5
+    )  # hysteresis: the rollout depends on the position held
     got = trainer.validate()
     loop = _sequential_metrics(trainer, 600, 900, cost=3e-4)  # fee + half the spread
     assert 0 < got["turnover"] < 300, "the case must trade, and not on every bar"
@@ -84,16 +88,17 @@ def test_evaluation_cost_is_apart_from_the_training_cost(device):
         replace(TINY, cost=5e-4),
         eval_cost=1e-4,
     )
-    sign_net(trainer.online)
+    sign_net(trainer.networks[0])
     positions = trainer.greedy_positions()
-    default = trainer.evaluate(positions)
-    explicit = trainer.evaluate(positions, cost=2e-4, spread=2e-4)
+    start = trainer.window.fold.val_start
+    default = score_positions(trainer.data, positions, start, trainer.evaluation_cost())
+    explicit = score_positions(trainer.data, positions, start, trading_cost(2e-4, 2e-4))
     assert default["turnover"] > 0
     assert default["gross_return"] - default["total_return"] == pytest.approx(1e-4 * default["turnover"])
     assert explicit["gross_return"] - explicit["total_return"] == pytest.approx(3e-4 * explicit["turnover"])
     legacy = tiny_trainer(rng.choice([-1.0, 1.0], 900), np.zeros(900), device, replace(TINY, cost=5e-4))
-    sign_net(legacy.online)
-    legacy_metrics = legacy.evaluate(legacy.greedy_positions())
+    sign_net(legacy.networks[0])
+    legacy_metrics = legacy.validate()
     assert legacy_metrics["total_return"] == pytest.approx(-5e-4 * legacy_metrics["turnover"])
 
 
@@ -102,12 +107,12 @@ def test_evaluation_cost_is_apart_from_the_training_cost(device):
 def test_epoch_q_statistics_are_mean_and_max_of_abs_q_over_the_batches(device):
     frozen = replace(TINY, lr=1e-12, steps_per_epoch=3)  # weights move by ~1e-12: Q stays as built
     trainer = tiny_trainer(np.ones(60), np.zeros(60), device, frozen)
-    set_layers(trainer.online, *constant_layers([1.0, -3.0, 2.0]))
-    set_layers(trainer.target, *constant_layers([1.0, -3.0, 2.0]))
-    stats = trainer.train_epoch(0, 1)
+    set_layers(trainer.networks[0], *constant_layers([1.0, -3.0, 2.0]))
+    set_layers(target_network(trainer), *constant_layers([1.0, -3.0, 2.0]))
+    stats = trainer.train_epoch(0, 1)[0]
     assert stats["q_mean"] == pytest.approx(2.0, rel=1e-6)  # mean of |1|, |−3|, |2|
     assert stats["q_max"] == pytest.approx(3.0, rel=1e-6)
-    assert trainer.history.q_mean == [stats["q_mean"]] and trainer.history.q_max == [stats["q_max"]]
+    assert trainer.histories[0].q_mean == [stats["q_mean"]] and trainer.histories[0].q_max == [stats["q_max"]]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -120,8 +125,8 @@ def test_epoch_diagnostics_read_the_greedy_policy_in_and_out_of_sample(device):
         replace(TINY, lr=1e-12),
         eval_cost=1e-4,
     )
-    sign_net(trainer.online, flat_value=0.5)
-    stats = trainer.train_epoch(0, 1)
+    sign_net(trainer.networks[0], flat_value=0.5)
+    stats = trainer.train_epoch(0, 1)[0]
     validation = trainer.validate()
     in_sample = trainer.validate(0, 600)
     assert stats["val_sharpe"] == pytest.approx(validation["sharpe"], rel=1e-9)
@@ -129,7 +134,7 @@ def test_epoch_diagnostics_read_the_greedy_policy_in_and_out_of_sample(device):
     positions = trainer.greedy_positions().cpu().numpy()
     assert stats["action_shares"] == pytest.approx([(positions == p).mean() for p in (-1.0, 0.0, 1.0)])
     assert stats["feature_agreement"] == 0.0 and not stats["features_ignored"] and not stats["collapsed"]
-    assert trainer.history.val_sharpe == [stats["val_sharpe"]]
+    assert trainer.histories[0].val_sharpe == [stats["val_sharpe"]]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -138,17 +143,17 @@ def test_a_policy_that_always_goes_long_is_flagged_collapsed_and_blind_to_featur
     trainer = tiny_trainer(
         rng.choice([-2.0, 2.0], 900), rng.standard_normal(900) * 1e-3, device, replace(TINY, lr=1e-12)
     )
-    set_layers(trainer.online, *constant_layers([0.0, 0.0, 1.0]))
-    stats = trainer.train_epoch(0, 1)
+    set_layers(trainer.networks[0], *constant_layers([0.0, 0.0, 1.0]))
+    stats = trainer.train_epoch(0, 1)[0]
     assert stats["action_shares"] == [0.0, 0.0, 1.0]
-    assert stats["collapsed"] and trainer.history.collapsed
-    assert stats["feature_agreement"] == 1.0 and trainer.history.features_ignored
+    assert stats["collapsed"] and trainer.histories[0].collapsed
+    assert stats["feature_agreement"] == 1.0 and trainer.histories[0].features_ignored
 
 
 def test_diagnostics_off_leave_only_the_training_figures():
     trainer = tiny_trainer(np.ones(60), np.zeros(60), "cpu", diagnostics=False)
-    stats = trainer.train_epoch(0, 1)
-    assert "val_sharpe" not in stats and trainer.history.val_sharpe == [] and trainer.history.loss
+    stats = trainer.train_epoch(0, 1)[0]
+    assert "val_sharpe" not in stats and trainer.histories[0].val_sharpe == [] and trainer.histories[0].loss
 
 
 def test_policy_collapse_flags_one_action_on_most_bars():
@@ -163,10 +168,16 @@ def test_policy_collapse_flags_one_action_on_most_bars():
 def test_feature_agreement_is_one_for_a_policy_that_ignores_the_features(device):
     trainer = tiny_trainer(np.array([-2.0, -1.0, 1.0, 2.0] * 10), np.zeros(40), device)
     features = trainer.data.features
-    readout_net(trainer.online, 0.0, 16.0, [0.0, 1.0, 2.0])  # Q depends on the position only
-    assert float(feature_agreement(trainer.online, features, trainer.mean, trainer.std)) == 1.0
-    sign_net(trainer.online, flat_value=0.5)  # at the mean (x0 = 0) flat; on every row short or long
-    assert float(feature_agreement(trainer.online, features, trainer.mean, trainer.std)) == 0.0
+    readout_net(trainer.networks[0], 0.0, 16.0, [0.0, 1.0, 2.0])  # Q depends on the position only
+    assert (
+        float(feature_agreement(trainer.networks[0], features, trainer.window.mean, trainer.window.std))
+        == 1.0
+    )
+    sign_net(trainer.networks[0], flat_value=0.5)  # at the mean (x0 = 0) flat; on every row short or long
+    assert (
+        float(feature_agreement(trainer.networks[0], features, trainer.window.mean, trainer.window.std))
+        == 0.0
+    )
 
 
 def test_evenly_spaced_blocks_cover_the_range_within_the_row_budget():

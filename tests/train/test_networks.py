@@ -1,87 +1,96 @@
-"""The Q-network's faster evaluations on CUDA compute what the modules compute.
+"""The Q-network's faster evaluations compute what the modules compute.
 
-Paired next-state values (online and target networks as one batched product per layer) and fused
-activations (bias and ReLU in the product's epilogue) are CUDA switches; these tests pin them on
-every device against the modules' own forward, so a swapped slot or a wrong transpose fails.
+The members' stacked products, the paired next-state values (online and target networks as one
+batched product per layer) and fused activations (bias and ReLU in the product's epilogue); these
+tests pin them on every device against the modules' own forward, so a swapped slot, a wrong member
+or a wrong transpose fails.
 """
 
 import numpy as np
 import pytest
 import torch
-from support.dqn_cases import TINY, constant_layers, draw_for, fill_replay, set_layers, tiny_trainer
-from support.trainer_cases import DEVICES
+from support.dqn_cases import (
+    TINY,
+    constant_layers,
+    draw_for,
+    fill_replay,
+    member_q_and_target,
+    set_layers,
+    tiny_trainer,
+)
+from support.trainer_cases import DEVICES, target_network
 
-from foxhunt.train.networks import build_qnet, inference_q, linears, pair_networks, paired_q
+from foxhunt.train.networks import build_qnet, inference_q, linears, member_network
+from foxhunt.train.stacked import paired_q, stacked_q, stacked_weights
 
 # TF32 products (set by a CUDA trainer for the whole process) round to about 1e-3.
 CLOSE = {"cpu": {"rtol": 1e-6, "atol": 1e-6}, "cuda": {"rtol": 1e-2, "atol": 1e-2}}
+MEMBERS = 3
 
 
-def _networks(device: str, seed: int = 0) -> tuple[torch.nn.Sequential, torch.nn.Sequential]:
-    torch.manual_seed(seed)
-    online, target = build_qnet(6, 16).to(device), build_qnet(6, 16).to(device)
-    target.requires_grad_(False)
-    return online, target
+def _stacked(device: str, paired: bool, seed: int = 0):
+    """Online and target weights of 3 members drawn at random: (params, target, pairs)."""
+    shapes = [s.shape for lin in linears(build_qnet(6, 16)) for s in (lin.weight, lin.bias)]
+    params, target, pairs = stacked_weights(shapes, MEMBERS, torch.device(device), paired)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for tensor in [*params, *target]:
+            tensor.copy_(torch.randn(tensor.shape, generator=gen).to(device) * 0.3)
+    return params, target, pairs
 
 
 def _states(device: str, rows: int = 64) -> torch.Tensor:
-    return torch.randn(rows, 7, generator=torch.Generator().manual_seed(1)).to(device)
+    return torch.randn(MEMBERS, rows, 7, generator=torch.Generator().manual_seed(1)).to(device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_stacked_values_are_each_members_own_network(device):
+    params, _, _ = _stacked(device, paired=False)
+    states = _states(device)
+    with torch.no_grad():
+        q = stacked_q(params, states)
+        for i in range(MEMBERS):
+            torch.testing.assert_close(q[i], member_network(params, i, 16)(states[i]), **CLOSE[device])
+    assert not torch.allclose(q[0], q[1])
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_paired_values_are_the_online_and_the_target_networks_own(device):
-    online, target = _networks(device)
+    params, target, pairs = _stacked(device, paired=True)
     states = _states(device)
     with torch.no_grad():
-        expected = (online(states), target(states))
-        pairs = pair_networks(online, target)
         q_online, q_target = paired_q(pairs, states)
-    torch.testing.assert_close(q_online, expected[0], **CLOSE[device])
-    torch.testing.assert_close(q_target, expected[1], **CLOSE[device])
-    assert not torch.allclose(expected[0], expected[1])  # a swapped slot would fail above
+        for i in range(MEMBERS):
+            torch.testing.assert_close(q_online[i], member_network(params, i, 16)(states[i]), **CLOSE[device])
+            torch.testing.assert_close(q_target[i], member_network(target, i, 16)(states[i]), **CLOSE[device])
+    assert not torch.allclose(q_online, q_target)  # a swapped slot would fail above
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_paired_values_are_exact_for_a_hand_built_pair(device):
-    online, target = build_qnet(2, 4).to(device), build_qnet(2, 4).to(device)
-    set_layers(online, *constant_layers([0.0, 0.0, 1.0]))
-    set_layers(target, *constant_layers([5.0, 1.0, 2.0]))
+def test_the_paired_parameters_are_views_of_their_slot(device):
+    params, target, pairs = _stacked(device, paired=True)
+    assert params[0].data_ptr() == pairs[0][0].data_ptr() and target[1].data_ptr() == pairs[1][1].data_ptr()
+    assert params[0].requires_grad and not target[0].requires_grad
     with torch.no_grad():
-        q_online, q_target = paired_q(pair_networks(online, target), torch.ones(3, 3, device=device))
-    assert q_online.tolist() == [[0.0, 0.0, 1.0]] * 3
-    assert q_target.tolist() == [[5.0, 1.0, 2.0]] * 3
+        target[0].mul_(0.5)  # as the Polyak step and resets write: in place
+    assert torch.equal(pairs[0][1], target[0])
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_pairing_makes_each_parameter_a_view_of_its_slot(device):
-    online, target = _networks(device)
-    before = [p.detach().clone() for p in [*online.parameters(), *target.parameters()]]
-    pairs = pair_networks(online, target)
-    after = [*online.parameters(), *target.parameters()]
-    for old, new in zip(before, after, strict=True):
-        assert torch.equal(old, new)
-    weights, biases = pairs[0]
-    first_online, first_target = linears(online)[0], linears(target)[0]
-    assert first_online.weight.data_ptr() == weights[0].data_ptr()
-    assert first_target.bias.data_ptr() == biases[1].data_ptr()
-    assert first_online.weight.requires_grad and not first_target.weight.requires_grad
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_an_in_place_update_of_a_module_is_what_the_pair_reads(device):
-    online, target = _networks(device)
-    pairs = pair_networks(online, target)
-    states = _states(device)
+def test_a_members_network_is_a_view_of_its_slot(device):
+    params, _, _ = _stacked(device, paired=False)
+    net = member_network(params, 1, 16)
+    assert linears(net)[0].weight.data_ptr() == params[0][1].data_ptr()
     with torch.no_grad():
-        for p in target.parameters():
-            p.mul_(0.5)  # as the Polyak step and resets write: in place
-        torch.testing.assert_close(paired_q(pairs, states)[1], target(states), **CLOSE[device])
+        params[0][1].zero_()
+    assert not torch.any(linears(net)[0].weight)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_fused_activations_compute_the_modules_forward(device):
-    online, _ = _networks(device)
-    states = _states(device, rows=512)
+    torch.manual_seed(0)
+    online = build_qnet(6, 16).to(device)
+    states = _states(device, rows=512)[0]
     with torch.no_grad():
         torch.testing.assert_close(inference_q(online, states, True), online(states), **CLOSE[device])
         assert torch.equal(inference_q(online, states, False), online(states))
@@ -89,12 +98,14 @@ def test_fused_activations_compute_the_modules_forward(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_td_target_from_paired_values_is_the_double_dqn_target(device):
-    separate = tiny_trainer(np.arange(12) % 3 - 1.0, np.zeros(12), device, TINY)
-    set_layers(separate.online, *constant_layers([0.0, 0.0, 1.0]))  # online argmax: long
-    set_layers(separate.target, *constant_layers([5.0, 1.0, 2.0]))  # target's own max: short
-    fill_replay(separate, [0.0, 1.0], [2, 0], [0.25, -0.5])
-    u = draw_for(separate, [0, 1])
-    _, y_separate, _ = separate.q_and_target(u)
-    separate.pairs = pair_networks(separate.online, separate.target)
-    _, y_paired, _ = separate.q_and_target(u)
+    trainer = tiny_trainer(np.arange(12) % 3 - 1.0, np.zeros(12), device, TINY)
+    set_layers(trainer.networks[0], *constant_layers([0.0, 0.0, 1.0]))  # online argmax: long
+    set_layers(target_network(trainer), *constant_layers([5.0, 1.0, 2.0]))  # target's own max: short
+    fill_replay(trainer, [0.0, 1.0], [2, 0], [0.25, -0.5])
+    u = draw_for(trainer, [0, 1])
+    _, y_separate, _ = member_q_and_target(trainer, u)
+    trainer.pairs = [
+        torch.stack([o.detach(), t]) for o, t in zip(trainer.params, trainer.target_params, strict=True)
+    ]
+    _, y_paired, _ = member_q_and_target(trainer, u)
     assert y_paired.tolist() == y_separate.tolist() == pytest.approx([0.25 + 0.9 * 2.0, -0.5 + 0.9 * 2.0])

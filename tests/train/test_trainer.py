@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from support.trainer_cases import DEVICES, FOLDS, SMALL, TOLERANCE, planted_arrays, run_fold
+from support.trainer_cases import DEVICES, FOLDS, SMALL, TOLERANCE, planted_arrays, run_fold, target_network
 
 from foxhunt.config import DQNConfig, FoldConfig
 from foxhunt.data.bars import generate_sample_bars
@@ -35,11 +35,15 @@ def synthetic():
 def _in_place_pointers(trainer: DQNTrainer) -> tuple:
     """Every buffer a captured graph reads, by address."""
     return (
-        [p.data_ptr() for p in trainer.online.parameters()],
-        [v.data_ptr() for s in trainer.optimizer.state.values() for v in s.values()],
-        [p.data_ptr() for p in trainer.target.parameters()],
-        trainer.mean.data_ptr(),
-        trainer.replay_reward.data_ptr(),
+        [p.data_ptr() for p in trainer.params],
+        [
+            v.data_ptr()
+            for s in [{"m": m} for m in (*trainer.exp_avg, *trainer.exp_avg_sq, trainer.adam_step)]
+            for v in s.values()
+        ],
+        [p.data_ptr() for p in trainer.target_params],
+        trainer.window.mean.data_ptr(),
+        trainer.replay.reward.data_ptr(),
         trainer.loss_sum.data_ptr(),
         trainer.settings.gamma.data_ptr(),
     )
@@ -54,12 +58,12 @@ def test_reset_for_fold_makes_a_reused_trainer_equal_a_fresh_one(synthetic, devi
     reused_metrics = run_fold(persistent, FOLDS[2])
     fresh = DQNTrainer(data, SMALL, max_train_rows=8000, seed=3)
     fresh_metrics = run_fold(fresh, FOLDS[2])
-    for name, tensor in fresh.online.state_dict().items():
-        assert torch.equal(tensor, persistent.online.state_dict()[name]), name
-    for name, tensor in fresh.target.state_dict().items():
-        assert torch.equal(tensor, persistent.target.state_dict()[name]), name
+    for name, tensor in fresh.networks[0].state_dict().items():
+        assert torch.equal(tensor, persistent.networks[0].state_dict()[name]), name
+    for name, tensor in target_network(fresh).state_dict().items():
+        assert torch.equal(tensor, target_network(persistent).state_dict()[name]), name
     assert reused_metrics == fresh_metrics
-    assert persistent.history.loss == fresh.history.loss
+    assert persistent.histories[0].loss == fresh.histories[0].loss
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -68,22 +72,30 @@ def test_reset_for_fold_keeps_modules_optimizer_and_buffers(synthetic, device):
     trainer = DQNTrainer(data, SMALL, max_train_rows=8000)
     run_fold(trainer, FOLDS[0])
     kept = (
-        trainer.online,
-        trainer.target,
-        trainer.optimizer,
-        trainer.replay_action.data_ptr(),
-        [p.data_ptr() for p in trainer.online.parameters()],
-        [v.data_ptr() for s in trainer.optimizer.state.values() for v in s.values()],
+        trainer.networks[0],
+        trainer.target_params[0].data_ptr(),
+        id(trainer.exp_avg),
+        trainer.replay.action.data_ptr(),
+        [p.data_ptr() for p in trainer.params],
+        [
+            v.data_ptr()
+            for s in [{"m": m} for m in (*trainer.exp_avg, *trainer.exp_avg_sq, trainer.adam_step)]
+            for v in s.values()
+        ],
     )
     pointers = _in_place_pointers(trainer)
     trainer.reset_for_fold(1)
     assert kept == (
-        trainer.online,
-        trainer.target,
-        trainer.optimizer,
-        trainer.replay_action.data_ptr(),
-        [p.data_ptr() for p in trainer.online.parameters()],
-        [v.data_ptr() for s in trainer.optimizer.state.values() for v in s.values()],
+        trainer.networks[0],
+        trainer.target_params[0].data_ptr(),
+        id(trainer.exp_avg),
+        trainer.replay.action.data_ptr(),
+        [p.data_ptr() for p in trainer.params],
+        [
+            v.data_ptr()
+            for s in [{"m": m} for m in (*trainer.exp_avg, *trainer.exp_avg_sq, trainer.adam_step)]
+            for v in s.values()
+        ],
     )
     assert pointers == _in_place_pointers(trainer)
 
@@ -94,14 +106,14 @@ def test_reset_for_fold_clears_adam_moments_replay_and_counters(synthetic, devic
     trainer = DQNTrainer(data, SMALL, max_train_rows=8000)
     run_fold(trainer, FOLDS[0])
     trainer.reset_for_fold(1)
-    for state in trainer.optimizer.state.values():
+    for state in [{"m": m} for m in (*trainer.exp_avg, *trainer.exp_avg_sq, trainer.adam_step)]:
         for value in state.values():
             assert not torch.any(value), "Adam state survived the reset"
-    assert not torch.any(trainer.replay_reward)
-    assert torch.all(trainer.replay_action == FLAT)
-    assert trainer.history.loss == [] and trainer.steps_done == 0
+    assert not torch.any(trainer.replay.reward)
+    assert torch.all(trainer.replay.action == FLAT)
+    assert trainer.histories[0].loss == [] and trainer.steps_done == 0
     assert float(trainer.loss_sum) == 0.0 and float(trainer.q_absmax) == 0.0
-    assert float(trainer.q_abs_sum) == 0.0 and trainer.history.action_shares == []
+    assert float(trainer.q_abs_sum) == 0.0 and trainer.histories[0].action_shares == []
 
 
 def test_every_fold_reads_the_same_device_storage_without_copies(synthetic):
@@ -128,8 +140,8 @@ def test_norm_stats_are_the_training_slice_mean_and_std(synthetic, device):
     trainer = DQNTrainer(
         to_device(features, targets, timestamp, torch.device(device)), SMALL, max_train_rows=8000
     )
-    trainer.set_fold_range(FOLDS[1])
-    mean, std = trainer.compute_norm_stats()
+    trainer.window.set_fold_range(FOLDS[1])
+    mean, std = trainer.window.compute_norm_stats()
     train = features[4000:12_000].astype(np.float64)
     np.testing.assert_allclose(mean.cpu().numpy(), train.mean(axis=0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(std.cpu().numpy(), train.std(axis=0), rtol=1e-4)
@@ -143,8 +155,8 @@ def test_constant_feature_gets_unit_std(synthetic, device):
     trainer = DQNTrainer(
         to_device(features, targets, timestamp, torch.device(device)), SMALL, max_train_rows=8000
     )
-    trainer.set_fold_range(FOLDS[0])
-    _, std = trainer.compute_norm_stats()
+    trainer.window.set_fold_range(FOLDS[0])
+    _, std = trainer.window.compute_norm_stats()
     assert float(std[5]) == 1.0
 
 
@@ -190,8 +202,8 @@ def test_validation_equals_a_sequential_greedy_loop(synthetic, device):
     pnl = []
     with torch.no_grad():
         for t in range(start, end):
-            x = (torch.from_numpy(features[t]).to(dev) - trainer.mean) / trainer.std
-            q = trainer.online(torch.cat([x, torch.tensor([position], device=dev)]).unsqueeze(0))
+            x = (torch.from_numpy(features[t]).to(dev) - trainer.window.mean) / trainer.window.std
+            q = trainer.networks[0](torch.cat([x, torch.tensor([position], device=dev)]).unsqueeze(0))
             new = float(q.argmax()) - 1.0
             pnl.append(new * float(targets[t, 0]) - SMALL.cost * abs(new - position))
             position = new

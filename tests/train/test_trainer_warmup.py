@@ -6,7 +6,7 @@ import torch
 from support.trainer_cases import DEVICES, FOLDS, SMALL, planted_arrays, run_fold
 
 from foxhunt.train import DQNTrainer, to_device
-from foxhunt.train.warmup import WARM_VAL_ROWS, warm_up, warm_up_range
+from foxhunt.train.step import WARM_VAL_ROWS, warm_up_range
 
 
 @pytest.fixture(scope="module")
@@ -32,19 +32,19 @@ def test_there_is_no_warm_up_range_in_a_handful_of_rows():
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_warm_up_leaves_no_fold_behind(synthetic, device):
     trainer = DQNTrainer(to_device(*synthetic, torch.device(device)), SMALL, max_train_rows=8000, seed=3)
-    warm_up(trainer, 8000)
-    assert trainer.fold_range is None
-    assert not torch.any(trainer.mean) and torch.all(trainer.std == 1.0)
-    assert (int(trainer.n_valid), int(trainer.train_start)) == (1, 0)
+    trainer.warm_up(8000)
+    assert trainer.window.fold_range is None
+    assert not torch.any(trainer.window.mean) and torch.all(trainer.window.std == 1.0)
+    assert (int(trainer.window.n_valid), int(trainer.window.train_start)) == (1, 0)
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_warmed_trainer_trains_exactly_like_one_that_was_not(synthetic, device):
     data = to_device(*synthetic, torch.device(device))
     warmed = DQNTrainer(data, SMALL, max_train_rows=8000, seed=3)
-    warm_up(warmed, 8000)
+    warmed.warm_up(8000)
     warmed.reset_for_fold(0)  # as the build does after its warm-up
     plain = DQNTrainer(data, SMALL, max_train_rows=8000, seed=3)
     assert run_fold(warmed, FOLDS[1]) == run_fold(plain, FOLDS[1])
-    for name, tensor in plain.online.state_dict().items():
-        assert torch.equal(tensor, warmed.online.state_dict()[name]), name
+    for name, tensor in plain.networks[0].state_dict().items():
+        assert torch.equal(tensor, warmed.networks[0].state_dict()[name]), name

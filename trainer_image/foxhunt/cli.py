@@ -46,7 +46,7 @@ _GROUPS = {"folds": "walk-forward folds", "eval": "evaluation (fixed per run, ne
 _PYTHON_TYPES = {"int": int, "float": float, "str": str}
 
 
-def _add_setting(p: argparse.ArgumentParser, flag: str, default) -> None:
+def _add_setting(p: argparse.ArgumentParser | argparse._ArgumentGroup, flag: str, default) -> None:
     """One flag of FLAGS: its type, choices and help from the config field it sets."""
     f = field_at(FLAGS[flag])
     kind = str(f.type).removesuffix(" | None")
@@ -220,9 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
     try:
         from foxhunt_workflows.commands import add_workflow_commands
     except ImportError:  # the trainer image may ship without the workflows package
-        add_workflow_commands = None
-    if add_workflow_commands is not None:
-        add_workflow_commands(sub)
+        return parser
+    add_workflow_commands(sub)
     return parser
 
 

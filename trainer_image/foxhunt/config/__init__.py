@@ -11,7 +11,8 @@ parser and the workflows package read it.
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, dataclass, fields, replace
+from dataclasses import MISSING, Field, dataclass, fields, replace
+from typing import Any
 
 from foxhunt.config.setting import check_fields, expectation, section, setting
 from foxhunt.errors import ConfigError
@@ -293,11 +294,20 @@ def config_keys(cls: type) -> list[str]:
     return [f.name for f in fields(cls)]
 
 
+def _default(f: Field) -> Any:
+    """A config field's default value (its factory's product for a nested config)."""
+    if f.default is not MISSING:
+        return f.default
+    factory = f.default_factory
+    assert callable(factory), f"{f.name}: a config field has a default"
+    return factory()
+
+
 def field_at(path: str, cls: type = RunConfig):
     """The dataclass Field at a dotted path like "folds.train_days"."""
     head, _, rest = path.partition(".")
     f = next(f for f in fields(cls) if f.name == head)
-    return field_at(rest, f.default_factory().__class__) if rest else f
+    return field_at(rest, _default(f).__class__) if rest else f
 
 
 def value_at(config, path: str):
@@ -352,8 +362,8 @@ def run_config_from_flags(values: dict[str, object], base: RunConfig | None = No
         else:
             top[head] = value
     for head, changes in nested.items():
-        top[head] = replace(top.get(head, getattr(base, head)), **changes)
-    return replace(base, **top)
+        top[head] = replace(top.get(head, getattr(base, head)), **changes)  # type: ignore[type-var]
+    return replace(base, **top)  # type: ignore[arg-type]  # the values were checked field by field
 
 
 def override(config, params: dict, *, what: str):
@@ -374,7 +384,7 @@ def describe(cls: type) -> list[str]:
     """One line per field of a config class: name, doc, allowed values and default."""
     lines = []
     for f in fields(cls):
-        default = f.default_factory() if f.default is MISSING else f.default
+        default = _default(f)
         shown = type(default).__name__ if f.default is MISSING else flag_value(default) or "none"
         lines.append(f"{f.name}: {f.metadata['doc']} Allowed: {expectation(f)}. Default: {shown}.")
     return lines

@@ -220,7 +220,11 @@ def read_bars_file(uri: str, tz: str | None = None, timestamp_unit: str | None =
         validate_bars(bars, uri)
     except BarsError as exc:
         naive = stamps.combine_chunks() if _is_naive(stamps) and tz and tz.upper() != "UTC" else None
-        note = _dst_note(naive, tz, exc.row) if exc.ordering and naive is not None else ""
+        note = (
+            _dst_note(naive, tz, exc.row)
+            if exc.ordering and naive is not None and tz and exc.row is not None
+            else ""
+        )
         if note:
             raise BarsError(f"{exc}{note}", row=exc.row, ordering=True) from exc
         raise

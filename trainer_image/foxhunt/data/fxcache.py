@@ -82,7 +82,7 @@ def _workers() -> int:
 
 
 def _byte_chunks(array: np.ndarray) -> list[memoryview]:
-    flat = memoryview(np.ascontiguousarray(array)).cast("B")
+    flat = memoryview(np.ascontiguousarray(array)).cast("B")  # type: ignore[arg-type]  # numpy arrays are buffers
     return [flat[i : i + CHECKSUM_CHUNK_BYTES] for i in range(0, len(flat), CHECKSUM_CHUNK_BYTES)] or [flat]
 
 
@@ -129,9 +129,9 @@ def _check_content(uri: str, timestamp: np.ndarray, features: np.ndarray, target
             f"({int(timestamp[row - 1])} then {int(timestamp[row])})"
         )
     for name, values in (("features", features), ("targets", targets)):
-        row = _first_nonfinite(values)
-        if row is not None:
-            raise FxCacheError(f"{uri}: {name} has a NaN or infinite value at row {row}")
+        nonfinite = _first_nonfinite(values)
+        if nonfinite is not None:
+            raise FxCacheError(f"{uri}: {name} has a NaN or infinite value at row {nonfinite}")
 
 
 def _encode_metadata(metadata: dict) -> dict[bytes, bytes]:

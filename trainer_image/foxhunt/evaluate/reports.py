@@ -24,72 +24,6 @@ RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")  # how a r
 RUN_STATUSES: tuple[str, ...] = ("running", *RUN_ENDINGS)
 
 
-@dataclass(frozen=True)
-class PolicyMetrics:
-    """How a policy did over one window, after costs."""
-
-    sharpe: float  # annualised with the window's bars per year
-    total_return: float  # sum of per-bar log returns
-    max_drawdown: float  # largest fall from a peak, as a fraction of the peak's equity
-    turnover: float  # sum of |position change|, in units of position
-    hit_rate: float  # share of bars with a position that made money
-    gross_sharpe: float  # the Sharpe before costs
-    gross_return: float  # the total log return before costs
-    exposure: float  # mean |position|
-
-    @classmethod
-    def from_dict(cls, data: dict) -> PolicyMetrics:
-        """Read the five figures from a dict holding at least them."""
-        return cls(**{f.name: float(data[f.name]) for f in fields(cls)})
-
-    @classmethod
-    def from_evaluation(cls, evaluation: Evaluation) -> PolicyMetrics:
-        """The short form of a policy's evaluation: net figures, with the gross Sharpe and return."""
-        net, gross = evaluation.net, evaluation.gross
-        return cls(
-            sharpe=net.sharpe,
-            total_return=net.log_return,
-            max_drawdown=net.max_drawdown,
-            turnover=net.turnover,
-            hit_rate=net.hit_rate,
-            gross_sharpe=gross.sharpe,
-            gross_return=gross.log_return,
-            exposure=net.exposure,
-        )
-
-
-@dataclass(frozen=True)
-class Validation:
-    """The greedy policy over a fold's validation window, beside baselines under the same costs."""
-
-    model: PolicyMetrics
-    baselines: dict[str, PolicyMetrics]  # by name: buy_and_hold, flat, ...
-    periods_per_year: float
-
-    def to_dict(self) -> dict:
-        """The model's figures at the top level, each baseline's under its name."""
-        return {
-            **asdict(self.model),
-            **{name: asdict(m) for name, m in self.baselines.items()},
-            "periods_per_year": self.periods_per_year,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Validation:
-        """Read what `to_dict` wrote: every dict-valued key is a baseline."""
-        baselines = {name: PolicyMetrics.from_dict(v) for name, v in data.items() if isinstance(v, dict)}
-        return cls(PolicyMetrics.from_dict(data), baselines, float(data["periods_per_year"]))
-
-    @classmethod
-    def from_window(cls, window: WindowEvaluation) -> Validation:
-        """The short form of a fold's window evaluation: the model and every baseline, after costs."""
-        return cls(
-            PolicyMetrics.from_evaluation(window.policies[MODEL]),
-            {n: PolicyMetrics.from_evaluation(e) for n, e in window.policies.items() if n != MODEL},
-            window.policies[MODEL].net.periods_per_year,
-        )
-
-
 def window_to_dict(window: WindowEvaluation) -> dict:
     """The JSON shape of a window's evaluation; `start`/`end` (ISO-8601 UTC) are for readers, not read back."""
     from foxhunt.data.bars import iso_utc
@@ -150,7 +84,7 @@ class FoldDates:
 
 @dataclass
 class FoldReport:
-    """One trained fold: its ranges, timings, training history and validation."""
+    """One trained fold: its ranges, timings, training history, and its evaluation beside the baselines."""
 
     fold: int
     train_start: int  # end-exclusive row indices into the fxcache
@@ -164,8 +98,7 @@ class FoldReport:
     samples_per_second: float
     steps: int
     epochs: list[EpochStats]
-    validation: Validation
-    evaluation: WindowEvaluation | None = None  # the model and the baselines over the validation window
+    evaluation: WindowEvaluation  # the model and the baselines over the validation window, each figure once
     warnings: list[str] = field(default_factory=list)  # training diagnostics: collapse, features ignored
 
     @property
@@ -208,8 +141,7 @@ class FoldReport:
             "loss": self.loss,
             "steps": self.steps,
             "epochs": [asdict(e) for e in self.epochs],
-            "validation": self.validation.to_dict(),
-            "evaluation": None if self.evaluation is None else window_to_dict(self.evaluation),
+            "evaluation": window_to_dict(self.evaluation),
             "warnings": list(self.warnings),
         }
 
@@ -229,8 +161,7 @@ class FoldReport:
             samples_per_second=float(data["samples_per_second"]),
             steps=int(data["steps"]),
             epochs=[EpochStats(**e) for e in data["epochs"]],
-            validation=Validation.from_dict(data["validation"]),
-            evaluation=window_from_dict(data["evaluation"]) if data.get("evaluation") else None,
+            evaluation=window_from_dict(data["evaluation"]),
             warnings=list(data.get("warnings", [])),
         )
 
@@ -334,24 +265,8 @@ def window_row(label: str, window: WindowEvaluation) -> TableRow:
 
 
 def _report_row(report: FoldReport) -> TableRow:
-    """A fold's row: from its evaluation, else (a report of an older release) from its validation."""
-    if report.evaluation is not None:
-        return window_row(str(report.fold), report.evaluation)
-    v = report.validation
-    best = max(v.baselines, key=lambda name: v.baselines[name].sharpe)
-    return TableRow(
-        str(report.fold),
-        report.dates.val_first_bar,
-        report.dates.val_last_bar,
-        report.val_rows,
-        math.expm1(v.model.total_return),
-        v.model.max_drawdown,
-        v.model.sharpe,
-        float("nan"),
-        v.baselines["buy_and_hold"].sharpe,
-        best,
-        v.baselines[best].sharpe,
-    )
+    """A fold's row of the table, from its evaluation."""
+    return window_row(str(report.fold), report.evaluation)
 
 
 def evaluation_table(rows: list[TableRow]) -> str:

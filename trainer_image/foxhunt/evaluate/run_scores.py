@@ -48,7 +48,7 @@ def fold_baselines(features, targets, fold_range, scoring: Scoring) -> dict[str,
     """Every baseline's positions over the fold's validation window, on the features' device."""
     from foxhunt.evaluate import baselines  # torch: imported where the baselines are computed
 
-    return baselines.fold_baselines(features, targets, fold_range, scoring.cost_per_unit)
+    return dict(baselines.fold_baselines(features, targets, fold_range, scoring.cost_per_unit))
 
 
 def evaluate_fold(

@@ -116,18 +116,23 @@ def cache_key(step_shapes: dict) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:24]
 
 
+def beside_fxcache(fxcache_uri: str) -> str:
+    """The folder of compiled steps beside the fxcache (`--compile-cache auto`)."""
+    return f"{str(fxcache_uri).rstrip('/')}.torch-compile"
+
+
 def cache_folder(setting: str, fxcache_uri: str) -> str | None:
     """Where compiled steps live for `--compile-cache SETTING`: beside the fxcache (auto), a folder, or None."""
     if setting == OFF:
         return None
     if setting == AUTO:
-        return f"{str(fxcache_uri).rstrip('/')}.torch-compile"
+        return beside_fxcache(fxcache_uri)
     return setting
 
 
 def artifact_uri(fxcache_uri: str, key: str) -> str:
     """Where the compiled step for `key` lives, beside the fxcache."""
-    return storage.join(cache_folder(AUTO, fxcache_uri), f"{key}.bin")
+    return storage.join(beside_fxcache(fxcache_uri), f"{key}.bin")
 
 
 def checked_artifacts(blob: bytes):

@@ -24,7 +24,7 @@ from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import ScoreMemo, Scoring
-from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport, Validation
+from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport
 from foxhunt.evaluate.run_scores import (
     POSITIONS_FILE,
     evaluate_fold,
@@ -177,7 +177,6 @@ def finish_fold(
         samples_per_second=trainer.steps_done * trainer.config.batch_size / max(phases["train"], 1e-9),
         steps=trainer.steps_done,
         epochs=epoch_stats,
-        validation=Validation.from_window(window),
         evaluation=window,
         warnings=fold_warnings(fold, epoch_stats),
     )

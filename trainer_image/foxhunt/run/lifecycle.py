@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import Literal
 
 from foxhunt import out_dir, storage
 from foxhunt.config import RunConfig
@@ -73,7 +74,7 @@ class StopSignals:
 
     def restore(self) -> None:
         for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
+            signal.signal(signum, handler)  # type: ignore[arg-type]  # what signal.getsignal returned
         self._previous = {}
 
 
@@ -191,7 +192,7 @@ class Run:
             self.metrics.close()
             self.lock.release()
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> Literal[False]:
         if exc is None:
             self._finish_or_fail("succeeded")
             return False

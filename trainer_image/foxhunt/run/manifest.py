@@ -75,7 +75,7 @@ class Manifest:
 
     def identity(self) -> dict[str, object]:
         """What must be equal for a run to continue these outputs, by dotted key."""
-        flat = {
+        flat: dict[str, object] = {
             "format": self.format,
             "fxcache_checksum": self.fxcache_checksum,
             "code_version": self.code_version,

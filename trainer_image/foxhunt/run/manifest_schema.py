@@ -35,7 +35,8 @@ def _typed(data: dict, key: str, kind, where: str, optional: bool = False):
 
 
 def _output_name(name: object, where: str) -> None:
-    _require(isinstance(name, str), where, f"names an output that is no string: {name!r}")
+    if not isinstance(name, str):
+        raise ManifestInvalid(f"{where} names an output that is no string: {name!r}")
     _require(
         "\\" not in name and "\x00" not in name and not name.startswith("/") and run_file(name),
         where,
@@ -44,8 +45,9 @@ def _output_name(name: object, where: str) -> None:
 
 
 def _work(data: object, where: str, prefix: str) -> None:
-    _require(isinstance(data, dict), where, "is not an object")
-    folds = _typed(data, "folds", dict, where)  # type: ignore[arg-type]
+    if not isinstance(data, dict):
+        raise ManifestInvalid(f"{where} is not an object")
+    folds = _typed(data, "folds", dict, where)
     for key, record in folds.items():
         at = f"{where}.folds.{key}"
         _require(bool(FOLD_KEY.fullmatch(key)), at, "is no fold number")
@@ -69,7 +71,8 @@ def _work(data: object, where: str, prefix: str) -> None:
 
 def validate(data: object) -> None:
     """ManifestInvalid (a ValueError) naming the first field that a run would not have written."""
-    _require(isinstance(data, dict), "manifest", "is not a JSON object")
+    if not isinstance(data, dict):
+        raise ManifestInvalid("manifest is not a JSON object")
     _typed(data, "format", int, "manifest")
     for key in ("fxcache", "code_version", "device"):
         _typed(data, key, str, "manifest")

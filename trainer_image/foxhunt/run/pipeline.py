@@ -411,7 +411,7 @@ def pipeline(
     check_inputs_outside(out_uri, bars_uris or ())
     fxcache_uri = storage.join(out_uri, out_dir.PIPELINE_FXCACHE)
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
-    emit = progress or console(settings.log_format, settings.run_id)
+    emit = progress or console(settings.log_format, settings.run_id or "")
 
     def prepare() -> dict:
         return precompute(

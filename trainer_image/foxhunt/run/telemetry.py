@@ -96,22 +96,22 @@ FOLD_GAUGES = (
     (
         "foxhunt_fold_validation_sharpe",
         "Validation Sharpe ratio of the greedy policy.",
-        lambda r: r.validation.model.sharpe,
+        lambda r: r.evaluation.policies[MODEL].net.sharpe,
     ),
     (
         "foxhunt_fold_validation_return",
         "Validation total log return after costs.",
-        lambda r: r.validation.model.total_return,
+        lambda r: r.evaluation.policies[MODEL].net.log_return,
     ),
     (
         "foxhunt_fold_validation_max_drawdown",
         "Validation maximum drawdown of the greedy policy.",
-        lambda r: r.validation.model.max_drawdown,
+        lambda r: r.evaluation.policies[MODEL].net.max_drawdown,
     ),
     (
         "foxhunt_fold_validation_turnover",
         "Validation turnover of the greedy policy.",
-        lambda r: r.validation.model.turnover,
+        lambda r: r.evaluation.policies[MODEL].net.turnover,
     ),
 )
 
@@ -309,14 +309,14 @@ class RunMetrics:
         if not self.pushgateway:
             return True
         with self._push_lock:
-            return self._push()
+            return self._push(self.pushgateway)
 
-    def _push(self) -> bool:
+    def _push(self, gateway: str) -> bool:
         try:
             # PUT of the whole registry: the group always equals the run's full state, so a push
             # after failed ones repairs the gap, and the failure counter rides along.
             push_to_gateway(
-                self.pushgateway,
+                gateway,
                 job=self.job,
                 registry=self.registry,
                 grouping_key={"run_id": self.run_id},

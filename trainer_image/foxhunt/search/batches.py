@@ -110,7 +110,7 @@ def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None
     def beat() -> None:
         while True:
             for trial_id in ids:
-                study._storage.record_heartbeat(trial_id)
+                study._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]  # RDBStorage, checked by the caller
             if stop.wait(seconds):
                 return
 

@@ -71,7 +71,7 @@ class SearchPlan:
         return {
             "objective": self.options.objective,
             "study_name": self.study_name,
-            "storage": "embedded" if self.options.embedded else redacted(self.options.study_storage),
+            "storage": redacted(self.options.study_storage) if self.options.study_storage else "embedded",
             "space": {name: d.to_dict() for name, d in self.space.items()},
         }
 
@@ -155,7 +155,7 @@ class WalkForwardObjective:
 
     def fold_done(self, number: int, fold: int, outcome: FoldOutcome) -> float:
         """Record a trial's completed fold (manifest, metrics); its net validation Sharpe, for the pruner."""
-        self.record_fold(number, fold, outcome.outputs)
+        self.record_fold(number, fold, outcome.outputs or {})
         self.run.metrics.fold_finished(outcome.report)
         return outcome.report.evaluation.policies[MODEL].net.sharpe
 
@@ -170,7 +170,7 @@ class WalkForwardObjective:
             self.folds,
             {fold: o.positions for fold, o in outcomes.items()},
             self.scoring,
-            {fold: o.baselines for fold, o in outcomes.items()},
+            {fold: o.baselines for fold, o in outcomes.items() if o.baselines is not None},
             self.memo,
         )
         value = objective_value(self.objective, evaluation)
@@ -247,7 +247,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             worker=options.worker,
             pruner=trial_pruner(options.pruner),
         )
-        where = "embedded" if options.embedded else redacted(options.study_storage)
+        where = redacted(options.study_storage) if options.study_storage else "embedded"
         run.progress(
             f"study {plan.study_name} ({where}): {settings.trials} trials, objective {options.objective}, "
             f"searching {', '.join(plan.space)}; worker {options.worker}"
@@ -269,7 +269,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             run.progress(_trial_line(study, trial, settings.trials))
 
         walk = WalkForwardObjective(run, data, folds, pool, options.objective)
-        loop = dict(
+        loop: dict[str, Any] = dict(
             space=plan.space,
             seed=settings.seed,
             worker=options.worker,

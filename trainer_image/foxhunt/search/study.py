@@ -116,7 +116,7 @@ def open_study(
     return optuna.create_study(
         storage=storage,
         study_name=study_name,
-        direction=direction,
+        direction=direction,  # type: ignore[arg-type]  # "maximize" or "minimize", as the caller passes
         sampler=trial_sampler(seed, worker, 0),
         pruner=pruner or trial_pruner(DEFAULT_PRUNER),
         load_if_exists=True,
@@ -300,7 +300,7 @@ class _TrialRun:
 
     def _requeue(self) -> None:
         retry = _retry_callback(self.study)
-        if retry is not None and not self.requeued:
+        if retry is not None and not self.requeued and self.number is not None:
             retry(self.study, trial_by_number(self.study, self.number))
         self.requeued = True
 

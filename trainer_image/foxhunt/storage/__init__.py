@@ -125,15 +125,14 @@ def write_atomic(
     becomes the object's user metadata (local files have none).
     """
     loc = require_object(uri)
-    is_bytes = isinstance(data, (bytes, bytearray, memoryview))
     if loc.is_s3:
-        if is_bytes:
+        if isinstance(data, (bytes, bytearray, memoryview)):
             s3.put_bytes(loc, bytes(data), metadata)
         else:
             s3.upload(loc, Path(data), metadata)
         return
     with atomic_local_path(loc.path) as tmp:
-        if is_bytes:
+        if isinstance(data, (bytes, bytearray, memoryview)):
             tmp.write_bytes(data)
         else:
             shutil.copyfile(data, tmp)

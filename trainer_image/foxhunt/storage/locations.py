@@ -91,7 +91,7 @@ def is_s3(uri: str | os.PathLike) -> bool:
 def split_s3(uri: str) -> tuple[str, str]:
     """`s3://bucket/key` → (bucket, key); BadURI (a ValueError) when either part is missing."""
     loc = locate(uri)
-    if not loc.is_s3 or not loc.key:
+    if not loc.is_s3 or not loc.key or not loc.bucket:
         raise BadURI(f"{uri}: not an s3://bucket/key URI")
     return loc.bucket, loc.key
 

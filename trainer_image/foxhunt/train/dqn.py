@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 
@@ -38,7 +39,7 @@ from foxhunt.train.diagnostics import (
 from foxhunt.train.networks import build_qnet, linears, member_network
 from foxhunt.train.policy import greedy_rollout, policy_state, score_positions
 from foxhunt.train.replay import Replay
-from foxhunt.train.settings import StepSettings, check_population
+from foxhunt.train.settings import StepSettings, check_population, check_shape_free
 from foxhunt.train.stacked import (
     adam_update,
     clip_grad_norm_per_member,
@@ -175,15 +176,15 @@ class DQNTrainer:
         return self.step.compiles
 
     def apply_settings(self, config: DQNConfig | Sequence[DQNConfig]) -> None:
-        """Switch the members to new shape-free settings in place: no new module, capture or compile.
-
-        A setting every member must share (POPULATION_SHARED) that differs is a ValueError naming it:
-        that needs a new trainer. Takes effect from the next collection or step.
-        """
+        """Switch the members to new shape-free settings in place (from the next collection or step): no
+        new module, capture or compile. A setting of SHAPE_FIELDS that changes, or members that differ in
+        one of POPULATION_SHARED, is a ValueError naming it: that needs a new trainer."""
         configs = [config] if isinstance(config, DQNConfig) else list(config)
         if len(configs) != self.size:
             raise ValueError(f"{len(configs)} settings for a population of {self.size}")
-        check_population([self.config, *configs])
+        for new in configs:
+            check_shape_free(self.config, new)
+        check_population(configs)
         self.configs = configs
         self.settings.fill_(configs)
 
@@ -266,15 +267,14 @@ class DQNTrainer:
         return losses.sum(), torch.stack([losses.detach(), q_abs.mean(dim=(1, 2)), q_abs.amax(dim=(1, 2))])
 
     def zero_grad(self) -> None:
-        # None, not zeros: backward then writes each gradient instead of adding to zeros (one kernel
-        # less per weight); under capture the new gradients live in the graph's own pool.
+        # None, not zeros: backward writes each gradient (no add to zeros); captured, in the graph's pool.
         for p in self.params:
             p.grad = None
 
     def update(self, loss: torch.Tensor, stats: torch.Tensor) -> None:
         """After backward, per member: clip, L2 weight decay, Adam, Polyak step of the target, accumulators."""
         s = self.settings
-        grads = [p.grad for p in self.params]
+        grads = cast(list[torch.Tensor], [p.grad for p in self.params])  # set by the backward before
         if self.cuda:  # stacked, with the settings on the device: compiled and captured once
             clip_grad_norm_per_member(grads, s.grad_clip)
             with torch.no_grad():
@@ -328,7 +328,7 @@ class DQNTrainer:
                 self.failures[i] = diverged
                 continue
             self.histories[i].record_epoch(t1 - t0, t2 - t1, loss, q_mean, q_max)
-            figures[i] = {
+            member_figures = {
                 "epoch": epoch,
                 "loss": loss,
                 "epsilon": eps[i],
@@ -341,7 +341,10 @@ class DQNTrainer:
             }
             if self.diagnostics:
                 started = time.perf_counter()
-                figures[i].update(record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started))
+                member_figures.update(
+                    record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started)
+                )
+            figures[i] = member_figures
         return figures
 
     def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
@@ -386,12 +389,11 @@ class DQNTrainer:
             self.networks[member], self.data.features[start:end], self.window.mean, self.window.std
         )
 
-    def validate(self, *, member: int = 0) -> dict:
-        """Member `member`'s greedy policy over the fold's validation, beside buy-and-hold and flat."""
-        positions = self.greedy_positions(member=member)
-        return score_positions(
-            self.data, positions, self.window.fold.val_start, self.evaluation_cost(member=member)
-        )
+    def validate(self, start: int | None = None, end: int | None = None, *, member: int = 0) -> dict:
+        """Member `member`'s greedy policy over [start, end) (default: validation), beside buy-and-hold and flat."""
+        start = self.window.fold.val_start if start is None else start
+        positions = self.greedy_positions(start, end, member=member)
+        return score_positions(self.data, positions, start, self.evaluation_cost(member=member))
 
     def state_dict_cpu(self, member: int = 0) -> dict:
         """Member `member`'s online weights on the CPU, keyed as `build_qnet`'s (`torch.load`-able alone)."""

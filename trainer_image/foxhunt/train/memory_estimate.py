@@ -68,7 +68,7 @@ def check_device_memory(
     total = sum(shares.values())
     free = free_bytes(device)
     if free is not None and total > free * HEADROOM:
-        setting = max(shares, key=shares.get)
+        setting = max(shares, key=lambda name: shares[name])
         value = {
             "rows": f"{rows:,} rows of the fxcache",
             "train_days": f"{max_train_rows:,} training rows",

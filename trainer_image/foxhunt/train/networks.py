@@ -11,6 +11,8 @@ next-state product of the online and target networks is `stacked.paired_q`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import nn
 
@@ -33,7 +35,7 @@ def linears(net: nn.Sequential) -> list[nn.Linear]:
     return [m for m in net if isinstance(m, nn.Linear)]
 
 
-def member_network(params: list[torch.Tensor], member: int, hidden: int) -> nn.Sequential:
+def member_network(params: Sequence[torch.Tensor], member: int, hidden: int) -> nn.Sequential:
     """Member `member`'s network over views of its slot of the stacked (P, ...) `params` (no copy)."""
     w1 = params[0]
     net = build_qnet(w1.shape[2] - 1, hidden).to(w1.device)

@@ -44,7 +44,7 @@ class Replay:
     @torch.no_grad()
     def collect(
         self,
-        networks: Sequence[nn.Module],
+        networks: Sequence[nn.Sequential],
         window: FoldWindow,
         settings: StepSettings,
         generators: list[torch.Generator] | None,

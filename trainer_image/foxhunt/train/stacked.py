@@ -63,12 +63,14 @@ def paired_q(pairs: list[torch.Tensor], states: torch.Tensor) -> tuple[torch.Ten
 
 def stacked_weights(
     shapes: list[torch.Size], size: int, device: torch.device, paired: bool
-) -> tuple[list[nn.Parameter], list[torch.Tensor], list[torch.Tensor] | None]:
+) -> tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor] | None]:
     """Online parameters and target tensors of `size` members, one (P, *shape) per shape; `paired`: both
     networks in one (2, P, *shape) buffer per shape (online slot 0, target slot 1) for `paired_q`."""
+    params: list[torch.Tensor]
     if paired:
         pairs = [torch.zeros(2, size, *shape, device=device) for shape in shapes]
-        return [nn.Parameter(pair[0]) for pair in pairs], [pair[1] for pair in pairs], pairs
+        params = [nn.Parameter(pair[0]) for pair in pairs]
+        return params, [pair[1] for pair in pairs], pairs
     params = [nn.Parameter(torch.zeros(size, *shape, device=device)) for shape in shapes]
     return params, [torch.zeros_like(p, requires_grad=False) for p in params], None
 
