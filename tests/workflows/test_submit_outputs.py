@@ -211,7 +211,9 @@ def test_a_parameter_files_bad_value_is_named_with_the_file(argo, capsys, tmp_pa
     path = tmp_path / "run.yaml"
     path.write_text("epochs: 0\n")
 
-    assert f"{path}: epochs='0': must be an integer >= 1" in refused(capsys, "submit", "-f", str(path))
+    assert f"{path}: epochs='0': must be an integer in [1, 100000]" in refused(
+        capsys, "submit", "-f", str(path)
+    )
     assert argo.requests == []
 
 
