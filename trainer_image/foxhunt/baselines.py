@@ -11,6 +11,9 @@ at its first bar, and is scored by `foxhunt.evaluation` with the same costs as t
 * `ridge`: a ridge regression of the 1-bar target on the 42 features, fitted on the fold's
   training slice (purged, so no training target reaches the window), traded by `threshold_positions`
   with the switching cost as threshold.
+* `ridge_15`, `ridge_60`, `mlp_15`, `mlp_60`: supervised models of the 15- and 60-bar forward
+  return, fitted on the training slice and held by one rule (`foxhunt.supervised`); the best of
+  them is the run's feature oracle.
 """
 
 from __future__ import annotations
@@ -22,7 +25,16 @@ import torch
 from foxhunt.features import FEATURE_NAMES
 
 RIDGE_LAMBDA = 1e-2  # penalty per row on standardised features: (Z'Z / n + λI) w = Z'y / n
-BASELINE_NAMES = ("buy_and_hold", "flat", "last_return_sign", "ridge")
+BASELINE_NAMES = (
+    "buy_and_hold",
+    "flat",
+    "last_return_sign",
+    "ridge",
+    "ridge_15",
+    "ridge_60",
+    "mlp_15",
+    "mlp_60",
+)
 LAST_RETURN_COLUMN = FEATURE_NAMES.index("log_return_1")
 _CHUNK_ROWS = 1 << 20  # rows per float64 block of the normal equations: bounds device memory
 
@@ -105,6 +117,8 @@ def fold_baselines(
     features, targets, fold_range, cost_per_unit: float, *, ridge_lambda: float = RIDGE_LAMBDA
 ) -> dict[str, torch.Tensor]:
     """Each baseline's positions over the fold's validation window, on the features' device."""
+    from foxhunt.supervised import supervised_baselines  # it builds on this module's ridge
+
     features = torch.as_tensor(features)
     targets = torch.as_tensor(targets, device=features.device)
     start, end = fold_range.val_start, fold_range.val_end
@@ -119,4 +133,5 @@ def fold_baselines(
         "flat": torch.zeros_like(ones),
         "last_return_sign": last_return_sign_positions(features, start, end),
         "ridge": threshold_positions(predict_ridge(fit, features[start:end]), cost_per_unit),
+        **supervised_baselines(features, targets, fold_range, cost_per_unit),
     }

@@ -50,6 +50,7 @@ def precompute(
     force: bool = False,
     sample_bars: int = SAMPLE_BARS,
     seed: int = 0,
+    sample_signal: bool = True,
     progress: Progress = _print,
 ) -> dict:
     """Bars → 42 features + 4 targets → fxcache at `out_uri`; a no-op when it exists for the same bars."""
@@ -58,7 +59,7 @@ def precompute(
     bars = (
         read_bars(bars_uris, tz=tz, timestamp_unit=timestamp_unit)
         if bars_uris
-        else generate_sample_bars(sample_bars, seed=seed)
+        else generate_sample_bars(sample_bars, seed=seed, signal=sample_signal)
     )
     if not force:
         existing = fxcache_matches(out_uri, bars.content_hash)
@@ -327,12 +328,14 @@ def pipeline(
     settings: RunConfig,
     *,
     sample_bars: int = SAMPLE_BARS,
+    sample_signal: bool = True,
     tz: str | None = None,
     timestamp_unit: str | None = None,
     progress: Progress | None = None,
     search: SearchOptions | None = None,
 ) -> RunSummary:
-    """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars."""
+    """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars
+    (`sample_signal=False`: with nothing predictable planted)."""
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=True)
     fxcache_uri = storage.join(out_uri, "features.fxcache")
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
@@ -346,6 +349,7 @@ def pipeline(
             timestamp_unit=timestamp_unit,
             sample_bars=sample_bars,
             seed=settings.seed,
+            sample_signal=sample_signal,
             progress=emit,
         )
 

@@ -1,0 +1,219 @@
+"""Supervised baselines that could win: models of the forward return on the 42 features, held by one rule.
+
+Beside the DQN every run reports what a plain supervised model earns from the same features under
+the same costs and position rules. Each model is fitted on the fold's training slice only (purged:
+no training target reaches the validation window) and predicts, at a bar's close, the forward log
+return over a horizon h of the targets (15 or 60 bars):
+
+* `ridge_15`, `ridge_60`: ridge regression on the standardised features (`baselines.fit_ridge`).
+* `mlp_15`, `mlp_60`: a small multilayer perceptron (two hidden layers of `MLP_HIDDEN` ReLU units)
+  fitted by Adam on the mean squared error of the standardised target, a fixed number of steps
+  (`MLP_STEPS` minibatches of `MLP_BATCH` rows drawn from the training slice), deterministic by
+  seed. No early stopping: nothing of the validation window is looked at.
+
+**The hold rule** turns predictions of the h-bar return into positions in {−1, 0, 1}. A prediction
+*clears* when |ŷ| > `HOLD_MARGIN` × the round trip's cost (2 × cost per unit of position change):
+the predicted move pays for entering and leaving with room to spare. At each bar the position is
+the sign of the latest prediction that cleared, if it cleared at most h − 1 bars ago (so a signal
+is held over the h bars it predicts); otherwise flat. A cleared prediction of the other sign
+reverses at once; one of the same sign restarts the h-bar clock.
+
+The **feature oracle** of a run is the best of these models' stitched Sharpe after costs: what a
+model that sees only the features earns on the run's windows. (Picked after the fact among four,
+so it is a little optimistic; it is a yardstick, not a strategy.)
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from foxhunt.config import TARGET_HORIZONS
+
+if TYPE_CHECKING:
+    import torch
+
+# torch is imported inside the functions that fit and trade: the report's `feature_oracle` and the
+# names are read by code that must not load torch (the CLI, the reports).
+
+SUPERVISED_HORIZONS = (15, 60)  # bars; each is a target column of the fxcache
+HOLD_MARGIN = 1.5  # a prediction must clear this many round trips' cost to open or turn a position
+MLP_HIDDEN = 32  # units in each of the two hidden layers
+MLP_STEPS = 300  # Adam steps per fit, whatever the training slice's size (bounds the CPU time)
+MLP_BATCH = 2048  # rows per step, drawn with replacement from the fitted rows
+MLP_LR = 1e-3  # Adam learning rate
+MLP_WEIGHT_DECAY = 1e-4  # decoupled (AdamW) weight decay
+MLP_TAIL = 0.2  # share of the training slice held back to pick the checkpoint (never the validation window)
+MLP_CHECK_EVERY = 20  # steps between checkpoints scored on the held-back tail
+MLP_CLIP = 5.0  # standardised features and targets are clipped to ±this, so one outlier cannot steer the fit
+SUPERVISED_SEED = 0  # the models do not depend on the run's training seed: every seed faces the same ones
+SUPERVISED_NAMES = tuple(f"{kind}_{h}" for kind in ("ridge", "mlp") for h in SUPERVISED_HORIZONS)
+
+
+def target_column(horizon: int) -> int:
+    """The fxcache target column holding the forward log return over `horizon` bars."""
+    if horizon not in TARGET_HORIZONS:
+        raise ValueError(f"horizon {horizon}: the targets hold {TARGET_HORIZONS} bars")
+    return TARGET_HORIZONS.index(horizon)
+
+
+def hold_positions(prediction: torch.Tensor, horizon: int, threshold: float) -> torch.Tensor:
+    """Positions from predictions of the `horizon`-bar return: the sign of the latest prediction with
+    |ŷ| > `threshold`, held while it is at most `horizon` − 1 bars old; flat before and after."""
+    import torch
+
+    if horizon < 1:
+        raise ValueError(f"horizon {horizon}: must be ≥ 1")
+    n = prediction.shape[0]
+    steps = torch.arange(n, device=prediction.device)
+    cleared = torch.where(prediction.abs() > threshold, steps, torch.full_like(steps, -1))
+    latest = torch.cummax(cleared, 0).values if n else cleared
+    signs = torch.sign(prediction).to(torch.float32)
+    held = (latest >= 0) & (steps - latest < horizon)
+    return torch.where(held, signs[latest.clamp(min=0)], torch.zeros_like(signs))
+
+
+def hold_threshold(cost_per_unit: float, margin: float = HOLD_MARGIN) -> float:
+    """The |prediction| a signal must clear: `margin` round trips (2 × cost per unit of change)."""
+    return margin * 2.0 * cost_per_unit
+
+
+# ---- the MLP ---------------------------------------------------------------------------------------
+class MLPFit:
+    """A fitted MLP with its training slice's feature and target scales (float32, on the device)."""
+
+    def __init__(self, net: torch.nn.Module, mean, std, y_mean: float, y_std: float):
+        self.net, self.mean, self.std, self.y_mean, self.y_std = net, mean, std, y_mean, y_std
+
+    def predict(self, features: torch.Tensor) -> torch.Tensor:
+        """Predicted forward log return per row (float64)."""
+        import torch
+
+        out = torch.empty(features.shape[0], dtype=torch.float64, device=features.device)
+        with torch.no_grad():
+            for lo in range(0, features.shape[0], 1 << 18):
+                z = _standardise(features[lo : lo + (1 << 18)], self.mean, self.std)
+                out[lo : lo + (1 << 18)] = self.net(z).squeeze(1).double() * self.y_std + self.y_mean
+        return out
+
+
+def _standardise(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    return ((x.float() - mean) / std).clamp(-MLP_CLIP, MLP_CLIP)
+
+
+def fit_mlp(
+    features: torch.Tensor,
+    target: torch.Tensor,
+    horizon: int,
+    *,
+    seed: int = SUPERVISED_SEED,
+    hidden: int = MLP_HIDDEN,
+    steps: int = MLP_STEPS,
+    batch: int = MLP_BATCH,
+    lr: float = MLP_LR,
+) -> MLPFit:
+    """Fit the MLP on these rows only (the fold's training slice); the same inputs and seed give the same fit.
+
+    The last `MLP_TAIL` of the rows are held back: the fit steps on the rows before them, less the
+    `horizon` rows whose targets reach into the tail, and keeps the weights of the checkpoint (every
+    `MLP_CHECK_EVERY` steps, step 0 included) with the least mean squared error on the tail. The last
+    layer starts at zero, so step 0 predicts the training mean: a slice with nothing to learn ends
+    there, and its predictions never clear the hold rule's threshold.
+    """
+    import torch
+
+    n, k = features.shape
+    tail = int(n * MLP_TAIL)
+    fit_rows = n - tail - horizon
+    if fit_rows < 2 or tail < 2:
+        raise ValueError(
+            f"the MLP needs more training rows than {n} for a held-back tail at horizon {horizon}"
+        )
+    dev = features.device
+    x64 = features[:fit_rows].double()
+    mean, std = x64.mean(0), x64.std(0, unbiased=False)
+    std = torch.where(std > 1e-8, std, torch.ones_like(std))
+    y64 = target[:fit_rows].double()
+    y_mean, y_std = float(y64.mean()), float(y64.std(unbiased=False)) or 1.0
+    mean, std = mean.float(), std.float()
+
+    def scaled_target(rows) -> torch.Tensor:
+        return ((target[rows].double() - y_mean) / y_std).float().clamp(-MLP_CLIP, MLP_CLIP)
+
+    gen = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = torch.nn.Sequential(
+            torch.nn.Linear(k, hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(hidden, hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(hidden, 1),
+        )
+        torch.nn.init.zeros_(net[-1].weight)
+        torch.nn.init.zeros_(net[-1].bias)
+    net = net.to(dev)
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=MLP_WEIGHT_DECAY)
+    rows = torch.randint(0, fit_rows, (steps, min(batch, fit_rows)), generator=gen).to(dev)
+    tail_z = _standardise(features[n - tail :], mean, std)
+    tail_y = scaled_target(slice(n - tail, n))
+
+    def tail_loss() -> float:
+        with torch.no_grad():
+            return float(torch.nn.functional.mse_loss(net(tail_z).squeeze(1), tail_y))
+
+    best_loss, best_state = tail_loss(), {name: v.clone() for name, v in net.state_dict().items()}
+    for step in range(steps):
+        idx = rows[step]
+        loss = torch.nn.functional.mse_loss(
+            net(_standardise(features[idx], mean, std)).squeeze(1), scaled_target(idx)
+        )
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if (step + 1) % MLP_CHECK_EVERY == 0:
+            current = tail_loss()
+            if current < best_loss:
+                best_loss, best_state = current, {name: v.clone() for name, v in net.state_dict().items()}
+    net.load_state_dict(best_state)
+    net.eval()
+    return MLPFit(net, mean, std, y_mean, y_std)
+
+
+# ---- per fold --------------------------------------------------------------------------------------
+def supervised_predictions(features, targets, fold_range, *, seed: int = SUPERVISED_SEED) -> dict:
+    """Each model's predictions over the fold's validation window (name → float64 tensor), fitted on
+    its training slice only."""
+    from foxhunt.baselines import fit_ridge, predict_ridge
+
+    train = slice(fold_range.train_start, fold_range.train_end)
+    val = features[fold_range.val_start : fold_range.val_end]
+    out = {}
+    for h in SUPERVISED_HORIZONS:
+        y = targets[train, target_column(h)]
+        out[f"ridge_{h}"] = predict_ridge(fit_ridge(features[train], y), val)
+    for h in SUPERVISED_HORIZONS:
+        y = targets[train, target_column(h)]
+        out[f"mlp_{h}"] = fit_mlp(features[train], y, h, seed=seed + fold_range.fold).predict(val)
+    return out
+
+
+def supervised_baselines(features, targets, fold_range, cost_per_unit: float) -> dict[str, torch.Tensor]:
+    """Each supervised model's positions over the fold's validation window under the hold rule."""
+    import torch
+
+    features = torch.as_tensor(features)
+    targets = torch.as_tensor(targets, device=features.device)
+    threshold = hold_threshold(cost_per_unit)
+    return {
+        name: hold_positions(pred, int(name.rsplit("_", 1)[1]), threshold)
+        for name, pred in supervised_predictions(features, targets, fold_range).items()
+    }
+
+
+def feature_oracle(sharpes: dict[str, float]) -> tuple[str, float] | None:
+    """The best supervised model by Sharpe (name, Sharpe) among `sharpes`; None when none is there."""
+    found = {name: s for name, s in sharpes.items() if name in SUPERVISED_NAMES}
+    if not found:
+        return None
+    best = max(found, key=lambda name: found[name])
+    return best, found[best]
