@@ -39,11 +39,11 @@ SUPERVISED_HORIZONS = (15, 60)  # bars; each is a target column of the fxcache
 HOLD_MARGIN = 1.5  # a prediction must clear this many round trips' cost to open or turn a position
 MLP_HIDDEN = 32  # units in each of the two hidden layers
 MLP_STEPS = 300  # Adam steps per fit, whatever the training slice's size (bounds the CPU time)
-MLP_BATCH = 2048  # rows per step, drawn with replacement from the fitted rows
+MLP_BATCH = 1024  # rows per step, drawn with replacement from the fitted rows
 MLP_LR = 1e-3  # Adam learning rate
 MLP_WEIGHT_DECAY = 1e-4  # decoupled (AdamW) weight decay
 MLP_TAIL = 0.2  # share of the training slice held back to pick the checkpoint (never the validation window)
-MLP_CHECK_EVERY = 20  # steps between checkpoints scored on the held-back tail
+MLP_CHECK_EVERY = 25  # steps between checkpoints scored on the held-back tail
 MLP_CLIP = 5.0  # standardised features and targets are clipped to ±this, so one outlier cannot steer the fit
 SUPERVISED_SEED = 0  # the models do not depend on the run's training seed: every seed faces the same ones
 SUPERVISED_NAMES = tuple(f"{kind}_{h}" for kind in ("ridge", "mlp") for h in SUPERVISED_HORIZONS)
@@ -119,6 +119,21 @@ def fit_mlp(
     layer starts at zero, so step 0 predicts the training mean: a slice with nothing to learn ends
     there, and its predictions never clear the hold rule's threshold.
     """
+    import torch
+
+    if features.device.type == "cpu":  # so small a network runs fastest on one thread, and shares the CPU
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return _fit_mlp(features, target, horizon, seed, hidden, steps, batch, lr)
+        finally:
+            torch.set_num_threads(threads)
+    return _fit_mlp(features, target, horizon, seed, hidden, steps, batch, lr)
+
+
+def _fit_mlp(
+    features, target, horizon: int, seed: int, hidden: int, steps: int, batch: int, lr: float
+) -> MLPFit:
     import torch
 
     n, k = features.shape
