@@ -5,11 +5,15 @@ the same costs and position rules. Each model is fitted on the fold's training s
 no training target reaches the validation window) and predicts, at a bar's close, the forward log
 return over a horizon h of the targets (15 or 60 bars):
 
-* `ridge_15`, `ridge_60`: ridge regression on the standardised features (`baselines.fit_ridge`).
+* `ridge_15`, `ridge_60`: ridge regression on the standardised features (`baselines.fit_ridge`),
+  its penalty picked from `RIDGE_LAMBDAS` on a held-back tail of the training slice (fitted on the
+  rows before it), then refitted on the whole slice.
 * `mlp_15`, `mlp_60`: a small multilayer perceptron (two hidden layers of `MLP_HIDDEN` ReLU units)
   fitted by Adam on the mean squared error of the standardised target, a fixed number of steps
   (`MLP_STEPS` minibatches of `MLP_BATCH` rows drawn from the training slice), deterministic by
-  seed. No early stopping: nothing of the validation window is looked at.
+  seed, keeping the checkpoint that best predicts the held-back tail. Nothing of the validation
+  window is looked at: the tail is the last `MLP_TAIL` of the training slice, and the `horizon` rows
+  before it, whose targets reach into it, are left out of the fit.
 
 **The hold rule** turns predictions of the h-bar return into positions in {−1, 0, 1}. A prediction
 *clears* when |ŷ| > `HOLD_MARGIN` × the round trip's cost (2 × cost per unit of position change):
@@ -37,12 +41,15 @@ if TYPE_CHECKING:
 
 SUPERVISED_HORIZONS = (15, 60)  # bars; each is a target column of the fxcache
 HOLD_MARGIN = 1.5  # a prediction must clear this many round trips' cost to open or turn a position
+RIDGE_LAMBDAS = (1e-2, 1e-1, 1.0, 10.0, 100.0)  # penalties per row tried; the held-back tail picks one
 MLP_HIDDEN = 32  # units in each of the two hidden layers
 MLP_STEPS = 300  # Adam steps per fit, whatever the training slice's size (bounds the CPU time)
 MLP_BATCH = 1024  # rows per step, drawn with replacement from the fitted rows
 MLP_LR = 1e-3  # Adam learning rate
 MLP_WEIGHT_DECAY = 1e-4  # decoupled (AdamW) weight decay
-MLP_TAIL = 0.2  # share of the training slice held back to pick the checkpoint (never the validation window)
+MLP_TAIL = (
+    0.2  # share of the training slice held back to pick the checkpoint or the penalty (never validation)
+)
 MLP_CHECK_EVERY = 25  # steps between checkpoints scored on the held-back tail
 MLP_CLIP = 5.0  # standardised features and targets are clipped to ±this, so one outlier cannot steer the fit
 SUPERVISED_SEED = 0  # the models do not depend on the run's training seed: every seed faces the same ones
@@ -75,6 +82,35 @@ def hold_positions(prediction: torch.Tensor, horizon: int, threshold: float) -> 
 def hold_threshold(cost_per_unit: float, margin: float = HOLD_MARGIN) -> float:
     """The |prediction| a signal must clear: `margin` round trips (2 × cost per unit of change)."""
     return margin * 2.0 * cost_per_unit
+
+
+# ---- ridge ---------------------------------------------------------------------------------------
+def split_for_tail(n: int, horizon: int) -> tuple[int, int]:
+    """(rows fitted, first row of the held-back tail): the last `MLP_TAIL` of n training rows are the
+    tail, and the `horizon` rows before it are dropped, since their targets reach into the tail."""
+    tail_start = n - int(n * MLP_TAIL)
+    fit_rows = tail_start - horizon
+    if fit_rows < 2 or n - tail_start < 2:
+        raise ValueError(f"{n} training rows leave too few for a held-back tail at horizon {horizon}")
+    return fit_rows, tail_start
+
+
+def ridge_penalty(features: torch.Tensor, target: torch.Tensor, horizon: int) -> float:
+    """The penalty of `RIDGE_LAMBDAS` whose fit on the rows before the held-back tail has the least
+    mean squared error on the tail (the first of equals)."""
+    from foxhunt.baselines import fit_ridge, predict_ridge
+
+    fit_rows, tail_start = split_for_tail(features.shape[0], horizon)
+    tail_x, tail_y = features[tail_start:], target[tail_start:].double()
+    errors = [
+        float(
+            (
+                (predict_ridge(fit_ridge(features[:fit_rows], target[:fit_rows], lam), tail_x) - tail_y) ** 2
+            ).mean()
+        )
+        for lam in RIDGE_LAMBDAS
+    ]
+    return RIDGE_LAMBDAS[errors.index(min(errors))]
 
 
 # ---- the MLP ---------------------------------------------------------------------------------------
@@ -137,12 +173,7 @@ def _fit_mlp(
     import torch
 
     n, k = features.shape
-    tail = int(n * MLP_TAIL)
-    fit_rows = n - tail - horizon
-    if fit_rows < 2 or tail < 2:
-        raise ValueError(
-            f"the MLP needs more training rows than {n} for a held-back tail at horizon {horizon}"
-        )
+    fit_rows, tail_start = split_for_tail(n, horizon)
     dev = features.device
     x64 = features[:fit_rows].double()
     mean, std = x64.mean(0), x64.std(0, unbiased=False)
@@ -169,8 +200,8 @@ def _fit_mlp(
     net = net.to(dev)
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=MLP_WEIGHT_DECAY)
     rows = torch.randint(0, fit_rows, (steps, min(batch, fit_rows)), generator=gen).to(dev)
-    tail_z = _standardise(features[n - tail :], mean, std)
-    tail_y = scaled_target(slice(n - tail, n))
+    tail_z = _standardise(features[tail_start:], mean, std)
+    tail_y = scaled_target(slice(tail_start, n))
 
     def tail_loss() -> float:
         with torch.no_grad():
@@ -204,8 +235,8 @@ def supervised_predictions(features, targets, fold_range, *, seed: int = SUPERVI
     val = features[fold_range.val_start : fold_range.val_end]
     out = {}
     for h in SUPERVISED_HORIZONS:
-        y = targets[train, target_column(h)]
-        out[f"ridge_{h}"] = predict_ridge(fit_ridge(features[train], y), val)
+        x, y = features[train], targets[train, target_column(h)]
+        out[f"ridge_{h}"] = predict_ridge(fit_ridge(x, y, ridge_penalty(x, y, h)), val)
     for h in SUPERVISED_HORIZONS:
         y = targets[train, target_column(h)]
         out[f"mlp_{h}"] = fit_mlp(features[train], y, h, seed=seed + fold_range.fold).predict(val)
