@@ -41,6 +41,7 @@ def test_defaults_are_pinned():
     assert (sv.MLP_HIDDEN, sv.MLP_STEPS, sv.MLP_BATCH, sv.MLP_LR) == (32, 300, 1024, 1e-3)
     assert (sv.MLP_TAIL, sv.MLP_CHECK_EVERY, sv.MLP_CLIP, sv.SUPERVISED_SEED) == (0.2, 25, 5.0, 0)
     assert sv.RIDGE_LAMBDAS == (1e-2, 1e-1, 1.0, 10.0, 100.0)
+    assert sv.MIN_SPLIT_ROWS == 100
     assert sv.SUPERVISED_NAMES == ("ridge_15", "ridge_60", "mlp_15", "mlp_60")
     assert BASELINE_NAMES[-4:] == sv.SUPERVISED_NAMES
     assert [sv.target_column(h) for h in sv.SUPERVISED_HORIZONS] == [2, 3]
@@ -166,3 +167,13 @@ def test_the_feature_oracle_is_the_best_supervised_model_and_ignores_the_others(
     sharpes = {"model": 9.0, "ridge": 8.0, "ridge_15": 1.0, "mlp_60": 3.0, "buy_and_hold": 7.0}
     assert sv.feature_oracle(sharpes) == ("mlp_60", 3.0)
     assert sv.feature_oracle({"model": 1.0}) is None
+
+
+def test_a_training_slice_too_short_for_a_tail_gets_the_default_penalty_and_a_mean_predicting_mlp():
+    rng = np.random.default_rng(2)
+    x = torch.from_numpy(rng.standard_normal((200, 42)))
+    y = torch.from_numpy(rng.standard_normal(200))
+    assert sv.split_for_tail(200, 60) is None and sv.split_for_tail(1000, 60) == (740, 800)
+    assert sv.ridge_penalty(x, y, 60) == 1e-2
+    got = sv.fit_mlp(x.float(), y.float(), 60).predict(x[:5].float())
+    torch.testing.assert_close(got, torch.full_like(got, float(y.mean())), rtol=0, atol=1e-6)

@@ -51,6 +51,7 @@ MLP_TAIL = (
     0.2  # share of the training slice held back to pick the checkpoint or the penalty (never validation)
 )
 MLP_CHECK_EVERY = 25  # steps between checkpoints scored on the held-back tail
+MIN_SPLIT_ROWS = 100  # fewer rows to fit or hold back: no tail (default penalty; the MLP predicts the mean)
 MLP_CLIP = 5.0  # standardised features and targets are clipped to ±this, so one outlier cannot steer the fit
 SUPERVISED_SEED = 0  # the models do not depend on the run's training seed: every seed faces the same ones
 SUPERVISED_NAMES = tuple(f"{kind}_{h}" for kind in ("ridge", "mlp") for h in SUPERVISED_HORIZONS)
@@ -85,22 +86,27 @@ def hold_threshold(cost_per_unit: float, margin: float = HOLD_MARGIN) -> float:
 
 
 # ---- ridge ---------------------------------------------------------------------------------------
-def split_for_tail(n: int, horizon: int) -> tuple[int, int]:
+def split_for_tail(n: int, horizon: int) -> tuple[int, int] | None:
     """(rows fitted, first row of the held-back tail): the last `MLP_TAIL` of n training rows are the
-    tail, and the `horizon` rows before it are dropped, since their targets reach into the tail."""
+    tail, and the `horizon` rows before it are dropped, since their targets reach into the tail.
+    None when fewer than `MIN_SPLIT_ROWS` rows would be fitted or held back."""
     tail_start = n - int(n * MLP_TAIL)
     fit_rows = tail_start - horizon
-    if fit_rows < 2 or n - tail_start < 2:
-        raise ValueError(f"{n} training rows leave too few for a held-back tail at horizon {horizon}")
+    if fit_rows < MIN_SPLIT_ROWS or n - tail_start < MIN_SPLIT_ROWS:
+        return None
     return fit_rows, tail_start
 
 
 def ridge_penalty(features: torch.Tensor, target: torch.Tensor, horizon: int) -> float:
     """The penalty of `RIDGE_LAMBDAS` whose fit on the rows before the held-back tail has the least
-    mean squared error on the tail (the first of equals)."""
-    from foxhunt.baselines import fit_ridge, predict_ridge
+    mean squared error on the tail (the first of equals); `baselines.RIDGE_LAMBDA` when the slice is
+    too short for a tail."""
+    from foxhunt.baselines import RIDGE_LAMBDA, fit_ridge, predict_ridge
 
-    fit_rows, tail_start = split_for_tail(features.shape[0], horizon)
+    split = split_for_tail(features.shape[0], horizon)
+    if split is None:
+        return RIDGE_LAMBDA
+    fit_rows, tail_start = split
     tail_x, tail_y = features[tail_start:], target[tail_start:].double()
     errors = [
         float(
@@ -153,7 +159,8 @@ def fit_mlp(
     `horizon` rows whose targets reach into the tail, and keeps the weights of the checkpoint (every
     `MLP_CHECK_EVERY` steps, step 0 included) with the least mean squared error on the tail. The last
     layer starts at zero, so step 0 predicts the training mean: a slice with nothing to learn ends
-    there, and its predictions never clear the hold rule's threshold.
+    there, and its predictions never clear the hold rule's threshold. A slice too short for a tail
+    (`split_for_tail`) gets that step-0 model: it predicts the training mean.
     """
     import torch
 
@@ -173,7 +180,10 @@ def _fit_mlp(
     import torch
 
     n, k = features.shape
-    fit_rows, tail_start = split_for_tail(n, horizon)
+    if n < 1:
+        raise ValueError("the MLP needs at least 1 training row")
+    split = split_for_tail(n, horizon)
+    fit_rows, tail_start = split if split is not None else (n, n)
     dev = features.device
     x64 = features[:fit_rows].double()
     mean, std = x64.mean(0), x64.std(0, unbiased=False)
@@ -207,6 +217,9 @@ def _fit_mlp(
         with torch.no_grad():
             return float(torch.nn.functional.mse_loss(net(tail_z).squeeze(1), tail_y))
 
+    if split is None:  # too short for a tail: the step-0 model, which predicts the training mean
+        net.eval()
+        return MLPFit(net, mean, std, y_mean, y_std)
     best_loss, best_state = tail_loss(), {name: v.clone() for name, v in net.state_dict().items()}
     for step in range(steps):
         idx = rows[step]
