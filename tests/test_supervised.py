@@ -177,3 +177,23 @@ def test_a_training_slice_too_short_for_a_tail_gets_the_default_penalty_and_a_me
     assert sv.ridge_penalty(x, y, 60) == 1e-2
     got = sv.fit_mlp(x.float(), y.float(), 60).predict(x[:5].float())
     torch.testing.assert_close(got, torch.full_like(got, float(y.mean())), rtol=0, atol=1e-6)
+
+
+def test_the_stitched_report_names_the_feature_oracle_and_the_models_share_of_it():
+    from evaluation_cases import MINUTE, T0
+
+    from foxhunt.evaluation import MODEL, evaluate_window, fold_record
+    from foxhunt.run_evaluation import stitched_report
+
+    rng = np.random.default_rng(0)
+    returns = rng.normal(0.0, 4e-4, 2000)
+    timestamp = T0 + np.arange(2000, dtype=np.int64) * MINUTE
+    oracle = np.sign(returns)  # a perfect foresight record: the best by far
+    half = oracle * (rng.random(2000) < 0.5)  # the model trades half of the oracle's bars
+    positions = {MODEL: half, "buy_and_hold": np.ones(2000), "ridge_15": oracle, "mlp_60": -oracle}
+    records = {name: fold_record(-1, 0, pos, timestamp, returns) for name, pos in positions.items()}
+    stitched = evaluate_window(records, Scoring(cost=0.0, resamples=0))
+    sharpe = stitched.policies["ridge_15"].net.sharpe
+    share = stitched.policies[MODEL].net.sharpe / sharpe
+    line = next(x for x in stitched_report(stitched, 1) if "feature oracle" in x)
+    assert f"ridge_15): Sharpe {sharpe:.2f}" in line and f"earns {share:.0%} of it" in line
