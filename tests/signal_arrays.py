@@ -18,6 +18,12 @@ Sized for seconds on the CPU: the default 24,000 rows are 16.7 days of minutes, 
 of 12 training days and 4 validation days (`FOLDS`). With the drift of 0.5 bp a bar over regimes of
 about 60 bars, a policy that holds the regime's sign earns about 30 bp a regime against 2 bp of
 round-trip cost: a Sharpe after 1 bp costs in the tens, so a learner that finds the column wins clearly.
+
+Measured on the CPU (one thread, seed 0, the one fold): a DQN of hidden 32 with `PIPELINE_DQN`'s
+batch 1,024, learning rate 1e-3 and training cost 2 bp, 60 steps an epoch for 15 epochs, trains in
+about 5 s of CPU and earns a validation Sharpe of 51 after 1 bp costs (turnover 77, exposure 96%);
+on the twin 3.4 (turnover 14, exposure 42%). With 4 epochs of 30 steps at batch 512 and the default
+training cost it churns on both (turnover about 4,500 on 5,760 bars, Sharpe −133 and −157).
 """
 
 from __future__ import annotations
