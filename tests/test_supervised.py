@@ -39,7 +39,7 @@ def test_defaults_are_pinned():
     assert sv.SUPERVISED_HORIZONS == (15, 60)
     assert sv.HOLD_MARGIN == 1.5
     assert (sv.MLP_HIDDEN, sv.MLP_STEPS, sv.MLP_BATCH, sv.MLP_LR) == (32, 300, 1024, 1e-3)
-    assert (sv.MLP_TAIL, sv.MLP_CHECK_EVERY, sv.MLP_CLIP, sv.SUPERVISED_SEED) == (0.2, 25, 5.0, 0)
+    assert (sv.TAIL_SHARE, sv.MLP_CHECK_EVERY, sv.MLP_CLIP, sv.SUPERVISED_SEED) == (0.2, 25, 5.0, 0)
     assert sv.RIDGE_LAMBDAS == (1e-2, 1e-1, 1.0, 10.0, 100.0)
     assert sv.MIN_SPLIT_ROWS == 100
     assert sv.SUPERVISED_NAMES == ("ridge_15", "ridge_60", "mlp_15", "mlp_60")

@@ -12,7 +12,7 @@ return over a horizon h of the targets (15 or 60 bars):
   fitted by Adam on the mean squared error of the standardised target, a fixed number of steps
   (`MLP_STEPS` minibatches of `MLP_BATCH` rows drawn from the training slice), deterministic by
   seed, keeping the checkpoint that best predicts the held-back tail. Nothing of the validation
-  window is looked at: the tail is the last `MLP_TAIL` of the training slice, and the `horizon` rows
+  window is looked at: the tail is the last `TAIL_SHARE` of the training slice, and the `horizon` rows
   before it, whose targets reach into it, are left out of the fit.
 
 **The hold rule** turns predictions of the h-bar return into positions in {−1, 0, 1}. A prediction
@@ -47,9 +47,7 @@ MLP_STEPS = 300  # Adam steps per fit, whatever the training slice's size (bound
 MLP_BATCH = 1024  # rows per step, drawn with replacement from the fitted rows
 MLP_LR = 1e-3  # Adam learning rate
 MLP_WEIGHT_DECAY = 1e-4  # decoupled (AdamW) weight decay
-MLP_TAIL = (
-    0.2  # share of the training slice held back to pick the checkpoint or the penalty (never validation)
-)
+TAIL_SHARE = 0.2  # of the training slice, held back to pick the penalty or checkpoint (never validation)
 MLP_CHECK_EVERY = 25  # steps between checkpoints scored on the held-back tail
 MIN_SPLIT_ROWS = 100  # fewer rows to fit or hold back: no tail (default penalty; the MLP predicts the mean)
 MLP_CLIP = 5.0  # standardised features and targets are clipped to ±this, so one outlier cannot steer the fit
@@ -87,10 +85,10 @@ def hold_threshold(cost_per_unit: float, margin: float = HOLD_MARGIN) -> float:
 
 # ---- ridge ---------------------------------------------------------------------------------------
 def split_for_tail(n: int, horizon: int) -> tuple[int, int] | None:
-    """(rows fitted, first row of the held-back tail): the last `MLP_TAIL` of n training rows are the
+    """(rows fitted, first row of the held-back tail): the last `TAIL_SHARE` of n training rows are the
     tail, and the `horizon` rows before it are dropped, since their targets reach into the tail.
     None when fewer than `MIN_SPLIT_ROWS` rows would be fitted or held back."""
-    tail_start = n - int(n * MLP_TAIL)
+    tail_start = n - int(n * TAIL_SHARE)
     fit_rows = tail_start - horizon
     if fit_rows < MIN_SPLIT_ROWS or n - tail_start < MIN_SPLIT_ROWS:
         return None
@@ -155,7 +153,7 @@ def fit_mlp(
 ) -> MLPFit:
     """Fit the MLP on these rows only (the fold's training slice); the same inputs and seed give the same fit.
 
-    The last `MLP_TAIL` of the rows are held back: the fit steps on the rows before them, less the
+    The last `TAIL_SHARE` of the rows are held back: the fit steps on the rows before them, less the
     `horizon` rows whose targets reach into the tail, and keeps the weights of the checkpoint (every
     `MLP_CHECK_EVERY` steps, step 0 included) with the least mean squared error on the tail. The last
     layer starts at zero, so step 0 predicts the training mean: a slice with nothing to learn ends
