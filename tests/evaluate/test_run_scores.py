@@ -16,6 +16,7 @@ import torch
 from support.run_cases import TINY_DQN, train_argv
 
 from foxhunt.cli import main
+from foxhunt.evaluate.baselines import BASELINE_NAMES
 from foxhunt.evaluate.evaluation import MODEL
 from foxhunt.evaluate.reports import EpochStats, RunSummary
 from foxhunt.evaluate.run_scores import fold_warnings
@@ -87,7 +88,7 @@ def test_the_stitched_log_return_is_the_sum_of_the_folds(tiny_run, policy):
 def test_every_window_stands_the_model_against_every_baseline(tiny_run):
     summary = tiny_run.summary
     for window in [*(f["evaluation"] for f in summary["folds"]), summary["stitched"]]:
-        baselines = {"buy_and_hold", "flat", "last_return_sign", "ridge"}
+        baselines = set(BASELINE_NAMES)
         assert set(window["policies"]) == {MODEL, *baselines} and set(window["standings"]) == baselines
         best = max(baselines, key=lambda name: net(window, name)["sharpe"])
         assert window["best_baseline"] == best

@@ -191,6 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=SAMPLE_BARS,
         help=f"rows of generated bars (default: {SAMPLE_BARS})",
     )
+    p.add_argument(
+        "--sample-signal",
+        choices=("on", "off"),
+        default="on",
+        help="generated bars with the planted news drift (on), or with nothing predictable (off, for "
+        "'does no harm' runs); default: on",
+    )
     _add_training(p, RunConfig(epochs=PIPELINE_EPOCHS, folds=PIPELINE_FOLDS))
     p.set_defaults(func=cmd_pipeline, extra="train")
 
@@ -318,6 +325,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         args.out,
         settings,
         sample_bars=args.sample_bars,
+        sample_signal=args.sample_signal == "on",
         tz=args.tz,
         timestamp_unit=args.timestamp_unit,
         search=search,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 import numpy as np
 
@@ -320,22 +321,29 @@ def generate_sample_bars(
     sigma: float | None = None,
     news_rate: float | None = None,
     news_drift: float | None = None,
+    news_bars: int | None = None,
+    news_jump: float | None = None,
+    signal: bool = True,
 ) -> Bars:
-    """Deterministic minute bars (weekdays only) with a weak planted signal, as `foxhunt.data.sample` says.
+    """Deterministic minute bars (weekdays only) with a planted signal, as `foxhunt.data.sample` says.
 
-    Defaults (None): 4 bp per minute of noise and news bars every 500 minutes on average whose
-    direction drifts on for 30 bars; an oracle of that drift trades at an annualised Sharpe of
-    about 5 after 1 bp costs. `news_rate=0, ar_coef=0.3, sigma=1e-3` reproduces the old AR(1)
-    sample bars exactly.
+    Defaults (None): 4 bp per minute of noise and news bars every 250 minutes on average whose
+    direction drifts on for 60 bars. `signal=False` plants nothing predictable (no drift, no
+    autocorrelation) in otherwise the same bars. `news_rate=0, ar_coef=0.3, sigma=1e-3` reproduces
+    the old AR(1) sample bars exactly.
     """
     from foxhunt.data import sample as sd
 
-    params = {
+    params: dict[str, Any] = {
         "ar_coef": sd.SAMPLE_AR_COEF if ar_coef is None else ar_coef,
         "sigma": sd.SAMPLE_SIGMA if sigma is None else sigma,
         "news_rate": sd.SAMPLE_NEWS_RATE if news_rate is None else news_rate,
         "news_drift": sd.SAMPLE_NEWS_DRIFT if news_drift is None else news_drift,
+        "news_bars": sd.NEWS_BARS if news_bars is None else news_bars,
+        "news_jump": sd.NEWS_JUMP_SIGMAS if news_jump is None else news_jump,
     }
+    if not signal:
+        params.update(ar_coef=0.0, news_drift=0.0)
     rng = np.random.default_rng(seed)
     # Minutes of weekdays only, like spot FX's weekend gap.
     t0 = np.datetime64(start, "m")
@@ -355,7 +363,7 @@ def generate_sample_bars(
     ts = stamps.astype("datetime64[ns]").astype(np.int64)
     planted_key = ":".join(f"{k}={v!r}" for k, v in params.items())
     digest = hashlib.sha256(f"sample:{n_bars}:{seed}:{start}:{planted_key}".encode()).hexdigest()
-    source = f"sample://n={n_bars},seed={seed}"
+    source = f"sample://n={n_bars},seed={seed}" + ("" if signal else ",signal=off")
     return Bars(ts, open_, high, low, close, volume, source=source, content_hash=digest)
 
 

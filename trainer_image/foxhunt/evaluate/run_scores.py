@@ -32,6 +32,7 @@ from foxhunt.evaluate.evaluation import (
     host_array,
 )
 from foxhunt.evaluate.reports import EpochStats
+from foxhunt.evaluate.supervised import feature_oracle
 from foxhunt.train.diagnostics import COLLAPSE_SHARE, IGNORED_AGREEMENT, policy_collapse
 
 POSITIONS_FILE = out_dir.POSITIONS
@@ -140,6 +141,13 @@ def stitched_report(stitched: WindowEvaluation, folds: int, level: float = 0.95)
         f"{net.max_drawdown:.2%}, turnover {net.turnover_per_year:,.0f} a year, exposure {net.exposure:.0%}, "
         f"hit rate {net.hit_rate:.1%}; before costs: Sharpe {gross.sharpe:.2f}, return {gross.total_return:+.2%}",
     ]
+    oracle = feature_oracle({name: ev.net.sharpe for name, ev in stitched.policies.items()})
+    if oracle is not None:
+        share = f"; the model earns {net.sharpe / oracle[1]:.0%} of it" if oracle[1] > 0 else ""
+        lines.append(
+            f"  feature oracle (the best supervised model on the features, {oracle[0]}): Sharpe "
+            f"{oracle[1]:.2f} after costs{share}"
+        )
     for name, standing in stitched.standings.items():
         best = " (best baseline)" if name == stitched.best_baseline else ""
         lines.append(

@@ -72,6 +72,7 @@ def precompute(
     force: bool = False,
     sample_bars: int = SAMPLE_BARS,
     seed: int = 0,
+    sample_signal: bool = True,
     progress: Progress = _print,
     keep_other: bool = False,
 ) -> dict:
@@ -82,7 +83,7 @@ def precompute(
     bars = (
         read_bars(bars_uris, tz=tz, timestamp_unit=timestamp_unit)
         if bars_uris
-        else generate_sample_bars(sample_bars, seed=seed)
+        else generate_sample_bars(sample_bars, seed=seed, signal=sample_signal)
     )
     if not force:
         existing = fxcache_matches(out_uri, bars.content_hash)
@@ -400,13 +401,15 @@ def pipeline(
     settings: RunConfig,
     *,
     sample_bars: int = SAMPLE_BARS,
+    sample_signal: bool = True,
     tz: str | None = None,
     timestamp_unit: str | None = None,
     progress: Progress | None = None,
     search: SearchOptions | None = None,
     plan_search: PlanSearch | None = None,
 ) -> RunSummary:
-    """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars."""
+    """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars
+    (`sample_signal=False`: with nothing predictable planted)."""
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=True)
     check_inputs_outside(out_uri, bars_uris or ())
     fxcache_uri = storage.join(out_uri, out_dir.PIPELINE_FXCACHE)
@@ -421,6 +424,7 @@ def pipeline(
             timestamp_unit=timestamp_unit,
             sample_bars=sample_bars,
             seed=settings.seed,
+            sample_signal=sample_signal,
             progress=emit,
             keep_other=not settings.overwrite,
         )
