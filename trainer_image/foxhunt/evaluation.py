@@ -13,11 +13,13 @@ Conventions (one place, every number in the reports follows them):
 * **Stitching**: the folds' validation windows become one record in time order. Where windows
   overlap (step shorter than the validation length), a bar belongs to the latest fold whose
   window started at or before it: the most recently trained model trades it (between folds that
-  start on the same bar, the later fold). Each fold's share of the record is a *segment* that
-  keeps its own costs (entered from flat at its first bar), so with windows that do not overlap
-  the stitched P&L is exactly the folds' P&L joined.
-* **Annualisation**: periods per year = bars per year implied by the timestamps' spacing within
-  segments (weekend gaps included, gaps between segments excluded).
+  start on the same bar, the later fold). Each fold's share of the record is a *segment*. The
+  **handover** between two segments on consecutive rows costs the actual change from the last
+  position of one to the first of the next (one continuous account changes models, not positions
+  for nothing); a segment after a gap (rows no fold traded) is entered from flat.
+* **Annualisation**: periods per year = the instrument's bars per year over the whole loaded data,
+  (rows − 1) / (last − first timestamp in years), the same for every window: where a window's edges
+  fall (a weekend, a holiday) does not change it.
 * Sharpe statistics are in `foxhunt.sharpe` (per-period, population std); reports annualise the
   Sharpe, its standard errors and its interval by sqrt(periods per year).
 """
@@ -55,6 +57,7 @@ class Record:
     positions: np.ndarray  # float64 in {−1, 0, 1}
     returns: np.ndarray  # float64: the bar's 1-bar forward log return
     fold: np.ndarray  # int64: the fold whose model traded the bar
+    bars_per_year: float  # the instrument's, over the whole loaded data (`bars_per_year`)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -67,10 +70,13 @@ class Record:
         return starts
 
     def position_changes(self) -> np.ndarray:
-        """|Δposition| per bar; each segment's first bar changes from flat."""
+        """|Δposition| per bar: the record's first bar and a segment after a gap change from flat; a
+        segment on the row after the previous one's last changes from that segment's last position."""
         previous = np.empty_like(self.positions)
         previous[1:] = self.positions[:-1]
-        previous[self.segment_starts] = 0.0
+        from_flat = self.segment_starts.copy()
+        from_flat[1:] &= self.index[1:] != self.index[:-1] + 1
+        previous[from_flat] = 0.0
         return np.abs(self.positions - previous)
 
     def pnl(self, cost_per_unit: float) -> np.ndarray:
@@ -78,19 +84,25 @@ class Record:
         return self.positions * self.returns - cost_per_unit * self.position_changes()
 
     def periods_per_year(self) -> float:
-        """Bars per year from the timestamps' spacing within segments; 1 when no time passes."""
-        bounds = np.append(np.flatnonzero(self.segment_starts), len(self))
-        first, last = bounds[:-1], bounds[1:] - 1
-        span_ns = float(np.sum(self.timestamp[last] - self.timestamp[first]))
-        intervals = float(np.sum(last - first))
-        return intervals / (span_ns / _YEAR_NS) if span_ns > 0 else 1.0
+        """The instrument's bars per year over the whole data (the same for every window of it)."""
+        return self.bars_per_year
+
+
+def bars_per_year(timestamp: np.ndarray) -> float:
+    """Bars per year of the whole loaded data: (rows − 1) / span in years; 1 when no time passes."""
+    if len(timestamp) < 2:
+        return 1.0
+    span_ns = float(int(timestamp[-1]) - int(timestamp[0]))
+    return (len(timestamp) - 1) / (span_ns / _YEAR_NS) if span_ns > 0 else 1.0
 
 
 def fold_record(fold: int, start: int, positions, timestamp: np.ndarray, returns) -> Record:
-    """The record of one fold's window: `positions` held from row `start` on; `returns` is the full column."""
+    """The record of one fold's window: `positions` held from row `start` on; `timestamp` and `returns`
+    are the whole loaded columns (the annualisation is the whole data's)."""
     held = host_array(positions)
     end = start + held.size
     return Record(
+        bars_per_year=bars_per_year(timestamp),
         index=np.arange(start, end, dtype=np.int64),
         timestamp=np.asarray(timestamp[start:end], dtype=np.int64),
         positions=held,
@@ -114,6 +126,7 @@ def stitch(records: Sequence[Record]) -> Record:
         return np.concatenate([getattr(r, field) for r in records])[keep]
 
     return Record(
+        bars_per_year=records[0].bars_per_year,
         index=rows[keep],
         timestamp=take("timestamp"),
         positions=take("positions"),
@@ -244,25 +257,65 @@ def score(record: Record, scoring: Scoring, benchmark: Evaluation | None = None)
 
 @dataclass(frozen=True)
 class Standing:
-    """Where the model stands against one baseline, on net annualised Sharpe."""
+    """Where the model stands against one baseline on the same bars, after costs (annualised).
+
+    The verdict is the paired test's (`foxhunt.paired`): the bootstrap interval of the Sharpe
+    difference, both streams resampled with the same blocks, lies above 0 ("above"), below 0
+    ("below"), or holds 0 ("no clear difference"); "not tested" without bootstrap resamples.
+    Alpha, beta and information ratio are the model's against this baseline's net P&L.
+    """
 
     baseline: str
     model_sharpe: float
     baseline_sharpe: float
     difference: float  # model − baseline
-    outside_interval: bool  # the baseline's Sharpe lies outside the model's bootstrap interval
-    verdict: str  # "above", "below" (outside the interval) or "within interval"
+    difference_ci_low: float  # paired circular block bootstrap, percentile interval at Scoring.level
+    difference_ci_high: float
+    p_value: float  # two-sided, centred bootstrap
+    alpha: float  # per year, log-return units
+    beta: float
+    information_ratio: float
+    verdict: str
 
 
-def compare(model: Evaluation, baselines: Mapping[str, Evaluation]) -> dict[str, Standing]:
-    """The model against each baseline: net Sharpe difference and whether it clears the model's interval."""
+def compare(
+    model: Evaluation,
+    baselines: Mapping[str, Evaluation],
+    records: Mapping[str, Record],
+    scoring: Scoring,
+) -> dict[str, Standing]:
+    """The model against each baseline by the paired test of their net Sharpe difference on the same bars."""
+    from foxhunt import paired
+
     out = {}
     m = model.net
+    model_pnl = records[MODEL].pnl(scoring.cost_per_unit)
+    root = math.sqrt(m.periods_per_year)
     for name, evaluation in baselines.items():
         b = evaluation.net.sharpe
-        outside = bool(b < m.sharpe_ci_low or b > m.sharpe_ci_high)
-        verdict = ("above" if m.sharpe > b else "below") if outside else "within interval"
-        out[name] = Standing(name, m.sharpe, b, m.sharpe - b, outside, verdict)
+        other = records[name].pnl(scoring.cost_per_unit)
+        test = paired.sharpe_difference(
+            model_pnl,
+            other,
+            resamples=scoring.resamples,
+            level=scoring.level,
+            block=scoring.block,
+            seed=scoring.seed,
+        )
+        rel = paired.relative_to(model_pnl, other, m.periods_per_year)
+        out[name] = Standing(
+            baseline=name,
+            model_sharpe=m.sharpe,
+            baseline_sharpe=b,
+            difference=m.sharpe - b,
+            difference_ci_low=test.ci_low * root,
+            difference_ci_high=test.ci_high * root,
+            p_value=test.p_value,
+            alpha=rel.alpha,
+            beta=rel.beta,
+            information_ratio=rel.information_ratio,
+            verdict=test.verdict,
+        )
     return out
 
 
@@ -347,7 +400,7 @@ def evaluate_window(
         end_ns=int(model_record.timestamp[-1]),
         n_bars=len(model_record),
         policies=policies,
-        standings=compare(policies[MODEL], baselines),
+        standings=compare(policies[MODEL], baselines, records, scoring),
         best_baseline=best_baseline(baselines),
     )
 

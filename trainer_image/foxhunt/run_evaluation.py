@@ -20,6 +20,7 @@ import numpy as np
 
 from foxhunt.config import EvalConfig
 from foxhunt.evaluation import (
+    BUY_AND_HOLD,
     MODEL,
     RunEvaluation,
     ScoreMemo,
@@ -143,7 +144,14 @@ def stitched_report(stitched: WindowEvaluation, folds: int, level: float = 0.95)
         best = " (best baseline)" if name == stitched.best_baseline else ""
         lines.append(
             f"  vs {name}{best}: its Sharpe {standing.baseline_sharpe:.2f}, model − it "
-            f"{standing.difference:+.2f}: {standing.verdict}"
+            f"{standing.difference:+.2f} (paired {level:.0%} interval [{standing.difference_ci_low:+.2f}, "
+            f"{standing.difference_ci_high:+.2f}], p {standing.p_value:.2f}): {standing.verdict}"
+        )
+    hold = stitched.standings.get(BUY_AND_HOLD)
+    if hold is not None:
+        lines.append(
+            f"  against buy-and-hold: alpha {hold.alpha:+.2%} a year (log), beta {hold.beta:.2f}, "
+            f"information ratio {hold.information_ratio:.2f}"
         )
     return lines
 
