@@ -76,12 +76,23 @@ def test_the_stitched_record_holds_every_validation_bar_once(tiny_run):
 
 
 @pytest.mark.parametrize("policy", [MODEL, "buy_and_hold", "last_return_sign", "ridge"])
-def test_the_stitched_log_return_is_the_sum_of_the_folds(tiny_run, policy):
+def test_the_stitched_gross_log_return_is_the_sum_of_the_folds(tiny_run, policy):
     summary = tiny_run.summary
-    for level in ("net", "gross"):
-        folds = [f["evaluation"]["policies"][policy][level]["log_return"] for f in summary["folds"]]
-        stitched = summary["stitched"]["policies"][policy][level]["log_return"]
-        assert stitched == pytest.approx(sum(folds), rel=1e-12, abs=1e-15)
+    folds = [f["evaluation"]["policies"][policy]["gross"]["log_return"] for f in summary["folds"]]
+    stitched = summary["stitched"]["policies"][policy]["gross"]["log_return"]
+    assert stitched == pytest.approx(sum(folds), rel=1e-12, abs=1e-15)
+
+
+def test_buy_and_hold_pays_no_handover_between_adjacent_windows(tiny_run):
+    # Each fold's window enters long from flat; stitched, only the first entry is paid (always long).
+    summary = tiny_run.summary
+    folds = summary["folds"]
+    adjacent = sum(a["val_end"] == b["val_start"] for a, b in zip(folds, folds[1:], strict=False))
+    assert adjacent == len(folds) - 1
+    hold = [f["evaluation"]["policies"]["buy_and_hold"] for f in folds]
+    entry = hold[0]["gross"]["log_return"] - hold[0]["net"]["log_return"]  # one unit from flat
+    stitched = summary["stitched"]["policies"]["buy_and_hold"]["net"]["log_return"]
+    assert stitched == pytest.approx(sum(h["net"]["log_return"] for h in hold) + adjacent * entry, rel=1e-9)
 
 
 def test_every_window_stands_the_model_against_every_baseline(tiny_run):

@@ -379,9 +379,12 @@ def _closing_line(summary: dict[str, Any], out_uri: str) -> str:
     best, selection = summary["best"], summary["selection"]
     dsr = selection.get("dsr")
     dsr_text = (
-        f"deflated Sharpe ratio {dsr:.3f}"
+        selection.get("dsr_reading", f"deflated Sharpe ratio {dsr:.3f}")
         if dsr is not None
         else f"no deflated Sharpe ratio ({selection.get('reason')})"
+    )
+    dsr_text += "; " + selection["overfitting"].get(
+        "reading", f"no PBO ({selection['overfitting'].get('reason')})"
     )
     return (
         f"study {summary['study_name']}: {summary['finished_trials']}/{summary['planned_trials']} trials finished; "

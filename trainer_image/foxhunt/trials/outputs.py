@@ -22,6 +22,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from foxhunt import storage
 from foxhunt.config import DQNConfig, override
+from foxhunt.selection import dsr_inputs, dsr_reading, pbo_reading, probability_of_overfitting
 from foxhunt.sharpe import deflated_sharpe_ratio, expected_max_sharpe
 from foxhunt.trials.study import ERROR_ATTR, FOLDS_ATTR, WORKER_ATTR, is_finished, is_surplus
 
@@ -123,22 +124,32 @@ def best_settings(trial: FrozenTrial, base: DQNConfig) -> dict[str, dict[str, An
 
 
 def selection_check(study: optuna.Study) -> dict[str, Any]:
-    """The Deflated Sharpe Ratio of the best trial: how likely its Sharpe beats the best of N lucky trials.
+    """The Deflated Sharpe Ratio of the best trial and the probability of backtest overfitting, with readings.
 
-    N counts every finished trial (pruned and failed ones were tried too); the variance is that of
-    the complete trials' per-period Sharpe ratios. `selection_share` is the Sharpe that the best of
-    N trials with no skill would reach, as a share of the best trial's: the part that is selection.
+    DSR rule (`selection.dsr_inputs`): N is the number of trials that produced a Sharpe ratio (complete
+    trials) and the variance is that of the same trials' per-period Sharpe ratios; `n_tried` counts every
+    finished trial beside it. `selection_share` is the Sharpe that the best of N trials with no skill
+    would reach, as a share of the best trial's: the part that is selection. `overfitting` is PBO by CSCV
+    over the complete trials' per-fold net Sharpe ratios (`selection.probability_of_overfitting`).
     """
     best = best_trial(study)
     trials = study.get_trials(deepcopy=False)
-    sharpes = [
-        t.user_attrs["sharpe"] for t in trials if t.state == TrialState.COMPLETE and "sharpe" in t.user_attrs
-    ]
-    n_trials = sum(map(is_finished, trials))
-    if best is None or "sharpe" not in best.user_attrs or len(sharpes) < 2:
-        return {"dsr": None, "reason": "needs two or more complete trials that report a Sharpe ratio"}
+    n_tried = sum(map(is_finished, trials))
+    overfitting = overfitting_check(study)
+    sharpes = [t.user_attrs.get("sharpe") if t.state == TrialState.COMPLETE else None for t in trials]
+    try:
+        inputs = dsr_inputs(sharpes)
+    except ValueError:
+        inputs = None
+    if best is None or "sharpe" not in best.user_attrs or inputs is None:
+        return {
+            "dsr": None,
+            "reason": "needs two or more complete trials that report a Sharpe ratio",
+            "n_tried": n_tried,
+            "overfitting": overfitting,
+        }
     attrs = best.user_attrs
-    variance = float(np.var(sharpes, ddof=1))
+    n_trials, variance = inputs.n_trials, inputs.sharpe_variance
     expected_max = expected_max_sharpe(n_trials, variance)
     sharpe = float(attrs["sharpe"])
     dsr = deflated_sharpe_ratio(
@@ -149,17 +160,46 @@ def selection_check(study: optuna.Study) -> dict[str, Any]:
         float(attrs.get("skew", 0.0)),
         float(attrs.get("kurtosis", 3.0)),
     )
+    share = expected_max / sharpe if sharpe > 0 else None
+    dsr_value = None if math.isnan(dsr) else dsr
     return {
-        "dsr": None if math.isnan(dsr) else dsr,
+        "dsr": dsr_value,
+        "dsr_reading": dsr_reading(dsr_value, n_trials, share),
+        "dsr_rule": "N = trials that produced a Sharpe ratio; variance (ddof 1) of those same trials' Sharpe",
         "trial": best.number,
         "n_trials": n_trials,
+        "n_tried": n_tried,
         "sharpe_per_period": sharpe,
         "sharpe_variance": variance,
         "expected_max_sharpe_per_period": expected_max,
-        "selection_share": expected_max / sharpe if sharpe > 0 else None,
+        "selection_share": share,
         "n_obs": int(attrs["n_obs"]),
         "skew": float(attrs.get("skew", 0.0)),
         "kurtosis": float(attrs.get("kurtosis", 3.0)),
+        "overfitting": overfitting,
+    }
+
+
+def overfitting_check(study: optuna.Study) -> dict[str, Any]:
+    """PBO by CSCV over the complete trials' per-fold net Sharpe ratios (what each fold reported), or why not."""
+    complete = [
+        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.intermediate_values
+    ]
+    folds = sorted(set.intersection(*(set(t.intermediate_values) for t in complete))) if complete else []
+    if len(complete) < 2 or len(folds) < 2:
+        return {"pbo": None, "reason": "needs two or more complete trials over two or more folds"}
+    results = np.array([[t.intermediate_values[f] for t in complete] for f in folds], dtype=np.float64)
+    if not np.all(np.isfinite(results)):
+        return {"pbo": None, "reason": "a fold's result is not finite"}
+    found = probability_of_overfitting(results)
+    return {
+        "pbo": found.pbo,
+        "reading": pbo_reading(found.pbo),
+        "groups": found.groups,
+        "splits": found.splits,
+        "folds_used": found.folds_used,
+        "trials": [t.number for t in complete],
+        "logit_median": float(np.median(found.logits)),
     }
 
 
