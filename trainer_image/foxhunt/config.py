@@ -15,6 +15,7 @@ from dataclasses import MISSING, dataclass, fields, replace
 
 from foxhunt.config_fields import check_fields, expectation, section, setting
 from foxhunt.errors import ConfigError
+from foxhunt.execution_settings import FILLS, ExecutionSettings
 
 # Forward-return horizons of the targets, in bars; the longest one sets the default purge gap.
 TARGET_HORIZONS: tuple[int, ...] = (1, 5, 15, 60)
@@ -126,9 +127,49 @@ class EvalConfig:
         low=0,
         unit="log-return units",
     )
+    # The execution model (foxhunt.execution): fixed for a run, never searched.
+    spread_points: float = setting(
+        0.0,
+        "Full bid-ask spread in price points (needs first_close); half per unit of change.",
+        low=0,
+        unit="points",
+    )
+    first_close: float = setting(
+        0.0,
+        "Close of the first loaded bar: the price level that turns points into returns.",
+        low=0,
+        unit="price",
+    )
+    session: str = setting("", "Main session HH:MM-HH:MM UTC, Monday to Friday ('' = every bar).")
+    off_session_factor: float = setting(
+        1.0, "How many times wider every spread is outside the main session.", low=1
+    )
+    slippage: float = setting(0.0, "Slippage per unit of position change.", low=0, unit="log-return units")
+    fill: str = setting(
+        "close", "Fill at the decision bar's close, or at the next bar's open.", choices=FILLS
+    )
+    financing: float = setting(
+        0.0, "Overnight financing: yearly rate on |position| per daily rollover held.", low=0, unit="per year"
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "eval config")
+        try:
+            self.execution_settings()
+        except ValueError as exc:
+            raise ConfigError("eval config", "execution", str(exc)) from None
+
+    def execution_settings(self) -> ExecutionSettings:
+        """The execution model's settings (`foxhunt.execution`)."""
+        return ExecutionSettings(
+            spread_points=self.spread_points,
+            first_close=self.first_close,
+            session=self.session,
+            off_session_factor=self.off_session_factor,
+            slippage=self.slippage,
+            fill=self.fill,
+            financing=self.financing,
+        )
 
     @property
     def cost_per_change(self) -> float:
@@ -230,6 +271,13 @@ FLAGS: dict[str, str] = {
     "max-folds": "folds.max_folds",
     "eval-cost": "eval.cost",
     "eval-spread": "eval.spread",
+    "eval-spread-points": "eval.spread_points",
+    "eval-first-close": "eval.first_close",
+    "eval-session": "eval.session",
+    "eval-off-session-factor": "eval.off_session_factor",
+    "eval-slippage": "eval.slippage",
+    "eval-fill": "eval.fill",
+    "eval-financing": "eval.financing",
     "pushgateway": "pushgateway",
     "run-id": "run_id",
     "metrics-port": "metrics_port",

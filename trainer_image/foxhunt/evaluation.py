@@ -35,6 +35,7 @@ import numpy as np
 
 from foxhunt import sharpe as sr
 from foxhunt.bars import NS_PER_DAY
+from foxhunt.execution import ExecutionRows
 
 MODEL = "model"
 BUY_AND_HOLD = "buy_and_hold"
@@ -69,19 +70,37 @@ class Record:
         starts[1:] = self.fold[1:] != self.fold[:-1]
         return starts
 
-    def position_changes(self) -> np.ndarray:
-        """|Δposition| per bar: the record's first bar and a segment after a gap change from flat; a
-        segment on the row after the previous one's last changes from that segment's last position."""
+    def previous_positions(self) -> np.ndarray:
+        """The position held before each bar: flat at the record's first bar and after a gap, else the
+        bar before's (a segment on the row after the previous one's last takes over its position)."""
         previous = np.empty_like(self.positions)
         previous[1:] = self.positions[:-1]
         from_flat = self.segment_starts.copy()
         from_flat[1:] &= self.index[1:] != self.index[:-1] + 1
         previous[from_flat] = 0.0
-        return np.abs(self.positions - previous)
+        return previous
 
-    def pnl(self, cost_per_unit: float) -> np.ndarray:
-        """Per-bar log P&L after `cost_per_unit` per unit of position change."""
-        return self.positions * self.returns - cost_per_unit * self.position_changes()
+    def position_changes(self) -> np.ndarray:
+        """|Δposition| per bar from `previous_positions` (the handover pays the actual change)."""
+        return np.abs(self.positions - self.previous_positions())
+
+    def gross_pnl(self, execution: ExecutionRows | None = None) -> np.ndarray:
+        """Per-bar log P&L before costs; with next-open fills the previous position holds over the gap."""
+        if execution is None or execution.gap is None:
+            return self.positions * self.returns
+        gap = execution.gap[self.index]
+        return self.previous_positions() * gap + self.positions * (self.returns - gap)
+
+    def pnl(self, cost_per_unit: float, execution: ExecutionRows | None = None) -> np.ndarray:
+        """Per-bar log P&L after `cost_per_unit` per unit of position change and the execution model's
+        per-bar costs (session spreads, slippage, financing) when given."""
+        gross = self.gross_pnl(execution)
+        if execution is None:
+            return gross - cost_per_unit * self.position_changes()
+        per_unit = cost_per_unit + execution.change_cost[self.index]
+        return (
+            gross - per_unit * self.position_changes() - execution.carry[self.index] * np.abs(self.positions)
+        )
 
     def periods_per_year(self) -> float:
         """The instrument's bars per year over the whole data (the same for every window of it)."""
@@ -145,6 +164,7 @@ class Scoring:
     level: float = 0.95  # two-sided level of the bootstrap interval
     block: int = 0  # bootstrap block length in bars; 0: round(T^(1/3))
     seed: int = 0  # seed of the bootstrap's block starts
+    execution: ExecutionRows | None = None  # per-row costs and fills of the run's execution model
 
     def __post_init__(self) -> None:
         for name in ("cost", "spread"):
@@ -250,8 +270,8 @@ def score(record: Record, scoring: Scoring, benchmark: Evaluation | None = None)
     gross_bench = benchmark.gross.sharpe_per_period if benchmark else 0.0
     net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
     return Evaluation(
-        gross=record_metrics(record, record.pnl(0.0), scoring, gross_bench),
-        net=record_metrics(record, record.pnl(scoring.cost_per_unit), scoring, net_bench),
+        gross=record_metrics(record, record.gross_pnl(scoring.execution), scoring, gross_bench),
+        net=record_metrics(record, record.pnl(scoring.cost_per_unit, scoring.execution), scoring, net_bench),
     )
 
 
@@ -289,11 +309,11 @@ def compare(
 
     out = {}
     m = model.net
-    model_pnl = records[MODEL].pnl(scoring.cost_per_unit)
+    model_pnl = records[MODEL].pnl(scoring.cost_per_unit, scoring.execution)
     root = math.sqrt(m.periods_per_year)
     for name, evaluation in baselines.items():
         b = evaluation.net.sharpe
-        other = records[name].pnl(scoring.cost_per_unit)
+        other = records[name].pnl(scoring.cost_per_unit, scoring.execution)
         test = paired.sharpe_difference(
             model_pnl,
             other,

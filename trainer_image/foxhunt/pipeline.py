@@ -263,7 +263,7 @@ def _run_folds(
         eval_spread=settings.eval.spread,
     )
     progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
-    scoring = run_scoring(settings.eval, settings.seed)
+    scoring = run_scoring(settings.eval, settings.seed, data)
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     outcomes: dict[int, FoldOutcome] = {}
     for fold_range in folds:

@@ -31,6 +31,7 @@ from foxhunt.evaluation import (
     fold_record,
     host_array,
 )
+from foxhunt.execution import ExecutionRows
 from foxhunt.reports import EpochStats
 from foxhunt.trainer.diagnostics import COLLAPSE_SHARE, IGNORED_AGREEMENT, policy_collapse
 
@@ -39,9 +40,26 @@ ACTION_NAMES = ("short", "flat", "long")
 BaselinePositions = Mapping[str, object]  # baseline name → positions over a validation window
 
 
-def run_scoring(config: EvalConfig, seed: int) -> Scoring:
-    """How a run scores its records: its evaluation costs, the bootstrap seeded with the run's seed."""
-    return Scoring(cost=config.cost, spread=config.spread, seed=seed)
+def run_scoring(config: EvalConfig, seed: int, data=None) -> Scoring:
+    """How a run scores its records: its evaluation costs, the bootstrap seeded with the run's seed, and
+    the execution model's per-row costs over `data` (the loaded arrays: timestamp, targets, features)."""
+    return Scoring(cost=config.cost, spread=config.spread, seed=seed, execution=execution_rows(config, data))
+
+
+def execution_rows(config: EvalConfig, data) -> ExecutionRows | None:
+    """The execution model of `config` over the whole loaded data; None when it adds nothing to the flat costs."""
+    from foxhunt import execution
+    from foxhunt.features import FEATURE_NAMES
+
+    settings = config.execution_settings()
+    if settings.is_plain:
+        return None
+    if data is None:
+        raise ValueError("the execution model needs the loaded data")
+    body = None
+    if settings.fill == "next_open":
+        body = host_array(data.features[:, FEATURE_NAMES.index("bar_body")])
+    return execution.rows(settings, data.timestamp, host_array(data.targets[:, 0]), body, config.spread)
 
 
 def fold_baselines(features, targets, fold_range, scoring: Scoring) -> dict[str, object]:

@@ -18,7 +18,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -30,11 +30,11 @@ from optuna.trial import FrozenTrial, TrialState
 from foxhunt import storage
 from foxhunt.config import DQNConfig, RunConfig, override
 from foxhunt.errors import RunFailure
-from foxhunt.evaluation import MODEL, RunEvaluation, ScoreMemo, Scoring
+from foxhunt.evaluation import MODEL, RunEvaluation, ScoreMemo
 from foxhunt.fold_training import FoldOutcome, train_fold
 from foxhunt.manifest import FoldRecord, WorkRecord, write_manifest
 from foxhunt.run import Run, now_iso
-from foxhunt.run_evaluation import stitched_evaluation
+from foxhunt.run_evaluation import run_scoring, stitched_evaluation
 from foxhunt.trainer import SHAPE_FIELDS, DeviceData, DQNTrainer, TrainingDiverged
 from foxhunt.trials.metrics import TrialMetrics
 from foxhunt.trials.outputs import trial_folder, write_study_outputs
@@ -150,7 +150,7 @@ class WalkForwardObjective:
         self.run, self.data, self.folds, self.pool, self.objective = run, data, folds, pool, objective
         settings = run.config
         # The run's evaluation costs without the bootstrap: its interval is not part of any objective.
-        self.scoring = Scoring(cost=settings.eval.cost, spread=settings.eval.spread, resamples=0)
+        self.scoring = replace(run_scoring(settings.eval, settings.seed, data), resamples=0)
         # Every trial scores the same baselines over the same windows: each once for the study.
         self.memo = ScoreMemo()
 
