@@ -333,3 +333,23 @@ def test_evaluate_on_an_fxcache_outside_the_runs_dates_is_a_usage_error(tiny_run
     assert main(["evaluate", "--run", str(tiny_run.out), "--fxcache", str(later)]) == 2
     err = capsys.readouterr().err.strip()
     assert f"{later}: no bars in the validation dates of any fold" in err and "\n" not in err
+
+
+def test_a_run_writes_its_trades_and_daily_and_monthly_tables(tiny_run):
+    import pyarrow.parquet as pq
+
+    trades = pq.read_table(tiny_run.out / "trades.parquet").to_pydict()
+    net_log = net(tiny_run.summary["stitched"])["log_return"]
+    daily = [line.split(",") for line in (tiny_run.out / "daily.csv").read_text().splitlines()[1:]]
+    assert sum(float(row[2]) for row in daily) == pytest.approx(net_log, rel=1e-9, abs=1e-12)
+    assert sum(int(row[1]) for row in daily) == tiny_run.summary["stitched"]["n_bars"]
+    assert sum(trades["pnl"]) == pytest.approx(net_log, rel=1e-9, abs=1e-12)  # flat bars pay nothing
+    assert (tiny_run.out / "monthly.csv").read_text().startswith("month,bars,log_pnl,return,")
+
+
+def test_the_console_gives_the_verdict_and_the_relative_figures(tiny_run):
+    assert re.search(
+        r"verdict: model net Sharpe -?\d+\.\d\d vs best baseline \w+ -?\d+\.\d\d: ", tiny_run.console
+    )
+    assert "against buy-and-hold: alpha " in tiny_run.console
+    assert re.search(r"vs buy_and_hold.*paired 95% interval \[", tiny_run.console)

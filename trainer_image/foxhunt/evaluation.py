@@ -433,6 +433,7 @@ class RunEvaluation:
     stitched: WindowEvaluation
     records: dict[str, Record]  # by policy, MODEL first
     cost_per_unit: float  # what the net figures paid per unit of position change
+    execution: ExecutionRows | None = None  # the execution model's per-row costs and fills, if any
 
 
 def evaluate_run(
@@ -486,4 +487,5 @@ def evaluate_run(
         stitched=evaluate_window(stitched, scoring, memo=memo),
         records=stitched,
         cost_per_unit=scoring.cost_per_unit,
+        execution=scoring.execution,
     )

@@ -26,7 +26,14 @@ from foxhunt.manifest import Manifest, resume_point
 from foxhunt.metrics import RunMetrics, refuse_live_run, resolve_pushgateway, resolve_run_id
 from foxhunt.reports import RunSummary, fold_table
 from foxhunt.run import Progress, Run, console, now_iso
-from foxhunt.run_evaluation import run_pictures, run_scoring, stitched_evaluation, stitched_report
+from foxhunt.run_evaluation import (
+    run_pictures,
+    run_scoring,
+    stitched_evaluation,
+    stitched_report,
+    verdict_line,
+)
+from foxhunt.trades import run_tables
 from foxhunt.trainer import DQNTrainer, resolve_device, to_device
 from foxhunt.trials.search import SearchOptions
 from foxhunt.walk_forward import FoldRange, generate_walk_forward_indices
@@ -311,7 +318,9 @@ def _evaluate_run(
     run.metrics.run_evaluated(evaluation.stitched)
     for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level):
         progress(line)
-    title = f"foxhunt run {summary.run_id} on {summary.device}"
+    for name, table in run_tables(evaluation).items():  # trades.parquet, daily.csv, monthly.csv
+        storage.write_bytes(storage.join(run.out_uri, name), table)
+    title = f"foxhunt run {summary.run_id} on {summary.device}\n{verdict_line(evaluation.stitched)}"
     try:
         pictures = run_pictures(evaluation, summary.folds, title)
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON

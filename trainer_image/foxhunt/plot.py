@@ -91,7 +91,8 @@ def run_picture(run: RunEvaluation) -> RunPicture:
         names.append(run.stitched.best_baseline)
     labels = {MODEL: "model", BUY_AND_HOLD: "buy and hold"}
     lines = [
-        EquityLine(labels.get(n, f"best baseline: {n}"), run.records[n].pnl(run.cost_per_unit)) for n in names
+        EquityLine(labels.get(n, f"best baseline: {n}"), run.records[n].pnl(run.cost_per_unit, run.execution))
+        for n in names
     ]
     return RunPicture(
         run.records[MODEL].timestamp, lines, [fold_sharpe(w) for w in run.folds], fold_sharpe(run.stitched)
@@ -152,10 +153,11 @@ def render_run_png(picture: RunPicture, title: str) -> bytes:
                     _dates(fold.start_ns), _dates(fold.end_ns), color="#000000", alpha=0.04, linewidth=0
                 )
     ax_w.set_yscale("log")
-    plain = FuncFormatter(lambda value, _: f"{value:.3g}")  # 0.9, 1.1 rather than 9×10⁻¹
-    ax_w.yaxis.set_major_formatter(plain)
-    ax_w.yaxis.set_minor_formatter(plain)
-    ax_w.set_ylabel("wealth, net of costs (log scale)")
+    # Wealth on a log scale, labelled as the cumulative return it is: −10%, +0%, +25% (not 9×10⁻¹).
+    percent = FuncFormatter(lambda value, _: f"{(value - 1.0) * 100.0:+.3g}%")
+    ax_w.yaxis.set_major_formatter(percent)
+    ax_w.yaxis.set_minor_formatter(percent)
+    ax_w.set_ylabel("cumulative return, net of costs (log scale)")
     ax_w.set_title("stitched out-of-sample record")
     ax_w.legend(fontsize=8, loc="upper left")
     ax_dd.set_ylabel("drawdown (%)")

@@ -171,7 +171,20 @@ def stitched_report(stitched: WindowEvaluation, folds: int, level: float = 0.95)
             f"  against buy-and-hold: alpha {hold.alpha:+.2%} a year (log), beta {hold.beta:.2f}, "
             f"information ratio {hold.information_ratio:.2f}"
         )
+    lines.append(f"  verdict: {verdict_line(stitched)}")
     return lines
+
+
+def verdict_line(stitched: WindowEvaluation) -> str:
+    """The stitched record's verdict in one line: the model's net Sharpe against the best baseline's, by
+    the paired test."""
+    best = stitched.best_baseline
+    standing = stitched.standings[best]
+    return (
+        f"model net Sharpe {standing.model_sharpe:.2f} vs best baseline {best} {standing.baseline_sharpe:.2f}: "
+        f"{standing.verdict} (paired interval of the difference [{standing.difference_ci_low:+.2f}, "
+        f"{standing.difference_ci_high:+.2f}])"
+    )
 
 
 # ---- pictures ----------------------------------------------------------------------------------------
