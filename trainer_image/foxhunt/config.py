@@ -54,6 +54,12 @@ class FoldConfig:
     )
     min_val_rows: int = setting(100, "A fold needs at least this many validation rows.", low=1, unit="rows")
     max_folds: int = setting(0, "Most folds to run, the earliest first; 0 runs all that fit.", low=0)
+    holdout_days: float = setting(
+        0.0,
+        "The last days that no fold and no trial sees; the headline is measured on them (0: none).",
+        low=0,
+        unit="days",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "fold config")
@@ -269,6 +275,7 @@ FLAGS: dict[str, str] = {
     "min-train-rows": "folds.min_train_rows",
     "min-val-rows": "folds.min_val_rows",
     "max-folds": "folds.max_folds",
+    "holdout-days": "folds.holdout_days",
     "eval-cost": "eval.cost",
     "eval-spread": "eval.spread",
     "eval-spread-points": "eval.spread_points",

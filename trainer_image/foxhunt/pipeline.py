@@ -21,6 +21,7 @@ from foxhunt.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.features import compute_features
 from foxhunt.fold_training import FoldOutcome, load_fold, train_fold
 from foxhunt.fxcache import fxcache_matches, read_fxcache, write_fxcache
+from foxhunt.holdout import planning_rows, run_holdout
 from foxhunt.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
 from foxhunt.manifest import Manifest, resume_point
 from foxhunt.metrics import RunMetrics, refuse_live_run, resolve_pushgateway, resolve_run_id
@@ -177,8 +178,9 @@ def train(
         t0 = time.perf_counter()
         cache = read_fxcache(fxcache_uri)
         read_seconds = time.perf_counter() - t0
+        planned = planning_rows(cache.timestamp, settings.folds.holdout_days)  # the held-out bars cut off
         folds = generate_walk_forward_indices(
-            cache.timestamp, settings.folds, close_returns=cache.targets[:, 0]
+            cache.timestamp[:planned], settings.folds, close_returns=cache.targets[:planned, 0]
         )
         manifest = Manifest(
             fxcache_uri,
@@ -297,6 +299,12 @@ def _run_folds(
     summary.graph_captures = trainer.graph_captures
     run.current_fold = None
     _evaluate_run(run, data, folds, outcomes, scoring, memo)
+    if settings.folds.holdout_days > 0:
+        in_search = {
+            "what": "net Sharpe of the run's stitched folds",
+            "value": summary.stitched.policies[MODEL].net.sharpe,
+        }
+        run_holdout(run, data, trainer, max_rows, scoring, "the run's settings", in_search)
 
 
 def _evaluate_run(

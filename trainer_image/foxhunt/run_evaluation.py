@@ -142,6 +142,16 @@ def fold_warnings(fold: int, epochs: Sequence[EpochStats]) -> list[str]:
     return found
 
 
+def fold_flags(epochs: Sequence[EpochStats]) -> tuple[bool, bool]:
+    """(collapsed, ignores features) of a fold's policy after its last epoch: the tests `fold_warnings` words."""
+    if not epochs:
+        return False, False
+    last = epochs[-1]
+    collapsed = last.action_shares is not None and policy_collapse(last.action_shares)
+    ignores = last.feature_agreement is not None and last.feature_agreement >= IGNORED_AGREEMENT
+    return bool(collapsed), bool(ignores)
+
+
 # ---- the stitched report as text ---------------------------------------------------------------------
 def stitched_report(stitched: WindowEvaluation, folds: int, level: float = 0.95) -> list[str]:
     """The stitched record in words: the model's figures after costs, then where it stands against each baseline."""

@@ -32,14 +32,15 @@ from foxhunt.config import DQNConfig, RunConfig, override
 from foxhunt.errors import RunFailure
 from foxhunt.evaluation import MODEL, RunEvaluation, ScoreMemo
 from foxhunt.fold_training import FoldOutcome, train_fold
+from foxhunt.holdout import run_holdout
 from foxhunt.manifest import FoldRecord, WorkRecord, write_manifest
 from foxhunt.run import Run, now_iso
-from foxhunt.run_evaluation import run_scoring, stitched_evaluation
+from foxhunt.run_evaluation import fold_flags, run_scoring, stitched_evaluation
 from foxhunt.trainer import SHAPE_FIELDS, DeviceData, DQNTrainer, TrainingDiverged
 from foxhunt.trials.metrics import TrialMetrics
 from foxhunt.trials.outputs import trial_folder, write_study_outputs
 from foxhunt.trials.population import PopulationObjective, PopulationPool, population_builder
-from foxhunt.trials.search import SearchOptions, study_name
+from foxhunt.trials.search import NO_COLLAPSE_SUFFIX, SearchOptions, study_name
 from foxhunt.trials.space import DEFAULT_SEARCH_SPACE, Distribution, load_search_space
 from foxhunt.trials.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, run_trials, trial_pruner
 from foxhunt.trials.study_batches import run_trial_batches
@@ -123,7 +124,7 @@ class TrainerPool:
 
 def objective_value(name: str, evaluation: RunEvaluation) -> float:
     """The `--objective` figure of a trial's evaluation (every one net of the run's evaluation costs)."""
-    if name == "stitched_sharpe":
+    if name in ("stitched_sharpe", "stitched_sharpe" + NO_COLLAPSE_SUFFIX):
         return evaluation.stitched.policies[MODEL].net.sharpe
     if name == "stitched_return":
         return evaluation.stitched.policies[MODEL].net.log_return
@@ -204,12 +205,20 @@ class WalkForwardObjective:
         value = objective_value(self.objective, evaluation)
         self.write_report(number, params, dqn, outcomes, evaluation, value)
         net = evaluation.stitched.policies[MODEL].net
+        flags = [fold_flags(o.report.epochs) for o in outcomes.values()]
+        collapsed = any(c for c, _ in flags)
         return TrialOutcome(
             objective=value,
             sharpe=net.sharpe_per_period,
             n_obs=net.n_bars,
             skew=net.skewness,
             kurtosis=net.kurtosis,
+            warnings=tuple(w for o in outcomes.values() for w in o.report.warnings),
+            collapsed=collapsed,
+            ignores_features=any(i for _, i in flags),
+            rejected="the policy collapsed to one action"
+            if collapsed and self.objective.endswith(NO_COLLAPSE_SUFFIX)
+            else None,
         )
 
     def record_fold(self, number: int, fold: int, outputs: dict[str, str]) -> None:
@@ -328,6 +337,20 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     if summary["best"] is None:
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, run.out_uri))
+    if settings.folds.holdout_days > 0:  # the chosen settings on the held-out period: the headline
+        best = summary["best"]
+        dqn = override(settings.dqn, best["params"], what=f"trial {best['number']}")
+        in_search = {
+            "what": f"best trial {best['number']}'s {options.objective} over the search's folds, selected",
+            "value": best["objective"],
+        }
+        summary["holdout"] = run_holdout(
+            run, data, _trainer_builder(run, data, max_rows)(dqn), max_rows,
+            run_scoring(settings.eval, settings.seed, data), f"best trial {best['number']}'s settings", in_search,
+        )  # fmt: skip
+        storage.write_bytes(
+            storage.join(run.out_uri, "study.json"), (json.dumps(summary, indent=2) + "\n").encode()
+        )
     return summary
 
 

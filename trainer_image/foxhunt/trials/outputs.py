@@ -41,6 +41,9 @@ TABLE_COLUMNS = (
     "retry_of",
     "retried_as",
     "error",
+    "collapsed",
+    "ignores_features",
+    "warnings",
     "folder",
 )
 
@@ -58,6 +61,9 @@ class TrialRow:
     retry_of: int | None  # the trial whose settings this one runs again after an interruption
     retried_as: int | None  # the trial that ran this one's settings again
     error: str | None
+    collapsed: bool | None  # the policy collapsed to one action in some fold (None: not known, e.g. pruned)
+    ignores_features: bool | None  # the policy ignored the features in some fold
+    warnings: str | None  # the folds' diagnostics, joined by "; "
     folder: str  # where the trial's fold reports are, relative to `--out`
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -92,6 +98,9 @@ def study_table(study: optuna.Study) -> list[TrialRow]:
             retry_of=(t.system_attrs.get("retry_history") or [None])[-1],
             retried_as=retried_as.get(t.number),
             error=t.user_attrs.get(ERROR_ATTR),
+            collapsed=t.user_attrs.get("collapsed"),
+            ignores_features=t.user_attrs.get("ignores_features"),
+            warnings="; ".join(t.user_attrs["warnings"]) if t.user_attrs.get("warnings") else None,
             folder=trial_folder(t.number),
             params=dict(t.params),
         )
@@ -222,6 +231,13 @@ def study_summary(study: optuna.Study, planned_trials: int) -> dict[str, Any]:
             "objective": best.value,
             "params": dict(best.params),
             "folds_run": int(best.user_attrs.get(FOLDS_ATTR, 0)),
+            "collapsed": best.user_attrs.get("collapsed"),
+            "ignores_features": best.user_attrs.get("ignores_features"),
+            "warnings": list(best.user_attrs.get("warnings", [])),
+        },
+        "warned_trials": {
+            "collapsed": [t.number for t in trials if t.user_attrs.get("collapsed")],
+            "ignores_features": [t.number for t in trials if t.user_attrs.get("ignores_features")],
         },
         "selection": selection_check(study),
     }
@@ -256,10 +272,15 @@ def write_study_outputs(
     return summary
 
 
+def _warning(row: dict[str, Any]) -> str:
+    # The one word that matters most first: a collapsed policy is stuck on one action whatever it ignores.
+    return "collapsed" if row.get("collapsed") else "no-inputs" if row.get("ignores_features") else ""
+
+
 def study_lines(out_uri: str) -> list[str]:
     """The study table as text (number, state, objective, folds, seconds), then where the outputs are."""
     rows = json.loads(storage.read_bytes(storage.join(out_uri, TABLE_JSON)))
-    head = f"{'trial':>5} {'state':<9} {'objective':>10} {'folds':>5} {'seconds':>8}  settings"
+    head = f"{'trial':>5} {'state':<9} {'objective':>10} {'folds':>5} {'seconds':>8} {'warning':<9} settings"
     lines = [head, "-" * len(head)]
     for row in rows:
         objective = "" if row["objective"] is None else f"{row['objective']:.4g}"
@@ -269,7 +290,7 @@ def study_lines(out_uri: str) -> list[str]:
         )
         lines.append(
             f"{row['number']:>5} {row['state'].lower():<9} {objective:>10} {row['folds_run']:>5} "
-            f"{seconds:>8}  {settings}"
+            f"{seconds:>8} {_warning(row):<9} {settings}"
         )
     files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, manifest.json, summary.json"
     lines.append(f"outputs: {out_uri} ({files}, {TRIALS_DIR}/NNNN/fold_F/, {TRIALS_DIR}/NNNN/trial.json)")
