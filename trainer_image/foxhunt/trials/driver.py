@@ -337,7 +337,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     if summary["best"] is None:
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, run.out_uri))
-    if settings.folds.holdout_days > 0:  # the chosen settings on the held-out period: the headline
+    if settings.folds.holdout_days > 0 and options.worker == 0:  # the chosen settings' headline (one worker)
         best = summary["best"]
         dqn = override(settings.dqn, best["params"], what=f"trial {best['number']}")
         in_search = {
