@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from run_cases import train_argv
 from test_trials_run import LR_ONLY, search_argv, space_file
 
 from foxhunt.cli import main
@@ -136,3 +137,38 @@ def test_the_held_out_headline_is_reported_beside_the_in_search_figure(two_searc
     summary = json.loads((outs["real"] / "summary.json").read_text())
     assert summary["holdout"]["headline"] == "held-out final period"
     assert (outs["real"] / "holdout.png").stat().st_size > 0
+
+
+def test_a_plain_run_reports_its_settings_on_the_held_out_period(tiny_fxcache, tiny_params, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                *train_argv(tiny_fxcache, out, tiny_params),
+                "--holdout-days",
+                "2",
+                "--max-folds",
+                "1",
+                "--epochs",
+                "2",
+            ]
+        )
+        == 0
+    )
+    console = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    cache = read_fxcache(str(tiny_fxcache))
+    start = holdout_start(cache.timestamp, 2.0)
+    assert (
+        summary["holdout"]["rows"] == [start, len(cache)]
+        and summary["holdout"]["settings"] == "the run's settings"
+    )
+    assert all(f["val_end"] <= start - HOLDOUT_GAP for f in summary["folds"])
+    assert (
+        summary["holdout"]["in_search"]["value"] == summary["stitched"]["policies"]["model"]["net"]["sharpe"]
+    )
+    headline = next(line for line in console.splitlines() if "HEADLINE (held-out final period" in line)
+    assert f"model net Sharpe {summary['holdout']['net_sharpe']:.2f}" in headline
+    assert (
+        "in-search figure (net Sharpe of the run's stitched folds; optimistic, not the headline)" in console
+    )
