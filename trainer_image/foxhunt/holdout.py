@@ -91,11 +91,19 @@ def _window_figures(window) -> dict[str, Any]:
 
 
 def run_holdout(
-    run, data, trainer, max_train_rows: int, scoring, settings_label: str, in_search: dict[str, Any]
+    run,
+    data,
+    trainer,
+    number: int,
+    max_train_rows: int,
+    scoring,
+    settings_label: str,
+    in_search: dict[str, Any],
 ) -> dict[str, Any]:
     """Train `trainer` (set to the chosen settings) on the holdout fold, evaluate it, report it as the headline.
 
     `in_search` is the figure the folds gave (`{"what": ..., "value": ...}`), reported beside it.
+    The fold is numbered `number` (the one after the run's folds; its files go to `--out/holdout/fold_N`).
     Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
     """
     from foxhunt.fold_training import train_fold
@@ -106,7 +114,7 @@ def run_holdout(
     scoring = (
         scoring if scoring.resamples else replace(scoring, resamples=1000)
     )  # the headline has its interval
-    fold = holdout_range(data.timestamp, config.folds, run.summary.folds_planned, max_train_rows)
+    fold = holdout_range(data.timestamp, config.folds, number, max_train_rows)
     out = storage.join(run.out_uri, HOLDOUT_DIR)
     outcome = train_fold(
         trainer, fold, config.epochs, out, lambda m: run.progress(f"holdout {m}"), run.check, scoring=scoring

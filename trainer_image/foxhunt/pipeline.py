@@ -304,7 +304,7 @@ def _run_folds(
             "what": "net Sharpe of the run's stitched folds",
             "value": summary.stitched.policies[MODEL].net.sharpe,
         }
-        run_holdout(run, data, trainer, max_rows, scoring, "the run's settings", in_search)
+        run_holdout(run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search)
 
 
 def _evaluate_run(

@@ -345,7 +345,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             "value": best["objective"],
         }
         summary["holdout"] = run_holdout(
-            run, data, _trainer_builder(run, data, max_rows)(dqn), max_rows,
+            run, data, _trainer_builder(run, data, max_rows)(dqn), len(folds), max_rows,
             run_scoring(settings.eval, settings.seed, data), f"best trial {best['number']}'s settings", in_search,
         )  # fmt: skip
         storage.write_bytes(
