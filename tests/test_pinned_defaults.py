@@ -94,3 +94,14 @@ def test_annualisation_is_the_whole_datas_bars_per_year_wherever_a_window_falls(
         record = fold_record(0, start, np.ones(120), timestamp, returns)
         assert record.periods_per_year() == pytest.approx(whole, rel=1e-12)
     assert not math.isclose(whole, 365.25 * 1440, rel_tol=1e-3)  # the data's weekends count
+
+
+def test_a_handover_pays_the_actual_change_and_a_segment_after_a_gap_enters_from_flat():
+    # Rows 0-2 long (fold 0), rows 3-4 long (fold 1, adjacent: no change), rows 5-6 short (fold 2,
+    # adjacent: 2 units), rows 9-10 short (fold 3, after a gap: 1 unit from flat).
+    # Catches: every segment entered from flat (changes 1, 1, 1, 1), or the gap handed over (0).
+    ts, returns = minutes(11), np.zeros(11)
+    parts = [(0, 0, [1, 1, 1]), (1, 3, [1, 1]), (2, 5, [-1, -1]), (3, 9, [-1, -1])]
+    stitched = stitch([fold_record(f, s, np.array(p, float), ts, returns) for f, s, p in parts])
+    assert stitched.position_changes().tolist() == [1, 0, 0, 0, 0, 2, 0, 1, 0]
+    assert stitched.pnl(1e-3).sum() == pytest.approx(-4e-3)
