@@ -121,14 +121,9 @@ def dsr_reading(dsr: float | None, n_trials: int, selection_share: float | None)
     """The DSR in words: how much of the best trial's Sharpe the selection of `n_trials` explains."""
     if dsr is None:
         return "DSR undefined (the best trial's returns are too skewed for the test)"
-    share = (
-        ""
-        if selection_share is None
-        else f"; the best of {n_trials} trials with no skill would reach "
-        + (f"{selection_share:.0%} of this Sharpe")
-    )
     if selection_share is None:
         return f"DSR {dsr:.2f}: the best trial's Sharpe is not positive; there is nothing to deflate"
+    share = f"; the best of {n_trials} trials with no skill would reach {selection_share:.0%} of this Sharpe"
     if dsr >= DSR_SIGNIFICANT:
         return f"DSR {dsr:.2f}: the best Sharpe survives the selection of {n_trials} trials{share}"
     if dsr < DSR_SELECTION:
