@@ -111,9 +111,10 @@ def run_holdout(
     from foxhunt.run_evaluation import verdict_line
 
     config = run.config
-    scoring = (
-        scoring if scoring.resamples else replace(scoring, resamples=1000)
-    )  # the headline has its interval
+    if (
+        not scoring.resamples
+    ):  # a search scores its trials without the bootstrap; the headline has its interval
+        scoring = replace(scoring, resamples=1000)
     fold = holdout_range(data.timestamp, config.folds, number, max_train_rows)
     out = storage.join(run.out_uri, HOLDOUT_DIR)
     outcome = train_fold(
