@@ -144,7 +144,11 @@ def run_holdout(
         "warnings": outcome.report.warnings,
     }
     storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), _dumps(record))
-    _draw(run, data, outcome, fold, scoring, lines[0])
+    title = (
+        f"HEADLINE: {HEADLINE} {iso_utc(window.start_ns)[:16]} → {iso_utc(window.end_ns)[:16]}, {settings_label}\n"
+        f"{verdict_line(window)}"
+    )
+    _draw(run, data, outcome, fold, scoring, title)
     run.summary.holdout = {k: v for k, v in record.items() if k != "evaluation"}
     for line in lines:
         run.progress(line)
@@ -165,7 +169,7 @@ def _draw(run, data, outcome, fold: FoldRange, scoring, title: str) -> None:
             lines.append(EquityLine(label, record.pnl(scoring.cost_per_unit, scoring.execution)))
         window = outcome.report.evaluation
         picture = RunPicture(np.asarray(data.timestamp[fold.val_slice]), lines, [fold_sharpe(window)], None)
-        png = render_run_png(picture, title)
+        png = render_run_png(picture, title, record_title=f"{HEADLINE}: never seen by any fold or trial")
     except ImportError as exc:  # a slim image without matplotlib still reports in JSON
         run.progress(f"{HOLDOUT_PICTURE} not drawn: {exc}")
         return
