@@ -40,7 +40,7 @@ SEARCH_SPACE_FILE = f"{INPUTS_DIR}/search-space.json"
 # `foxhunt train` settings a cluster user sets per run, in the order of the train command's flags.
 TRAINER_SETTINGS: tuple[str, ...] = (
     "model", "epochs", "trials", "seed", "train-days", "val-days", "step-days", "window", "purge-bars",
-    "min-train-rows", "min-val-rows", "max-folds", "eval-cost", "eval-spread", "log-format",
+    "min-train-rows", "min-val-rows", "max-folds", "holdout-days", "eval-cost", "eval-spread", "log-format",
 )  # fmt: skip
 # Where a pod's default differs from a local run's, on purpose: a pod's log is read by a collector.
 POD_DEFAULTS = {"log-format": "json"}

@@ -168,6 +168,9 @@ def train_step(options: RenderOptions) -> Container:
                   value_from=m.ValueFrom(path=f"{OUTPUTS_DIR}/summary_uri", default="")),
         Parameter(name="stitched-sharpe", global_name="stitched-sharpe",
                   value_from=m.ValueFrom(path=f"{OUTPUTS_DIR}/stitched_sharpe", default="")),
+        # With holdout-days: the headline, on the held-out final period (stitched-sharpe is in-search).
+        Parameter(name="holdout-sharpe", global_name="holdout-sharpe",
+                  value_from=m.ValueFrom(path=f"{OUTPUTS_DIR}/holdout_sharpe", default="")),
         Artifact(name="summary", path=f"{OUTPUTS_DIR}/summary.json", optional=True, archive=NoneArchiveStrategy()),
         Artifact(name="run-png", path=f"{OUTPUTS_DIR}/run.png", optional=True, archive=NoneArchiveStrategy()),
     ]  # fmt: skip

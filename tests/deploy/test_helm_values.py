@@ -150,7 +150,11 @@ def test_output_artifacts_can_be_turned_off_where_argo_has_no_artifact_repositor
     (pod,) = pod_templates(train)
 
     assert "artifacts" not in pod["outputs"]
-    assert {p["name"] for p in pod["outputs"]["parameters"]} == {"summary-uri", "stitched-sharpe"}
+    assert {p["name"] for p in pod["outputs"]["parameters"]} == {
+        "summary-uri",
+        "stitched-sharpe",
+        "holdout-sharpe",
+    }
 
 
 def notes(values: dict | None = None, api_versions: tuple[str, ...] = ()) -> str:

@@ -42,6 +42,10 @@ def test_the_stitched_record_is_the_folds_records_joined_when_windows_do_not_ove
             for f, s, e in windows
         ]
     )
+    # Each handover pays the actual change from the last position before it, not an entry from flat.
+    for f, s, _end in windows[1:]:
+        handover = abs(positions[f][0] - positions[f - 1][-1]) - abs(positions[f][0])
+        joined[s - 100] -= 3e-4 * handover
     np.testing.assert_allclose(stitched.pnl(3e-4), joined, rtol=1e-12)
     np.testing.assert_array_equal(stitched.timestamp, timestamp[100:400])
     assert stitched.periods_per_year() == pytest.approx(periods_per_year(timestamp[100:400]), rel=1e-12)
@@ -55,8 +59,8 @@ def test_in_overlapping_windows_the_most_recently_trained_fold_trades():
     np.testing.assert_array_equal(stitched.fold, [0] * 60 + [1] * 100)
     np.testing.assert_array_equal(stitched.positions, [1.0] * 60 + [-1.0] * 100)
     changes = stitched.position_changes()
-    assert changes[0] == 1 and changes[60] == 1  # the later fold enters from flat, as in its own window
-    assert changes.sum() == 2
+    assert changes[0] == 1 and changes[60] == 2  # the handover from long to short
+    assert changes.sum() == 3
 
 
 def test_gaps_between_windows_do_not_dilute_the_annualisation():
@@ -169,20 +173,21 @@ def test_scoring_refuses_a_negative_spread_naming_it():
         Scoring(spread=-1e-4)
 
 
-def test_compare_says_above_below_or_within_the_models_interval():
+def test_compare_gives_each_baseline_the_paired_tests_verdict_and_difference():
     rng = np.random.default_rng(9)
-    model = score(one_window(np.ones(1000), rng.normal(1e-4, 1e-3, 1000)), Scoring(resamples=200))
-    low, high = model.net.sharpe_ci_low, model.net.sharpe_ci_high
-
-    def baseline(sharpe: float):
-        return dataclasses.replace(model, net=dataclasses.replace(model.net, sharpe=sharpe))
-
-    got = compare(
-        model, {"weak": baseline(low - 1), "close": baseline((low + high) / 2), "strong": baseline(high + 1)}
-    )
-    assert [s.verdict for s in got.values()] == ["above", "within interval", "below"]
-    assert got["weak"].difference == pytest.approx(model.net.sharpe - low + 1)
-    assert [s.outside_interval for s in got.values()] == [True, False, True]
+    returns = rng.normal(1e-4, 1e-3, 1000)
+    records = {
+        MODEL: one_window(np.ones(1000), returns),
+        "flat": one_window(np.zeros(1000), returns),
+        "short": one_window(-np.ones(1000), returns),
+    }
+    scoring = Scoring(cost=0.0, resamples=200)
+    scored = {name: score(rec, scoring) for name, rec in records.items()}
+    got = compare(scored[MODEL], {k: v for k, v in scored.items() if k != MODEL}, records, scoring)
+    assert got["short"].verdict == "above" and got["short"].difference_ci_low > 0
+    assert got["short"].difference == pytest.approx(2 * scored[MODEL].net.sharpe)
+    assert got["short"].beta == pytest.approx(-1.0)
+    assert got["flat"].difference == pytest.approx(scored[MODEL].net.sharpe)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -195,7 +200,7 @@ def test_evaluate_run_scores_every_fold_and_the_stitched_record_beside_the_basel
     assert list(run.stitched.policies) == [MODEL, *base.BASELINE_NAMES]
     for window in [*run.folds, run.stitched]:
         standing = window.standings["last_return_sign"]
-        assert standing.difference == 0.0 and standing.verdict == "within interval"
+        assert standing.difference == 0.0 and standing.verdict == "no clear difference"
     stitched_pnl = run.records[MODEL].pnl(1e-4)
     assert run.stitched.policies[MODEL].net.sharpe == pytest.approx(
         stitched_pnl.mean() / stitched_pnl.std() * math.sqrt(periods_per_year(timestamp[1000:2500])), rel=1e-6

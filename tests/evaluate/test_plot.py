@@ -87,3 +87,9 @@ def test_importing_the_plot_module_does_not_import_matplotlib():
     code = "import sys, foxhunt.evaluate.plot; print('matplotlib' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_the_return_axis_reads_as_percent_of_cumulative_return():
+    from foxhunt.evaluate.plot import _percent
+
+    assert [_percent(v) for v in (0.9, 1.0, 1.25, 20.0)] == ["-10%", "+0%", "+25%", "+1,900%"]

@@ -77,12 +77,23 @@ def test_the_stitched_record_holds_every_validation_bar_once(tiny_run):
 
 
 @pytest.mark.parametrize("policy", [MODEL, "buy_and_hold", "last_return_sign", "ridge"])
-def test_the_stitched_log_return_is_the_sum_of_the_folds(tiny_run, policy):
+def test_the_stitched_gross_log_return_is_the_sum_of_the_folds(tiny_run, policy):
     summary = tiny_run.summary
-    for level in ("net", "gross"):
-        folds = [f["evaluation"]["policies"][policy][level]["log_return"] for f in summary["folds"]]
-        stitched = summary["stitched"]["policies"][policy][level]["log_return"]
-        assert stitched == pytest.approx(sum(folds), rel=1e-12, abs=1e-15)
+    folds = [f["evaluation"]["policies"][policy]["gross"]["log_return"] for f in summary["folds"]]
+    stitched = summary["stitched"]["policies"][policy]["gross"]["log_return"]
+    assert stitched == pytest.approx(sum(folds), rel=1e-12, abs=1e-15)
+
+
+def test_buy_and_hold_pays_no_handover_between_adjacent_windows(tiny_run):
+    # Each fold's window enters long from flat; stitched, only the first entry is paid (always long).
+    summary = tiny_run.summary
+    folds = summary["folds"]
+    adjacent = sum(a["val_end"] == b["val_start"] for a, b in zip(folds, folds[1:], strict=False))
+    assert adjacent == len(folds) - 1
+    hold = [f["evaluation"]["policies"]["buy_and_hold"] for f in folds]
+    entry = hold[0]["gross"]["log_return"] - hold[0]["net"]["log_return"]  # one unit from flat
+    stitched = summary["stitched"]["policies"]["buy_and_hold"]["net"]["log_return"]
+    assert stitched == pytest.approx(sum(h["net"]["log_return"] for h in hold) + adjacent * entry, rel=1e-9)
 
 
 def test_every_window_stands_the_model_against_every_baseline(tiny_run):
@@ -322,3 +333,23 @@ def test_evaluate_on_an_fxcache_outside_the_runs_dates_is_a_usage_error(tiny_run
     )
     err = capsys.readouterr().err.strip()
     assert f"{later}: no bars in the validation dates of any fold" in err and "\n" not in err
+
+
+def test_a_run_writes_its_trades_and_daily_and_monthly_tables(tiny_run):
+    import pyarrow.parquet as pq
+
+    trades = pq.read_table(tiny_run.out / "trades.parquet").to_pydict()
+    net_log = net(tiny_run.summary["stitched"])["log_return"]
+    daily = [line.split(",") for line in (tiny_run.out / "daily.csv").read_text().splitlines()[1:]]
+    assert sum(float(row[2]) for row in daily) == pytest.approx(net_log, rel=1e-9, abs=1e-12)
+    assert sum(int(row[1]) for row in daily) == tiny_run.summary["stitched"]["n_bars"]
+    assert sum(trades["pnl"]) == pytest.approx(net_log, rel=1e-9, abs=1e-12)  # flat bars pay nothing
+    assert (tiny_run.out / "monthly.csv").read_text().startswith("month,bars,log_pnl,return,")
+
+
+def test_the_console_gives_the_verdict_and_the_relative_figures(tiny_run):
+    assert re.search(
+        r"verdict: model net Sharpe -?\d+\.\d\d vs best baseline \w+ -?\d+\.\d\d: ", tiny_run.console
+    )
+    assert "against buy-and-hold: alpha " in tiny_run.console
+    assert re.search(r"vs buy_and_hold.*paired 95% interval \[", tiny_run.console)

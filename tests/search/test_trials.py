@@ -258,24 +258,26 @@ def _outcome(sharpes):
     return objective
 
 
-def test_the_selection_check_is_the_deflated_sharpe_ratio_of_the_best_trial_among_all_finished_ones(tmp_path):
+def test_the_selection_check_is_the_deflated_sharpe_ratio_of_the_best_trial_among_those_with_a_sharpe(
+    tmp_path,
+):
     study = _study(tmp_path)
     sharpes = [0.01, 0.03, None, 0.02]
     run_trials(study, 4, _outcome(sharpes), space=TEST_SPACE, seed=5)
     check = selection_check(study)
 
-    # Bailey & López de Prado (2014), written out: N = 4 trials tried, variance of the complete ones.
+    # Bailey & López de Prado (2014), written out: N = 3 trials with a Sharpe, variance of the same three.
     normal, gamma_e = NormalDist(), 0.5772156649015329
     variance = np.var([0.01, 0.03, 0.02], ddof=1)
     expected_max = math.sqrt(variance) * (
-        (1 - gamma_e) * normal.inv_cdf(1 - 1 / 4) + gamma_e * normal.inv_cdf(1 - 1 / (4 * math.e))
+        (1 - gamma_e) * normal.inv_cdf(1 - 1 / 3) + gamma_e * normal.inv_cdf(1 - 1 / (3 * math.e))
     )
     z = (0.03 - expected_max) * math.sqrt(5000 - 1) / math.sqrt(1 + 0.3 * 0.03 + (5.0 - 1) / 4 * 0.03**2)
-    assert check["trial"] == 1 and check["n_trials"] == 4
+    assert check["trial"] == 1 and check["n_trials"] == 3 and check["n_tried"] == 4
     assert check["dsr"] == pytest.approx(normal.cdf(z), rel=1e-9)
     assert check["selection_share"] == pytest.approx(expected_max / 0.03, rel=1e-9)
     wrong_n = math.sqrt(variance) * (
-        (1 - gamma_e) * normal.inv_cdf(1 - 1 / 3) + gamma_e * normal.inv_cdf(1 - 1 / (3 * math.e))
+        (1 - gamma_e) * normal.inv_cdf(1 - 1 / 4) + gamma_e * normal.inv_cdf(1 - 1 / (4 * math.e))
     )
     assert check["expected_max_sharpe_per_period"] != pytest.approx(wrong_n, rel=1e-3)
 

@@ -100,7 +100,13 @@ def test_each_objective_is_the_figure_it_names():
     assert objective_value("mean_fold_sharpe", evaluation) == pytest.approx(np.mean(folds), rel=1e-12)
     # The mean of the folds' Sharpe ratios is not the Sharpe of the joined record.
     assert objective_value("mean_fold_sharpe", evaluation) != pytest.approx(stitched.sharpe, rel=1e-3)
-    assert set(OBJECTIVES) == {"stitched_sharpe", "mean_fold_sharpe", "stitched_return"}
+    assert objective_value("stitched_sharpe_no_collapse", evaluation) == stitched.sharpe  # plus the refusal
+    assert set(OBJECTIVES) == {
+        "stitched_sharpe",
+        "mean_fold_sharpe",
+        "stitched_return",
+        "stitched_sharpe_no_collapse",
+    }
 
 
 # ---- options ------------------------------------------------------------------------------------------------

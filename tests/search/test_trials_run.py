@@ -45,6 +45,8 @@ def test_a_study_of_three_trials_leaves_a_table_a_folder_per_trial_and_a_deflate
     best = max(rows, key=lambda r: r["objective"])
     assert study["best"]["number"] == best["number"] and study["finished_trials"] == 3
     assert study["selection"]["n_trials"] == 3 and 0.0 <= study["selection"]["dsr"] <= 1.0
+    assert study["selection"]["overfitting"]["pbo"] in (0.0, 0.5, 1.0)  # S = 2 over two folds: two splits
+    assert study["selection"]["overfitting"]["reading"].startswith("PBO ")
     assert read_json(three_trials / "summary.json")["folds_planned"] == 3 * 2  # trials × folds
 
 

@@ -36,7 +36,7 @@ WORKFLOW_TEMPLATE = "io.argoproj.workflow.v1alpha1.WorkflowTemplate"
 
 PIPELINE_PARAMETERS = {
     "model", "epochs", "trials", "gpu-pool", "bars-uri", "fxcache-uri", "output-uri", "pushgateway", "image",
-    "train-days", "val-days", "step-days", "window", "max-folds",
+    "train-days", "val-days", "step-days", "window", "max-folds", "holdout-days",
     "trial-workers", "trial-population", "study-storage-secret", "search-space", "dqn-params",
     "hyperopt-params-uri", "seed",
     "purge-bars", "min-train-rows", "min-val-rows", "eval-cost", "eval-spread", "log-format",

@@ -358,7 +358,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         run_costs = read_run_summary(args.run).eval_config
         chosen = {"cost": args.eval_cost, "spread": args.eval_spread}
         try:
-            eval_config = EvalConfig(**{k: run_costs[k] if v is None else v for k, v in chosen.items()})
+            # The run's execution model stays; only the costs named here change.
+            eval_config = EvalConfig(**{**run_costs, **{k: v for k, v in chosen.items() if v is not None}})
         except ConfigError as exc:
             raise ConfigError(exc.section, exc.path, f"(--eval-{exc.path}) {exc.problem}") from exc
     score = score_saved_run(

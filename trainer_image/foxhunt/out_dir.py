@@ -6,6 +6,8 @@ only: every stage imports it.
 
     --out/
       summary.json  manifest.json  run.lock  run.png  timings.png  features.fxcache (pipeline)
+      trades.parquet  daily.csv  monthly.csv
+      holdout.json  holdout.png  holdout/ (--holdout-days: the final period's fold, as fold_N/)
       evaluation.json (foxhunt evaluate)
       fold_N/  weights.pt  norm_stats_foldN.json  positions.npy  report.json
       a search:  study.json  trials.csv  trials.json  best_params.json  study.sqlite3
@@ -23,6 +25,13 @@ RUN_PICTURE = "run.png"
 TIMINGS_PICTURE = "timings.png"
 PIPELINE_FXCACHE = "features.fxcache"
 EVALUATION = "evaluation.json"  # `foxhunt evaluate`'s rescoring of a saved run
+TRADES = "trades.parquet"  # the stitched record's trades
+DAILY = "daily.csv"  # daily P&L and returns
+MONTHLY = "monthly.csv"  # the monthly table
+# The untouched final period (`--holdout-days`): its fold's folder, figures and picture.
+HOLDOUT_DIR = "holdout"
+HOLDOUT_REPORT = "holdout.json"
+HOLDOUT_PICTURE = "holdout.png"
 
 # A fold's folder and files.
 FOLD_FOLDER = re.compile(r"fold_(\d+)")
@@ -41,7 +50,21 @@ TRIAL_FOLDER = re.compile(r"\d+")  # trials/NNNN; other folders under trials/ be
 TRIAL_REPORT = "trial.json"
 
 # What a run writes at the top of its --out (besides its input, which may live there too).
-RUN_FILES = (MANIFEST, SUMMARY, RUN_PICTURE, TRIALS_CSV, TRIALS_JSON, BEST_PARAMS, STUDY_SUMMARY, STUDY_FILE)
+RUN_FILES = (
+    MANIFEST,
+    SUMMARY,
+    RUN_PICTURE,
+    TRIALS_CSV,
+    TRIALS_JSON,
+    BEST_PARAMS,
+    STUDY_SUMMARY,
+    STUDY_FILE,
+    TRADES,
+    DAILY,
+    MONTHLY,
+    HOLDOUT_REPORT,
+    HOLDOUT_PICTURE,
+)
 
 
 def fold_folder(fold: int) -> str:

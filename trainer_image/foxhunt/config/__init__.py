@@ -14,6 +14,7 @@ import re
 from dataclasses import MISSING, Field, dataclass, fields, replace
 from typing import Any
 
+from foxhunt.config.execution import FILLS, ExecutionSettings
 from foxhunt.config.setting import check_fields, expectation, section, setting
 from foxhunt.errors import ConfigError
 
@@ -79,6 +80,13 @@ class FoldConfig:
     )
     max_folds: int = setting(
         0, "Most folds to run, the earliest first; 0 runs all that fit.", low=0, high=MAX_FOLDS
+    )
+    holdout_days: float = setting(
+        0.0,
+        "The last days that no fold and no trial sees; the headline is measured on them (0: none).",
+        low=0,
+        high=MAX_DAYS,
+        unit="days",
     )
 
     def __post_init__(self) -> None:
@@ -161,9 +169,49 @@ class EvalConfig:
         high=MAX_COST,
         unit="log-return units",
     )
+    # The execution model (foxhunt.evaluate.execution): fixed for a run, never searched.
+    spread_points: float = setting(
+        0.0,
+        "Full bid-ask spread in price points (needs first_close); half per unit of change.",
+        low=0,
+        unit="points",
+    )
+    first_close: float = setting(
+        0.0,
+        "Close of the first loaded bar: the price level that turns points into returns.",
+        low=0,
+        unit="price",
+    )
+    session: str = setting("", "Main session HH:MM-HH:MM UTC, Monday to Friday ('' = every bar).")
+    off_session_factor: float = setting(
+        1.0, "How many times wider every spread is outside the main session.", low=1
+    )
+    slippage: float = setting(0.0, "Slippage per unit of position change.", low=0, unit="log-return units")
+    fill: str = setting(
+        "close", "Fill at the decision bar's close, or at the next bar's open.", choices=FILLS
+    )
+    financing: float = setting(
+        0.0, "Overnight financing: yearly rate on |position| per daily rollover held.", low=0, unit="per year"
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "eval config")
+        try:
+            self.execution_settings()
+        except ValueError as exc:
+            raise ConfigError("eval config", "execution", str(exc)) from None
+
+    def execution_settings(self) -> ExecutionSettings:
+        """The execution model's settings (`foxhunt.evaluate.execution`)."""
+        return ExecutionSettings(
+            spread_points=self.spread_points,
+            first_close=self.first_close,
+            session=self.session,
+            off_session_factor=self.off_session_factor,
+            slippage=self.slippage,
+            fill=self.fill,
+            financing=self.financing,
+        )
 
     @property
     def cost_per_change(self) -> float:
@@ -274,8 +322,16 @@ FLAGS: dict[str, str] = {
     "min-train-rows": "folds.min_train_rows",
     "min-val-rows": "folds.min_val_rows",
     "max-folds": "folds.max_folds",
+    "holdout-days": "folds.holdout_days",
     "eval-cost": "eval.cost",
     "eval-spread": "eval.spread",
+    "eval-spread-points": "eval.spread_points",
+    "eval-first-close": "eval.first_close",
+    "eval-session": "eval.session",
+    "eval-off-session-factor": "eval.off_session_factor",
+    "eval-slippage": "eval.slippage",
+    "eval-fill": "eval.fill",
+    "eval-financing": "eval.financing",
     "pushgateway": "pushgateway",
     "run-id": "run_id",
     "metrics-port": "metrics_port",

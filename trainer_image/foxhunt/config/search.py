@@ -22,7 +22,10 @@ OBJECTIVES: dict[str, str] = {
     "stitched_sharpe": "annualised net Sharpe of the stitched out-of-sample record",
     "mean_fold_sharpe": "mean of the folds' annualised net validation Sharpe",
     "stitched_return": "net log return of the stitched out-of-sample record",
+    "stitched_sharpe_no_collapse": "the stitched net Sharpe; a trial whose policy collapsed to one action in "
+    "any fold fails",
 }
+NO_COLLAPSE_SUFFIX = "_no_collapse"  # an objective so named fails the trials whose policy collapsed
 DEFAULT_OBJECTIVE = "stitched_sharpe"
 # How a trial is stopped early, by `--pruner` name (the study's pruner; `trials.study.trial_pruner`).
 MEDIAN_STARTUP_TRIALS = 5  # the median rule prunes nothing before this many trials have completed

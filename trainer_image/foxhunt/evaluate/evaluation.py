@@ -13,11 +13,13 @@ Conventions (one place, every number in the reports follows them):
 * **Stitching**: the folds' validation windows become one record in time order. Where windows
   overlap (step shorter than the validation length), a bar belongs to the latest fold whose
   window started at or before it: the most recently trained model trades it (between folds that
-  start on the same bar, the later fold). Each fold's share of the record is a *segment* that
-  keeps its own costs (entered from flat at its first bar), so with windows that do not overlap
-  the stitched P&L is exactly the folds' P&L joined.
-* **Annualisation**: periods per year = bars per year implied by the timestamps' spacing within
-  segments (weekend gaps included, gaps between segments excluded).
+  start on the same bar, the later fold). Each fold's share of the record is a *segment*. The
+  **handover** between two segments on consecutive rows costs the actual change from the last
+  position of one to the first of the next (one continuous account changes models, not positions
+  for nothing); a segment after a gap (rows no fold traded) is entered from flat.
+* **Annualisation**: periods per year = the instrument's bars per year over the whole loaded data,
+  (rows − 1) / (last − first timestamp in years), the same for every window: where a window's edges
+  fall (a weekend, a holiday) does not change it.
 * Sharpe statistics are in `foxhunt.evaluate.sharpe` (per-period, population std); reports annualise the
   Sharpe, its standard errors and its interval by sqrt(periods per year).
 """
@@ -32,6 +34,7 @@ import numpy as np
 
 from foxhunt.config import trading_cost
 from foxhunt.evaluate import sharpe as sr
+from foxhunt.evaluate.execution import ExecutionRows
 from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
 
 MODEL = "model"
@@ -48,6 +51,7 @@ class Scoring:
     level: float = 0.95  # two-sided level of the bootstrap interval
     block: int = 0  # bootstrap block length in bars; 0: round(T^(1/3))
     seed: int = 0  # seed of the bootstrap's block starts
+    execution: ExecutionRows | None = None  # per-row costs and fills of the run's execution model
 
     def __post_init__(self) -> None:
         for name in ("cost", "spread"):
@@ -153,32 +157,72 @@ def score(record: Record, scoring: Scoring, benchmark: Evaluation | None = None)
     gross_bench = benchmark.gross.sharpe_per_period if benchmark else 0.0
     net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
     return Evaluation(
-        gross=record_metrics(record, record.pnl(0.0), scoring, gross_bench),
-        net=record_metrics(record, record.pnl(scoring.cost_per_unit), scoring, net_bench),
+        gross=record_metrics(record, record.gross_pnl(scoring.execution), scoring, gross_bench),
+        net=record_metrics(record, record.pnl(scoring.cost_per_unit, scoring.execution), scoring, net_bench),
     )
 
 
 @dataclass(frozen=True)
 class Standing:
-    """Where the model stands against one baseline, on net annualised Sharpe."""
+    """Where the model stands against one baseline on the same bars, after costs (annualised).
+
+    The verdict is the paired test's (`foxhunt.evaluate.paired`): the bootstrap interval of the Sharpe
+    difference, both streams resampled with the same blocks, lies above 0 ("above"), below 0
+    ("below"), or holds 0 ("no clear difference"); "not tested" without bootstrap resamples.
+    Alpha, beta and information ratio are the model's against this baseline's net P&L.
+    """
 
     baseline: str
     model_sharpe: float
     baseline_sharpe: float
     difference: float  # model − baseline
-    outside_interval: bool  # the baseline's Sharpe lies outside the model's bootstrap interval
-    verdict: str  # "above", "below" (outside the interval) or "within interval"
+    difference_ci_low: float  # paired circular block bootstrap, percentile interval at Scoring.level
+    difference_ci_high: float
+    p_value: float  # two-sided, centred bootstrap
+    alpha: float  # per year, log-return units
+    beta: float
+    information_ratio: float
+    verdict: str
 
 
-def compare(model: Evaluation, baselines: Mapping[str, Evaluation]) -> dict[str, Standing]:
-    """The model against each baseline: net Sharpe difference and whether it clears the model's interval."""
+def compare(
+    model: Evaluation,
+    baselines: Mapping[str, Evaluation],
+    records: Mapping[str, Record],
+    scoring: Scoring,
+) -> dict[str, Standing]:
+    """The model against each baseline by the paired test of their net Sharpe difference on the same bars."""
+    from foxhunt.evaluate import paired
+
     out = {}
     m = model.net
+    model_pnl = records[MODEL].pnl(scoring.cost_per_unit, scoring.execution)
+    root = math.sqrt(m.periods_per_year)
     for name, evaluation in baselines.items():
         b = evaluation.net.sharpe
-        outside = bool(b < m.sharpe_ci_low or b > m.sharpe_ci_high)
-        verdict = ("above" if m.sharpe > b else "below") if outside else "within interval"
-        out[name] = Standing(name, m.sharpe, b, m.sharpe - b, outside, verdict)
+        other = records[name].pnl(scoring.cost_per_unit, scoring.execution)
+        test = paired.sharpe_difference(
+            model_pnl,
+            other,
+            resamples=scoring.resamples,
+            level=scoring.level,
+            block=scoring.block,
+            seed=scoring.seed,
+        )
+        rel = paired.relative_to(model_pnl, other, m.periods_per_year)
+        out[name] = Standing(
+            baseline=name,
+            model_sharpe=m.sharpe,
+            baseline_sharpe=b,
+            difference=m.sharpe - b,
+            difference_ci_low=test.ci_low * root,
+            difference_ci_high=test.ci_high * root,
+            p_value=test.p_value,
+            alpha=rel.alpha,
+            beta=rel.beta,
+            information_ratio=rel.information_ratio,
+            verdict=test.verdict,
+        )
     return out
 
 
@@ -253,7 +297,7 @@ def evaluate_window(
         end_ns=int(model_record.timestamp[-1]),
         n_bars=len(model_record),
         policies=policies,
-        standings=compare(policies[MODEL], baselines),
+        standings=compare(policies[MODEL], baselines, records, scoring),
         best_baseline=best_baseline(baselines),
     )
 
@@ -266,6 +310,7 @@ class RunEvaluation:
     stitched: WindowEvaluation
     records: dict[str, Record]  # by policy, MODEL first
     cost_per_unit: float  # what the net figures paid per unit of position change
+    execution: ExecutionRows | None = None  # the execution model's per-row costs and fills, if any
 
 
 def evaluate_run(
@@ -319,4 +364,5 @@ def evaluate_run(
         stitched=evaluate_window(stitched, scoring, memo=memo),
         records=stitched,
         cost_per_unit=scoring.cost_per_unit,
+        execution=scoring.execution,
     )

@@ -91,7 +91,8 @@ def run_picture(run: RunEvaluation) -> RunPicture:
         names.append(run.stitched.best_baseline)
     labels = {MODEL: "model", BUY_AND_HOLD: "buy and hold"}
     lines = [
-        EquityLine(labels.get(n, f"best baseline: {n}"), run.records[n].pnl(run.cost_per_unit)) for n in names
+        EquityLine(labels.get(n, f"best baseline: {n}"), run.records[n].pnl(run.cost_per_unit, run.execution))
+        for n in names
     ]
     return RunPicture(
         run.records[MODEL].timestamp, lines, [fold_sharpe(w) for w in run.folds], fold_sharpe(run.stitched)
@@ -127,7 +128,15 @@ def _thin(values: np.ndarray, reduce: np.ufunc | None = None) -> tuple[np.ndarra
     return starts, (reduce.reduceat(values, starts) if reduce else values[starts])
 
 
-def render_run_png(picture: RunPicture, title: str) -> bytes:
+def _percent(value: float, _position=None) -> str:
+    """A wealth level as the cumulative return it is: −10%, +0%, +25%, +1,900% (never 1.9e+03%)."""
+    change = (value - 1.0) * 100.0
+    return f"{change:+,.0f}%" if abs(change) >= 100 else f"{change:+.3g}%"
+
+
+def render_run_png(
+    picture: RunPicture, title: str, record_title: str = "stitched out-of-sample record"
+) -> bytes:
     """PNG bytes: wealth (log scale) by date, the drawdown panel, and per-fold Sharpe with intervals."""
     plt = _pyplot()
     from matplotlib.ticker import FuncFormatter
@@ -152,11 +161,12 @@ def render_run_png(picture: RunPicture, title: str) -> bytes:
                     _dates(fold.start_ns), _dates(fold.end_ns), color="#000000", alpha=0.04, linewidth=0
                 )
     ax_w.set_yscale("log")
-    plain = FuncFormatter(lambda value, _: f"{value:.3g}")  # 0.9, 1.1 rather than 9×10⁻¹
-    ax_w.yaxis.set_major_formatter(plain)
-    ax_w.yaxis.set_minor_formatter(plain)
-    ax_w.set_ylabel("wealth, net of costs (log scale)")
-    ax_w.set_title("stitched out-of-sample record")
+    # Wealth on a log scale, labelled as the cumulative return it is: −10%, +0%, +25% (not 9×10⁻¹).
+    percent = FuncFormatter(_percent)
+    ax_w.yaxis.set_major_formatter(percent)
+    ax_w.yaxis.set_minor_formatter(percent)
+    ax_w.set_ylabel("cumulative return, net of costs (log scale)")
+    ax_w.set_title(record_title)
     ax_w.legend(fontsize=8, loc="upper left")
     ax_dd.set_ylabel("drawdown (%)")
     ax_dd.legend(fontsize=8, loc="lower left")

@@ -3,7 +3,7 @@
 A **record** is a run of bars in time order: the position held at each bar (−1, 0, 1, held from the
 bar's close to the next one's) and the bar's 1-bar forward log return (target column 0). A bar's
 gross P&L is position × return; net P&L subtracts `config.trading_cost(cost, spread)` per unit of
-|Δposition|, each fold's segment entered from flat at its first bar. Stitching and annualisation
+|Δposition|; a segment after a gap is entered from flat, adjacent segments pay the actual handover. Stitching and annualisation
 follow the conventions in `foxhunt.evaluate.evaluation`.
 """
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from foxhunt.config import NS_PER_YEAR
+from foxhunt.evaluate.execution import ExecutionRows
 
 _YEAR_NS = NS_PER_YEAR
 
@@ -36,6 +37,7 @@ class Record:
     positions: np.ndarray  # float64 in {−1, 0, 1}
     returns: np.ndarray  # float64: the bar's 1-bar forward log return
     fold: np.ndarray  # int64: the fold whose model traded the bar
+    bars_per_year: float  # the instrument's, over the whole loaded data (`bars_per_year`)
 
     def __len__(self) -> int:
         return len(self.index)
@@ -47,31 +49,58 @@ class Record:
         starts[1:] = self.fold[1:] != self.fold[:-1]
         return starts
 
-    def position_changes(self) -> np.ndarray:
-        """|Δposition| per bar; each segment's first bar changes from flat."""
+    def previous_positions(self) -> np.ndarray:
+        """The position held before each bar: flat at the record's first bar and after a gap, else the
+        bar before's (a segment on the row after the previous one's last takes over its position)."""
         previous = np.empty_like(self.positions)
         previous[1:] = self.positions[:-1]
-        previous[self.segment_starts] = 0.0
-        return np.abs(self.positions - previous)
+        from_flat = self.segment_starts.copy()
+        from_flat[1:] &= self.index[1:] != self.index[:-1] + 1
+        previous[from_flat] = 0.0
+        return previous
 
-    def pnl(self, cost_per_unit: float) -> np.ndarray:
-        """Per-bar log P&L after `cost_per_unit` per unit of position change."""
-        return self.positions * self.returns - cost_per_unit * self.position_changes()
+    def position_changes(self) -> np.ndarray:
+        """|Δposition| per bar from `previous_positions` (the handover pays the actual change)."""
+        return np.abs(self.positions - self.previous_positions())
+
+    def gross_pnl(self, execution: ExecutionRows | None = None) -> np.ndarray:
+        """Per-bar log P&L before costs; with next-open fills the previous position holds over the gap."""
+        if execution is None or execution.gap is None:
+            return self.positions * self.returns
+        gap = execution.gap[self.index]
+        return self.previous_positions() * gap + self.positions * (self.returns - gap)
+
+    def pnl(self, cost_per_unit: float, execution: ExecutionRows | None = None) -> np.ndarray:
+        """Per-bar log P&L after `cost_per_unit` per unit of position change and the execution model's
+        per-bar costs (session spreads, slippage, financing) when given."""
+        gross = self.gross_pnl(execution)
+        if execution is None:
+            return gross - cost_per_unit * self.position_changes()
+        per_unit = cost_per_unit + execution.change_cost[self.index]
+        return (
+            gross - per_unit * self.position_changes() - execution.carry[self.index] * np.abs(self.positions)
+        )
 
     def periods_per_year(self) -> float:
-        """Bars per year from the timestamps' spacing within segments; 1 when no time passes."""
-        bounds = np.append(np.flatnonzero(self.segment_starts), len(self))
-        first, last = bounds[:-1], bounds[1:] - 1
-        span_ns = float(np.sum(self.timestamp[last] - self.timestamp[first]))
-        intervals = float(np.sum(last - first))
-        return intervals / (span_ns / _YEAR_NS) if span_ns > 0 else 1.0
+        """The instrument's bars per year over the whole data (the same for every window of it)."""
+        return self.bars_per_year
+
+
+def bars_per_year(timestamp: np.ndarray) -> float:
+    """Bars per year of the whole loaded data: (rows − 1) / span in years; 1 when no time passes."""
+    if len(timestamp) < 2:
+        return 1.0
+    span_ns = float(int(timestamp[-1]) - int(timestamp[0]))
+    return (len(timestamp) - 1) / (span_ns / _YEAR_NS) if span_ns > 0 else 1.0
 
 
 def fold_record(fold: int, start: int, positions, timestamp: np.ndarray, returns) -> Record:
-    """The record of one fold's window: `positions` held from row `start` on; `returns` is the full column."""
+    """The record of one fold's window: `positions` held from row `start` on; `timestamp` and `returns`
+    are the whole loaded columns (the annualisation is the whole data's)."""
     held = host_array(positions)
     end = start + held.size
     return Record(
+        bars_per_year=bars_per_year(timestamp),
         index=np.arange(start, end, dtype=np.int64),
         timestamp=np.asarray(timestamp[start:end], dtype=np.int64),
         positions=held,
@@ -95,6 +124,7 @@ def stitch(records: Sequence[Record]) -> Record:
         return np.concatenate([getattr(r, field) for r in records])[keep]
 
     return Record(
+        bars_per_year=records[0].bars_per_year,
         index=rows[keep],
         timestamp=take("timestamp"),
         positions=take("positions"),

@@ -196,6 +196,9 @@ class RunSummary:
     error: str | None = None
     precompute: dict | None = None  # the pipeline's precompute figures
     stitched: WindowEvaluation | None = None  # the folds' validation windows as one record (fold −1)
+    holdout: dict | None = (
+        None  # the headline on the held-out final period (foxhunt.run.holdout), when asked for
+    )
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -212,7 +215,7 @@ class RunSummary:
         data["warnings"] = self.warnings
         data["folds"] = [r.to_dict() for r in self.folds]
         data["stitched"] = None if self.stitched is None else window_to_dict(self.stitched)
-        for optional in ("error", "precompute"):
+        for optional in ("error", "precompute", "holdout"):
             if data[optional] is None:
                 del data[optional]
         return scrub_record(data)  # an error text or a setting may carry a URL with a password

@@ -21,6 +21,7 @@ import numpy as np
 from foxhunt import out_dir
 from foxhunt.config import EvalConfig
 from foxhunt.evaluate.evaluation import (
+    BUY_AND_HOLD,
     MODEL,
     RunEvaluation,
     ScoreMemo,
@@ -31,6 +32,7 @@ from foxhunt.evaluate.evaluation import (
     fold_record,
     host_array,
 )
+from foxhunt.evaluate.execution import ExecutionRows
 from foxhunt.evaluate.reports import EpochStats
 from foxhunt.evaluate.supervised import feature_oracle
 from foxhunt.train.diagnostics import COLLAPSE_SHARE, IGNORED_AGREEMENT, policy_collapse
@@ -40,9 +42,26 @@ ACTION_NAMES = ("short", "flat", "long")
 BaselinePositions = Mapping[str, object]  # baseline name → positions over a validation window
 
 
-def run_scoring(config: EvalConfig, seed: int) -> Scoring:
-    """How a run scores its records: its evaluation costs, the bootstrap seeded with the run's seed."""
-    return Scoring(cost=config.cost, spread=config.spread, seed=seed)
+def run_scoring(config: EvalConfig, seed: int, data=None) -> Scoring:
+    """How a run scores its records: its evaluation costs, the bootstrap seeded with the run's seed, and
+    the execution model's per-row costs over `data` (the loaded arrays: timestamp, targets, features)."""
+    return Scoring(cost=config.cost, spread=config.spread, seed=seed, execution=execution_rows(config, data))
+
+
+def execution_rows(config: EvalConfig, data) -> ExecutionRows | None:
+    """The execution model of `config` over the whole loaded data; None when it adds nothing to the flat costs."""
+    from foxhunt.data.features import FEATURE_NAMES
+    from foxhunt.evaluate import execution
+
+    settings = config.execution_settings()
+    if settings.is_plain:
+        return None
+    if data is None:
+        raise ValueError("the execution model needs the loaded data")
+    body = None
+    if settings.fill == "next_open":
+        body = host_array(data.features[:, FEATURE_NAMES.index("bar_body")])
+    return execution.rows(settings, data.timestamp, host_array(data.targets[:, 0]), body, config.spread)
 
 
 def fold_baselines(features, targets, fold_range, scoring: Scoring) -> dict[str, object]:
@@ -125,6 +144,16 @@ def fold_warnings(fold: int, epochs: Sequence[EpochStats]) -> list[str]:
     return found
 
 
+def fold_flags(epochs: Sequence[EpochStats]) -> tuple[bool, bool]:
+    """(collapsed, ignores features) of a fold's policy after its last epoch: the tests `fold_warnings` words."""
+    if not epochs:
+        return False, False
+    last = epochs[-1]
+    collapsed = last.action_shares is not None and policy_collapse(last.action_shares)
+    ignores = last.feature_agreement is not None and last.feature_agreement >= IGNORED_AGREEMENT
+    return bool(collapsed), bool(ignores)
+
+
 # ---- the stitched report as text ---------------------------------------------------------------------
 def stitched_report(stitched: WindowEvaluation, folds: int, level: float = 0.95) -> list[str]:
     """The stitched record in words: the model's figures after costs, then where it stands against each baseline."""
@@ -152,9 +181,29 @@ def stitched_report(stitched: WindowEvaluation, folds: int, level: float = 0.95)
         best = " (best baseline)" if name == stitched.best_baseline else ""
         lines.append(
             f"  vs {name}{best}: its Sharpe {standing.baseline_sharpe:.2f}, model − it "
-            f"{standing.difference:+.2f}: {standing.verdict}"
+            f"{standing.difference:+.2f} (paired {level:.0%} interval [{standing.difference_ci_low:+.2f}, "
+            f"{standing.difference_ci_high:+.2f}], p {standing.p_value:.2f}): {standing.verdict}"
         )
+    hold = stitched.standings.get(BUY_AND_HOLD)
+    if hold is not None:
+        lines.append(
+            f"  against buy-and-hold: alpha {hold.alpha:+.2%} a year (log), beta {hold.beta:.2f}, "
+            f"information ratio {hold.information_ratio:.2f}"
+        )
+    lines.append(f"  verdict: {verdict_line(stitched)}")
     return lines
+
+
+def verdict_line(stitched: WindowEvaluation) -> str:
+    """The stitched record's verdict in one line: the model's net Sharpe against the best baseline's, by
+    the paired test."""
+    best = stitched.best_baseline
+    standing = stitched.standings[best]
+    return (
+        f"model net Sharpe {standing.model_sharpe:.2f} vs best baseline {best} {standing.baseline_sharpe:.2f}: "
+        f"{standing.verdict} (paired interval of the difference [{standing.difference_ci_low:+.2f}, "
+        f"{standing.difference_ci_high:+.2f}])"
+    )
 
 
 # ---- pictures ----------------------------------------------------------------------------------------

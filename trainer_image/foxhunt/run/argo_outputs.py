@@ -21,6 +21,7 @@ from foxhunt.evaluate.reports import RunSummary
 OUTPUTS_ENV = "FOXHUNT_OUTPUTS_DIR"
 SUMMARY_URI_FILE = "summary_uri"
 STITCHED_SHARPE_FILE = "stitched_sharpe"
+HOLDOUT_SHARPE_FILE = "holdout_sharpe"  # the headline's net Sharpe on the held-out final period
 PICTURE_FILE = out_dir.RUN_PICTURE
 SUMMARY_FILE = out_dir.SUMMARY
 
@@ -46,6 +47,8 @@ def write_argo_outputs(summary: RunSummary, out_uri: str, progress: Callable[[st
     }
     if summary.stitched is not None:
         files[STITCHED_SHARPE_FILE] = repr(summary.stitched.policies[MODEL].net.sharpe).encode()
+    if summary.holdout is not None:
+        files[HOLDOUT_SHARPE_FILE] = repr(summary.holdout["net_sharpe"]).encode()
     try:
         files[PICTURE_FILE] = storage.read_bytes(storage.join(out_uri, PICTURE_FILE))
     except FileNotFoundError:

@@ -23,11 +23,19 @@ from foxhunt.data.fxcache import fxcache_matches, read_fxcache, write_fxcache
 from foxhunt.errors import UsageError
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.reports import RunSummary, fold_table
-from foxhunt.evaluate.run_scores import run_pictures, run_scoring, stitched_evaluation, stitched_report
+from foxhunt.evaluate.run_scores import (
+    run_pictures,
+    run_scoring,
+    stitched_evaluation,
+    stitched_report,
+    verdict_line,
+)
+from foxhunt.evaluate.trades import run_tables
 from foxhunt.run import compile_cache
 from foxhunt.run.argo_outputs import write_argo_outputs
 from foxhunt.run.checkpoint_check import fold_checkpoint_problem
 from foxhunt.run.fold_loop import FoldOutcome, load_fold, train_fold
+from foxhunt.run.holdout import planning_rows, run_holdout
 from foxhunt.run.lifecycle import Progress, Run, console, now_iso
 from foxhunt.run.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
 from foxhunt.run.manifest import Manifest, check_out_before_work, resume_point
@@ -218,8 +226,9 @@ def train(
         t0 = time.perf_counter()
         cache = read_fxcache(fxcache_uri)
         read_seconds = time.perf_counter() - t0
+        planned = planning_rows(cache.timestamp, settings.folds.holdout_days)  # the held-out bars cut off
         folds = generate_walk_forward_indices(
-            cache.timestamp, settings.folds, close_returns=cache.targets[:, 0]
+            cache.timestamp[:planned], settings.folds, close_returns=cache.targets[:planned, 0]
         )
         check_device_memory(
             device, len(cache), cache.features.shape[1], max(f.train_rows for f in folds), settings.dqn
@@ -327,7 +336,7 @@ def _run_folds(
         eval_spread=settings.eval.spread,
     )
     progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
-    scoring = run_scoring(settings.eval, settings.seed)
+    scoring = run_scoring(settings.eval, settings.seed, data)
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     outcomes: dict[int, FoldOutcome] = {}
     for fold_range in folds:
@@ -364,6 +373,12 @@ def _run_folds(
     summary.graph_captures = trainer.graph_captures
     run.current_fold = None
     _evaluate_run(run, data, folds, outcomes, scoring, memo)
+    if settings.folds.holdout_days > 0 and summary.stitched is not None:
+        in_search = {
+            "what": "net Sharpe of the run's stitched folds",
+            "value": summary.stitched.policies[MODEL].net.sharpe,
+        }
+        run_holdout(run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search)
 
 
 def _evaluate_run(
@@ -385,7 +400,9 @@ def _evaluate_run(
     run.metrics.run_evaluated(evaluation.stitched)
     for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level):
         progress(line)
-    title = f"foxhunt run {summary.run_id} on {summary.device}"
+    for name, table in run_tables(evaluation).items():  # trades.parquet, daily.csv, monthly.csv
+        storage.write_bytes(storage.join(run.out_uri, name), table)
+    title = f"foxhunt run {summary.run_id} on {summary.device}\n{verdict_line(evaluation.stitched)}"
     try:
         pictures = run_pictures(evaluation, summary.folds, title)
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON

@@ -208,7 +208,7 @@ def score_saved_run(
         )
     for line in skipped:
         progress(f"skipped {line}")
-    scoring = run_scoring(config, summary.seed)
+    scoring = run_scoring(config, summary.seed, data)
     evaluation = stitched_evaluation(data.features, data.targets, data.timestamp, folds, positions, scoring)
     return SavedRunScore(run_uri, fxcache_uri, config, summary.seed, evaluation, skipped)
 

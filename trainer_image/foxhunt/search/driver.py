@@ -18,7 +18,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,12 +29,19 @@ from optuna.trial import FrozenTrial, TrialState
 
 from foxhunt import out_dir, storage
 from foxhunt.config import DQNConfig, RunConfig, override
-from foxhunt.config.search import DEFAULT_SEARCH_SPACE, Distribution, SearchOptions, study_name
+from foxhunt.config.search import (
+    DEFAULT_SEARCH_SPACE,
+    NO_COLLAPSE_SUFFIX,
+    Distribution,
+    SearchOptions,
+    study_name,
+)
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import RunFailure
-from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo, Scoring
-from foxhunt.evaluate.run_scores import stitched_evaluation
+from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo
+from foxhunt.evaluate.run_scores import fold_flags, run_scoring, stitched_evaluation
 from foxhunt.run.fold_loop import FoldOutcome, train_fold
+from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
 from foxhunt.search.batches import run_trial_batches
@@ -92,7 +99,7 @@ def plan_search(options: SearchOptions | None, out_uri: str, settings: RunConfig
 
 def objective_value(name: str, evaluation: RunEvaluation) -> float:
     """The `--objective` figure of a trial's evaluation (every one net of the run's evaluation costs)."""
-    if name == "stitched_sharpe":
+    if name in ("stitched_sharpe", "stitched_sharpe" + NO_COLLAPSE_SUFFIX):
         return evaluation.stitched.policies[MODEL].net.sharpe
     if name == "stitched_return":
         return evaluation.stitched.policies[MODEL].net.log_return
@@ -119,7 +126,7 @@ class WalkForwardObjective:
         self.run, self.data, self.folds, self.pool, self.objective = run, data, folds, pool, objective
         settings = run.config
         # The run's evaluation costs without the bootstrap: its interval is not part of any objective.
-        self.scoring = Scoring(cost=settings.eval.cost, spread=settings.eval.spread, resamples=0)
+        self.scoring = replace(run_scoring(settings.eval, settings.seed, data), resamples=0)
         # Every trial scores the same baselines over the same windows: each once for the study.
         self.memo = ScoreMemo()
 
@@ -176,12 +183,20 @@ class WalkForwardObjective:
         value = objective_value(self.objective, evaluation)
         self.write_report(number, params, dqn, outcomes, evaluation, value)
         net = evaluation.stitched.policies[MODEL].net
+        flags = [fold_flags(o.report.epochs) for o in outcomes.values()]
+        collapsed = any(c for c, _ in flags)
         return TrialOutcome(
             objective=value,
             sharpe=net.sharpe_per_period,
             n_obs=net.n_bars,
             skew=net.skewness,
             kurtosis=net.kurtosis,
+            warnings=tuple(w for o in outcomes.values() for w in o.report.warnings),
+            collapsed=collapsed,
+            ignores_features=any(i for _, i in flags),
+            rejected="the policy collapsed to one action"
+            if collapsed and self.objective.endswith(NO_COLLAPSE_SUFFIX)
+            else None,
         )
 
     def record_fold(self, number: int, fold: int, outputs: dict[str, str]) -> None:
@@ -297,6 +312,20 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     if summary["best"] is None:
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, run.out_uri))
+    if settings.folds.holdout_days > 0 and options.worker == 0:  # the chosen settings' headline (one worker)
+        best = summary["best"]
+        dqn = override(settings.dqn, best["params"], what=f"trial {best['number']}")
+        in_search = {
+            "what": f"best trial {best['number']}'s {options.objective} over the search's folds, selected",
+            "value": best["objective"],
+        }
+        summary["holdout"] = run_holdout(
+            run, data, trainer_builder(run, data, max_rows)([dqn]), len(folds), max_rows,
+            run_scoring(settings.eval, settings.seed, data), f"best trial {best['number']}'s settings", in_search,
+        )  # fmt: skip
+        storage.write_bytes(
+            storage.join(run.out_uri, out_dir.STUDY_SUMMARY), (json.dumps(summary, indent=2) + "\n").encode()
+        )
     return summary
 
 
@@ -331,12 +360,15 @@ def _closing_line(summary: dict[str, Any], out_uri: str) -> str:
     best, selection = summary["best"], summary["selection"]
     dsr = selection.get("dsr")
     dsr_text = (
-        f"deflated Sharpe ratio {dsr:.3f}"
+        selection.get("dsr_reading", f"deflated Sharpe ratio {dsr:.3f}")
         if dsr is not None
         else f"no deflated Sharpe ratio ({selection.get('reason')})"
+    )
+    dsr_text += "; " + selection["overfitting"].get(
+        "reading", f"no PBO ({selection['overfitting'].get('reason')})"
     )
     return (
         f"study {summary['study_name']}: {summary['finished_trials']}/{summary['planned_trials']} trials finished; "
         f"best trial {best['number']} objective {best['objective']:.4g}; {dsr_text}; "
-        f"best settings: {storage.join(out_uri, 'best_params.json')}"
+        f"best settings: {storage.join(out_uri, out_dir.BEST_PARAMS)}"
     )

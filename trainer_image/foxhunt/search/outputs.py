@@ -22,6 +22,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from foxhunt import out_dir, storage
 from foxhunt.config import DQNConfig, override
+from foxhunt.evaluate.selection import dsr_inputs, dsr_reading, pbo_reading, probability_of_overfitting
 from foxhunt.evaluate.sharpe import deflated_sharpe_ratio, expected_max_sharpe
 from foxhunt.search.study import ERROR_ATTR, FOLDS_ATTR, WORKER_ATTR, is_finished, is_surplus
 
@@ -40,6 +41,9 @@ TABLE_COLUMNS = (
     "retry_of",
     "retried_as",
     "error",
+    "collapsed",
+    "ignores_features",
+    "warnings",
     "folder",
 )
 
@@ -57,6 +61,9 @@ class TrialRow:
     retry_of: int | None  # the trial whose settings this one runs again after an interruption
     retried_as: int | None  # the trial that ran this one's settings again
     error: str | None
+    collapsed: bool | None  # the policy collapsed to one action in some fold (None: not known, e.g. pruned)
+    ignores_features: bool | None  # the policy ignored the features in some fold
+    warnings: str | None  # the folds' diagnostics, joined by "; "
     folder: str  # where the trial's fold reports are, relative to `--out`
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -89,6 +96,9 @@ def study_table(study: optuna.Study) -> list[TrialRow]:
             retry_of=(t.system_attrs.get("retry_history") or [None])[-1],
             retried_as=retried_as.get(t.number),
             error=t.user_attrs.get(ERROR_ATTR),
+            collapsed=t.user_attrs.get("collapsed"),
+            ignores_features=t.user_attrs.get("ignores_features"),
+            warnings="; ".join(t.user_attrs["warnings"]) if t.user_attrs.get("warnings") else None,
             folder=trial_folder(t.number),
             params=dict(t.params),
         )
@@ -121,22 +131,32 @@ def best_settings(trial: FrozenTrial, base: DQNConfig) -> dict[str, dict[str, An
 
 
 def selection_check(study: optuna.Study) -> dict[str, Any]:
-    """The Deflated Sharpe Ratio of the best trial: how likely its Sharpe beats the best of N lucky trials.
+    """The Deflated Sharpe Ratio of the best trial and the probability of backtest overfitting, with readings.
 
-    N counts every finished trial (pruned and failed ones were tried too); the variance is that of
-    the complete trials' per-period Sharpe ratios. `selection_share` is the Sharpe that the best of
-    N trials with no skill would reach, as a share of the best trial's: the part that is selection.
+    DSR rule (`selection.dsr_inputs`): N is the number of trials that produced a Sharpe ratio (complete
+    trials) and the variance is that of the same trials' per-period Sharpe ratios; `n_tried` counts every
+    finished trial beside it. `selection_share` is the Sharpe that the best of N trials with no skill
+    would reach, as a share of the best trial's: the part that is selection. `overfitting` is PBO by CSCV
+    over the complete trials' per-fold net Sharpe ratios (`selection.probability_of_overfitting`).
     """
     best = best_trial(study)
     trials = study.get_trials(deepcopy=False)
-    sharpes = [
-        t.user_attrs["sharpe"] for t in trials if t.state == TrialState.COMPLETE and "sharpe" in t.user_attrs
-    ]
-    n_trials = sum(map(is_finished, trials))
-    if best is None or "sharpe" not in best.user_attrs or len(sharpes) < 2:
-        return {"dsr": None, "reason": "needs two or more complete trials that report a Sharpe ratio"}
+    n_tried = sum(map(is_finished, trials))
+    overfitting = overfitting_check(study)
+    sharpes = [t.user_attrs.get("sharpe") if t.state == TrialState.COMPLETE else None for t in trials]
+    try:
+        inputs = dsr_inputs(sharpes)
+    except ValueError:
+        inputs = None
+    if best is None or "sharpe" not in best.user_attrs or inputs is None:
+        return {
+            "dsr": None,
+            "reason": "needs two or more complete trials that report a Sharpe ratio",
+            "n_tried": n_tried,
+            "overfitting": overfitting,
+        }
     attrs = best.user_attrs
-    variance = float(np.var(sharpes, ddof=1))
+    n_trials, variance = inputs.n_trials, inputs.sharpe_variance
     expected_max = expected_max_sharpe(n_trials, variance)
     sharpe = float(attrs["sharpe"])
     dsr = deflated_sharpe_ratio(
@@ -147,17 +167,46 @@ def selection_check(study: optuna.Study) -> dict[str, Any]:
         float(attrs.get("skew", 0.0)),
         float(attrs.get("kurtosis", 3.0)),
     )
+    share = expected_max / sharpe if sharpe > 0 else None
+    dsr_value = None if math.isnan(dsr) else dsr
     return {
-        "dsr": None if math.isnan(dsr) else dsr,
+        "dsr": dsr_value,
+        "dsr_reading": dsr_reading(dsr_value, n_trials, share),
+        "dsr_rule": "N = trials that produced a Sharpe ratio; variance (ddof 1) of those same trials' Sharpe",
         "trial": best.number,
         "n_trials": n_trials,
+        "n_tried": n_tried,
         "sharpe_per_period": sharpe,
         "sharpe_variance": variance,
         "expected_max_sharpe_per_period": expected_max,
-        "selection_share": expected_max / sharpe if sharpe > 0 else None,
+        "selection_share": share,
         "n_obs": int(attrs["n_obs"]),
         "skew": float(attrs.get("skew", 0.0)),
         "kurtosis": float(attrs.get("kurtosis", 3.0)),
+        "overfitting": overfitting,
+    }
+
+
+def overfitting_check(study: optuna.Study) -> dict[str, Any]:
+    """PBO by CSCV over the complete trials' per-fold net Sharpe ratios (what each fold reported), or why not."""
+    complete = [
+        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.intermediate_values
+    ]
+    folds = sorted(set.intersection(*(set(t.intermediate_values) for t in complete))) if complete else []
+    if len(complete) < 2 or len(folds) < 2:
+        return {"pbo": None, "reason": "needs two or more complete trials over two or more folds"}
+    results = np.array([[t.intermediate_values[f] for t in complete] for f in folds], dtype=np.float64)
+    if not np.all(np.isfinite(results)):
+        return {"pbo": None, "reason": "a fold's result is not finite"}
+    found = probability_of_overfitting(results)
+    return {
+        "pbo": found.pbo,
+        "reading": pbo_reading(found.pbo),
+        "groups": found.groups,
+        "splits": found.splits,
+        "folds_used": found.folds_used,
+        "trials": [t.number for t in complete],
+        "logit_median": float(np.median(found.logits)),
     }
 
 
@@ -180,6 +229,13 @@ def study_summary(study: optuna.Study, planned_trials: int) -> dict[str, Any]:
             "objective": best.value,
             "params": dict(best.params),
             "folds_run": int(best.user_attrs.get(FOLDS_ATTR, 0)),
+            "collapsed": best.user_attrs.get("collapsed"),
+            "ignores_features": best.user_attrs.get("ignores_features"),
+            "warnings": list(best.user_attrs.get("warnings", [])),
+        },
+        "warned_trials": {
+            "collapsed": [t.number for t in trials if t.user_attrs.get("collapsed")],
+            "ignores_features": [t.number for t in trials if t.user_attrs.get("ignores_features")],
         },
         "selection": selection_check(study),
     }
@@ -214,10 +270,15 @@ def write_study_outputs(
     return summary
 
 
+def _warning(row: dict[str, Any]) -> str:
+    # The one word that matters most first: a collapsed policy is stuck on one action whatever it ignores.
+    return "collapsed" if row.get("collapsed") else "no-inputs" if row.get("ignores_features") else ""
+
+
 def study_lines(out_uri: str) -> list[str]:
     """The study table as text (number, state, objective, folds, seconds), then where the outputs are."""
     rows = json.loads(storage.read_bytes(storage.join(out_uri, TABLE_JSON)))
-    head = f"{'trial':>5} {'state':<9} {'objective':>10} {'folds':>5} {'seconds':>8}  settings"
+    head = f"{'trial':>5} {'state':<9} {'objective':>10} {'folds':>5} {'seconds':>8} {'warning':<9} settings"
     lines = [head, "-" * len(head)]
     for row in rows:
         objective = "" if row["objective"] is None else f"{row['objective']:.4g}"
@@ -227,7 +288,7 @@ def study_lines(out_uri: str) -> list[str]:
         )
         lines.append(
             f"{row['number']:>5} {row['state'].lower():<9} {objective:>10} {row['folds_run']:>5} "
-            f"{seconds:>8}  {settings}"
+            f"{seconds:>8} {_warning(row):<9} {settings}"
         )
     files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, manifest.json, summary.json"
     lines.append(f"outputs: {out_uri} ({files}, {TRIALS_DIR}/NNNN/fold_F/, {TRIALS_DIR}/NNNN/trial.json)")

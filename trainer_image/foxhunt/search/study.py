@@ -44,6 +44,7 @@ SURPLUS_ATTR = "surplus"  # created beyond the budget of N: ran nothing
 FOLDS_ATTR = "folds_run"
 WORKER_ATTR = "worker"
 SHARPE_ATTRS = ("sharpe", "n_obs", "skew", "kurtosis")
+WARNING_ATTRS = ("warnings", "collapsed", "ignores_features")
 
 ReportFold = Callable[[int, float], bool]
 
@@ -58,6 +59,10 @@ class TrialOutcome:
     n_obs: int | None = None
     skew: float | None = None
     kurtosis: float | None = None  # non-excess: 3 for normal returns
+    warnings: tuple[str, ...] = ()  # the folds' training diagnostics (collapse, features ignored)
+    collapsed: bool = False  # the policy collapsed to one action in some fold
+    ignores_features: bool = False  # the policy ignored the features in some fold
+    rejected: str | None = None  # why the objective refuses this trial (it fails), e.g. a collapse
 
 
 @dataclass(frozen=True)
@@ -319,6 +324,12 @@ def record_outcome(trial: optuna.Trial, result: float | TrialOutcome) -> float:
     """The objective of a finished walk-forward, its Sharpe figures kept on the trial; ObjectiveNotFinite
     (with the reason kept on the trial) when it is NaN or infinite."""
     outcome = result if isinstance(result, TrialOutcome) else TrialOutcome(objective=float(result))
+    trial.set_user_attr("warnings", list(outcome.warnings))
+    trial.set_user_attr("collapsed", outcome.collapsed)
+    trial.set_user_attr("ignores_features", outcome.ignores_features)
+    if outcome.rejected is not None:
+        trial.set_user_attr(ERROR_ATTR, outcome.rejected)
+        raise ObjectiveNotFinite(f"trial {trial.number}: {outcome.rejected}")
     if not math.isfinite(outcome.objective):
         trial.set_user_attr(ERROR_ATTR, f"objective is {outcome.objective}")
         raise ObjectiveNotFinite(f"trial {trial.number}: objective is {outcome.objective}")

@@ -1,0 +1,138 @@
+"""Selection statistics: PBO by CSCV against a hand computation and on noise, an edge and a reversal;
+the DSR's inputs from one population of trials; the plain readings.
+
+Each test names the plausible mistake it catches.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from foxhunt.evaluate import selection
+from foxhunt.evaluate.selection import dsr_inputs, probability_of_overfitting
+
+# Four folds (rows) × three trials A, B, C (columns); with S = 4 each fold is a group.
+HAND = np.array([[4, 1, 2], [1, 3, 2], [2, 4, 1], [6, 0, 5]], dtype=float)
+
+
+def test_pbo_of_a_hand_computed_example():
+    # Totals A 13, B 8, C 10; in-sample → selected; out of sample (total − in-sample) → rank, ω = rank / 4:
+    #   {0,1}: IS 5,4,4 → A; OOS 8,4,6 → rank 3, ω .75, λ = ln 3
+    #   {0,2}: IS 6,5,3 → A; OOS 7,3,7 → A ties C: rank 1 + 1 + ½ = 2.5, ω .625, λ = ln(5/3)
+    #   {0,3}: IS 10,1,7 → A; OOS 3,7,3 → rank 1.5, ω .375, λ = ln .6
+    #   {1,2}: IS 3,7,3 → B; OOS 10,1,7 → rank 1, ω .25, λ = ln(1/3)
+    #   {1,3}: IS 7,3,7 → A (tie: the first trial); OOS 6,5,3 → rank 3, λ = ln 3
+    #   {2,3}: IS 8,4,6 → A; OOS 5,4,4 → rank 3, λ = ln 3
+    # Two of six splits have λ ≤ 0: PBO = 1/3.
+    # Catches: the last trial winning an in-sample tie (PBO 1/2); a tie out of sample ranked below (1/2);
+    # ranking in-sample instead of out of sample (0).
+    got = probability_of_overfitting(HAND)
+    assert got.pbo == pytest.approx(1 / 3)
+    assert got.splits == 6 and got.groups == 4 and got.trials == 3
+    np.testing.assert_allclose(got.logits, np.log([3, 5 / 3, 0.6, 1 / 3, 3, 3]), rtol=1e-12)
+
+
+def test_a_selected_trial_at_the_out_of_sample_median_counts_as_overfit():
+    # Split {0}: A selected, out of sample 2 of (2, 1, 3): rank 2, ω = ½, λ = 0. Split {1}: C, rank 1.
+    # Catches: counting λ < 0 only (PBO ½).
+    assert probability_of_overfitting(np.array([[3, 2, 1], [2, 1, 3]], dtype=float)).pbo == 1.0
+
+
+def test_the_earliest_folds_that_fill_no_group_are_left_out():
+    # Five folds, S = 4: the first fold is dropped (catches: dropping the latest, or padding).
+    rng = np.random.default_rng(1)
+    m = rng.normal(size=(5, 6))
+    m[0] = [100, -100, 0, 0, 0, 0]
+    got = probability_of_overfitting(m)
+    assert got.folds_used == 4 and got.logits == probability_of_overfitting(m[1:]).logits
+
+
+def test_the_default_groups_are_the_largest_even_count_up_to_sixteen():
+    assert [selection.default_groups(n) for n in (2, 3, 8, 9, 16, 17, 40)] == [2, 2, 8, 8, 16, 16, 16]
+
+
+def test_pbo_of_trials_with_no_skill_is_about_one_half():
+    # The in-sample winner is a coin flip out of sample. Catches: ranking in-sample (0), or λ of the
+    # in-sample rank (0).
+    rng = np.random.default_rng(2)
+    got = np.mean([probability_of_overfitting(rng.normal(size=(8, 30))).pbo for _ in range(40)])
+    assert 0.4 <= got <= 0.6
+
+
+def test_pbo_of_a_planted_edge_is_near_zero():
+    rng = np.random.default_rng(3)
+    results = rng.normal(size=(16, 40))
+    results[:, 7] += 1.5  # one trial's edge: 1.5 standard deviations a fold
+    assert probability_of_overfitting(results).pbo < 0.15
+
+
+def test_pbo_of_wins_bought_with_losses_elsewhere_is_one():
+    # Each trial's folds sum to zero (a directional bet that wins a sell-off and gives it back on the
+    # rebound): the in-sample winner is the out-of-sample loser in every split.
+    rng = np.random.default_rng(4)
+    results = rng.normal(size=(8, 20))
+    results -= results.mean(axis=0)
+    assert probability_of_overfitting(results).pbo == 1.0
+
+
+@pytest.mark.parametrize(
+    ("shape", "groups", "message"),
+    [((4, 1), 0, "two or more trials"), ((4, 3), 3, "even"), ((4, 3), 6, "even"), ((1, 3), 0, "even")],
+)
+def test_bad_shapes_and_group_counts_are_refused(shape, groups, message):
+    with pytest.raises(ValueError, match=message):
+        probability_of_overfitting(np.zeros(shape), groups)
+
+
+def test_a_nan_result_is_refused():
+    m = np.zeros((4, 3))
+    m[2, 1] = math.nan
+    with pytest.raises(ValueError, match="NaN"):
+        probability_of_overfitting(m)
+
+
+# ---- the DSR's inputs ---------------------------------------------------------------------------------
+def test_the_dsr_counts_and_spreads_the_same_trials():
+    # Five trials tried, two pruned (no Sharpe): N = 3, variance (ddof 1) of .1, .2, .6 = .07.
+    # Catches: N counting the pruned trials (5); ddof 0 (.0467).
+    got = dsr_inputs([0.1, None, 0.2, None, 0.6])
+    assert got.n_trials == 3
+    assert got.sharpe_variance == pytest.approx(0.07)
+
+
+def test_a_non_finite_sharpe_counts_as_none():
+    assert dsr_inputs([0.1, math.nan, 0.3]).n_trials == 2
+
+
+def test_the_dsr_needs_two_trials_with_a_sharpe():
+    with pytest.raises(ValueError, match="two or more"):
+        dsr_inputs([0.1, None])
+
+
+# ---- readings ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("pbo", "words"),
+    [(0.5, "selection explains"), (0.49, "caution"), (0.2, "caution"), (0.19, "holds up")],
+)
+def test_pbo_readings_at_their_thresholds(pbo, words):
+    assert words in selection.pbo_reading(pbo)
+
+
+@pytest.mark.parametrize(
+    ("dsr", "words"),
+    [
+        (0.95, "survives"),
+        (0.94, "not significant"),
+        (0.5, "not significant"),
+        (0.49, "selection explains most"),
+    ],
+)
+def test_dsr_readings_at_their_thresholds(dsr, words):
+    got = selection.dsr_reading(dsr, 12, 0.8)
+    assert words in got and "best of 12 trials with no skill would reach 80% of this Sharpe" in got
+
+
+def test_a_dsr_without_a_positive_sharpe_reads_as_nothing_to_deflate():
+    assert "nothing to deflate" in selection.dsr_reading(0.1, 5, None)
+    assert "undefined" in selection.dsr_reading(None, 5, 0.5)

@@ -1,0 +1,95 @@
+"""Reading a run: trades with their costs split where they belong, daily and monthly tables."""
+
+import io
+import math
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from foxhunt.evaluate import execution
+from foxhunt.evaluate.evaluation import fold_record, stitch
+from foxhunt.evaluate.execution import ExecutionSettings
+from foxhunt.evaluate.trades import period_table, trade_table, trades_parquet
+
+MINUTE = 60_000_000_000
+T0 = int(np.datetime64("2024-01-31T23:57", "ns").astype(np.int64))
+POSITIONS = np.array([0, 1, 1, -1, -1, 0, 1], dtype=float)
+RETURNS = np.array([0.01, 0.02, -0.01, 0.03, -0.02, 0.01, 0.005])
+TS = T0 + np.arange(7) * MINUTE
+
+
+def test_trades_by_hand():
+    # Long on bars 1-2: gross .02 − .01 = .01, entry .001 (bar 1) and exit .001 (bar 3): .008.
+    # Short on bars 3-4: gross −.03 + .02 = −.01, entry .001 (bar 3) and exit .001 (bar 5): −.012.
+    # Long on bar 6, open at the end: .005 − .001 = .004.
+    # Catches: a reversal's whole cost on one trade; the exit cost dropped; the exit at the last held bar.
+    got = trade_table(fold_record(0, 0, POSITIONS, TS, RETURNS), 0.001)
+    np.testing.assert_allclose(got["pnl"], [0.008, -0.012, 0.004], atol=1e-15)
+    np.testing.assert_allclose(got["pnl_before_costs"], [0.01, -0.01, 0.005], atol=1e-15)
+    assert got["side"].tolist() == [1, -1, 1] and got["bars_held"].tolist() == [2, 2, 1]
+    assert got["entry"].tolist() == TS[[1, 3, 6]].tolist() and got["exit"].tolist() == TS[[3, 5, 6]].tolist()
+    assert got["closed"].tolist() == [True, True, False]
+    np.testing.assert_allclose(got["return"], np.expm1([0.008, -0.012, 0.004]))
+
+
+def test_the_trades_sum_to_the_records_net_pnl_under_the_execution_model():
+    rng = np.random.default_rng(3)
+    n = 500
+    ts = T0 + np.arange(n) * 7 * MINUTE
+    r = rng.normal(0, 1e-3, n)
+    settings = ExecutionSettings(
+        spread_points=0.5,
+        first_close=4000.0,
+        session="13:30-20:00",
+        off_session_factor=3,
+        slippage=1e-5,
+        fill="next_open",
+        financing=0.05,
+    )
+    rows = execution.rows(settings, ts, r, rng.uniform(-1e-3, 1e-3, n))
+    record = fold_record(0, 0, rng.integers(-1, 2, n).astype(float), ts, r)
+    got = trade_table(record, 2e-4, rows)
+    assert got["pnl"].sum() == pytest.approx(record.pnl(2e-4, rows).sum(), rel=1e-12)
+    assert got["pnl_before_costs"].sum() == pytest.approx(record.gross_pnl(rows).sum(), rel=1e-12)
+
+
+def test_a_position_handed_over_between_folds_is_one_trade():
+    early = fold_record(0, 0, np.ones(3), TS, RETURNS)
+    late = fold_record(1, 3, np.ones(4), TS, RETURNS)
+    got = trade_table(stitch([early, late]), 0.001)
+    assert got["bars_held"].tolist() == [7] and got["fold"].tolist() == [0]
+    assert got["pnl"][0] == pytest.approx(RETURNS.sum() - 0.001)
+
+
+def test_trades_parquet_has_utc_times_and_every_column():
+    table = pq.read_table(
+        io.BytesIO(trades_parquet(trade_table(fold_record(0, 0, POSITIONS, TS, RETURNS), 0.0)))
+    )
+    assert table.column_names == [
+        "entry",
+        "exit",
+        "side",
+        "bars_held",
+        "pnl",
+        "pnl_before_costs",
+        "return",
+        "closed",
+        "fold",
+    ]
+    assert str(table.schema.field("entry").type) == "timestamp[ns, tz=UTC]"
+    assert table.num_rows == 3
+
+
+def test_daily_and_monthly_tables_sum_by_utc_day_and_month():
+    # Bars from 2024-01-31 23:57 to 2024-02-01 00:03: three in January, four in February.
+    record = fold_record(0, 0, POSITIONS, TS, RETURNS)
+    pnl = record.pnl(0.0)
+    daily = period_table(record, pnl, RETURNS, "D").splitlines()
+    assert daily[0] == "day,bars,log_pnl,return,buy_and_hold_log_pnl,buy_and_hold_return"
+    jan, feb = (line.split(",") for line in daily[1:])
+    assert jan[:2] == ["2024-01-31", "3"] and feb[:2] == ["2024-02-01", "4"]
+    assert float(jan[2]) == pytest.approx(pnl[:3].sum()) and float(feb[4]) == pytest.approx(RETURNS[3:].sum())
+    assert float(feb[3]) == pytest.approx(math.expm1(pnl[3:].sum()))
+    monthly = period_table(record, pnl, RETURNS, "M").splitlines()
+    assert [line.split(",")[0] for line in monthly[1:]] == ["2024-01", "2024-02"]

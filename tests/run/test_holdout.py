@@ -1,0 +1,174 @@
+"""An untouched final period: the cut by hand, and a search on real EURUSD bars whose folds and trials
+are bit-identical when every held-out bar is changed, while the held-out headline moves."""
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from run_cases import train_argv
+from test_trials_run import LR_ONLY, search_argv, space_file
+
+from foxhunt.cli import main
+from foxhunt.config import FoldConfig
+from foxhunt.data.fxcache import read_fxcache
+from foxhunt.errors import BadInput
+from foxhunt.run.holdout import HOLDOUT_GAP, holdout_range, holdout_start, planning_rows
+from foxhunt.run.pipeline import precompute
+
+EURUSD = Path(__file__).resolve().parent / "data" / "EURUSD_M1_2018_head.parquet"
+MINUTE = 60_000_000_000
+DAY = 1440 * MINUTE
+HOLDOUT = ("--holdout-days", "2", "--pruner", "none")
+
+
+# ---- the cut, by hand ----------------------------------------------------------------------------------
+TS = np.arange(10 * 1440, dtype=np.int64) * MINUTE  # ten days of minute bars from 0
+
+
+def test_the_held_out_bars_are_those_after_last_minus_d_days():
+    # last = 14,399 min; last − 2 days = 11,519 min: rows 11,520 … 14,399 are held out (2 days of bars).
+    assert holdout_start(TS, 2.0) == 11_520
+    assert planning_rows(TS, 2.0) == 11_520 - HOLDOUT_GAP == 11_460
+    assert planning_rows(TS, 0.0) == TS.size
+
+
+def test_the_holdout_fold_trains_just_before_the_held_out_period():
+    config = FoldConfig(train_days=3.0, val_days=1.0, step_days=1.0, purge_bars=60, holdout_days=2.0)
+    got = holdout_range(TS, config, 5, max_train_rows=100_000)
+    # training window: the 3 days before minute 11,520 → rows 7,200 … 11,460 (purge 60); validation: the rest.
+    assert (got.fold, got.train_start, got.train_end, got.val_start, got.val_end) == (
+        5,
+        7_200,
+        11_460,
+        11_520,
+        14_400,
+    )
+    assert holdout_range(TS, config, 5, max_train_rows=1_000).train_start == 10_460  # the trainer's capacity
+    expanding = FoldConfig(train_days=3.0, val_days=1.0, step_days=1.0, mode="expanding", holdout_days=2.0)
+    assert holdout_range(TS, expanding, 0, max_train_rows=100_000).train_start == 0
+
+
+@pytest.mark.parametrize("days", [20.0, 1e-9])
+def test_a_holdout_that_leaves_no_folds_or_holds_no_bar_is_bad_input(days):
+    with pytest.raises(BadInput, match="--holdout-days"):
+        planning_rows(TS[::1440], days)  # one bar a day
+
+
+# ---- a search on real bars --------------------------------------------------------------------------------
+def _bars(tmp: Path, changed_from_ns: int | None) -> Path:
+    """The first 12 days of the EURUSD slice; with `changed_from_ns`, every bar from then on moved by a
+    trend of +0.1% a bar (OHLC scaled together, so every bar stays valid)."""
+    table = pq.read_table(EURUSD)
+    ts = table.column("timestamp").cast(pa.int64()).to_numpy() * 1000
+    table = table.slice(0, int(np.searchsorted(ts, ts[0] + 12 * DAY)))
+    if changed_from_ns is not None:
+        ts = ts[: table.num_rows]
+        factor = np.where(ts >= changed_from_ns, np.exp(1e-3 * np.cumsum(ts >= changed_from_ns)), 1.0)
+        for name in ("open", "high", "low", "close"):
+            i = table.column_names.index(name)
+            table = table.set_column(i, name, pa.array(table.column(name).to_numpy() * factor))
+    path = tmp / ("changed.parquet" if changed_from_ns is not None else "bars.parquet")
+    pq.write_table(table, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def two_searches(tiny_params, tmp_path_factory):
+    """The same 2-trial search with --holdout-days 2 on the real bars, and on them with the held-out bars changed."""
+    tmp = tmp_path_factory.mktemp("holdout")
+    outs = {}
+    first = tmp / "real.fxcache"
+    precompute([str(_bars(tmp, None))], str(first), progress=lambda _: None)
+    cache = read_fxcache(str(first))
+    start = holdout_start(cache.timestamp, 2.0)
+    changed = tmp / "changed.fxcache"
+    precompute([str(_bars(tmp, int(cache.timestamp[start])))], str(changed), progress=lambda _: None)
+    space = space_file(tmp, LR_ONLY)
+    for name, fxcache in (("real", first), ("changed", changed)):
+        out = tmp / name
+        argv = search_argv(fxcache, out, tiny_params, 2, "--search-space", str(space), *HOLDOUT)
+        assert main([*argv, "--train-days", "3"]) == 0  # the last flag given wins
+        outs[name] = out
+    return outs, start, len(cache)
+
+
+def test_no_fold_of_any_trial_reaches_the_held_out_bars(two_searches):
+    outs, start, rows = two_searches
+    reports = sorted(outs["real"].glob("trials/*/fold_*/report.json"))
+    assert len(reports) == 4  # two trials × two folds
+    for path in reports:
+        fold = json.loads(path.read_text())
+        assert fold["val_end"] <= start - HOLDOUT_GAP and fold["train_end"] <= fold["val_start"]
+    holdout = json.loads((outs["real"] / "holdout.json").read_text())
+    assert holdout["rows"] == [start, rows]
+
+
+def test_changing_every_held_out_bar_changes_nothing_the_search_saw(two_searches):
+    outs, _, _ = two_searches
+
+    def table(out):
+        return [
+            (r["number"], r["objective"], r["lr"])
+            for r in csv.DictReader(io.StringIO((out / "trials.csv").read_text()))
+        ]
+
+    assert table(outs["real"]) == table(outs["changed"])
+    for path in sorted(outs["real"].glob("trials/*/fold_*/positions.npy")):
+        other = outs["changed"] / path.relative_to(outs["real"])
+        assert np.array_equal(np.load(path), np.load(other)), path
+
+
+def test_the_held_out_headline_is_reported_beside_the_in_search_figure(two_searches):
+    outs, _, _ = two_searches
+    real = json.loads((outs["real"] / "holdout.json").read_text())
+    changed = json.loads((outs["changed"] / "holdout.json").read_text())
+    assert real["net_sharpe"] != changed["net_sharpe"]  # measured on the held-out bars, which differ
+    assert real["net_sharpe"] != real["in_search"]["value"]
+    study = json.loads((outs["real"] / "study.json").read_text())
+    assert (
+        study["holdout"]["net_sharpe"] == real["net_sharpe"]
+        and "selected" in study["holdout"]["in_search"]["what"]
+    )
+    summary = json.loads((outs["real"] / "summary.json").read_text())
+    assert summary["holdout"]["headline"] == "held-out final period"
+    assert (outs["real"] / "holdout.png").stat().st_size > 0
+
+
+def test_a_plain_run_reports_its_settings_on_the_held_out_period(tiny_fxcache, tiny_params, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert (
+        main(
+            [
+                *train_argv(tiny_fxcache, out, tiny_params),
+                "--holdout-days",
+                "2",
+                "--max-folds",
+                "1",
+                "--epochs",
+                "2",
+            ]
+        )
+        == 0
+    )
+    console = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    cache = read_fxcache(str(tiny_fxcache))
+    start = holdout_start(cache.timestamp, 2.0)
+    assert (
+        summary["holdout"]["rows"] == [start, len(cache)]
+        and summary["holdout"]["settings"] == "the run's settings"
+    )
+    assert all(f["val_end"] <= start - HOLDOUT_GAP for f in summary["folds"])
+    assert (
+        summary["holdout"]["in_search"]["value"] == summary["stitched"]["policies"]["model"]["net"]["sharpe"]
+    )
+    headline = next(line for line in console.splitlines() if "HEADLINE (held-out final period" in line)
+    assert f"model net Sharpe {summary['holdout']['net_sharpe']:.2f}" in headline
+    assert (
+        "in-search figure (net Sharpe of the run's stitched folds; optimistic, not the headline)" in console
+    )

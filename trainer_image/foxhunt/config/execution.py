@@ -1,0 +1,63 @@
+"""The execution model's settings, checked without numpy (the light CLI builds them): see `foxhunt.evaluate.execution`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FILLS = ("close", "next_open")
+
+
+@dataclass(frozen=True)
+class ExecutionSettings:
+    """The execution model's settings beyond `Scoring.cost` and `Scoring.spread` (see `foxhunt.evaluate.execution`)."""
+
+    spread_points: float = 0.0
+    first_close: float = 0.0
+    session: str = ""
+    off_session_factor: float = 1.0
+    slippage: float = 0.0
+    fill: str = "close"
+    financing: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("spread_points", "slippage", "financing", "first_close"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name} {getattr(self, name)}: must be ≥ 0")
+        if not self.off_session_factor >= 1:
+            raise ValueError(f"off_session_factor {self.off_session_factor}: must be ≥ 1")
+        if self.fill not in FILLS:
+            raise ValueError(f"fill {self.fill!r}: expected one of {', '.join(FILLS)}")
+        if self.spread_points > 0 and not self.first_close > 0:
+            raise ValueError("spread_points needs first_close (the close of the first loaded bar) > 0")
+        session_minutes(self.session)  # raises on a malformed session
+
+    @property
+    def is_plain(self) -> bool:
+        """True when nothing here changes a record's P&L (the flat cost and spread of `Scoring` alone)."""
+        return (
+            self.spread_points == 0
+            and self.slippage == 0
+            and self.financing == 0
+            and self.fill == "close"
+            and (not self.session or self.off_session_factor == 1)
+        )
+
+
+def session_minutes(session: str) -> tuple[int, int] | None:
+    """("HH:MM-HH:MM") → (start, end) minutes after midnight UTC; None for "" (every bar is in session)."""
+    if not session:
+        return None
+    try:
+        start, end = (part.strip() for part in session.split("-"))
+        out = []
+        for part in (start, end):
+            hours, minutes = part.split(":")
+            h, m = int(hours), int(minutes)
+            if not (0 <= h < 24 and 0 <= m < 60):
+                raise ValueError
+            out.append(h * 60 + m)
+    except ValueError:
+        raise ValueError(f"session {session!r}: expected HH:MM-HH:MM in UTC, e.g. 13:30-20:00") from None
+    if out[0] == out[1]:
+        raise ValueError(f"session {session!r}: start and end are the same minute")
+    return out[0], out[1]

@@ -1,0 +1,141 @@
+"""Paired comparisons of two P&L streams on the same bars: the model against a baseline.
+
+A difference of Sharpe ratios is judged by its own uncertainty, not by where one point estimate falls
+in the other's interval: both streams are resampled with the *same* circular blocks (Politis & Romano
+1992), so the correlation of the two streams (a 95%-exposure policy is mostly buy-and-hold) is kept in
+every resample. The interval is the percentile interval of the resampled differences; the p-value is
+that of the centred bootstrap (the share of resampled differences at least as far from the estimate as
+the estimate is from zero), two-sided.
+
+Relative figures against a benchmark stream (buy-and-hold): beta = cov(m, b) / var(b) (population
+moments), alpha = mean(m) − beta · mean(b) per bar, and the information ratio = mean(m − b) /
+std(m − b) (active return over tracking error), annualised by sqrt(periods per year), alpha by
+periods per year (log-return units).
+
+Sharpe ratios here are per period (population std), as in `foxhunt.evaluate.sharpe`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from foxhunt.evaluate.sharpe import default_block, sharpe_ratio
+
+_CELLS = 1 << 21  # block starts drawn per batch: bounds memory (four cumulative-sum lookups each)
+
+ABOVE = "above"
+BELOW = "below"
+NO_CLEAR_DIFFERENCE = "no clear difference"
+NOT_TESTED = "not tested"
+
+
+@dataclass(frozen=True)
+class SharpeDifference:
+    """Model minus baseline, per-period Sharpe, with its paired bootstrap interval and p-value."""
+
+    difference: float
+    ci_low: float  # NaN when no resample was drawn
+    ci_high: float
+    p_value: float
+    verdict: str  # ABOVE / BELOW (the interval excludes 0), NO_CLEAR_DIFFERENCE, or NOT_TESTED
+
+
+def paired_bootstrap_differences(
+    model: np.ndarray, baseline: np.ndarray, *, resamples: int, block: int = 0, seed: int = 0
+) -> np.ndarray:
+    """Sharpe(model*) − Sharpe(baseline*) for `resamples` circular block resamples with shared block starts.
+
+    Each resample is ceil(T / block) blocks of `block` consecutive bars (wrapping), the last cut so it
+    has T bars; block 0 means `sharpe.default_block(T)`. The same bars are drawn for both streams.
+    """
+    a = np.asarray(model, dtype=np.float64)
+    b = np.asarray(baseline, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"streams of {a.size} and {b.size} bars: a paired test needs the same bars")
+    n = a.size
+    if n < 2 or resamples < 1:
+        return np.zeros(max(resamples, 0))
+    block = min(block or default_block(n), n)
+    n_blocks = -(-n // block)
+    lengths = np.full(n_blocks, block)
+    lengths[-1] = n - (n_blocks - 1) * block
+
+    def sums(x: np.ndarray):
+        mean = x.mean()
+        centred = x - mean  # centred sums of squares lose nothing to a large mean
+        extended = np.concatenate([centred, centred[:block]])
+        return (
+            mean,
+            np.concatenate([[0.0], np.cumsum(extended)]),
+            np.concatenate([[0.0], np.cumsum(extended * extended)]),
+        )
+
+    streams = (sums(a), sums(b))
+    rng = np.random.default_rng(seed)
+    out = np.empty(resamples)
+    batch = max(1, _CELLS // n_blocks)
+    for lo in range(0, resamples, batch):
+        hi = min(lo + batch, resamples)
+        starts = rng.integers(0, n, size=(hi - lo, n_blocks))
+        ends = starts + lengths
+        sharpes = []
+        for mean, sum1, sum2 in streams:
+            s1 = (sum1[ends] - sum1[starts]).sum(axis=1) / n
+            s2 = (sum2[ends] - sum2[starts]).sum(axis=1) / n
+            std = np.sqrt(np.maximum(s2 - s1 * s1, 0.0))
+            sharpes.append(np.divide(s1 + mean, std, out=np.zeros(hi - lo), where=std > 0))
+        out[lo:hi] = sharpes[0] - sharpes[1]
+    return out
+
+
+def sharpe_difference(
+    model: np.ndarray,
+    baseline: np.ndarray,
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    block: int = 0,
+    seed: int = 0,
+) -> SharpeDifference:
+    """The paired test of Sharpe(model) − Sharpe(baseline) on the same bars (per-period Sharpe).
+
+    Verdict ABOVE when the `level` interval lies above 0, BELOW when below, NO_CLEAR_DIFFERENCE when it
+    holds 0, NOT_TESTED without resamples.
+    """
+    diff = sharpe_ratio(model) - sharpe_ratio(baseline)
+    if resamples < 1:
+        return SharpeDifference(diff, math.nan, math.nan, math.nan, NOT_TESTED)
+    draws = paired_bootstrap_differences(model, baseline, resamples=resamples, block=block, seed=seed)
+    low, high = np.quantile(draws, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    p_value = float(np.mean(np.abs(draws - diff) >= abs(diff))) if diff != 0 else 1.0
+    verdict = ABOVE if low > 0 else BELOW if high < 0 else NO_CLEAR_DIFFERENCE
+    return SharpeDifference(diff, float(low), float(high), p_value, verdict)
+
+
+@dataclass(frozen=True)
+class Relative:
+    """A stream against a benchmark stream on the same bars (annualised where named)."""
+
+    alpha: float  # per year, log-return units: (mean(m) − beta · mean(b)) · periods per year
+    beta: float  # cov(m, b) / var(b); 0 when the benchmark does not move
+    information_ratio: float  # mean(m − b) / std(m − b) · sqrt(periods per year); 0 when m ≡ b
+
+
+def relative_to(stream: np.ndarray, benchmark: np.ndarray, periods_per_year: float) -> Relative:
+    """Alpha, beta and information ratio of `stream` against `benchmark` (population moments)."""
+    m = np.asarray(stream, dtype=np.float64)
+    b = np.asarray(benchmark, dtype=np.float64)
+    if m.shape != b.shape:
+        raise ValueError(f"streams of {m.size} and {b.size} bars: relative figures need the same bars")
+    if m.size == 0:
+        return Relative(0.0, 0.0, 0.0)
+    var_b = b.var()
+    beta = float(np.mean((m - m.mean()) * (b - b.mean())) / var_b) if var_b > 0 else 0.0
+    alpha = (m.mean() - beta * b.mean()) * periods_per_year
+    active = m - b
+    tracking = active.std()
+    ir = float(active.mean() / tracking * math.sqrt(periods_per_year)) if tracking > 0 else 0.0
+    return Relative(float(alpha), beta, ir)

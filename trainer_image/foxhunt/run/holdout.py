@@ -1,0 +1,189 @@
+"""An untouched final period (`--holdout-days D`): the last D days that no fold and no trial sees, and the
+headline figure measured on them alone.
+
+The cut. The held-out bars are those after `last timestamp − D days`. Folds are planned over the rows
+before `holdout start − HOLDOUT_GAP` only (`planning_rows`): HOLDOUT_GAP is the longest target
+horizon, so no target of any row a fold trains or validates on reaches a held-out bar's close (the
+fold's own purge applies inside the planned rows as before). Every search and every fold works on that
+prefix; the held-out rows are on the device but no fold range reaches them.
+
+The headline. After the folds (a plain run: with the run's settings; a search: with the best trial's),
+one more fold is trained: its training window is the `train_days` before the held-out period (from the
+first row in expanding mode; at most as many rows as the run's trainer holds), purged as every fold is,
+and it validates on the held-out period alone. Its evaluation beside the baselines, with the paired
+verdicts, is the run's headline, written to `holdout.json`, `holdout.png`, `summary.json` (`holdout`),
+`study.json` after a search, and the console, beside the in-search figure, each named for what it is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from foxhunt import out_dir, storage
+from foxhunt.config import TARGET_HORIZONS
+from foxhunt.data.bars import NS_PER_DAY, iso_utc
+from foxhunt.data.folds import FoldRange
+from foxhunt.errors import BadInput
+
+if TYPE_CHECKING:
+    from foxhunt.config import FoldConfig
+
+HOLDOUT_GAP = max(TARGET_HORIZONS)  # rows between the last planned row and the first held-out one
+HOLDOUT_DIR = out_dir.HOLDOUT_DIR
+HOLDOUT_FILE = out_dir.HOLDOUT_REPORT
+HOLDOUT_PICTURE = out_dir.HOLDOUT_PICTURE
+HEADLINE = "held-out final period"
+
+
+def holdout_start(timestamp: np.ndarray, days: float) -> int:
+    """The row of the first held-out bar: the first whose timestamp is after last − `days`."""
+    ts = np.asarray(timestamp, dtype=np.int64)
+    cut = int(ts[-1]) - round(days * NS_PER_DAY)
+    return int(np.searchsorted(ts, cut, side="right"))
+
+
+def planning_rows(timestamp: np.ndarray, days: float) -> int:
+    """How many leading rows the folds and trials may use: all without a holdout, else up to the gap."""
+    n = len(timestamp)
+    if days <= 0:
+        return n
+    start = holdout_start(timestamp, days)
+    if start >= n:
+        raise BadInput(f"--holdout-days {days:g}: no bar lies in the last {days:g} days")
+    if start - HOLDOUT_GAP <= 0:
+        raise BadInput(f"--holdout-days {days:g}: the held-out period covers the whole data ({n} rows)")
+    return start - HOLDOUT_GAP
+
+
+def holdout_range(timestamp: np.ndarray, config: FoldConfig, number: int, max_train_rows: int) -> FoldRange:
+    """The fold that trains just before the held-out period and validates on it alone."""
+    ts = np.asarray(timestamp, dtype=np.int64)
+    start = holdout_start(ts, config.holdout_days)
+    train_end = start - max(config.purge_bars, 0)
+    first = (
+        0
+        if config.mode == "expanding"
+        else int(np.searchsorted(ts, int(ts[start]) - round(config.train_days * NS_PER_DAY)))
+    )
+    train_start = max(first, train_end - max_train_rows)
+    if train_end - train_start < 1:
+        raise BadInput(f"--holdout-days {config.holdout_days:g}: no training rows before the held-out period")
+    return FoldRange(number, train_start, train_end, start, len(ts), 1.0)
+
+
+def _window_figures(window) -> dict[str, Any]:
+    from foxhunt.evaluate.evaluation import MODEL
+
+    net = window.policies[MODEL].net
+    return {
+        "net_sharpe": net.sharpe,
+        "net_sharpe_ci": [net.sharpe_ci_low, net.sharpe_ci_high],
+        "net_sharpe_se": net.sharpe_se,
+        "psr_zero": net.psr_zero,
+        "net_return": net.total_return,
+        "n_bars": net.n_bars,
+        "verdicts": {name: s.verdict for name, s in window.standings.items()},
+    }
+
+
+def run_holdout(
+    run,
+    data,
+    trainer,
+    number: int,
+    max_train_rows: int,
+    scoring,
+    settings_label: str,
+    in_search: dict[str, Any],
+) -> dict[str, Any]:
+    """Train `trainer` (set to the chosen settings) on the holdout fold, evaluate it, report it as the headline.
+
+    `in_search` is the figure the folds gave (`{"what": ..., "value": ...}`), reported beside it.
+    The fold is numbered `number` (the one after the run's folds; its files go to `--out/holdout/fold_N`).
+    Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
+    """
+    from foxhunt.evaluate.reports import window_to_dict
+    from foxhunt.evaluate.run_scores import verdict_line
+    from foxhunt.run.fold_loop import train_fold
+    from foxhunt.train import TrainingDiverged
+
+    config = run.config
+    if (
+        not scoring.resamples
+    ):  # a search scores its trials without the bootstrap; the headline has its interval
+        scoring = replace(scoring, resamples=1000)
+    fold = holdout_range(data.timestamp, config.folds, number, max_train_rows)
+    out = storage.join(run.out_uri, HOLDOUT_DIR)
+    outcome = train_fold(
+        trainer,
+        fold,
+        config.epochs,
+        {0: out},
+        lambda m: run.progress(f"holdout {m}"),
+        run.check,
+        scoring=scoring,
+    )[0]
+    if isinstance(outcome, TrainingDiverged):
+        raise outcome
+    window = outcome.report.evaluation
+    figures = _window_figures(window)
+    ci = figures["net_sharpe_ci"]
+    lines = [
+        f"HEADLINE ({HEADLINE}, never seen by any fold or trial): {iso_utc(window.start_ns)[:16]} → "
+        f"{iso_utc(window.end_ns)[:16]}, {window.n_bars:,} bars, {settings_label}: model net Sharpe "
+        f"{figures['net_sharpe']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]; {verdict_line(window)}",
+        f"in-search figure ({in_search['what']}; optimistic, not the headline): {in_search['value']:.2f}",
+    ]
+    record = {
+        "headline": HEADLINE,
+        "days": config.folds.holdout_days,
+        "start": iso_utc(window.start_ns),
+        "end": iso_utc(window.end_ns),
+        "rows": [fold.val_start, fold.val_end],
+        "train_rows": [fold.train_start, fold.train_end],
+        "settings": settings_label,
+        **figures,
+        "in_search": in_search,
+        "lines": lines,
+        "evaluation": window_to_dict(window),
+        "warnings": outcome.report.warnings,
+    }
+    storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), _dumps(record))
+    title = (
+        f"HEADLINE: {HEADLINE} {iso_utc(window.start_ns)[:16]} → {iso_utc(window.end_ns)[:16]}, {settings_label}\n"
+        f"{verdict_line(window)}"
+    )
+    _draw(run, data, outcome, fold, scoring, title)
+    run.summary.holdout = {k: v for k, v in record.items() if k != "evaluation"}
+    for line in lines:
+        run.progress(line)
+    return run.summary.holdout
+
+
+def _draw(run, data, outcome, fold: FoldRange, scoring, title: str) -> None:
+    """`holdout.png`: the model's and buy-and-hold's net wealth over the held-out period, its Sharpe."""
+    from foxhunt.evaluate.evaluation import fold_record, host_array
+
+    try:
+        from foxhunt.evaluate.plot import EquityLine, RunPicture, fold_sharpe, render_run_png
+
+        returns = host_array(data.targets[:, 0])
+        lines = []
+        for label, positions in (("model", outcome.positions), ("buy and hold", np.ones(fold.val_rows))):
+            record = fold_record(fold.fold, fold.val_start, positions, data.timestamp, returns)
+            lines.append(EquityLine(label, record.pnl(scoring.cost_per_unit, scoring.execution)))
+        window = outcome.report.evaluation
+        picture = RunPicture(np.asarray(data.timestamp[fold.val_slice]), lines, [fold_sharpe(window)], None)
+        png = render_run_png(picture, title, record_title=f"{HEADLINE}: never seen by any fold or trial")
+    except ImportError as exc:  # a slim image without matplotlib still reports in JSON
+        run.progress(f"{HOLDOUT_PICTURE} not drawn: {exc}")
+        return
+    storage.write_bytes(storage.join(run.out_uri, HOLDOUT_PICTURE), png)
+
+
+def _dumps(value: Any) -> bytes:
+    return (json.dumps(value, indent=2, default=float) + "\n").encode()
