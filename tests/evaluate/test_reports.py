@@ -203,10 +203,11 @@ def test_the_fold_table_shows_each_folds_dates_and_figures():
     assert row[10:] == [w.best_baseline, f"{w.policies[w.best_baseline].net.sharpe:.2f}"]
 
 
-def test_a_fold_of_an_older_report_shows_its_validation_without_a_standard_error():
+def test_a_folds_row_is_its_evaluation_with_the_standard_error():
     row = fold_table(summary()).splitlines()[2].split()
-    assert row[:4] == ["0", "2024-01-01T16:00", "2024-01-01T19:59", "240"]
-    assert row[4:] == ["+1.01%", "2.00%", "1.50", "±", "n/a", "0.30", "buy_and_hold", "0.30"]
+    model = window(0).policies[MODEL].net
+    assert row[:4] == ["0", "2024-01-01T00:00", "2024-01-01T03:59", "240"]
+    assert row[6:9] == [f"{model.sharpe:.2f}", "±", f"{model.sharpe_se:.2f}"]
 
 
 def test_the_table_ends_with_the_stitched_row():

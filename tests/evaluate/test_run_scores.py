@@ -130,7 +130,7 @@ def test_the_printed_table_has_every_folds_dates_and_the_stitched_row(tiny_run):
         dates = report["dates"]
         row = next(line for line in lines if line.split()[:1] == [str(report["fold"])])
         assert dates["val_first_bar"][:16] in row and dates["val_last_bar"][:16] in row
-        assert f"{report['validation']['sharpe']:.2f} ±" in row
+        assert f"{net(report['evaluation'])['sharpe']:.2f} ±" in row
     stitched = next(line for line in lines if line.startswith("stitched  "))
     assert f"{net(tiny_run.summary['stitched'])['sharpe']:.2f} ±" in stitched
     assert "stitched out-of-sample record:" in tiny_run.console

@@ -55,3 +55,10 @@ def test_the_comparison_names_a_changed_figure():
     key = next(k for k, v in recorded.items() if isinstance(v, float))
     changed = {**recorded, key: recorded[key] + 1e-12}
     assert _differences(changed, recorded) == [f"{key}: {changed[key]!r} != recorded {recorded[key]!r}"]
+
+
+def test_the_recorded_population_trained_each_trial_as_the_recorded_study_trained_it_alone():
+    alone, side_by_side = RECORDED["study"], RECORDED["study_population"]
+    shared = [k for k in alone if k.startswith(("trials/0000/", "trials/0001/", "trials/0002/"))]
+    assert len(shared) > 1000  # every figure and weights digest of three trials
+    assert _differences({k: side_by_side.get(k) for k in shared}, {k: alone[k] for k in shared}) == []

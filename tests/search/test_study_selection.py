@@ -28,7 +28,7 @@ def test_pbo_is_computed_over_the_complete_trials_per_fold_results(tmp_path):
     # Trials 0, 2, 3 carry HAND's columns A, B, C (hand-computed PBO 1/3); trial 1 was pruned and is out.
     study = _study(tmp_path, pruner=optuna.pruners.NopPruner())
     run_trials(study, 4, _reporting([0, None, 1, 2]), space=TEST_SPACE, seed=5)
-    found = selection_check(study)["overfitting"]
+    found = selection_check(study).overfitting
     assert found["pbo"] == pytest.approx(1 / 3)
     assert found["trials"] == [0, 2, 3] and found["splits"] == 6 and found["folds_used"] == 4
     assert "caution" in found["reading"]
@@ -38,18 +38,15 @@ def test_the_check_says_why_there_is_no_pbo(tmp_path):
     study = _study(tmp_path, pruner=optuna.pruners.NopPruner())
     run_trials(study, 2, _reporting([0, None]), space=TEST_SPACE, seed=5)
     check = selection_check(study)
-    assert (
-        check["overfitting"]["pbo"] is None
-        and "two or more complete trials" in check["overfitting"]["reason"]
-    )
-    assert check["dsr"] is None and check["n_tried"] == 2
+    assert check.overfitting["pbo"] is None and "two or more complete trials" in check.overfitting["reason"]
+    assert check.dsr is None and check.n_tried == 2
 
 
 def test_the_dsr_has_its_reading_and_its_rule(tmp_path):
     study = _study(tmp_path, pruner=optuna.pruners.NopPruner())
     run_trials(study, 4, _reporting([0, None, 1, 2]), space=TEST_SPACE, seed=5)
     check = selection_check(study)
-    assert check["n_trials"] == 3 and check["n_tried"] == 4
-    assert check["dsr_reading"].startswith(f"DSR {check['dsr']:.2f}: ")
-    assert "best of 3 trials" in check["dsr_reading"]
-    assert "same trials" in check["dsr_rule"]
+    assert check.n_trials == 3 and check.n_tried == 4
+    assert check.dsr_reading.startswith(f"DSR {check.dsr:.2f}: ")
+    assert "best of 3 trials" in check.dsr_reading
+    assert "same trials" in check.dsr_rule

@@ -273,19 +273,19 @@ def test_the_selection_check_is_the_deflated_sharpe_ratio_of_the_best_trial_amon
         (1 - gamma_e) * normal.inv_cdf(1 - 1 / 3) + gamma_e * normal.inv_cdf(1 - 1 / (3 * math.e))
     )
     z = (0.03 - expected_max) * math.sqrt(5000 - 1) / math.sqrt(1 + 0.3 * 0.03 + (5.0 - 1) / 4 * 0.03**2)
-    assert check["trial"] == 1 and check["n_trials"] == 3 and check["n_tried"] == 4
-    assert check["dsr"] == pytest.approx(normal.cdf(z), rel=1e-9)
-    assert check["selection_share"] == pytest.approx(expected_max / 0.03, rel=1e-9)
+    assert check.trial == 1 and check.n_trials == 3 and check.n_tried == 4
+    assert check.dsr == pytest.approx(normal.cdf(z), rel=1e-9)
+    assert check.selection_share == pytest.approx(expected_max / 0.03, rel=1e-9)
     wrong_n = math.sqrt(variance) * (
         (1 - gamma_e) * normal.inv_cdf(1 - 1 / 4) + gamma_e * normal.inv_cdf(1 - 1 / (4 * math.e))
     )
-    assert check["expected_max_sharpe_per_period"] != pytest.approx(wrong_n, rel=1e-3)
+    assert check.expected_max_sharpe_per_period != pytest.approx(wrong_n, rel=1e-3)
 
 
 def test_the_selection_check_needs_two_complete_trials_with_a_sharpe(tmp_path):
     study = _study(tmp_path)
     run_trials(study, 2, _steady, space=TEST_SPACE, seed=5)
-    assert selection_check(study)["dsr"] is None
+    assert selection_check(study).dsr is None
 
 
 def test_trial_metrics_follow_each_trial_and_the_whole_study(tmp_path):

@@ -45,7 +45,7 @@ from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
 from foxhunt.search.batches import run_trial_batches
-from foxhunt.search.outputs import trial_folder, write_study_outputs
+from foxhunt.search.outputs import BestTrial, StudySummary, TrialReport, trial_folder, write_study_outputs
 from foxhunt.search.population import PopulationObjective, TrainerPool, trainer_builder
 from foxhunt.search.space import load_search_space
 from foxhunt.search.storage import (
@@ -210,22 +210,17 @@ class WalkForwardObjective:
 
     def write_report(self, number, params, dqn, outcomes, evaluation, value=None) -> None:
         """`trials/NNNN/trial.json`: the settings, the fold Sharpes, and for a complete trial its record."""
-        report: dict[str, Any] = {
-            "number": number,
-            "state": "pruned" if evaluation is None else "complete",
-            "params": params,
-            "dqn": asdict(dqn),
-            "objective": {"name": self.objective, "value": value},
-            "folds_run": len(outcomes),
-            "fold_net_sharpe": {
-                str(f): o.report.evaluation.policies[MODEL].net.sharpe for f, o in outcomes.items()
-            },
-        }
-        if evaluation is not None:
-            model = evaluation.stitched.policies[MODEL]
-            report["stitched"] = {"net": asdict(model.net), "gross": asdict(model.gross)}
-            report["best_baseline"] = evaluation.stitched.best_baseline
-        data = json.dumps(_finite(report), indent=2, allow_nan=False) + "\n"
+        report = TrialReport(
+            number=number,
+            params=params,
+            dqn=asdict(dqn),
+            objective=self.objective,
+            value=value,
+            fold_net_sharpe={f: o.report.evaluation.policies[MODEL].net.sharpe for f, o in outcomes.items()},
+            stitched=None if evaluation is None else evaluation.stitched.policies[MODEL],
+            best_baseline=None if evaluation is None else evaluation.stitched.best_baseline,
+        )
+        data = json.dumps(_finite(report.to_dict()), indent=2, allow_nan=False) + "\n"
         storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data.encode())
 
 
@@ -246,7 +241,7 @@ def study_workspace(out_uri: str, options: SearchOptions) -> Iterator[Path]:
         yield Path(tmp)
 
 
-def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchPlan) -> dict[str, Any]:
+def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchPlan) -> StudySummary:
     """The study of `run`: trials until it has `run.config.trials` finished ones; returns `study.json`'s content."""
     settings, options = run.config, plan.options
     # The run's own lines say how each trial ended; Optuna would add a traceback for a stopped one.
@@ -309,32 +304,33 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             )
         metrics.update_study(study)
         summary = save()
-    if summary["best"] is None:
+    if summary.best is None:
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
-    run.progress(_closing_line(summary, run.out_uri))
+    run.progress(_closing_line(summary, summary.best, run.out_uri))
     if settings.folds.holdout_days > 0 and options.worker == 0:  # the chosen settings' headline (one worker)
-        best = summary["best"]
-        dqn = override(settings.dqn, best["params"], what=f"trial {best['number']}")
+        best = summary.best
+        dqn = override(settings.dqn, best.params, what=f"trial {best.number}")
         in_search = {
-            "what": f"best trial {best['number']}'s {options.objective} over the search's folds, selected",
-            "value": best["objective"],
+            "what": f"best trial {best.number}'s {options.objective} over the search's folds, selected",
+            "value": best.objective,
         }
-        summary["holdout"] = run_holdout(
+        summary.holdout = run_holdout(
             run, data, trainer_builder(run, data, max_rows)([dqn]), len(folds), max_rows,
-            run_scoring(settings.eval, settings.seed, data), f"best trial {best['number']}'s settings", in_search,
+            run_scoring(settings.eval, settings.seed, data), f"best trial {best.number}'s settings", in_search,
         )  # fmt: skip
         storage.write_bytes(
-            storage.join(run.out_uri, out_dir.STUDY_SUMMARY), (json.dumps(summary, indent=2) + "\n").encode()
+            storage.join(run.out_uri, out_dir.STUDY_SUMMARY),
+            (json.dumps(summary.to_dict(), indent=2) + "\n").encode(),
         )
     return summary
 
 
-def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> dict[str, Any]:
+def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> StudySummary:
     """The study's files in `--out` (and the SQLite study uploaded there when `--out` is s3://)."""
     # What this process built, for the record: one trainer, capture and compile per shape.
     built = {"builds": pool.builds, "graph_captures": pool.graph_captures, "compiles": pool.compiles}
     summary = write_study_outputs(
-        study, run.out_uri, planned_trials=run.config.trials, base=run.config.dqn, extra={"trainers": built}
+        study, run.out_uri, planned_trials=run.config.trials, base=run.config.dqn, trainers=built
     )
     if synced is not None:
         sync_study_file(synced, run.out_uri)
@@ -356,19 +352,16 @@ def _trial_line(study: optuna.Study, trial: FrozenTrial, planned: int) -> str:
     return f"trial {trial.number} {trial.state.name.lower()}{value}{error}; {finished}/{planned} finished"
 
 
-def _closing_line(summary: dict[str, Any], out_uri: str) -> str:
-    best, selection = summary["best"], summary["selection"]
-    dsr = selection.get("dsr")
+def _closing_line(summary: StudySummary, best: BestTrial, out_uri: str) -> str:
+    selection = summary.selection
     dsr_text = (
-        selection.get("dsr_reading", f"deflated Sharpe ratio {dsr:.3f}")
-        if dsr is not None
-        else f"no deflated Sharpe ratio ({selection.get('reason')})"
+        selection.dsr_reading or f"deflated Sharpe ratio {selection.dsr:.3f}"
+        if selection.dsr is not None
+        else f"no deflated Sharpe ratio ({selection.reason})"
     )
-    dsr_text += "; " + selection["overfitting"].get(
-        "reading", f"no PBO ({selection['overfitting'].get('reason')})"
-    )
+    dsr_text += "; " + selection.overfitting.get("reading", f"no PBO ({selection.overfitting.get('reason')})")
     return (
-        f"study {summary['study_name']}: {summary['finished_trials']}/{summary['planned_trials']} trials finished; "
-        f"best trial {best['number']} objective {best['objective']:.4g}; {dsr_text}; "
+        f"study {summary.study_name}: {summary.finished_trials}/{summary.planned_trials} trials finished; "
+        f"best trial {best.number} objective {best.objective:.4g}; {dsr_text}; "
         f"best settings: {storage.join(out_uri, out_dir.BEST_PARAMS)}"
     )

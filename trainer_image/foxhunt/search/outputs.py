@@ -22,6 +22,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from foxhunt import out_dir, storage
 from foxhunt.config import DQNConfig, override
+from foxhunt.evaluate.evaluation import Evaluation
 from foxhunt.evaluate.selection import dsr_inputs, dsr_reading, pbo_reading, probability_of_overfitting
 from foxhunt.evaluate.sharpe import deflated_sharpe_ratio, expected_max_sharpe
 from foxhunt.search.study import ERROR_ATTR, FOLDS_ATTR, WORKER_ATTR, is_finished, is_surplus
@@ -130,7 +131,43 @@ def best_settings(trial: FrozenTrial, base: DQNConfig) -> dict[str, dict[str, An
     return {"dqn": asdict(override(base, trial.params, what=f"trial {trial.number}"))}
 
 
-def selection_check(study: optuna.Study) -> dict[str, Any]:
+DSR_RULE = "N = trials that produced a Sharpe ratio; variance (ddof 1) of those same trials' Sharpe"
+
+
+@dataclass(frozen=True)
+class SelectionCheck:
+    """The Deflated Sharpe Ratio of the best trial (or why there is none: `reason`) and the probability
+    of backtest overfitting over the trials' folds (`overfitting`), each with a plain reading."""
+
+    dsr: float | None = None
+    reason: str | None = None  # set when there is no DSR: its figures are then None
+    dsr_reading: str | None = None
+    dsr_rule: str = DSR_RULE
+    trial: int | None = None
+    n_trials: int | None = None  # trials that produced a Sharpe ratio (the DSR's N)
+    n_tried: int | None = None  # every finished trial, pruned and failed ones too
+    sharpe_per_period: float | None = None
+    sharpe_variance: float | None = None
+    expected_max_sharpe_per_period: float | None = None
+    selection_share: float | None = None
+    n_obs: int | None = None
+    skew: float | None = None
+    kurtosis: float | None = None
+    overfitting: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """`study.json`'s `selection`: the figures, or the missing DSR and its reason."""
+        if self.reason is not None:
+            return {
+                "dsr": None,
+                "reason": self.reason,
+                "n_tried": self.n_tried,
+                "overfitting": self.overfitting,
+            }
+        return {k: v for k, v in asdict(self).items() if k != "reason"}
+
+
+def selection_check(study: optuna.Study) -> SelectionCheck:
     """The Deflated Sharpe Ratio of the best trial and the probability of backtest overfitting, with readings.
 
     DSR rule (`selection.dsr_inputs`): N is the number of trials that produced a Sharpe ratio (complete
@@ -149,42 +186,34 @@ def selection_check(study: optuna.Study) -> dict[str, Any]:
     except ValueError:
         inputs = None
     if best is None or "sharpe" not in best.user_attrs or inputs is None:
-        return {
-            "dsr": None,
-            "reason": "needs two or more complete trials that report a Sharpe ratio",
-            "n_tried": n_tried,
-            "overfitting": overfitting,
-        }
+        return SelectionCheck(
+            reason="needs two or more complete trials that report a Sharpe ratio",
+            n_tried=n_tried,
+            overfitting=overfitting,
+        )
     attrs = best.user_attrs
     n_trials, variance = inputs.n_trials, inputs.sharpe_variance
     expected_max = expected_max_sharpe(n_trials, variance)
     sharpe = float(attrs["sharpe"])
-    dsr = deflated_sharpe_ratio(
-        sharpe,
-        n_trials,
-        variance,
-        int(attrs["n_obs"]),
-        float(attrs.get("skew", 0.0)),
-        float(attrs.get("kurtosis", 3.0)),
-    )
+    skew, kurtosis = float(attrs.get("skew", 0.0)), float(attrs.get("kurtosis", 3.0))
+    dsr = deflated_sharpe_ratio(sharpe, n_trials, variance, int(attrs["n_obs"]), skew, kurtosis)
     share = expected_max / sharpe if sharpe > 0 else None
     dsr_value = None if math.isnan(dsr) else dsr
-    return {
-        "dsr": dsr_value,
-        "dsr_reading": dsr_reading(dsr_value, n_trials, share),
-        "dsr_rule": "N = trials that produced a Sharpe ratio; variance (ddof 1) of those same trials' Sharpe",
-        "trial": best.number,
-        "n_trials": n_trials,
-        "n_tried": n_tried,
-        "sharpe_per_period": sharpe,
-        "sharpe_variance": variance,
-        "expected_max_sharpe_per_period": expected_max,
-        "selection_share": share,
-        "n_obs": int(attrs["n_obs"]),
-        "skew": float(attrs.get("skew", 0.0)),
-        "kurtosis": float(attrs.get("kurtosis", 3.0)),
-        "overfitting": overfitting,
-    }
+    return SelectionCheck(
+        dsr=dsr_value,
+        dsr_reading=dsr_reading(dsr_value, n_trials, share),
+        trial=best.number,
+        n_trials=n_trials,
+        n_tried=n_tried,
+        sharpe_per_period=sharpe,
+        sharpe_variance=variance,
+        expected_max_sharpe_per_period=expected_max,
+        selection_share=share,
+        n_obs=int(attrs["n_obs"]),
+        skew=skew,
+        kurtosis=kurtosis,
+        overfitting=overfitting,
+    )
 
 
 def overfitting_check(study: optuna.Study) -> dict[str, Any]:
@@ -210,35 +239,110 @@ def overfitting_check(study: optuna.Study) -> dict[str, Any]:
     }
 
 
-def study_summary(study: optuna.Study, planned_trials: int) -> dict[str, Any]:
+@dataclass
+class TrialReport:
+    """`trials/NNNN/trial.json`: a trial's settings, its folds' net Sharpe and, once complete, its record."""
+
+    number: int
+    params: dict[str, Any]  # the searched settings
+    dqn: dict[str, Any]  # every DQN setting the trial trained with
+    objective: str  # the --objective name
+    value: float | None  # its value (None for a pruned trial)
+    fold_net_sharpe: dict[int, float]  # by fold: the net validation Sharpe reported to the pruner
+    stitched: Evaluation | None = None  # the stitched out-of-sample record (None: pruned)
+    best_baseline: str | None = None
+
+    @property
+    def state(self) -> str:
+        return "pruned" if self.stitched is None else "complete"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `trial.json`."""
+        data: dict[str, Any] = {
+            "number": self.number,
+            "state": self.state,
+            "params": self.params,
+            "dqn": self.dqn,
+            "objective": {"name": self.objective, "value": self.value},
+            "folds_run": len(self.fold_net_sharpe),
+            "fold_net_sharpe": {str(f): v for f, v in self.fold_net_sharpe.items()},
+        }
+        if self.stitched is not None:
+            data["stitched"] = {"net": asdict(self.stitched.net), "gross": asdict(self.stitched.gross)}
+            data["best_baseline"] = self.best_baseline
+        return data
+
+
+@dataclass(frozen=True)
+class BestTrial:
+    """The best finished trial: its number, objective, settings, folds run and its training warnings."""
+
+    number: int
+    objective: float | None
+    params: dict[str, Any]
+    folds_run: int
+    collapsed: bool | None = None  # its policy collapsed to one action in some fold (None: not known)
+    ignores_features: bool | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StudySummary:
+    """`study.json`: counts by state, the best trial, the selection check, what this process built."""
+
+    study_name: str
+    direction: str
+    planned_trials: int
+    finished_trials: int
+    states: dict[str, int]
+    best: BestTrial | None
+    selection: SelectionCheck
+    warned_trials: dict[str, list[int]] = field(default_factory=dict)  # trials by warning
+    trainers: dict[str, int] | None = None  # builds, graph captures and compiles of this process
+    holdout: dict[str, Any] | None = None  # the chosen settings on the untouched final period
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON shape of `study.json`."""
+        data = asdict(self)
+        data["selection"] = self.selection.to_dict()
+        for optional in ("trainers", "holdout"):
+            if data[optional] is None:
+                del data[optional]
+        return data
+
+
+def study_summary(
+    study: optuna.Study, planned_trials: int, trainers: dict[str, int] | None = None
+) -> StudySummary:
     """Counts by state, the best trial and the selection check, as written to `study.json`."""
     trials = [t for t in study.get_trials(deepcopy=False) if not is_surplus(t)]
     best = best_trial(study)
-    return {
-        "study_name": study.study_name,
-        "direction": study.direction.name.lower(),
-        "planned_trials": planned_trials,
-        "finished_trials": sum(map(is_finished, trials)),
-        "states": {
+    return StudySummary(
+        study_name=study.study_name,
+        direction=study.direction.name.lower(),
+        planned_trials=planned_trials,
+        finished_trials=sum(map(is_finished, trials)),
+        states={
             s.name: sum(t.state == s for t in trials) for s in TrialState if any(t.state == s for t in trials)
         },
-        "best": None
+        best=None
         if best is None
-        else {
-            "number": best.number,
-            "objective": best.value,
-            "params": dict(best.params),
-            "folds_run": int(best.user_attrs.get(FOLDS_ATTR, 0)),
-            "collapsed": best.user_attrs.get("collapsed"),
-            "ignores_features": best.user_attrs.get("ignores_features"),
-            "warnings": list(best.user_attrs.get("warnings", [])),
-        },
-        "warned_trials": {
+        else BestTrial(
+            best.number,
+            best.value,
+            dict(best.params),
+            int(best.user_attrs.get(FOLDS_ATTR, 0)),
+            collapsed=best.user_attrs.get("collapsed"),
+            ignores_features=best.user_attrs.get("ignores_features"),
+            warnings=list(best.user_attrs.get("warnings", [])),
+        ),
+        warned_trials={
             "collapsed": [t.number for t in trials if t.user_attrs.get("collapsed")],
             "ignores_features": [t.number for t in trials if t.user_attrs.get("ignores_features")],
         },
-        "selection": selection_check(study),
-    }
+        selection=selection_check(study),
+        trainers=trainers,
+    )
 
 
 def _dumps(value: Any) -> bytes:
@@ -251,11 +355,11 @@ def write_study_outputs(
     *,
     planned_trials: int,
     base: DQNConfig | None = None,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    trainers: dict[str, int] | None = None,
+) -> StudySummary:
     """Write the study table, the best settings (once a trial has completed) and the summary; returns it.
 
-    `extra` joins the summary (the driver adds what this process built: trainers, captures, compiles).
+    `trainers`: what this process built (trainers, captures, compiles), recorded in the summary.
     """
     rows = study_table(study)
     storage.write_bytes(storage.join(out_uri, TABLE_CSV), table_csv(rows).encode())
@@ -265,8 +369,8 @@ def write_study_outputs(
         storage.write_bytes(
             storage.join(out_uri, BEST_PARAMS), _dumps(best_settings(best, base or DQNConfig()))
         )
-    summary = {**study_summary(study, planned_trials), **(extra or {})}
-    storage.write_bytes(storage.join(out_uri, SUMMARY), _dumps(summary))
+    summary = study_summary(study, planned_trials, trainers)
+    storage.write_bytes(storage.join(out_uri, SUMMARY), _dumps(summary.to_dict()))
     return summary
 
 

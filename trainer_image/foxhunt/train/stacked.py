@@ -4,14 +4,15 @@ A member's network is small (43 → hidden → hidden → 3), and at batch 8192 
 launches and latency, not by FLOPs; stacking P members' weights runs each product of the step as one
 batched product, so P members' steps launch about the kernels of one (P = 1 is an ordinary run).
 
-The update has two forms with the same meaning:
+The products and the update have two forms with the same meaning:
 
-- on CUDA, `clip_grad_norm_per_member` and `adam_update` run on the stacked tensors with the
-  settings as (P,) device vectors, so the step compiles and is captured once and a search's new
-  settings are refilled in place;
-- on the CPU, where nothing is captured, `exact_member_update` runs member by member with torch's own
-  foreach arithmetic (its clip, and torch.optim.Adam's non-capturable steps with host floats), so a
-  member learns bit for bit what a single network trained with `torch.optim.Adam` learns, whatever P.
+- on CUDA, the products are batched (`stacked_q`, `paired_q`), and `clip_grad_norm_per_member` and
+  `adam_update` run on the stacked tensors with the settings as (P,) device vectors, so the step
+  compiles and is captured once and a search's new settings are refilled in place;
+- on the CPU, where nothing is captured, the products run member by member as nn.Linear runs them,
+  and `exact_member_update` member by member with torch's own foreach arithmetic (its clip, and
+  torch.optim.Adam's non-capturable step with host floats), so a member learns bit for bit what a
+  single network trained with `torch.optim.Adam` learns, whatever P.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import math
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from foxhunt.train.policy import N_ACTIONS
 
@@ -33,14 +35,29 @@ def per_member(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 
 def stacked_q(params: list[torch.Tensor], states: torch.Tensor) -> torch.Tensor:
-    """Q-values of every member on its own states: (P, rows, in) → (P, rows, actions)."""
+    """Q-values of every member on its own states: (P, rows, in) → (P, rows, actions).
+
+    On the CPU member by member, as nn.Linear computes a single network (one addmm per layer): a
+    batched product rounds differently at some shapes, and a member must learn bit for bit what the
+    same trial alone learns. On CUDA one batched product per layer for all members.
+    """
     w1, b1, w2, b2, w3, b3 = params
+    if states.device.type == "cpu":
+        return torch.stack([_member_q(params, i, states[i]) for i in range(states.shape[0])])
     # Product, then bias: compiled, the bias joins the ReLU's kernel. baddbmm would first copy the
     # bias over the whole (P, rows, out) output, 12 copies a step (bench/population_variants.py:
     # 1.19 ms against 1.58 ms a step for 8 members on an H200).
     h = (torch.bmm(states, w1.transpose(1, 2)) + b1.unsqueeze(1)).relu()
     h = (torch.bmm(h, w2.transpose(1, 2)) + b2.unsqueeze(1)).relu()
     return torch.bmm(h, w3.transpose(1, 2)) + b3.unsqueeze(1)
+
+
+def _member_q(params: list[torch.Tensor], member: int, states: torch.Tensor) -> torch.Tensor:
+    """Member `member`'s Q-values on `states` (rows, in), layer by layer as `build_qnet`'s modules."""
+    w1, b1, w2, b2, w3, b3 = params
+    h = F.linear(states, w1[member], b1[member]).relu()
+    h = F.linear(h, w2[member], b2[member]).relu()
+    return F.linear(h, w3[member], b3[member])
 
 
 def paired_q(pairs: list[torch.Tensor], states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
