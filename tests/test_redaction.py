@@ -14,7 +14,7 @@ from foxhunt.redaction import MASK, NOT_A_URL, redact_url, scrub_record, scrub_t
         ("postgresql://foxhunt:hunter2@db:5432/optuna", "postgresql://foxhunt:***@db:5432/optuna"),
         ("postgresql://foxhunt:hun@ter2@db/optuna", "postgresql://foxhunt:***@db/optuna"),
         ("postgresql://foxhunt:hun/ter?2#x@db/optuna", "postgresql://foxhunt:***@db/optuna"),
-        ("postgresql://foxhunt@db/optuna?password=hunter2", "postgresql://***@db/optuna?password=***"),
+        ("postgresql://foxhunt@db/optuna?password=hunter2", "postgresql://foxhunt@db/optuna?password=***"),
         (
             "postgresql://db/o?sslmode=require&PASSWORD=hunter2",
             "postgresql://db/o?sslmode=require&PASSWORD=***",
@@ -100,3 +100,14 @@ def test_each_command_masks_only_the_secrets_it_was_given(monkeypatch):
     redaction.register(["foxhunt-test"], urls=False)  # an earlier command's secret key
     redaction.forget()
     assert scrub_text("s3://foxhunt-test/bars.csv") == "s3://foxhunt-test/bars.csv"
+
+
+def test_a_database_login_without_a_password_is_a_user_name_not_a_secret():
+    url = "postgresql://postgres@127.0.0.1:5432/db"
+
+    assert redaction.redact_url(url) == url
+    assert redaction.url_secrets(url) == []
+
+
+def test_a_bare_token_as_an_http_user_is_still_masked():
+    assert redaction.redact_url("https://tok3n-value@gateway:9091") == "https://***@gateway:9091"

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
+# Four folds (rows) × three trials A, B, C (columns); with S = 4 each fold is a group.
+from support.selection_cases import HAND  # noqa: E402
+
 from foxhunt.evaluate import selection
 from foxhunt.evaluate.selection import dsr_inputs, probability_of_overfitting
-
-# Four folds (rows) × three trials A, B, C (columns); with S = 4 each fold is a group.
-HAND = np.array([[4, 1, 2], [1, 3, 2], [2, 4, 1], [6, 0, 5]], dtype=float)
 
 
 def test_pbo_of_a_hand_computed_example():

@@ -2,7 +2,7 @@
 
 import optuna
 import pytest
-from test_selection import HAND
+from support.selection_cases import HAND
 from test_trials import TEST_SPACE, _study
 
 from foxhunt.search.outputs import selection_check

@@ -55,9 +55,9 @@ def test_a_rejected_trial_fails_with_its_reason_and_still_counts(tmp_path):
     row = next(r for r in study_table(study) if r.number == 2)
     assert row.state == "FAIL" and row.error == "the policy collapsed to one action" and row.collapsed
     summary = study_summary(study, 3)
-    assert summary["best"]["number"] == 0  # the rejected trial's higher objective is not chosen
-    assert summary["best"]["collapsed"] is True and summary["best"]["warnings"] == [COLLAPSE]
-    assert summary["warned_trials"] == {"collapsed": [0, 2], "ignores_features": [1]}
+    assert summary.best.number == 0  # the rejected trial's higher objective is not chosen
+    assert summary.best.collapsed is True and summary.best.warnings == [COLLAPSE]
+    assert summary.warned_trials == {"collapsed": [0, 2], "ignores_features": [1]}
 
 
 def test_the_console_table_names_the_warning(tmp_path):

@@ -24,6 +24,8 @@ SECRET_PARAM = re.compile(r"pass|pwd|secret|token|key|sig|cred|auth", re.IGNOREC
 URL_VARIABLES = ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_STUDY_STORAGE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
 SECRET_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "ARGO_TOKEN", "FOXHUNT_COMPILE_CACHE_KEY")
 MIN_SECRET_CHARS = 4  # shorter values would mask ordinary words in every line
+# Schemes whose userinfo without a password is a user name (a database login), not a bearer token.
+USER_NAME_SCHEMES = re.compile(r"postgres(ql)?(\+\w+)?|mysql(\+\w+)?|sqlite", re.IGNORECASE)
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
 _BARE_HOST = re.compile(r"[A-Za-z0-9_.-]+(:[0-9]+)?(/[A-Za-z0-9_./-]*)?")
@@ -67,7 +69,13 @@ def redact_url(url: object, *, bare_host: bool = True) -> str:
     if "@" in body:
         userinfo, _, rest = body.rpartition("@")
         user, colon, _password = userinfo.partition(":")
-        shown_user = f"{user}:{MASK}" if colon and "/" not in user and "?" not in user else MASK
+        plain_user = "/" not in user and "?" not in user
+        if colon and plain_user:
+            shown_user = f"{user}:{MASK}"
+        elif not colon and plain_user and USER_NAME_SCHEMES.fullmatch(scheme):
+            shown_user = user  # a login name, no password in the URL
+        else:
+            shown_user = MASK
         body = f"{shown_user}@{rest}"
         rest_start = len(shown_user) + 1
     else:
@@ -80,11 +88,13 @@ def url_secrets(url: str) -> list[str]:
     user name) and every secret query value."""
     match = _SCHEME.fullmatch(url.strip())
     body = match.group(2) if match else url.strip()
+    login_scheme = match is not None and USER_NAME_SCHEMES.fullmatch(match.group(1)) is not None
     found = []
     if "@" in body:
         userinfo = body.rpartition("@")[0]
         user, colon, password = userinfo.partition(":")
-        found.append(password if colon else userinfo)
+        if colon or not login_scheme:
+            found.append(password if colon else userinfo)
     query = body.rpartition("@")[2].partition("#")[0].partition("?")[2]
     for part in re.split(r"[&;]", query):
         name, eq, value = part.partition("=")
