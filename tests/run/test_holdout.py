@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from run_cases import train_argv
+from support.run_cases import train_argv
 from test_trials_run import LR_ONLY, search_argv, space_file
 
 from foxhunt.cli import main
