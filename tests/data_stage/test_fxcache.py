@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import mmap
 
 import numpy as np
-import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support.fxcache_cases import make_table, rewrite_with, write_good
 
 from foxhunt import storage
 from foxhunt.data import fxcache
-from foxhunt.data.features import FEATURE_NAMES, TARGET_NAMES, FeatureTable
+from foxhunt.data.features import FEATURE_NAMES, TARGET_NAMES
 
 MINUTE_NS = 60_000_000_000
 
@@ -22,48 +21,6 @@ MINUTE_NS = 60_000_000_000
 def private_cache_dir(monkeypatch, tmp_path):
     """Keep downloads and S3 staging files of each test out of the user's cache."""
     monkeypatch.setenv("FOXHUNT_CACHE_DIR", str(tmp_path / "foxhunt-cache"))
-
-
-def make_table(rows: int = 500, seed: int = 0) -> FeatureTable:
-    rng = np.random.default_rng(seed)
-    timestamp = 1_700_000_000 * 1_000_000_000 + np.cumsum(rng.integers(1, 5, rows)) * MINUTE_NS
-    return FeatureTable(
-        timestamp=timestamp.astype(np.int64),
-        features=rng.standard_normal((rows, len(FEATURE_NAMES)), dtype=np.float32),
-        targets=rng.standard_normal((rows, len(TARGET_NAMES)), dtype=np.float32) * 1e-3,
-    )
-
-
-def write_raw(path, timestamp, features, targets, metadata: dict) -> None:
-    """Write an fxcache the way a foreign or buggy writer might: no checks, metadata as given."""
-    batch = pa.record_batch(
-        [
-            pa.array(timestamp, type=pa.int64()),
-            pa.FixedSizeListArray.from_arrays(pa.array(features.reshape(-1)), features.shape[1]),
-            pa.FixedSizeListArray.from_arrays(pa.array(targets.reshape(-1)), targets.shape[1]),
-        ],
-        names=["timestamp", "features", "targets"],
-    )
-    batch = batch.replace_schema_metadata({k: json.dumps(v) for k, v in metadata.items()})
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
-        writer.write_batch(batch)
-
-
-def write_good(path, table: FeatureTable | None = None, source_hash: str = "bars-hash") -> dict:
-    return fxcache.write_fxcache(
-        str(path), table or make_table(), source_uri="bars.parquet", source_hash=source_hash
-    )
-
-
-def rewrite_with(path, table: FeatureTable, **changes) -> None:
-    """Rewrite a good fxcache with changed arrays or metadata and a checksum that matches the new arrays."""
-    metadata = write_good(path, table)
-    timestamp = changes.pop("timestamp", table.timestamp)
-    features = changes.pop("features", table.features)
-    targets = changes.pop("targets", table.targets)
-    metadata["checksum"] = fxcache.columns_checksum(timestamp, features, targets)
-    metadata.update(changes)
-    write_raw(path, timestamp, features, targets, metadata)
 
 
 def test_local_round_trip_returns_the_arrays_and_metadata_written(tmp_path):
