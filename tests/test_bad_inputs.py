@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.fxcache_files import make_table, rewrite_with, write_good
+from support.fxcache_cases import make_table, rewrite_with, write_good
 
 from foxhunt import storage
 from foxhunt.cli import main

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.fxcache_files import make_table, rewrite_with, write_good, write_raw  # noqa: F401
+from support.fxcache_cases import make_table, rewrite_with, write_good
 
 from foxhunt import storage
 from foxhunt.data import fxcache

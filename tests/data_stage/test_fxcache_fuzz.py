@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support.fxcache_files import make_table
+from support.fxcache_cases import make_table
 
 from foxhunt.data import fxcache
 

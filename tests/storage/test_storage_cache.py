@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 from support.fault_proxy import Fault
-from support.fxcache_files import make_table
+from support.fxcache_cases import make_table
 
 from foxhunt import storage
 from foxhunt.data import fxcache

@@ -1,4 +1,4 @@
-"""Small fxcache files for the tests: a random table, a good file, a file rewritten with changed parts."""
+"""Small fxcache files for the fxcache, storage and bad-input tests: a good one, and rewritten ones."""
 
 from __future__ import annotations
 
