@@ -16,7 +16,7 @@ import torch
 from population_gpu import build, synthetic_data
 from step_profile import time_steps
 
-import foxhunt.train.stacked as population_module
+import foxhunt.train.dqn as population_module  # the trainer looks up `stacked_q` there
 from foxhunt.config import DQNConfig
 
 
