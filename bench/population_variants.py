@@ -1,5 +1,5 @@
 """Which batched product a population's step should use: step ms of the lone trainer and of populations
-for each way of writing `population_q` (fp32 with TF32, and bf16), at the benchmark's shape.
+for each way of writing `stacked_q` (fp32 with TF32, and bf16), at the benchmark's shape.
 
     python bench/population_variants.py --sizes 4,8 --out $OUT/population_variants.json
 """
@@ -16,12 +16,12 @@ import torch
 from population_gpu import build, synthetic_data
 from step_profile import time_steps
 
-import foxhunt.train.population as population_module
+import foxhunt.train.dqn as population_module  # the trainer looks up `stacked_q` there
 from foxhunt.config import DQNConfig
 
 
 def baddbmm_bias(params, states):
-    return population_module.population_q(params, states)
+    return population_module.stacked_q(params, states)
 
 
 def bmm_then_bias(params, states):
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
     data, fold = synthetic_data(args.rows, torch.device("cuda"), 0)
-    shipped = population_module.population_q
+    shipped = population_module.stacked_q
     runs = []
     for bf16 in (False, True):
         base = replace(DQNConfig(), bf16=bf16)
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         print(runs[-1], flush=True)
         del trainer
         for name, forward in VARIANTS.items():
-            population_module.population_q = shipped if name == "baddbmm" else forward
+            population_module.stacked_q = shipped if name == "baddbmm" else forward
             for size in [int(s) for s in args.sizes.split(",")]:
                 configs = [replace(base, lr=base.lr * (1 + i)) for i in range(size)]
                 trainer, _ = build(configs, False, data, fold, False)
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
                 )  # fmt: skip
                 print(runs[-1], flush=True)
                 del trainer
-        population_module.population_q = shipped
+        population_module.stacked_q = shipped
     Path(args.out).write_text(json.dumps({"runs": runs}, indent=2) + "\n")
     return 0
 

@@ -18,7 +18,7 @@ import population_gpu  # noqa: E402
 import population_report  # noqa: E402
 
 from foxhunt.config import DQNConfig  # noqa: E402
-from foxhunt.train.population import check_population  # noqa: E402
+from foxhunt.train.settings import check_population  # noqa: E402
 
 TINY = ["--device", "cpu", "--rows", "4000", "--batch", "256", "--hidden", "16"]
 TINY += ["--sizes", "1,2", "--repeats", "2", "--replays", "2"]

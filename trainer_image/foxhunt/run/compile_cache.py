@@ -37,7 +37,7 @@ from foxhunt.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-_TRAINER_DIR = Path(__file__).resolve().parent / "trainer"
+_TRAINER_DIR = Path(__file__).resolve().parents[1] / "train"  # the train stage: the step's code
 AUTO, OFF = "auto", "off"
 KEY_ENV = "FOXHUNT_COMPILE_CACHE_KEY"
 TAG_SUFFIX = ".hmac"
@@ -77,7 +77,7 @@ def unsafe_artifact_key(key: str) -> bool:
 
 
 def _source_digest() -> str:
-    """sha256 over the trainer package's source: a code change must not reuse old kernels."""
+    """sha256 over the train stage's source: a code change must not reuse old kernels."""
     digest = hashlib.sha256()
     for path in sorted(_TRAINER_DIR.glob("*.py")):
         digest.update(path.name.encode())
