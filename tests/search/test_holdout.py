@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.data_files import EURUSD  # noqa: E402
 from support.run_cases import train_argv
 from test_trials_run import LR_ONLY, search_argv, space_file
 
@@ -20,7 +21,6 @@ from foxhunt.errors import BadInput
 from foxhunt.run.holdout import HOLDOUT_GAP, holdout_range, holdout_start, planning_rows
 from foxhunt.run.pipeline import precompute
 
-EURUSD = Path(__file__).resolve().parent / "data" / "EURUSD_M1_2018_head.parquet"
 MINUTE = 60_000_000_000
 DAY = 1440 * MINUTE
 HOLDOUT = ("--holdout-days", "2", "--pruner", "none")
