@@ -71,6 +71,9 @@ class RenderOptions:
     gpu_pool_label: str = "foxhunt.io/gpu-pool"
     service_account: str = "foxhunt-workflow"
     s3_secret: str = "foxhunt-s3"
+    # Key of the compile-cache signatures (FOXHUNT_COMPILE_CACHE_KEY): a Secret the data bucket's writers
+    # cannot read. Optional: without it a pod keeps no compile cache and compiles afresh.
+    compile_cache_secret: str = "foxhunt-compile-cache"
     run_as_user: int = 10001
     precompute_resources: Resources = field(
         default_factory=lambda: Resources(
@@ -142,6 +145,14 @@ def common_env(options: RenderOptions, run_id: str = "{{workflow.name}}") -> lis
         env.append(
             SecretEnv(name=key, secret_name=options.s3_secret, secret_key=key, optional=optional or None)
         )
+    env.append(
+        SecretEnv(
+            name="FOXHUNT_COMPILE_CACHE_KEY",
+            secret_name=options.compile_cache_secret,
+            secret_key="key",
+            optional=True,
+        )
+    )
     return env
 
 

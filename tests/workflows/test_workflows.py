@@ -338,3 +338,11 @@ def test_pods_report_argo_metrics_for_runs_by_status_and_duration(documents, nam
 
     assert {"key": "status", "value": "{{status}}"} in counter["labels"]
     assert gauge["gauge"]["value"] == "{{duration}}"
+
+
+def test_the_train_pod_reads_the_compile_cache_key_only_from_an_optional_secret(documents):
+    env = {e["name"]: e for e in only_pod(documents["train"])["container"]["env"]}
+
+    ref = env["FOXHUNT_COMPILE_CACHE_KEY"]["valueFrom"]["secretKeyRef"]
+    assert ref == {"name": "foxhunt-compile-cache", "key": "key", "optional": True}
+    assert "value" not in env["FOXHUNT_COMPILE_CACHE_KEY"]
