@@ -11,7 +11,7 @@ import pytest
 import torch
 from test_evaluation import minutes, synthetic_run
 
-from foxhunt import baselines as base
+from foxhunt.evaluate import baselines as base
 from foxhunt.evaluate import sharpe as sr
 from foxhunt.evaluate.evaluation import fold_record, stitch
 

@@ -12,7 +12,7 @@ import torch
 from support.data_files import EURUSD, EURUSD_ROWS
 
 from foxhunt.cli import main
-from foxhunt.features import LOOKAHEAD_BARS, WARMUP_BARS
+from foxhunt.data.features import LOOKAHEAD_BARS, WARMUP_BARS
 
 # Two one-epoch folds of 20 training days on the CPU: seconds, not minutes.
 FAST_FOLDS = "--epochs 1 --train-days 20 --val-days 5 --step-days 5 --max-folds 2 --device cpu".split()
