@@ -34,6 +34,7 @@ from foxhunt.evaluate.run_scores import (
 )
 from foxhunt.out_dir import fold_folder
 from foxhunt.run.manifest import sha256
+from foxhunt.run.step_progress import StepProgress
 from foxhunt.train import DQNTrainer, FoldHistory, TrainingDiverged, synchronize
 
 Progress = Callable[[str], None]
@@ -109,7 +110,9 @@ def train_fold(
     history: dict[int, list[EpochStats]] = {i: [] for i in outs}
     for epoch in range(epochs):  # train
         check()
-        figures = trainer.train_epoch(epoch, epochs, active=list(outs))
+        steps = StepProgress(f"fold {fold_range.fold} epoch {epoch + 1}/{epochs}")
+        figures = trainer.train_epoch(epoch, epochs, active=list(outs), on_replay=steps.update)
+        steps.close()
         for i, stats in enumerate(figures):
             if stats is not None:
                 history[i].append(_epoch_stats(stats, trainer.histories[i]))

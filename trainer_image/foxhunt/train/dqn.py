@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 import torch
@@ -297,9 +297,16 @@ class DQNTrainer:
             torch.maximum(self.q_absmax, stats[2], out=self.q_absmax)
 
     # ---- training epochs --------------------------------------------------------------------------------
-    def train_epoch(self, epoch: int, epochs: int, active: Sequence[int] | None = None) -> list[dict | None]:
+    def train_epoch(
+        self,
+        epoch: int,
+        epochs: int,
+        active: Sequence[int] | None = None,
+        on_replay: Callable[[int, int], None] | None = None,
+    ) -> list[dict | None]:
         """Collect, run the epoch's steps, read the accumulators once; per member its figures, or None for a
-        member outside `active` (default: all) or one whose guard stopped it (`failures[i]` says why)."""
+        member outside `active` (default: all) or one whose guard stopped it (`failures[i]` says why).
+        `on_replay(done, total)` follows the step's replays (progress within the epoch)."""
         t0 = time.perf_counter()
         eps = [epsilon_schedule(epoch, epochs, c) for c in self.configs]
         self.collect(eps)
@@ -308,8 +315,10 @@ class DQNTrainer:
         for accumulator in (self.loss_sum, self.q_abs_sum, self.q_absmax):
             accumulator.zero_()
         replays = math.ceil(self.window.steps_per_epoch(self.config) / self.config.steps_per_graph)
-        for _ in range(replays):
+        for replay in range(replays):
             self.step.run()
+            if on_replay is not None:
+                on_replay(replay + 1, replays)
         done = replays * self.config.steps_per_graph
         loss_sums, q_sums, q_maxes = torch.stack(
             [self.loss_sum, self.q_abs_sum, self.q_absmax]
