@@ -60,7 +60,20 @@ def test_submit_needs_no_extra(monkeypatch, capsys):
 
 
 def test_every_missing_module_is_named(monkeypatch):
-    monkeypatch.setitem(extras.EXTRA_MODULES, "probe", ("json", "nothere_a", "nothere_b"))
+    monkeypatch.setitem(extras.REQUIRED_MODULES, "probe", ("json", "nothere_a", "nothere_b"))
 
     with pytest.raises(extras.UsageError, match=r"and nothere_a, nothere_b are not installed: pip install"):
         extras.require_extra("probe", "foxhunt x")
+
+
+def test_train_on_local_files_needs_no_search_or_s3_library(monkeypatch, capsys, tmp_path):
+    # The GPU image has torch, numpy and pyarrow but neither boto3 nor optuna: a plain run still starts.
+    without(monkeypatch, "boto3", "optuna", "sqlalchemy", "psycopg")
+
+    assert main(["train", "--fxcache", str(tmp_path / "in.fxcache"), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "extra" not in err and "in.fxcache" in err  # refused for the missing input, not the install
+
+
+def test_a_training_command_needs_torch_numpy_and_pyarrow_first():
+    assert extras.REQUIRED_MODULES["train"] == ("torch", "numpy", "pyarrow")

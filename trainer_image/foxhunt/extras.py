@@ -20,6 +20,10 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "render": ("hera",),
 }  # fmt: skip
+# What every command of an extra imports before work; the rest is imported where a run needs it
+# (boto3 for s3:// URIs, optuna, SQLAlchemy and psycopg for --trials), so an image without them
+# still trains on local files.
+REQUIRED_MODULES: dict[str, tuple[str, ...]] = {"train": ("torch", "numpy", "pyarrow"), "render": ("hera",)}
 
 
 def install_line(extra: str) -> str:
@@ -33,8 +37,9 @@ def needs_note(extra: str) -> str:
 
 
 def missing_modules(extra: str) -> list[str]:
-    """The modules of `extra` that this Python cannot import (found without importing them)."""
-    return [name for name in EXTRA_MODULES[extra] if importlib.util.find_spec(name) is None]
+    """The modules `extra`'s commands need before work that this Python cannot import (found without
+    importing them)."""
+    return [name for name in REQUIRED_MODULES[extra] if importlib.util.find_spec(name) is None]
 
 
 def require_extra(extra: str, command: str) -> None:
