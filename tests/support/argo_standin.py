@@ -18,6 +18,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
 from foxhunt_workflows.commands import add_workflow_commands
 
 WORKFLOW = "train-pipeline-x7k2p"
@@ -191,3 +193,25 @@ def foxhunt(*argv: str) -> int:
     add_workflow_commands(parser.add_subparsers(dest="command"))
     args = parser.parse_args(list(argv))
     return args.func(args)
+
+
+@pytest.fixture
+def argo(monkeypatch) -> Iterator[FakeArgo]:
+    """The Argo stand-in for one test (a fixture: import it into the test module)."""
+    with running_argo(monkeypatch) as fake:
+        yield fake
+
+
+def refused(capsys, *argv: str) -> str:
+    """Run a submission that must be refused with exit 2; return its one line of stderr."""
+    with pytest.raises(SystemExit) as exit_info:
+        foxhunt(*argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2
+    assert len(err) == 1, err
+    return err[0]
+
+
+def sent_parameters(argo: FakeArgo) -> list[str]:
+    (request,) = argo.requests
+    return request["body"]["submitOptions"]["parameters"]

@@ -3,36 +3,21 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 
 import pytest
-from support.argo_standin import CI_RUN, DATA, DATA_ARGS, FakeArgo, foxhunt, running_argo
+from support.argo_standin import (
+    CI_RUN,
+    DATA,
+    DATA_ARGS,
+    foxhunt,
+    refused,
+    sent_parameters,
+)
 
 from foxhunt_workflows.arguments import SubmitUsageError, TemplateParameters, check_parameters
 from foxhunt_workflows.render import shipped_template
 
 STUDY = ("-p", "study-storage-secret=foxhunt-study")
-
-
-@pytest.fixture
-def argo(monkeypatch) -> Iterator[FakeArgo]:
-    with running_argo(monkeypatch) as fake:
-        yield fake
-
-
-def refused(capsys, *argv: str) -> str:
-    """Run a submission that must be refused with exit 2; return its one line of stderr."""
-    with pytest.raises(SystemExit) as exit_info:
-        foxhunt(*argv)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert exit_info.value.code == 2
-    assert len(err) == 1, err
-    return err[0]
-
-
-def sent_parameters(argo: FakeArgo) -> list[str]:
-    (request,) = argo.requests
-    return request["body"]["submitOptions"]["parameters"]
 
 
 def without(name: str) -> tuple[str, ...]:

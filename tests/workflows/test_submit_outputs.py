@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 import yaml
@@ -14,32 +13,12 @@ from support.argo_standin import (
     NAMESPACE,
     OUTPUTS,
     WORKFLOW,
-    FakeArgo,
     foxhunt,
-    running_argo,
+    refused,
+    sent_parameters,
 )
 
 TRAIN_DATA = ("-p", f"fxcache-uri={DATA['fxcache-uri']}", "-p", "output-uri=s3://ci-runs/one")
-
-
-@pytest.fixture
-def argo(monkeypatch) -> Iterator[FakeArgo]:
-    with running_argo(monkeypatch) as fake:
-        yield fake
-
-
-def refused(capsys, *argv: str) -> str:
-    with pytest.raises(SystemExit) as exit_info:
-        foxhunt(*argv)
-    err = capsys.readouterr().err.strip().splitlines()
-    assert exit_info.value.code == 2
-    assert len(err) == 1, err
-    return err[0]
-
-
-def sent_parameters(argo: FakeArgo) -> list[str]:
-    (request,) = argo.requests
-    return request["body"]["submitOptions"]["parameters"]
 
 
 def test_dry_run_prints_the_workflow_and_sends_nothing(argo, capsys):
