@@ -150,6 +150,21 @@ class DQNConfig:
         1e6, "Guard: a |Q| beyond this stops the fold as diverged.", low=0, low_open=True, high=1e30
     )
     weight_decay: float = setting(0.0, "Adam weight decay.", low=0, high=1.0)
+    select_tail_share: float = setting(
+        0.0,
+        "Share of each training slice held back (its last rows) to pick the epoch whose greedy policy "
+        "scores best after the evaluation cost; 0 turns the selection off (train on all, keep the last).",
+        low=0,
+        high=0.5,
+        unit="share of training rows",
+    )
+    select_min_sharpe: float = setting(
+        0.0,
+        "With select_tail_share: the fold's policy is flat unless its best tail net Sharpe exceeds this.",
+        low=-1e3,
+        high=1e3,
+        unit="annualised Sharpe",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "dqn config")

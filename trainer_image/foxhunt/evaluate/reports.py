@@ -100,6 +100,8 @@ class FoldReport:
     epochs: list[EpochStats]
     evaluation: WindowEvaluation  # the model and the baselines over the validation window, each figure once
     warnings: list[str] = field(default_factory=list)  # training diagnostics: collapse, features ignored
+    # select_tail_share: the epoch chosen on the training tail, its tail Sharpe, whether the fold went flat
+    selection: dict | None = None
 
     @property
     def train_rows(self) -> int:
@@ -143,6 +145,7 @@ class FoldReport:
             "epochs": [asdict(e) for e in self.epochs],
             "evaluation": window_to_dict(self.evaluation),
             "warnings": list(self.warnings),
+            **({} if self.selection is None else {"selection": dict(self.selection)}),
         }
 
     @classmethod
@@ -163,6 +166,7 @@ class FoldReport:
             epochs=[EpochStats(**e) for e in data["epochs"]],
             evaluation=window_from_dict(data["evaluation"]),
             warnings=list(data.get("warnings", [])),
+            selection=data.get("selection"),
         )
 
 

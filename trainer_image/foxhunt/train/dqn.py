@@ -39,6 +39,7 @@ from foxhunt.train.diagnostics import (
 from foxhunt.train.networks import build_qnet, linears, member_network
 from foxhunt.train.policy import greedy_rollout, policy_state, score_positions
 from foxhunt.train.replay import Replay
+from foxhunt.train.selection import SelectionChoice, TailSelection, head_end
 from foxhunt.train.settings import StepSettings, check_population, check_shape_free
 from foxhunt.train.stacked import (
     adam_update,
@@ -117,6 +118,7 @@ class DQNTrainer:
         self.networks = [member_network(self.params, i, self.config.hidden) for i in range(self.size)]
         self.histories = [FoldHistory() for _ in range(self.size)]
         self.failures: list[TrainingDiverged | None] = [None] * self.size  # the guard stopped member i
+        self.selection = TailSelection(self.size)  # select_tail_share > 0: the best epoch on the tail
         self.steps_done = 0
         parts = StepParts(
             draw=self.draw_batch, loss=self.td_loss, update=self.update, zero_grad=self.zero_grad
@@ -189,6 +191,15 @@ class DQNTrainer:
         self.settings.fill_(configs)
 
     # ---- the fold (its range and norm stats: device_data.FoldWindow) --------------------------------
+    def set_fold_range(self, fold_range) -> None:
+        """Point the window at the fold; with `select_tail_share` the learner reads only the slice's head."""
+        self.window.set_fold_range(fold_range, head_end(fold_range, self.config.select_tail_share))
+
+    @property
+    def selecting(self) -> bool:
+        """Model selection on the training slice's held-back tail is on."""
+        return self.config.select_tail_share > 0.0
+
     @torch.no_grad()
     def reset_for_fold(self, fold: int) -> None:
         """Every member forgets, in place: weights, target, Adam, replay, counters, generators."""
@@ -205,6 +216,7 @@ class DQNTrainer:
             accumulator.zero_()
         self.histories = [FoldHistory() for _ in range(self.size)]
         self.failures = [None] * self.size
+        self.selection.reset()
         self.steps_done = 0
         if self.generators is None:
             torch.cuda.manual_seed(seed)
@@ -344,8 +356,28 @@ class DQNTrainer:
                 member_figures.update(
                     record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started)
                 )
+            if self.selecting:
+                tail = self.tail_score(i)
+                self.selection.observe(i, epoch, tail, self.networks[i])
+                member_figures["tail_sharpe"] = tail
             figures[i] = member_figures
         return figures
+
+    def tail_score(self, member: int) -> float:
+        """Member `member`'s greedy policy now, scored on the held-back tail of the training slice: net
+        Sharpe after the evaluation cost, entered from flat (outside the captured step)."""
+        fold = self.window.fold
+        return float(self.validate(self.window.learn_end, fold.train_end, member=member)["sharpe"])
+
+    def choose_policies(self, members: Sequence[int] | None = None) -> dict[int, SelectionChoice | None]:
+        """At a fold's end, per member: with selection on, write the best tail epoch's weights (or a flat
+        network) into its slot and say what was chosen; None with selection off (the last epoch stays)."""
+        members = range(self.size) if members is None else members
+        if not self.selecting:
+            return {i: None for i in members}
+        return {
+            i: self.selection.choose(i, self.networks[i], self.configs[i].select_min_sharpe) for i in members
+        }
 
     def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
         """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""
