@@ -119,7 +119,9 @@ class FoldWindow:
             )
         learn_end = fold_range.train_end if learn_end is None else learn_end
         if not fold_range.train_start + 2 <= learn_end <= fold_range.train_end:
-            raise ValueError(f"fold {fold_range.fold}: learning rows end {learn_end} outside its training slice")
+            raise ValueError(
+                f"fold {fold_range.fold}: learning rows end {learn_end} outside its training slice"
+            )
         self.fold_range, self.learn_end = fold_range, learn_end
         self.train_start.fill_(fold_range.train_start)
         self.n_valid.fill_(self.learn_rows - 1)  # the last bar has no next state inside the learnt rows
