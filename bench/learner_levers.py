@@ -41,8 +41,20 @@ LEVERS = {
     "gamma 0": replace(BASE, gamma=0.0),
     "default cost 1bp, 4 epochs": replace(BASE, cost=1e-4),
     "default cost 1bp, 4 epochs + tail 0.25": replace(BASE, cost=1e-4, select_tail_share=0.25),
+    "abstain 1 cost": replace(BASE, abstain_cost_multiple=1.0),
+    "abstain 2 costs": replace(BASE, abstain_cost_multiple=2.0),
+    "tail 0.25 + abstain 1 cost": replace(BASE, select_tail_share=0.25, abstain_cost_multiple=1.0),
+    "default cost 1bp, 4 epochs + abstain 1": replace(BASE, cost=1e-4, abstain_cost_multiple=1.0),
+    "cost-blind + abstain 1": replace(BASE, cost=0.0, abstain_cost_multiple=1.0),
+    "cost 3bp": replace(BASE, cost=3e-4),
+    "cost 3bp gamma 0": replace(BASE, cost=3e-4, gamma=0.0),
+    "gamma 0 + tail 0.25": replace(BASE, gamma=0.0, select_tail_share=0.25),
 }
-SHORT = {"default cost 1bp, 4 epochs", "default cost 1bp, 4 epochs + tail 0.25"}
+SHORT = {
+    "default cost 1bp, 4 epochs + abstain 1",
+    "default cost 1bp, 4 epochs",
+    "default cost 1bp, 4 epochs + tail 0.25",
+}
 
 
 def one_fold(config: DQNConfig, seed: int, signal: bool, epochs: int) -> dict:

@@ -158,6 +158,14 @@ class DQNConfig:
         high=0.5,
         unit="share of training rows",
     )
+    abstain_cost_multiple: float = setting(
+        0.0,
+        "The fold's greedy policy takes short or long only where its Q exceeds flat's by this many "
+        "evaluation costs (in the reward's units); 0: plain argmax.",
+        low=0,
+        high=100,
+        unit="multiples of the evaluation cost",
+    )
     select_min_sharpe: float = setting(
         0.0,
         "With select_tail_share: the fold's policy is flat unless its best tail net Sharpe exceeds this.",

@@ -39,7 +39,7 @@ from foxhunt.train.diagnostics import (
 from foxhunt.train.networks import build_qnet, linears, member_network
 from foxhunt.train.policy import greedy_rollout, policy_state, score_positions
 from foxhunt.train.replay import Replay
-from foxhunt.train.selection import SelectionChoice, TailSelection, head_end
+from foxhunt.train.selection import SelectionChoice, TailSelection, abstain_, head_end
 from foxhunt.train.settings import StepSettings, check_population, check_shape_free
 from foxhunt.train.stacked import (
     adam_update,
@@ -366,18 +366,35 @@ class DQNTrainer:
     def tail_score(self, member: int) -> float:
         """Member `member`'s greedy policy now, scored on the held-back tail of the training slice: net
         Sharpe after the evaluation cost, entered from flat (outside the captured step)."""
-        fold = self.window.fold
-        return float(self.validate(self.window.learn_end, fold.train_end, member=member)["sharpe"])
+        fold, bias = self.window.fold, linears(self.networks[member])[-1].bias
+        kept = bias.detach().clone()
+        abstain_(self.networks[member], self.abstain_margin(member))  # the policy the fold would keep
+        try:
+            return float(self.validate(self.window.learn_end, fold.train_end, member=member)["sharpe"])
+        finally:
+            with torch.no_grad():
+                bias.copy_(kept)
+
+    def abstain_margin(self, member: int = 0) -> float:
+        """How far member `member`'s Q of short or long must exceed flat's for its fold policy to leave
+        flat: `abstain_cost_multiple` evaluation costs, in the reward's units (Q's)."""
+        config = self.configs[member]
+        return config.abstain_cost_multiple * self.evaluation_cost(member=member) * config.reward_scale
 
     def choose_policies(self, members: Sequence[int] | None = None) -> dict[int, SelectionChoice | None]:
         """At a fold's end, per member: with selection on, write the best tail epoch's weights (or a flat
-        network) into its slot and say what was chosen; None with selection off (the last epoch stays)."""
+        network) into its slot and say what was chosen (None with selection off: the last epoch stays);
+        then raise flat's output by the abstention margin, so the checkpoint holds the policy evaluated."""
         members = range(self.size) if members is None else members
-        if not self.selecting:
-            return {i: None for i in members}
-        return {
-            i: self.selection.choose(i, self.networks[i], self.configs[i].select_min_sharpe) for i in members
+        chosen = {
+            i: self.selection.choose(i, self.networks[i], self.configs[i].select_min_sharpe)
+            if self.selecting
+            else None
+            for i in members
         }
+        for i in members:
+            abstain_(self.networks[i], self.abstain_margin(i))
+        return chosen
 
     def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
         """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""

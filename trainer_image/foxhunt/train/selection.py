@@ -98,3 +98,12 @@ def make_flat_(net: nn.Module) -> None:
     bias = torch.zeros(N_ACTIONS, dtype=last.bias.dtype, device=last.bias.device)
     bias[FLAT] = 1.0
     last.bias.copy_(bias)
+
+
+@torch.no_grad()
+def abstain_(net: nn.Module, margin: float) -> None:
+    """Rewrite `net` in place so that its greedy action is short or long only where that action's Q
+    exceeds flat's by more than `margin`: flat's output bias is raised by `margin` (ties go to flat,
+    the lowest index but one, only when short's or long's Q equals flat's raised one exactly)."""
+    if margin > 0.0:
+        linears(net)[-1].bias[FLAT] += margin  # type: ignore[arg-type]
