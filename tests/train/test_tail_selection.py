@@ -13,7 +13,7 @@ from foxhunt.errors import ConfigError
 from foxhunt.train import DQNTrainer, to_device
 from foxhunt.train.networks import build_qnet
 from foxhunt.train.policy import greedy_rollout
-from foxhunt.train.selection import MIN_TAIL_ROWS, TailSelection, head_end, make_flat_
+from foxhunt.train.selection import MIN_TAIL_ROWS, TailSelection, abstain_, head_end, make_flat_
 
 FOLD = FoldRange(0, 1000, 5000, 5060, 6000, 1.0)
 SMALL = DQNConfig(hidden=8, batch_size=64, steps_per_epoch=3, compile=False)
@@ -149,3 +149,43 @@ def test_a_new_fold_forgets_the_last_folds_best():
     trainer.train_epoch(0, 1)
     trainer.reset_for_fold(1)
     assert trainer.selection.best_epoch == [None] and trainer.selection.tail_sharpes == [[]]
+
+
+@pytest.mark.parametrize("share_of_largest_gap", [0.0, 0.3, 0.7])
+def test_abstention_leaves_flat_only_where_the_q_gap_clears_the_margin(share_of_largest_gap):
+    net = _net(5)
+    states = torch.cat([torch.randn(2000, 5) * 3, torch.randint(-1, 2, (2000, 1)).float()], dim=1)
+    q = net(states).detach()
+    gap = torch.maximum(q[:, 0], q[:, 2]) - q[:, 1]
+    margin = share_of_largest_gap * float(gap.max())
+    expected = torch.where(gap > margin, torch.where(q[:, 0] > q[:, 2], 0, 2), 1)
+    abstain_(net, margin)
+    assert torch.equal(net(states).argmax(dim=1), expected)
+    if margin:  # the case is not vacuous: some states clear the margin, some plain argmax moves do not
+        assert (expected == 1).any() and (expected != 1).any() and ((gap > 0) & (gap <= margin)).any()
+
+
+def test_the_abstention_margin_is_multiples_of_the_evaluation_cost_in_q_units():
+    config = replace(SMALL, abstain_cost_multiple=2.0, cost=3e-4, reward_scale=1e4)
+    trainer = small_trainer("cpu", config)  # evaluated at 1 bp: the margin ignores the training cost
+    assert trainer.abstain_margin() == pytest.approx(2.0 * 1e-4 * 1e4)
+
+
+def test_the_fold_checkpoint_holds_the_abstaining_policy():
+    trainer = small_trainer("cpu", replace(SMALL, abstain_cost_multiple=3.0))
+    trainer.train_epoch(0, 1)
+    states = torch.cat([torch.randn(500, 5), torch.zeros(500, 1)], dim=1)
+    q = trainer.networks[0](states).detach()
+    trainer.choose_policies()
+    saved = build_qnet(5, 8)
+    saved.load_state_dict(trainer.state_dict_cpu())
+    shifted = q.clone()
+    shifted[:, 1] += trainer.abstain_margin()
+    assert torch.equal(saved(states).argmax(dim=1), shifted.argmax(dim=1))
+
+
+def test_tail_scoring_scores_the_abstaining_policy_and_leaves_the_weights_unchanged(monkeypatch):
+    trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.25, abstain_cost_multiple=100.0))
+    before = [p.clone() for p in trainer.networks[0].parameters()]
+    assert trainer.tail_score(0) == 0.0  # an enormous margin: flat on the tail, Sharpe 0
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.networks[0].parameters(), strict=True))
