@@ -259,6 +259,13 @@ class RunConfig:
     seed: int = setting(
         0, "Run seed; each fold derives its own, so folds are reproducible alone.", low=0, high=2**63 - 1
     )
+    seeds: int = setting(
+        1,
+        "Seeds of the same settings trained side by side (seed, seed + 1, ...); the run's result is "
+        "the first's, the report gives the spread of the stitched Sharpe across them.",
+        low=1,
+        high=64,
+    )
     device: str = setting(
         "auto", "Where to train: auto picks CUDA when present.", choices=("auto", "cpu", "cuda")
     )
@@ -299,6 +306,8 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, "run config")
+        if self.seeds > 1 and self.trials > 0:
+            raise ConfigError("run config", "seeds", "a search (trials > 0) trains one seed per trial; use 1")
         if not self.compile_cache.strip():
             raise ConfigError("run config", "compile_cache", "must be auto, off or a folder URI, got ''")
         problem = None if self.run_id is None else run_id_problem(self.run_id)
@@ -336,6 +345,7 @@ FLAGS: dict[str, str] = {
     "epochs": "epochs",
     "trials": "trials",
     "seed": "seed",
+    "seeds": "seeds",
     "device": "device",
     "train-days": "folds.train_days",
     "val-days": "folds.val_days",

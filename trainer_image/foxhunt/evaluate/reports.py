@@ -203,6 +203,7 @@ class RunSummary:
     holdout: dict | None = (
         None  # the headline on the held-out final period (foxhunt.run.holdout), when asked for
     )
+    seed_spread: dict | None = None  # --seeds K > 1: the seeds' stitched Sharpe (evaluate.seed_spread)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -219,7 +220,7 @@ class RunSummary:
         data["warnings"] = self.warnings
         data["folds"] = [r.to_dict() for r in self.folds]
         data["stitched"] = None if self.stitched is None else window_to_dict(self.stitched)
-        for optional in ("error", "precompute", "holdout"):
+        for optional in ("error", "precompute", "holdout", "seed_spread"):
             if data[optional] is None:
                 del data[optional]
         return scrub_record(data)  # an error text or a setting may carry a URL with a password

@@ -102,11 +102,17 @@ class DQNTrainer:
         eval_cost: float | None = None,
         eval_spread: float = 0.0,
         diagnostics: bool = True,
+        member_seeds: Sequence[int] | None = None,
     ):
         self.configs = [config] if isinstance(config, DQNConfig) else list(config)
         check_population(self.configs)
         self.size = len(self.configs)
         self.data, self.seed, self.diagnostics = data, seed, diagnostics
+        # Each member's run seed (initialisation and, on the CPU, its draws): all `seed` unless given
+        # (--seeds K: member i trains from seed + i, member 0 exactly as a run of one).
+        self.member_seeds = [seed] * self.size if member_seeds is None else [int(s) for s in member_seeds]
+        if len(self.member_seeds) != self.size:
+            raise ValueError(f"{len(self.member_seeds)} member seeds for a population of {self.size}")
         self.eval_cost, self.eval_spread = eval_cost, eval_spread
         self.device = data.features.device
         self.cuda = self.device.type == "cuda"
@@ -203,8 +209,9 @@ class DQNTrainer:
     @torch.no_grad()
     def reset_for_fold(self, fold: int) -> None:
         """Every member forgets, in place: weights, target, Adam, replay, counters, generators."""
-        seed = fold_seed(self.seed, fold)
-        init_members(self.params, self.init_generator, seed)
+        seeds = [fold_seed(s, fold) for s in self.member_seeds]
+        seed = seeds[0]
+        init_members(self.params, self.init_generator, seeds)
         for t, o in zip(self.target_params, self.params, strict=True):
             t.copy_(o)
         for p in self.params:
@@ -221,8 +228,8 @@ class DQNTrainer:
         if self.generators is None:
             torch.cuda.manual_seed(seed)
         else:
-            for generator in self.generators:
-                generator.manual_seed(seed)
+            for generator, member_seed in zip(self.generators, seeds, strict=True):
+                generator.manual_seed(member_seed)
 
     # ---- collection: one epsilon-greedy transition per training bar, per member (replay.py) ----------
     def collect(self, epsilon: float | Sequence[float]) -> int:
