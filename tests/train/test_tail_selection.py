@@ -189,3 +189,15 @@ def test_tail_scoring_scores_the_abstaining_policy_and_leaves_the_weights_unchan
     before = [p.clone() for p in trainer.networks[0].parameters()]
     assert trainer.tail_score(0) == 0.0  # an enormous margin: flat on the tail, Sharpe 0
     assert all(torch.equal(a, b) for a, b in zip(before, trainer.networks[0].parameters(), strict=True))
+
+
+def test_the_fold_report_says_which_epoch_was_chosen_and_every_tail_figure():
+    selection, net = TailSelection(1), _net(0)
+    for epoch, sharpe in enumerate([0.5, 2.0, -1.0]):
+        selection.observe(0, epoch, sharpe, net)
+    assert selection.choose(0, net, 0.0).to_dict() == {
+        "selected_epoch": 1,
+        "tail_sharpe": 2.0,
+        "went_flat": False,
+        "tail_sharpes": [0.5, 2.0, -1.0],
+    }

@@ -46,9 +46,16 @@ class SelectionChoice:
     epoch: int | None  # the epoch whose weights were kept (None: no epoch was scored)
     tail_sharpe: float  # that epoch's net Sharpe on the tail (−inf when none was scored)
     flat: bool  # the fold's policy is flat: the best tail Sharpe did not clear the margin
+    tail_sharpes: tuple[float, ...] = ()  # every scored epoch's tail Sharpe, in order
 
     def to_dict(self) -> dict:
-        return {"selected_epoch": self.epoch, "tail_sharpe": self.tail_sharpe, "went_flat": self.flat}
+        """The `selection` entry of a fold's report.json."""
+        return {
+            "selected_epoch": self.epoch,
+            "tail_sharpe": self.tail_sharpe,
+            "went_flat": self.flat,
+            "tail_sharpes": list(self.tail_sharpes),
+        }
 
 
 class TailSelection:
@@ -86,7 +93,9 @@ class TailSelection:
                 p.copy_(kept)
         if flat:
             make_flat_(net)
-        return SelectionChoice(self.best_epoch[member], self.best_sharpe[member], flat)
+        return SelectionChoice(
+            self.best_epoch[member], self.best_sharpe[member], flat, tuple(self.tail_sharpes[member])
+        )
 
 
 @torch.no_grad()
