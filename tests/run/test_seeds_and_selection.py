@@ -3,7 +3,7 @@
 import json
 
 import numpy as np
-from support.run_cases import TINY_DQN, tiny_fxcache, train_argv  # noqa: F401
+from support.run_cases import TINY_DQN, train_argv
 
 from foxhunt.cli import main
 
