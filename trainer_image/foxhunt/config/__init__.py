@@ -150,6 +150,29 @@ class DQNConfig:
         1e6, "Guard: a |Q| beyond this stops the fold as diverged.", low=0, low_open=True, high=1e30
     )
     weight_decay: float = setting(0.0, "Adam weight decay.", low=0, high=1.0)
+    select_tail_share: float = setting(
+        0.0,
+        "Share of each training slice held back (its last rows) to pick the epoch whose greedy policy "
+        "scores best after the evaluation cost; 0 turns the selection off (train on all, keep the last).",
+        low=0,
+        high=0.5,
+        unit="share of training rows",
+    )
+    abstain_cost_multiple: float = setting(
+        0.0,
+        "The fold's greedy policy takes short or long only where its Q exceeds flat's by this many "
+        "evaluation costs (in the reward's units); 0: plain argmax.",
+        low=0,
+        high=100,
+        unit="multiples of the evaluation cost",
+    )
+    select_min_sharpe: float = setting(
+        0.0,
+        "With select_tail_share: the fold's policy is flat unless its best tail net Sharpe exceeds this.",
+        low=-1e3,
+        high=1e3,
+        unit="annualised Sharpe",
+    )
 
     def __post_init__(self) -> None:
         check_fields(self, "dqn config")
@@ -236,6 +259,13 @@ class RunConfig:
     seed: int = setting(
         0, "Run seed; each fold derives its own, so folds are reproducible alone.", low=0, high=2**63 - 1
     )
+    seeds: int = setting(
+        1,
+        "Seeds of the same settings trained side by side (seed, seed + 1, ...); the run's result is "
+        "the first's, the report gives the spread of the stitched Sharpe across them.",
+        low=1,
+        high=64,
+    )
     device: str = setting(
         "auto", "Where to train: auto picks CUDA when present.", choices=("auto", "cpu", "cuda")
     )
@@ -276,6 +306,8 @@ class RunConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, "run config")
+        if self.seeds > 1 and self.trials > 0:
+            raise ConfigError("run config", "seeds", "a search (trials > 0) trains one seed per trial; use 1")
         if not self.compile_cache.strip():
             raise ConfigError("run config", "compile_cache", "must be auto, off or a folder URI, got ''")
         problem = None if self.run_id is None else run_id_problem(self.run_id)
@@ -313,6 +345,7 @@ FLAGS: dict[str, str] = {
     "epochs": "epochs",
     "trials": "trials",
     "seed": "seed",
+    "seeds": "seeds",
     "device": "device",
     "train-days": "folds.train_days",
     "val-days": "folds.val_days",

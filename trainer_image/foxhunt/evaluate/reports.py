@@ -100,6 +100,8 @@ class FoldReport:
     epochs: list[EpochStats]
     evaluation: WindowEvaluation  # the model and the baselines over the validation window, each figure once
     warnings: list[str] = field(default_factory=list)  # training diagnostics: collapse, features ignored
+    # select_tail_share: the epoch chosen on the training tail, its tail Sharpe, whether the fold went flat
+    selection: dict | None = None
 
     @property
     def train_rows(self) -> int:
@@ -143,6 +145,7 @@ class FoldReport:
             "epochs": [asdict(e) for e in self.epochs],
             "evaluation": window_to_dict(self.evaluation),
             "warnings": list(self.warnings),
+            **({} if self.selection is None else {"selection": dict(self.selection)}),
         }
 
     @classmethod
@@ -163,6 +166,7 @@ class FoldReport:
             epochs=[EpochStats(**e) for e in data["epochs"]],
             evaluation=window_from_dict(data["evaluation"]),
             warnings=list(data.get("warnings", [])),
+            selection=data.get("selection"),
         )
 
 
@@ -199,6 +203,7 @@ class RunSummary:
     holdout: dict | None = (
         None  # the headline on the held-out final period (foxhunt.run.holdout), when asked for
     )
+    seed_spread: dict | None = None  # --seeds K > 1: the seeds' stitched Sharpe (evaluate.seed_spread)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -215,7 +220,7 @@ class RunSummary:
         data["warnings"] = self.warnings
         data["folds"] = [r.to_dict() for r in self.folds]
         data["stitched"] = None if self.stitched is None else window_to_dict(self.stitched)
-        for optional in ("error", "precompute", "holdout"):
+        for optional in ("error", "precompute", "holdout", "seed_spread"):
             if data[optional] is None:
                 del data[optional]
         return scrub_record(data)  # an error text or a setting may carry a URL with a password

@@ -118,18 +118,36 @@ def train_fold(
                 history[i].append(_epoch_stats(stats, trainer.histories[i]))
         progress(_epoch_line(fold_range.fold, epoch, epochs, [figures[i] for i in outs]))
     check()
+    live = [i for i in outs if trainer.failures[i] is None]
+    chosen = trainer.choose_policies(live)  # the best tail epoch's weights, or flat (select_tail_share)
+    for i in live:
+        if chosen[i] is not None:
+            progress(_selection_line(fold_range.fold, i, chosen[i]))
     return {  # validate, save, report
         i: trainer.failures[i]
-        or finish_fold(trainer, i, history[i], phases, fold_start, out, progress, scoring, memo)
+        or finish_fold(
+            trainer, i, history[i], phases, fold_start, out, progress, scoring, memo, selection=chosen[i]
+        )
         for i, out in outs.items()
     }
+
+
+def _selection_line(fold: int, member: int, choice) -> str:
+    """The console line of a fold's tail selection."""
+    if choice.epoch is None:
+        return f"fold {fold} member {member}: no epoch scored on the tail; the policy is flat"
+    verdict = "the policy is flat" if choice.flat else "kept"
+    return (
+        f"fold {fold} member {member}: epoch {choice.epoch + 1} scored best on the training tail "
+        f"(net Sharpe {choice.tail_sharpe:.2f}); {verdict}"
+    )
 
 
 def start_fold(trainer: DQNTrainer, fold_range: FoldRange) -> dict[str, float]:
     """Point the trainer at the fold, forget what it learnt, compute the norm stats; the phases' seconds."""
     phases = {}
     t0 = time.perf_counter()
-    trainer.window.set_fold_range(fold_range)
+    trainer.set_fold_range(fold_range)
     trainer.reset_for_fold(fold_range.fold)
     synchronize(trainer.device)
     phases["reset"] = time.perf_counter() - t0
@@ -150,6 +168,7 @@ def finish_fold(
     progress: Progress,
     scoring: Scoring,
     memo: ScoreMemo | None = None,
+    selection=None,
 ) -> FoldOutcome:
     """After a trained fold, for one member: validate beside the baselines, checkpoint, write `report.json`."""
     device, fold_range = trainer.device, trainer.window.fold
@@ -182,6 +201,7 @@ def finish_fold(
         epochs=epoch_stats,
         evaluation=window,
         warnings=fold_warnings(fold, epoch_stats),
+        selection=None if selection is None else selection.to_dict(),
     )
     for warning in report.warnings:
         progress(f"WARNING {warning}")

@@ -30,6 +30,7 @@ from foxhunt.evaluate.run_scores import (
     stitched_report,
     verdict_line,
 )
+from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
 from foxhunt.evaluate.trades import run_tables
 from foxhunt.run import compile_cache
 from foxhunt.run.argo_outputs import write_argo_outputs
@@ -327,14 +328,18 @@ def _run_folds(
         settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, progress
     )
     built = time.perf_counter()
+    seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
     trainer = DQNTrainer(
         data,
-        settings.dqn,
+        settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
         max_train_rows=max_rows,
         seed=settings.seed,
         eval_cost=settings.eval.cost,
         eval_spread=settings.eval.spread,
+        member_seeds=seeds,
     )
+    outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
+    other_seeds: dict[int, dict[int, FoldOutcome]] = {i: {} for i in outs if i}
     progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
     scoring = run_scoring(settings.eval, settings.seed, data)
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
@@ -347,18 +352,26 @@ def _run_folds(
             run.fold_finished(outcomes[fold].report, None)
             progress(f"fold {fold} skipped: completed by an earlier attempt, outputs verified")
             continue
-        outcome = train_fold(
+        members = train_fold(
             trainer,
             fold_range,
             settings.epochs,
-            {0: out_uri},
+            outs,
             progress,
             run.check,
             scoring=scoring,
             memo=memo,
-        )[0]
+        )
+        outcome = members[0]
         if isinstance(outcome, TrainingDiverged):
             raise outcome
+        for i, other in members.items():
+            if i:
+                if isinstance(other, TrainingDiverged):
+                    progress(f"seed {seeds[i]}: {other}")
+                    other_seeds.pop(i, None)
+                elif i in other_seeds:
+                    other_seeds[i][fold] = other
         outcomes[fold] = outcome
         run.fold_finished(outcome.report, outcome.outputs)
         if step_cache is not None:
@@ -373,12 +386,57 @@ def _run_folds(
     summary.graph_captures = trainer.graph_captures
     run.current_fold = None
     _evaluate_run(run, data, folds, outcomes, scoring, memo)
+    if len(seeds) > 1:
+        _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring)
     if settings.folds.holdout_days > 0 and summary.stitched is not None:
         in_search = {
             "what": "net Sharpe of the run's stitched folds",
             "value": summary.stitched.policies[MODEL].net.sharpe,
         }
         run_holdout(run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search)
+
+
+def seed_folder(seed: int) -> str:
+    """The folder, under the run's, of an extra seed's folds (--seeds K): `seed_1`."""
+    return f"seed_{seed}"
+
+
+def _seed_spread(
+    run: Run,
+    data,
+    folds: list[FoldRange],
+    outcomes: dict,
+    other_seeds: dict[int, dict[int, FoldOutcome]],
+    seeds: list[int],
+    scoring: Scoring,
+) -> None:
+    """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console."""
+    summary = run.summary
+    if summary.stitched is None:
+        return
+    net = summary.stitched.policies[MODEL].net
+    sharpes, lows = {seeds[0]: net.sharpe}, {seeds[0]: net.sharpe_ci_low}
+    for i, by_fold in other_seeds.items():
+        if len(by_fold) != len(outcomes):  # a seed that diverged in some fold has no stitched record
+            continue
+        other = (
+            stitched_evaluation(
+                data.features,
+                data.targets,
+                data.timestamp,
+                folds,
+                {fold: o.positions for fold, o in by_fold.items()},
+                scoring,
+                {fold: o.baselines for fold, o in outcomes.items() if o.baselines is not None},
+                ScoreMemo(),
+            )
+            .stitched.policies[MODEL]
+            .net
+        )
+        sharpes[seeds[i]], lows[seeds[i]] = other.sharpe, other.sharpe_ci_low
+    summary.seed_spread = seed_spread(sharpes, lows)
+    for line in spread_lines(summary.seed_spread):
+        run.progress(line)
 
 
 def _evaluate_run(

@@ -99,6 +99,7 @@ class FoldWindow:
         self.train_start = torch.zeros((), dtype=torch.long, device=device)
         self.n_valid = torch.ones((), dtype=torch.long, device=device)
         self.fold_range: FoldRange | None = None
+        self.learn_end = 0  # end of the rows learnt from: the training slice's, or its head's (selection)
 
     @property
     def fold(self) -> FoldRange:
@@ -107,17 +108,28 @@ class FoldWindow:
             raise RuntimeError("no fold: call set_fold_range first")
         return self.fold_range
 
-    def set_fold_range(self, fold_range: FoldRange) -> None:
-        """Point at a fold: indices only, nothing is copied."""
+    def set_fold_range(self, fold_range: FoldRange, learn_end: int | None = None) -> None:
+        """Point at a fold: indices only, nothing is copied. `learn_end` (default: the training slice's end)
+        ends the rows collection and the learning step read; the rest of the slice is held back."""
         if fold_range.train_end + 1 > self.data.features.shape[0]:
             raise ValueError(f"fold {fold_range.fold}: train_end {fold_range.train_end} past the data")
         if fold_range.train_rows - 1 > self.capacity:
             raise ValueError(
                 f"fold {fold_range.fold}: {fold_range.train_rows} rows exceed replay {self.capacity}"
             )
-        self.fold_range = fold_range
+        learn_end = fold_range.train_end if learn_end is None else learn_end
+        if not fold_range.train_start + 2 <= learn_end <= fold_range.train_end:
+            raise ValueError(
+                f"fold {fold_range.fold}: learning rows end {learn_end} outside its training slice"
+            )
+        self.fold_range, self.learn_end = fold_range, learn_end
         self.train_start.fill_(fold_range.train_start)
-        self.n_valid.fill_(fold_range.train_rows - 1)  # the last bar has no next state inside the fold
+        self.n_valid.fill_(self.learn_rows - 1)  # the last bar has no next state inside the learnt rows
+
+    @property
+    def learn_rows(self) -> int:
+        """Rows collection and the learning step read: the training slice, less a held-back tail."""
+        return self.learn_end - self.fold.train_start
 
     @torch.no_grad()
     def compute_norm_stats(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,11 +149,11 @@ class FoldWindow:
         """Gradient steps per epoch: the config's, or ceil(train rows / batch size)."""
         if config.steps_per_epoch > 0:
             return config.steps_per_epoch
-        return max(1, math.ceil(self.fold.train_rows / config.batch_size))
+        return max(1, math.ceil(self.learn_rows / config.batch_size))
 
     def clear(self) -> None:
         """No fold: the state a trainer is built in (after its warm-up's fold)."""
-        self.fold_range = None
+        self.fold_range, self.learn_end = None, 0
         self.mean.zero_()
         self.std.fill_(1.0)
         self.n_valid.fill_(1)

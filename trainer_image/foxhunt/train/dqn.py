@@ -39,6 +39,7 @@ from foxhunt.train.diagnostics import (
 from foxhunt.train.networks import build_qnet, linears, member_network
 from foxhunt.train.policy import greedy_rollout, policy_state, score_positions
 from foxhunt.train.replay import Replay
+from foxhunt.train.selection import SelectionChoice, TailSelection, abstain_, head_end
 from foxhunt.train.settings import StepSettings, check_population, check_shape_free
 from foxhunt.train.stacked import (
     adam_update,
@@ -101,11 +102,17 @@ class DQNTrainer:
         eval_cost: float | None = None,
         eval_spread: float = 0.0,
         diagnostics: bool = True,
+        member_seeds: Sequence[int] | None = None,
     ):
         self.configs = [config] if isinstance(config, DQNConfig) else list(config)
         check_population(self.configs)
         self.size = len(self.configs)
         self.data, self.seed, self.diagnostics = data, seed, diagnostics
+        # Each member's run seed (initialisation and, on the CPU, its draws): all `seed` unless given
+        # (--seeds K: member i trains from seed + i, member 0 exactly as a run of one).
+        self.member_seeds = [seed] * self.size if member_seeds is None else [int(s) for s in member_seeds]
+        if len(self.member_seeds) != self.size:
+            raise ValueError(f"{len(self.member_seeds)} member seeds for a population of {self.size}")
         self.eval_cost, self.eval_spread = eval_cost, eval_spread
         self.device = data.features.device
         self.cuda = self.device.type == "cuda"
@@ -117,6 +124,7 @@ class DQNTrainer:
         self.networks = [member_network(self.params, i, self.config.hidden) for i in range(self.size)]
         self.histories = [FoldHistory() for _ in range(self.size)]
         self.failures: list[TrainingDiverged | None] = [None] * self.size  # the guard stopped member i
+        self.selection = TailSelection(self.size)  # select_tail_share > 0: the best epoch on the tail
         self.steps_done = 0
         parts = StepParts(
             draw=self.draw_batch, loss=self.td_loss, update=self.update, zero_grad=self.zero_grad
@@ -189,11 +197,21 @@ class DQNTrainer:
         self.settings.fill_(configs)
 
     # ---- the fold (its range and norm stats: device_data.FoldWindow) --------------------------------
+    def set_fold_range(self, fold_range) -> None:
+        """Point the window at the fold; with `select_tail_share` the learner reads only the slice's head."""
+        self.window.set_fold_range(fold_range, head_end(fold_range, self.config.select_tail_share))
+
+    @property
+    def selecting(self) -> bool:
+        """Model selection on the training slice's held-back tail is on."""
+        return self.config.select_tail_share > 0.0
+
     @torch.no_grad()
     def reset_for_fold(self, fold: int) -> None:
         """Every member forgets, in place: weights, target, Adam, replay, counters, generators."""
-        seed = fold_seed(self.seed, fold)
-        init_members(self.params, self.init_generator, seed)
+        seeds = [fold_seed(s, fold) for s in self.member_seeds]
+        seed = seeds[0]
+        init_members(self.params, self.init_generator, seeds)
         for t, o in zip(self.target_params, self.params, strict=True):
             t.copy_(o)
         for p in self.params:
@@ -205,12 +223,13 @@ class DQNTrainer:
             accumulator.zero_()
         self.histories = [FoldHistory() for _ in range(self.size)]
         self.failures = [None] * self.size
+        self.selection.reset()
         self.steps_done = 0
         if self.generators is None:
             torch.cuda.manual_seed(seed)
         else:
-            for generator in self.generators:
-                generator.manual_seed(seed)
+            for generator, member_seed in zip(self.generators, seeds, strict=True):
+                generator.manual_seed(member_seed)
 
     # ---- collection: one epsilon-greedy transition per training bar, per member (replay.py) ----------
     def collect(self, epsilon: float | Sequence[float]) -> int:
@@ -353,8 +372,45 @@ class DQNTrainer:
                 member_figures.update(
                     record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started)
                 )
+            if self.selecting:
+                tail = self.tail_score(i)
+                self.selection.observe(i, epoch, tail, self.networks[i])
+                member_figures["tail_sharpe"] = tail
             figures[i] = member_figures
         return figures
+
+    def tail_score(self, member: int) -> float:
+        """Member `member`'s greedy policy now, scored on the held-back tail of the training slice: net
+        Sharpe after the evaluation cost, entered from flat (outside the captured step)."""
+        fold, bias = self.window.fold, linears(self.networks[member])[-1].bias
+        kept = bias.detach().clone()
+        abstain_(self.networks[member], self.abstain_margin(member))  # the policy the fold would keep
+        try:
+            return float(self.validate(self.window.learn_end, fold.train_end, member=member)["sharpe"])
+        finally:
+            with torch.no_grad():
+                bias.copy_(kept)
+
+    def abstain_margin(self, member: int = 0) -> float:
+        """How far member `member`'s Q of short or long must exceed flat's for its fold policy to leave
+        flat: `abstain_cost_multiple` evaluation costs, in the reward's units (Q's)."""
+        config = self.configs[member]
+        return config.abstain_cost_multiple * self.evaluation_cost(member=member) * config.reward_scale
+
+    def choose_policies(self, members: Sequence[int] | None = None) -> dict[int, SelectionChoice | None]:
+        """At a fold's end, per member: with selection on, write the best tail epoch's weights (or a flat
+        network) into its slot and say what was chosen (None with selection off: the last epoch stays);
+        then raise flat's output by the abstention margin, so the checkpoint holds the policy evaluated."""
+        members = range(self.size) if members is None else members
+        chosen = {
+            i: self.selection.choose(i, self.networks[i], self.configs[i].select_min_sharpe)
+            if self.selecting
+            else None
+            for i in members
+        }
+        for i in members:
+            abstain_(self.networks[i], self.abstain_margin(i))
+        return chosen
 
     def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
         """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""

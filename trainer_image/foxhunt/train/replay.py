@@ -55,7 +55,7 @@ class Replay:
         and exploration rate `epsilon[i]`; returns the transitions per member."""
         self.epsilon.copy_(torch.tensor(list(epsilon), dtype=torch.float32))
         fr, data = window.fold, window.data
-        n, size, device = fr.train_rows - 1, len(networks), self.position.device
+        n, size, device = window.learn_rows - 1, len(networks), self.position.device
         chunk = chunk_rows(device)
         for lo in range(0, n, chunk):
             hi = min(lo + chunk, n)

@@ -87,7 +87,7 @@ def check_shape_free(old: DQNConfig, new: DQNConfig) -> None:
 
 
 # Settings every member of a population shares: the step's shapes and code, and its step count.
-POPULATION_SHARED = (*SHAPE_FIELDS, "steps_per_epoch")
+POPULATION_SHARED = (*SHAPE_FIELDS, "steps_per_epoch", "select_tail_share")  # one learning range
 
 
 def check_population(configs: Sequence[DQNConfig]) -> None:

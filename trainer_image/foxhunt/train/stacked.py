@@ -18,6 +18,7 @@ The products and the update have two forms with the same meaning:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -93,10 +94,11 @@ def stacked_weights(
 
 
 @torch.no_grad()
-def init_members(params: list[torch.Tensor], generator: torch.Generator, seed: int) -> None:
-    """Every member's weights and biases drawn as nn.Linear draws a single network's from `seed`."""
+def init_members(params: list[torch.Tensor], generator: torch.Generator, seed: int | Sequence[int]) -> None:
+    """Every member's weights and biases drawn as nn.Linear draws a single network's from `seed` (one for
+    all, or member i's from `seed[i]`)."""
     for i in range(params[0].shape[0]):
-        init = generator.manual_seed(seed)
+        init = generator.manual_seed(seed if isinstance(seed, int) else seed[i])
         for weight, bias in zip(params[0::2], params[1::2], strict=True):
             bound = 1.0 / math.sqrt(weight.shape[2])
             weight[i].uniform_(-bound, bound, generator=init)

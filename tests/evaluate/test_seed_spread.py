@@ -1,0 +1,35 @@
+"""The spread across training seeds (--seeds K): median and IQR of the stitched Sharpe, one lucky seed."""
+
+import pytest
+
+from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
+
+
+def test_median_and_quartiles_interpolate_between_order_statistics():
+    spread = seed_spread({0: 10.0, 1: 1.0, 2: 3.0, 3: 2.0}, {0: 1.0, 1: -1.0, 2: -1.0, 3: -1.0})
+    # sorted 1, 2, 3, 10: positions 0.75, 1.5, 2.25 of 0..3
+    assert spread["q1"] == pytest.approx(1.75)
+    assert spread["median"] == pytest.approx(2.5)
+    assert spread["q3"] == pytest.approx(4.75)
+    assert spread["iqr"] == pytest.approx(3.0)
+
+
+def test_one_seed_carries_the_result_when_it_alone_is_above_flat():
+    spread = seed_spread({0: 4.0, 1: 0.5, 2: -0.2}, {0: 0.1, 1: -2.0, 2: -3.0})
+    assert spread["above_flat"] == [0] and spread["one_seed_carries"]
+    assert any("one seed carries" in line for line in spread_lines(spread))
+
+
+def test_two_seeds_above_flat_are_not_one_lucky_seed():
+    spread = seed_spread({0: 4.0, 1: 3.5, 2: -0.2}, {0: 0.1, 1: 0.2, 2: -3.0})
+    assert not spread["one_seed_carries"]
+    assert not any("one seed carries" in line for line in spread_lines(spread))
+
+
+def test_an_interval_touching_flat_is_not_above_it():
+    assert seed_spread({0: 1.0, 1: 2.0}, {0: 0.0, 1: 0.5})["above_flat"] == [1]
+
+
+def test_a_single_seed_never_carries_alone():
+    spread = seed_spread({7: 3.0}, {7: 1.0})
+    assert spread["iqr"] == 0.0 and spread["median"] == 3.0 and not spread["one_seed_carries"]

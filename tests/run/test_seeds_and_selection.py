@@ -1,0 +1,65 @@
+"""A run with --seeds K and with tail selection: what it writes and reports."""
+
+import json
+
+import numpy as np
+from support.run_cases import TINY_DQN, train_argv
+
+from foxhunt.cli import main
+
+FEW_EPOCHS = ("--epochs", "3")
+
+
+def _params(tmp_path, **dqn) -> str:
+    path = tmp_path / "params.json"
+    path.write_text(json.dumps({"dqn": {**TINY_DQN, **dqn}}))
+    return path
+
+
+def fold_reports(out) -> dict[int, dict]:
+    return {
+        int(d.name.split("_")[1]): json.loads((d / "report.json").read_text())
+        for d in sorted(out.glob("fold_*"))
+    }
+
+
+def _positions(out, fold: int) -> np.ndarray:
+    return np.load(out / f"fold_{fold}" / "positions.npy")
+
+
+def test_seeds_side_by_side_keep_member_zero_as_the_run_and_report_the_spread(tiny_fxcache, tmp_path):
+    params = _params(tmp_path)
+    one, three = tmp_path / "one", tmp_path / "three"
+    assert main(train_argv(tiny_fxcache, one, params, *FEW_EPOCHS)) == 0
+    assert main(train_argv(tiny_fxcache, three, params, *FEW_EPOCHS, "--seeds", "3")) == 0
+    for fold in range(3):  # member 0 is the run of one, bit for bit
+        assert np.array_equal(_positions(one, fold), _positions(three, fold))
+    assert (three / "seed_12" / "fold_2" / "positions.npy").exists()
+    assert (three / "seed_13" / "fold_2" / "weights.pt").exists()
+    spread = json.loads((three / "summary.json").read_text())["seed_spread"]
+    assert spread["seeds"] == [11, 12, 13]
+    stitched = json.loads((one / "summary.json").read_text())["stitched"]
+    assert spread["sharpe"]["11"] == stitched["policies"]["model"]["net"]["sharpe"]
+    assert spread["median"] == float(np.median(list(spread["sharpe"].values())))
+    assert "seed_spread" not in json.loads((one / "summary.json").read_text())
+
+
+def test_each_fold_reports_the_epoch_chosen_on_the_training_tail(tiny_fxcache, tmp_path):
+    out = tmp_path / "out"
+    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=-1e3)
+    assert main(train_argv(tiny_fxcache, out, params, *FEW_EPOCHS)) == 0
+    for report in fold_reports(out).values():
+        selection = report["selection"]
+        assert len(selection["tail_sharpes"]) == 3 and not selection["went_flat"]
+        best = max(selection["tail_sharpes"])
+        assert selection["tail_sharpe"] == best
+        assert selection["selected_epoch"] == selection["tail_sharpes"].index(best)
+
+
+def test_folds_that_find_nothing_on_the_tail_trade_nothing(tiny_fxcache, tmp_path):
+    out = tmp_path / "out"
+    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=1e3)
+    assert main(train_argv(tiny_fxcache, out, params, *FEW_EPOCHS)) == 0
+    for fold, report in fold_reports(out).items():
+        assert report["selection"]["went_flat"]
+        assert not _positions(out, fold).any()

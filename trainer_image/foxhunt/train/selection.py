@@ -1,0 +1,118 @@
+"""Model selection on a held-back tail of the training slice: do no harm where nothing is learnt.
+
+With `select_tail_share` > 0 the learner trains on the head of each fold's training slice only; after
+every epoch each member's greedy policy is scored (net Sharpe after the evaluation cost, entered from
+flat) on the tail, and the best epoch's weights are kept. At the fold's end a member whose best tail
+Sharpe does not exceed `select_min_sharpe` goes FLAT: its network is rewritten to choose flat
+everywhere, so the checkpoint reproduces the policy that was evaluated. The fold's validation window
+is never looked at. Scoring runs outside the captured step (like the diagnostics), on the host's
+schedule, so a CUDA graph is untouched.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from foxhunt.data.folds import FoldRange
+from foxhunt.train.networks import linears
+from foxhunt.train.policy import FLAT, N_ACTIONS
+
+# Smallest tail worth scoring: below this many bars a Sharpe is noise; the selection is off.
+MIN_TAIL_ROWS = 64
+
+
+def head_end(fold_range: FoldRange, tail_share: float) -> int:
+    """First row of the held-back tail: the training slice's last `tail_share` of rows (at least
+    MIN_TAIL_ROWS of them, and two rows left to learn on); the slice's end when the share is 0."""
+    if tail_share <= 0.0:
+        return fold_range.train_end
+    tail = max(MIN_TAIL_ROWS, math.ceil(fold_range.train_rows * tail_share))
+    if fold_range.train_rows - tail < 2:
+        raise ValueError(
+            f"fold {fold_range.fold}: select_tail_share {tail_share} leaves fewer than 2 of its "
+            f"{fold_range.train_rows} training rows to learn on"
+        )
+    return fold_range.train_end - tail
+
+
+@dataclass(frozen=True)
+class SelectionChoice:
+    """What the tail selection chose for one member's fold."""
+
+    epoch: int | None  # the epoch whose weights were kept (None: no epoch was scored)
+    tail_sharpe: float  # that epoch's net Sharpe on the tail (−inf when none was scored)
+    flat: bool  # the fold's policy is flat: the best tail Sharpe did not clear the margin
+    tail_sharpes: tuple[float, ...] = ()  # every scored epoch's tail Sharpe, in order
+
+    def to_dict(self) -> dict:
+        """The `selection` entry of a fold's report.json."""
+        return {
+            "selected_epoch": self.epoch,
+            "tail_sharpe": self.tail_sharpe,
+            "went_flat": self.flat,
+            "tail_sharpes": list(self.tail_sharpes),
+        }
+
+
+class TailSelection:
+    """Per member: the best tail Sharpe so far, its epoch and a copy of its weights."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every member's best (a new fold)."""
+        self.best_sharpe = [-math.inf] * self.size
+        self.best_epoch: list[int | None] = [None] * self.size
+        self.best_weights: list[list[torch.Tensor] | None] = [None] * self.size
+        self.tail_sharpes: list[list[float]] = [[] for _ in range(self.size)]
+
+    @torch.no_grad()
+    def observe(self, member: int, epoch: int, tail_sharpe: float, net: nn.Module) -> None:
+        """Record member `member`'s tail Sharpe after `epoch`; keep a copy of its weights when it is the
+        best so far (ties keep the earlier epoch: fewer steps on the same evidence)."""
+        self.tail_sharpes[member].append(tail_sharpe)
+        if math.isfinite(tail_sharpe) and tail_sharpe > self.best_sharpe[member]:
+            self.best_sharpe[member] = tail_sharpe
+            self.best_epoch[member] = epoch
+            self.best_weights[member] = [p.detach().clone() for p in net.parameters()]
+
+    @torch.no_grad()
+    def choose(self, member: int, net: nn.Module, min_sharpe: float) -> SelectionChoice:
+        """Write the chosen weights into `net` (in place: the trainer's own slot): the best epoch's, or a
+        flat network when the best tail Sharpe is not above `min_sharpe`."""
+        best = self.best_weights[member]
+        flat = best is None or not self.best_sharpe[member] > min_sharpe
+        if best is not None:
+            for p, kept in zip(net.parameters(), best, strict=True):
+                p.copy_(kept)
+        if flat:
+            make_flat_(net)
+        return SelectionChoice(
+            self.best_epoch[member], self.best_sharpe[member], flat, tuple(self.tail_sharpes[member])
+        )
+
+
+@torch.no_grad()
+def make_flat_(net: nn.Module) -> None:
+    """Rewrite `net` in place so that its greedy action is flat in every state: the last layer's weights
+    zero, its bias 1 for flat and 0 for short and long."""
+    last = linears(net)[-1]  # type: ignore[arg-type]
+    last.weight.zero_()
+    bias = torch.zeros(N_ACTIONS, dtype=last.bias.dtype, device=last.bias.device)
+    bias[FLAT] = 1.0
+    last.bias.copy_(bias)
+
+
+@torch.no_grad()
+def abstain_(net: nn.Module, margin: float) -> None:
+    """Rewrite `net` in place so that its greedy action is short or long only where that action's Q
+    exceeds flat's by more than `margin`: flat's output bias is raised by `margin` (ties go to flat,
+    the lowest index but one, only when short's or long's Q equals flat's raised one exactly)."""
+    if margin > 0.0:
+        linears(net)[-1].bias[FLAT] += margin  # type: ignore[arg-type]
