@@ -104,7 +104,8 @@ def test_folds_equal_a_reference_that_filters_rows_by_date(ts, config):
 def test_difficulty_scores_equal_the_reference_on_gappy_data(ts, config, seed):
     returns = np.random.default_rng(seed).normal(0.0, 1e-3, len(ts)).astype(np.float32)
     expected = reference_folds(ts, config, returns)
-    if expected:
+    fits = days_to_ns(config.val_days) <= int(ts[-1]) - int(ts[0]) + 1  # else refused (the test above)
+    if expected and fits:
         got = generate_walk_forward_indices(ts, config, close_returns=returns)
         assert [f.difficulty_score for f in got] == pytest.approx(
             [f.difficulty_score for f in expected], rel=1e-5

@@ -150,8 +150,15 @@ def template_output_files() -> set[str]:
 
 
 def test_a_finished_run_writes_every_file_the_train_template_reads(tiny_run):
-    assert template_output_files() == {"summary.json", "run.png", "summary_uri", "stitched_sharpe"}
-    assert {p.name for p in tiny_run.outputs.iterdir()} == template_output_files()
+    assert template_output_files() == {
+        "summary.json",
+        "run.png",
+        "summary_uri",
+        "stitched_sharpe",
+        "holdout_sharpe",
+    }
+    # holdout_sharpe only with --holdout-days (the template gives it an empty default)
+    assert {p.name for p in tiny_run.outputs.iterdir()} == template_output_files() - {"holdout_sharpe"}
     assert json.loads((tiny_run.outputs / "summary.json").read_text()) == tiny_run.summary
     assert (tiny_run.outputs / "run.png").read_bytes() == (tiny_run.out / "run.png").read_bytes()
     assert (tiny_run.outputs / "summary_uri").read_text() == str((tiny_run.out / "summary.json").resolve())

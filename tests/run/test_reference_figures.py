@@ -1,7 +1,11 @@
 """A CPU run reproduces the recorded reference: the same weights, positions and figures, bit for bit.
 
 tests/data/reference_figures.json holds the outputs of the default `foxhunt pipeline` and two small
-studies (3 trials one at a time; 4 trials two side by side), recorded before the redesign of issue 20.
+studies (3 trials one at a time; 4 trials two side by side). First recorded at feba2ee, before the
+redesign of issue 20, which reproduced them bit for bit (redesign branch, f6c8ffa); re-recorded once after
+it, because issue 21 changed the sample generator (a signal the features see) and the baselines, and
+issue 22 the evaluation (whole-data annualisation, handover cost, paired comparisons). Re-record only for
+such an intended change: `python tests/support/reference_figures.py`.
 """
 
 from __future__ import annotations
