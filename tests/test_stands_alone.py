@@ -52,3 +52,9 @@ def test_no_test_or_ci_script_names_a_path_beside_the_repository():
                 if BESIDE_THE_REPOSITORY.search(line):
                     found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_the_test_prometheus_loads_the_charts_rule_file():
+    from support.prom_services import CHART_RULES
+
+    assert CHART_RULES.is_file()

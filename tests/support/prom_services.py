@@ -45,7 +45,7 @@ __all__ = [
     "unique_run_id",
 ]
 
-CHART_RULES = Path(__file__).resolve().parents[1] / "helm" / "foxhunt" / "rules" / "foxhunt-rules.yaml"
+CHART_RULES = Path(__file__).resolve().parents[2] / "helm" / "foxhunt" / "rules" / "foxhunt-rules.yaml"
 STARTUP_TIMEOUT_S = 60.0
 PIPELINE_TIMEOUT_S = 300.0
 # Small enough for a few seconds per fold on 2 CPU cores; CPU and a fixed seed make results repeatable.
