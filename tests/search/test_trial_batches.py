@@ -1,4 +1,4 @@
-"""Batches of trials for a population: asked together, told one by one, counted as `run_trials` counts.
+"""Batches of trials for a population: asked together, told one by one, counted as trials one at a time are.
 
 The objective is a cheap function of the settings (as in test_trials.py); the population's own
 training is in test_population.py, and the whole search through the CLI in test_trials_run.py.
@@ -15,12 +15,12 @@ from contextlib import closing
 import optuna
 import pytest
 from optuna.exceptions import ExperimentalWarning
-from support.trials_worker import SPACE, cheap_score
+from support.trials_worker import SPACE, cheap_score, one_at_a_time
 
-from foxhunt.search.batches import run_trial_batches
 from foxhunt.search.space import parse_search_space
 from foxhunt.search.storage import STUDY_FILE
-from foxhunt.search.study import open_study, run_trials, study_progress, trial_by_number
+from foxhunt.search.study import open_study, study_progress, trial_by_number
+from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import TrainingDiverged
 
 TEST_SPACE = parse_search_space(SPACE, "test space")
@@ -48,9 +48,7 @@ def steady_batch(batch, folds=3, seen=None):
 
 def test_trials_are_asked_in_batches_of_the_population_size_and_the_study_ends_at_n(tmp_path):
     study, seen = _study(tmp_path), []
-    progress = run_trial_batches(
-        study, 5, lambda b: steady_batch(b, seen=seen), size=2, space=TEST_SPACE, seed=5
-    )
+    progress = run_trials(study, 5, lambda b: steady_batch(b, seen=seen), size=2, space=TEST_SPACE, seed=5)
     assert seen == [[0, 1], [2, 3], [4]]
     assert progress.finished == 5 and progress.created == 5
     assert {t.state.name for t in study.get_trials()} == {"COMPLETE"}
@@ -58,8 +56,10 @@ def test_trials_are_asked_in_batches_of_the_population_size_and_the_study_ends_a
 
 
 def test_a_batch_samples_the_settings_one_at_a_time_would(tmp_path):
-    run_trial_batches(_study(tmp_path, "batch"), 4, steady_batch, size=4, space=TEST_SPACE, seed=5)
-    run_trials(_study(tmp_path, "alone"), 4, lambda n, p, r: cheap_score(p), space=TEST_SPACE, seed=5)
+    run_trials(_study(tmp_path, "batch"), 4, steady_batch, size=4, space=TEST_SPACE, seed=5)
+    run_trials(
+        _study(tmp_path, "alone"), 4, one_at_a_time(lambda n, p, r: cheap_score(p)), space=TEST_SPACE, seed=5
+    )
     batch, alone = (_study(tmp_path, name).get_trials() for name in ("batch", "alone"))
     assert [t.params for t in batch] == [t.params for t in alone]
     assert [t.value for t in batch] == [t.value for t in alone]
@@ -75,7 +75,7 @@ def test_each_trial_of_a_batch_gets_its_own_value_and_sharpe_figures(tmp_path):
             a.number: TrialOutcome(objective=float(a.number), sharpe=0.1 * a.number, n_obs=100) for a in batch
         }
 
-    run_trial_batches(study, 3, outcomes, size=3, space=TEST_SPACE, seed=5)
+    run_trials(study, 3, outcomes, size=3, space=TEST_SPACE, seed=5)
     for number in range(3):
         trial = trial_by_number(study, number)
         assert trial.value == float(number) and trial.user_attrs["sharpe"] == pytest.approx(0.1 * number)
@@ -83,7 +83,7 @@ def test_each_trial_of_a_batch_gets_its_own_value_and_sharpe_figures(tmp_path):
 
 def test_a_pruned_member_ends_pruned_at_its_fold_while_the_others_complete(tmp_path):
     study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
-    run_trial_batches(study, 2, steady_batch, size=2, space=TEST_SPACE, seed=5)
+    run_trials(study, 2, steady_batch, size=2, space=TEST_SPACE, seed=5)
 
     def with_a_hopeless_one(batch):
         for fold in range(3):
@@ -92,7 +92,7 @@ def test_a_pruned_member_ends_pruned_at_its_fold_while_the_others_complete(tmp_p
                     asked.report_fold(fold, -100.0 if asked.number == 3 else 100.0)
         return {a.number: 100.0 for a in batch if not a.pruned}
 
-    run_trial_batches(study, 4, with_a_hopeless_one, size=2, space=TEST_SPACE, seed=5)
+    run_trials(study, 4, with_a_hopeless_one, size=2, space=TEST_SPACE, seed=5)
     hopeless = trial_by_number(study, 3)
     assert hopeless.state.name == "PRUNED" and hopeless.user_attrs["folds_run"] == 1
     assert trial_by_number(study, 2).state.name == "COMPLETE"
@@ -106,9 +106,7 @@ def test_a_diverged_member_fails_its_own_trial_with_the_reason_and_the_study_goe
         results[1] = TrainingDiverged("fold 0 epoch 1: loss is nan")
         return results
 
-    progress = run_trial_batches(
-        study, 3, one_diverges, size=3, space=TEST_SPACE, seed=5, catch=(TrainingDiverged,)
-    )
+    progress = run_trials(study, 3, one_diverges, size=3, space=TEST_SPACE, seed=5, catch=(TrainingDiverged,))
     assert progress.finished == 3
     failed = trial_by_number(study, 1)
     assert (
@@ -120,7 +118,7 @@ def test_a_diverged_member_fails_its_own_trial_with_the_reason_and_the_study_goe
 
 def test_a_nan_objective_fails_only_its_trial(tmp_path):
     study = _study(tmp_path)
-    run_trial_batches(
+    run_trials(
         study,
         2,
         lambda b: {a.number: math.nan if a.number == 0 else 1.0 for a in b},
@@ -150,9 +148,9 @@ def test_an_interrupted_batch_retries_every_member_with_its_settings_and_the_stu
         raise interrupt
 
     with pytest.raises(interrupt):
-        run_trial_batches(study, 2, interrupted, size=2, space=TEST_SPACE, seed=5)
+        run_trials(study, 2, interrupted, size=2, space=TEST_SPACE, seed=5)
     assert [t.state.name for t in study.get_trials()] == ["FAIL", "FAIL", "WAITING", "WAITING"]
-    progress = run_trial_batches(_study(tmp_path), 2, steady_batch, size=2, space=TEST_SPACE, seed=5)
+    progress = run_trials(_study(tmp_path), 2, steady_batch, size=2, space=TEST_SPACE, seed=5)
     assert progress.finished == 2 and progress.created == 4
     for first, retry in ((0, 2), (1, 3)):
         assert trial_by_number(study, retry).params == trial_by_number(study, first).params
@@ -162,10 +160,8 @@ def test_an_interrupted_batch_retries_every_member_with_its_settings_and_the_stu
 def test_a_sole_worker_retries_a_batch_left_running_without_waiting_for_its_heartbeat(tmp_path):
     study = _study(tmp_path, grace_seconds=3600)
     with pytest.raises(SystemExit):
-        run_trial_batches(
-            study, 2, lambda b: (_ for _ in ()).throw(SystemExit), size=2, space=TEST_SPACE, seed=5
-        )
-    progress = run_trial_batches(
+        run_trials(study, 2, lambda b: (_ for _ in ()).throw(SystemExit), size=2, space=TEST_SPACE, seed=5)
+    progress = run_trials(
         _study(tmp_path, grace_seconds=3600),
         2,
         steady_batch,
@@ -194,6 +190,6 @@ def test_every_member_keeps_a_fresh_heartbeat_while_the_batch_trains(tmp_path):
         seen["states"] = [trial_by_number(study, a.number).state.name for a in batch]
         return steady_batch(batch)
 
-    run_trial_batches(study, 2, slow, size=2, space=TEST_SPACE, seed=5)
+    run_trials(study, 2, slow, size=2, space=TEST_SPACE, seed=5)
     assert seen == {"beating": 2, "states": ["RUNNING", "RUNNING"]}
     assert study_progress(study).finished == 2

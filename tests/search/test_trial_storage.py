@@ -14,12 +14,13 @@ from pathlib import Path
 
 import optuna
 import pytest
-from support.trials_worker import SPACE, cheap_score
+from support.trials_worker import SPACE, cheap_score, one_at_a_time
 
 from foxhunt.errors import BadInput, RunFailure
 from foxhunt.search.space import parse_search_space
 from foxhunt.search.storage import STUDY_FILE, fetch_study_file, redacted, sync_study_file
-from foxhunt.search.study import open_study, run_trials, trial_by_number
+from foxhunt.search.study import open_study, trial_by_number
+from foxhunt.search.trial_loop import run_trials
 
 WORKER = Path(__file__).resolve().parents[1] / "support" / "trials_worker.py"
 TEST_SPACE = parse_search_space(SPACE, "test space")
@@ -40,13 +41,13 @@ def _steady(number, params, report_fold):
 
 def test_the_study_file_synced_to_object_storage_reopens_as_the_same_study(tmp_path, moto_s3):
     study = _study(tmp_path / "pod1")
-    run_trials(study, 3, _steady, space=TEST_SPACE, seed=5)
+    run_trials(study, 3, one_at_a_time(_steady), space=TEST_SPACE, seed=5)
     out = moto_s3.uri("run")
     sync_study_file(tmp_path / "pod1" / STUDY_FILE, out)
     assert fetch_study_file(out, tmp_path / "pod2") == tmp_path / "pod2" / STUDY_FILE
     resumed = _study(tmp_path / "pod2")
     assert [t.params for t in resumed.get_trials()] == [t.params for t in study.get_trials()]
-    assert run_trials(resumed, 4, _steady, space=TEST_SPACE, seed=5).finished == 4
+    assert run_trials(resumed, 4, one_at_a_time(_steady), space=TEST_SPACE, seed=5).finished == 4
     assert fetch_study_file(moto_s3.uri("nothing-here"), tmp_path / "pod3") is None
 
 

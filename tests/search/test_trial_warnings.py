@@ -5,13 +5,15 @@ import csv
 import io
 import json
 
+from support.trials_worker import one_at_a_time
 from test_trials import TEST_SPACE, _study
 
 from foxhunt.config.search import OBJECTIVES
 from foxhunt.evaluate.reports import EpochStats
 from foxhunt.evaluate.run_scores import fold_flags
 from foxhunt.search.outputs import study_lines, study_summary, study_table, table_csv, write_study_outputs
-from foxhunt.search.study import TrialOutcome, run_trials
+from foxhunt.search.study import TrialOutcome
+from foxhunt.search.trial_loop import run_trials
 
 COLLAPSE = "fold 1: the policy collapsed to one action: flat on 99.0% of validation bars (warning at 95%)"
 
@@ -39,7 +41,7 @@ def test_fold_flags_read_the_last_epochs_diagnostics():
 
 def test_the_study_table_has_each_trials_warnings(tmp_path):
     study = _study(tmp_path)
-    run_trials(study, 3, _outcomes, space=TEST_SPACE, seed=5)
+    run_trials(study, 3, one_at_a_time(_outcomes), space=TEST_SPACE, seed=5)
     rows = {r.number: r for r in study_table(study)}
     assert (rows[0].collapsed, rows[0].ignores_features, rows[0].warnings) == (True, False, COLLAPSE)
     assert (rows[1].collapsed, rows[1].ignores_features) == (False, True)
@@ -50,7 +52,7 @@ def test_the_study_table_has_each_trials_warnings(tmp_path):
 
 def test_a_rejected_trial_fails_with_its_reason_and_still_counts(tmp_path):
     study = _study(tmp_path)
-    progress = run_trials(study, 3, _outcomes, space=TEST_SPACE, seed=5)
+    progress = run_trials(study, 3, one_at_a_time(_outcomes), space=TEST_SPACE, seed=5)
     assert progress.finished == 3
     row = next(r for r in study_table(study) if r.number == 2)
     assert row.state == "FAIL" and row.error == "the policy collapsed to one action" and row.collapsed
@@ -62,7 +64,7 @@ def test_a_rejected_trial_fails_with_its_reason_and_still_counts(tmp_path):
 
 def test_the_console_table_names_the_warning(tmp_path):
     study = _study(tmp_path)
-    run_trials(study, 3, _outcomes, space=TEST_SPACE, seed=5)
+    run_trials(study, 3, one_at_a_time(_outcomes), space=TEST_SPACE, seed=5)
     write_study_outputs(study, str(tmp_path), planned_trials=3)
     lines = study_lines(str(tmp_path))
     assert "warning" in lines[0]

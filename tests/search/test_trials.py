@@ -15,7 +15,7 @@ import numpy as np
 import optuna
 import pytest
 from prometheus_client import CollectorRegistry
-from support.trials_worker import SPACE, cheap_score
+from support.trials_worker import SPACE, cheap_score, one_at_a_time
 
 from foxhunt.config import DQNConfig, override
 from foxhunt.search.outputs import (
@@ -29,7 +29,6 @@ from foxhunt.search.space import parse_search_space, suggest
 from foxhunt.search.study import (
     TrialOutcome,
     open_study,
-    run_trials,
     study_progress,
     trial_by_number,
     trial_pruner,
@@ -37,6 +36,7 @@ from foxhunt.search.study import (
     within_budget,
 )
 from foxhunt.search.telemetry import TrialMetrics
+from foxhunt.search.trial_loop import run_trials
 from foxhunt.storage import read_bytes
 
 TEST_SPACE = parse_search_space(SPACE, "test space")
@@ -94,7 +94,7 @@ def test_a_trial_runs_only_while_fewer_than_n_earlier_trials_hold_the_budget():
 def test_a_study_of_few_trials_writes_a_table_and_best_settings_that_round_trip_into_the_dqn_config(tmp_path):
     study = _study(tmp_path)
     base = override(DQNConfig(), {"hidden": 128}, what="base")
-    assert run_trials(study, 4, _steady, space=TEST_SPACE, seed=5).finished == 4
+    assert run_trials(study, 4, one_at_a_time(_steady), space=TEST_SPACE, seed=5).finished == 4
     write_study_outputs(study, str(tmp_path / "out"), planned_trials=4, base=base)
 
     rows = json.loads(read_bytes(tmp_path / "out" / TABLE_JSON))
@@ -136,7 +136,7 @@ def _hopeless_last(folds_trained: dict, hopeless: int):
 def test_a_hopeless_trial_is_pruned_after_its_first_fold(tmp_path):
     study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
     folds_trained = {}
-    run_trials(study, 3, _hopeless_last(folds_trained, hopeless=2), space=TEST_SPACE, seed=5)
+    run_trials(study, 3, one_at_a_time(_hopeless_last(folds_trained, hopeless=2)), space=TEST_SPACE, seed=5)
     hopeless = trial_by_number(study, 2)
     assert hopeless.state == optuna.trial.TrialState.PRUNED
     assert folds_trained[2] == 1 and hopeless.user_attrs["folds_run"] == 1
@@ -145,15 +145,15 @@ def test_a_hopeless_trial_is_pruned_after_its_first_fold(tmp_path):
 
 def test_the_median_pruner_waits_for_five_trials_then_stops_a_hopeless_one(tmp_path):
     study, folds_trained = _study(tmp_path, pruner=trial_pruner("median")), {}
-    run_trials(study, 5, _hopeless_last(folds_trained, hopeless=4), space=TEST_SPACE, seed=5)
+    run_trials(study, 5, one_at_a_time(_hopeless_last(folds_trained, hopeless=4)), space=TEST_SPACE, seed=5)
     assert trial_by_number(study, 4).state.name == "COMPLETE"  # four trials before it: no pruning yet
-    run_trials(study, 7, _hopeless_last(folds_trained, hopeless=6), space=TEST_SPACE, seed=5)
+    run_trials(study, 7, one_at_a_time(_hopeless_last(folds_trained, hopeless=6)), space=TEST_SPACE, seed=5)
     assert trial_by_number(study, 6).state.name == "PRUNED" and folds_trained[6] == 1
 
 
 def test_with_pruner_none_a_hopeless_trial_runs_every_fold(tmp_path):
     study, folds_trained = _study(tmp_path, pruner=trial_pruner("none")), {}
-    run_trials(study, 7, _hopeless_last(folds_trained, hopeless=6), space=TEST_SPACE, seed=5)
+    run_trials(study, 7, one_at_a_time(_hopeless_last(folds_trained, hopeless=6)), space=TEST_SPACE, seed=5)
     assert trial_by_number(study, 6).state.name == "COMPLETE" and folds_trained[6] == 3
 
 
@@ -170,7 +170,9 @@ def test_a_settings_failure_is_a_finished_trial_and_the_study_goes_on(tmp_path):
             raise FloatingPointError("loss is nan")
         return _steady(number, params, report_fold)
 
-    progress = run_trials(study, 3, objective, space=TEST_SPACE, seed=5, catch=(FloatingPointError,))
+    progress = run_trials(
+        study, 3, one_at_a_time(objective), space=TEST_SPACE, seed=5, catch=(FloatingPointError,)
+    )
     assert progress.finished == 3 and progress.created == 3
     failed = trial_by_number(study, 1)
     assert failed.state.name == "FAIL" and failed.user_attrs["error"] == "FloatingPointError: loss is nan"
@@ -178,7 +180,7 @@ def test_a_settings_failure_is_a_finished_trial_and_the_study_goes_on(tmp_path):
 
 def test_a_nan_objective_fails_its_trial(tmp_path):
     study = _study(tmp_path)
-    run_trials(study, 2, lambda n, p, r: math.nan if n == 0 else 1.0, space=TEST_SPACE, seed=5)
+    run_trials(study, 2, one_at_a_time(lambda n, p, r: math.nan if n == 0 else 1.0), space=TEST_SPACE, seed=5)
     assert (
         trial_by_number(study, 0).state.name == "FAIL"
         and "nan" in trial_by_number(study, 0).user_attrs["error"]
@@ -202,10 +204,10 @@ def test_an_interrupted_trial_is_retried_once_with_the_same_settings_and_the_stu
         return _steady(number, params, report_fold)
 
     with pytest.raises(interrupt):
-        run_trials(study, 3, interrupted_at_1, space=TEST_SPACE, seed=5, catch=(ValueError,))
+        run_trials(study, 3, one_at_a_time(interrupted_at_1), space=TEST_SPACE, seed=5, catch=(ValueError,))
     assert [t.state.name for t in study.get_trials()] == ["COMPLETE", "FAIL", "WAITING"]
     assert study_progress(study).finished == 1
-    progress = run_trials(_study(tmp_path), 3, _steady, space=TEST_SPACE, seed=5)
+    progress = run_trials(_study(tmp_path), 3, one_at_a_time(_steady), space=TEST_SPACE, seed=5)
     assert progress.finished == 3 and progress.created == 4
     first, retry = trial_by_number(study, 1), trial_by_number(study, 2)
     assert first.state.name == "FAIL" and retry.state.name == "COMPLETE"
@@ -213,9 +215,9 @@ def test_an_interrupted_trial_is_retried_once_with_the_same_settings_and_the_stu
 
 
 def test_a_restarted_study_continues_to_n_without_repeating_settings(tmp_path):
-    run_trials(_study(tmp_path), 2, _steady, space=TEST_SPACE, seed=5)
+    run_trials(_study(tmp_path), 2, one_at_a_time(_steady), space=TEST_SPACE, seed=5)
     study = _study(tmp_path)
-    assert run_trials(study, 5, _steady, space=TEST_SPACE, seed=5).finished == 5
+    assert run_trials(study, 5, one_at_a_time(_steady), space=TEST_SPACE, seed=5).finished == 5
     trials = study.get_trials()
     assert [t.number for t in trials] == [0, 1, 2, 3, 4]
     assert len({t.params["lr"] for t in trials}) == 5
@@ -230,7 +232,7 @@ def test_a_sole_worker_retries_a_trial_left_running_without_waiting_for_its_hear
     # Without the immediate retry the loop would wait for a heartbeat that never goes stale.
     loop = threading.Thread(
         target=run_trials,
-        args=(study, 2, _steady),
+        args=(study, 2, one_at_a_time(_steady)),
         kwargs={"space": TEST_SPACE, "seed": 5, "exclusive": True},
         daemon=True,
     )
@@ -263,7 +265,7 @@ def test_the_selection_check_is_the_deflated_sharpe_ratio_of_the_best_trial_amon
 ):
     study = _study(tmp_path)
     sharpes = [0.01, 0.03, None, 0.02]
-    run_trials(study, 4, _outcome(sharpes), space=TEST_SPACE, seed=5)
+    run_trials(study, 4, one_at_a_time(_outcome(sharpes)), space=TEST_SPACE, seed=5)
     check = selection_check(study)
 
     # Bailey & López de Prado (2014), written out: N = 3 trials with a Sharpe, variance of the same three.
@@ -284,7 +286,7 @@ def test_the_selection_check_is_the_deflated_sharpe_ratio_of_the_best_trial_amon
 
 def test_the_selection_check_needs_two_complete_trials_with_a_sharpe(tmp_path):
     study = _study(tmp_path)
-    run_trials(study, 2, _steady, space=TEST_SPACE, seed=5)
+    run_trials(study, 2, one_at_a_time(_steady), space=TEST_SPACE, seed=5)
     assert selection_check(study).dsr is None
 
 
@@ -293,7 +295,12 @@ def test_trial_metrics_follow_each_trial_and_the_whole_study(tmp_path):
     metrics = TrialMetrics(registry, planned_trials=4)
     study = _study(tmp_path)
     run_trials(
-        study, 4, _outcome([0.01, 0.03, None, 0.02]), space=TEST_SPACE, seed=5, callbacks=[metrics.record]
+        study,
+        4,
+        one_at_a_time(_outcome([0.01, 0.03, None, 0.02])),
+        space=TEST_SPACE,
+        seed=5,
+        callbacks=[metrics.record],
     )
 
     def value(name, **labels):

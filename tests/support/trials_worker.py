@@ -1,4 +1,4 @@
-"""A trial worker for the study tests: one process running `run_trials` on a shared study.
+"""A trial worker for the study tests: one process running the trial loop on a shared study.
 
     python tests/trials_worker.py STORAGE_URL STUDY N WORKER LOG [--folds F] [--fold-seconds S] [--hold FILE]
 
@@ -28,6 +28,23 @@ def cheap_score(params: dict) -> float:
     return -((math.log10(params["lr"]) + 4.0) ** 2) - 10.0 * (params["gamma"] - 0.95) ** 2
 
 
+def one_at_a_time(objective):
+    """The trial loop's objective for batches of one, from `objective(number, params, report_fold)`, which
+    returns the trial's result or raises: a TrialPruned it raises prunes its trial."""
+    import optuna
+
+    def run(batch):
+        results = {}
+        for asked in batch:
+            try:
+                results[asked.number] = objective(asked.number, asked.params, asked.report_fold)
+            except optuna.TrialPruned:
+                asked.pruned = True
+        return results
+
+    return run
+
+
 def _append(log: Path, record: dict) -> None:
     # One write of one short line with O_APPEND: lines of concurrent workers never interleave.
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -39,7 +56,8 @@ def _append(log: Path, record: dict) -> None:
 
 def main() -> None:
     from foxhunt.search.space import parse_search_space
-    from foxhunt.search.study import open_study, run_trials
+    from foxhunt.search.study import open_study
+    from foxhunt.search.trial_loop import run_trials
 
     p = argparse.ArgumentParser()
     for name in ("storage", "study", "n", "worker", "log"):
@@ -77,7 +95,7 @@ def main() -> None:
     run_trials(
         study,
         int(args.n),
-        objective,
+        one_at_a_time(objective),
         space=parse_search_space(SPACE, "test space"),
         seed=11,
         worker=worker,

@@ -4,9 +4,11 @@ Everything a trial does not change is made once per process: the fxcache is on t
 the whole study, and one trainer per distinct shape (`POPULATION_SHARED`: batch size, hidden width, step count)
 serves every trial of that shape. Between trials `apply_settings` refills the device values that the
 captured step reads (no new capture, no new compile); between folds `reset_for_fold` does the rest.
-A trial trains the folds in order with `fold_training.train_fold` (as a run does), reports each fold's net
-validation Sharpe to the pruner, and is scored on the stitched out-of-sample record (`evaluation`,
-without the bootstrap: a cheap objective). Its outputs are `trials/NNNN/fold_F/` and
+The one trial loop (`trial_loop.run_trials`) asks the trials in batches of `--population P` (1 by
+default); `population.PopulationObjective` trains a batch's trials as the members of the trainer of
+their shape, the folds in order with `fold_loop.train_fold` (as a run does), reports each fold's net
+validation Sharpe to the pruner, and `TrialScoring` scores each trial on the stitched out-of-sample
+record (`evaluation`, without the bootstrap: a cheap objective). Its outputs are `trials/NNNN/fold_F/` and
 `trials/NNNN/trial.json` in `--out`; the manifest records each completed fold of each trial.
 """
 
@@ -40,11 +42,10 @@ from foxhunt.data.folds import FoldRange
 from foxhunt.errors import RunFailure
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo
 from foxhunt.evaluate.run_scores import fold_flags, run_scoring, stitched_evaluation
-from foxhunt.run.fold_loop import FoldOutcome, train_fold
+from foxhunt.run.fold_loop import FoldOutcome
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
-from foxhunt.search.batches import run_trial_batches
 from foxhunt.search.outputs import BestTrial, StudySummary, TrialReport, trial_folder, write_study_outputs
 from foxhunt.search.population import PopulationObjective, TrainerPool, trainer_builder
 from foxhunt.search.space import load_search_space
@@ -55,8 +56,9 @@ from foxhunt.search.storage import (
     redacted,
     sync_study_file,
 )
-from foxhunt.search.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, run_trials, trial_pruner
+from foxhunt.search.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, trial_pruner
 from foxhunt.search.telemetry import TrialMetrics
+from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import DeviceData, TrainingDiverged
 
 TRIAL_REPORT = out_dir.TRIAL_REPORT
@@ -117,48 +119,17 @@ def _finite(value: Any) -> Any:
     return value
 
 
-class WalkForwardObjective:
-    """One trial: the folds in order on the trainer of its shape, each reported to the pruner, then scored."""
+class TrialScoring:
+    """What the trials of a study share (the run, its data and folds, the scoring), and the records of
+    each trial: its folds in the manifest, its stitched score, its `trial.json`."""
 
-    def __init__(
-        self, run: Run, data: DeviceData, folds: list[FoldRange], pool: TrainerPool, objective: str
-    ) -> None:
-        self.run, self.data, self.folds, self.pool, self.objective = run, data, folds, pool, objective
+    def __init__(self, run: Run, data: DeviceData, folds: list[FoldRange], objective: str) -> None:
+        self.run, self.data, self.folds, self.objective = run, data, folds, objective
         settings = run.config
         # The run's evaluation costs without the bootstrap: its interval is not part of any objective.
         self.scoring = replace(run_scoring(settings.eval, settings.seed, data), resamples=0)
         # Every trial scores the same baselines over the same windows: each once for the study.
         self.memo = ScoreMemo()
-
-    def __call__(self, number: int, params: dict[str, Any], report_fold) -> TrialOutcome | float:
-        run = self.run
-        dqn = override(run.config.dqn, params, what=f"trial {number}")
-        trainer = self.pool.trainer_for([dqn])
-        out = storage.join(run.out_uri, trial_folder(number))
-        run.progress(f"trial {number}: {_params_text(params)}")
-        outcomes: dict[int, FoldOutcome] = {}
-        for fold_range in self.folds:
-            run.check()
-            run.current_fold = fold = fold_range.fold
-            outcome = train_fold(
-                trainer,
-                fold_range,
-                run.config.epochs,
-                {0: out},
-                lambda message: run.progress(f"trial {number} {message}"),
-                run.check,
-                scoring=self.scoring,
-                memo=self.memo,
-            )[0]
-            if isinstance(outcome, TrainingDiverged):
-                raise outcome  # the trial's settings failed (SETTINGS_FAILURES)
-            outcomes[fold] = outcome
-            fold_sharpe = self.fold_done(number, fold, outcome)
-            run.current_fold = None
-            if report_fold(fold, fold_sharpe):
-                self.write_report(number, params, dqn, outcomes, None)
-                return fold_sharpe
-        return self.score(number, params, dqn, outcomes)
 
     def fold_done(self, number: int, fold: int, outcome: FoldOutcome) -> float:
         """Record a trial's completed fold (manifest, metrics); its net validation Sharpe, for the pruner."""
@@ -224,10 +195,6 @@ class WalkForwardObjective:
         storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data.encode())
 
 
-def _params_text(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
-
-
 @contextmanager
 def study_workspace(out_uri: str, options: SearchOptions) -> Iterator[Path]:
     """The folder of the embedded SQLite study: `--out` itself, or for an s3:// `--out` a local copy of
@@ -278,21 +245,19 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             save()
             run.progress(_trial_line(study, trial, settings.trials))
 
-        walk = WalkForwardObjective(run, data, folds, pool, options.objective)
-        loop: dict[str, Any] = dict(
-            space=plan.space,
-            seed=settings.seed,
-            worker=options.worker,
-            catch=SETTINGS_FAILURES,
-            callbacks=[after_trial],
-            exclusive=options.embedded,
-        )
         try:
-            if options.population > 1:
-                objective = PopulationObjective(walk, pool)
-                run_trial_batches(study, settings.trials, objective, size=options.population, **loop)
-            else:
-                run_trials(study, settings.trials, walk, **loop)
+            run_trials(
+                study,
+                settings.trials,
+                PopulationObjective(TrialScoring(run, data, folds, options.objective), pool),
+                size=options.population,
+                space=plan.space,
+                seed=settings.seed,
+                worker=options.worker,
+                catch=SETTINGS_FAILURES,
+                callbacks=[after_trial],
+                exclusive=options.embedded,
+            )
         except BaseException:
             _save_on_the_way_out(run, save)
             raise

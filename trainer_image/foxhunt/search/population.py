@@ -1,10 +1,11 @@
-"""The search's trainers (one per shape, P members each), and `--population P`: trials trained P at a time,
-side by side, as the members of one trainer.
+"""The search's trainers (one per shape, P members each), and the objective of the trial loop: a batch of
+trials trained as the members of one trainer, P at a time side by side (`--population P`; P = 1, the
+default, is trials one at a time).
 
 A batch of asked trials is grouped by the settings a population shares (`POPULATION_SHARED`: the
 step's shapes and step count); each group trains on the population of its shape, built once and
 switched by `apply_settings` after, with idle slots (a group smaller than P) padded and ignored.
-Every member is a trial as `WalkForwardObjective` runs one: the folds in order, each fold's outputs
+Every member is a whole walk-forward trial: the folds in order, each fold's outputs
 under `trials/NNNN/`, its net validation Sharpe reported to the trial's pruner after each fold (a
 pruned member goes idle), and the stitched out-of-sample record as its objective. A member whose
 training diverges fails its own trial; the others go on.
@@ -13,12 +14,13 @@ training diverges fails its own trial; the others go on.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from foxhunt import storage
 from foxhunt.config import DQNConfig, override
 from foxhunt.run.fold_loop import FoldOutcome, train_fold
-from foxhunt.search.batches import AskedTrial, BatchResults
 from foxhunt.search.outputs import trial_folder
+from foxhunt.search.trial_loop import AskedTrial, BatchResults
 from foxhunt.train import POPULATION_SHARED, DQNTrainer
 from foxhunt.train.settings import padded
 
@@ -64,7 +66,7 @@ class PopulationObjective:
     """A batch of trials on the populations of their shapes; the results by trial number."""
 
     def __init__(self, walk, pool: TrainerPool) -> None:
-        # `walk` is the search's WalkForwardObjective: its run, data, folds, scoring and reports.
+        # `walk` is the search's TrialScoring: its run, data, folds, scoring and each trial's records.
         self.walk, self.pool = walk, pool
 
     def __call__(self, batch: list[AskedTrial]) -> BatchResults:
@@ -86,8 +88,12 @@ class PopulationObjective:
         """One population's walk-forward: the folds in lockstep for every member still training."""
         walk, run = self.walk, self.walk.run
         trainer = self.pool.trainer_for(dqns)
-        numbers = ", ".join(str(a.number) for a in group)
-        run.progress(f"trials {numbers} side by side ({len(group)} of a population of {self.pool.size})")
+        if self.pool.size == 1:  # trials one at a time
+            lead = f"trial {group[0].number}"
+            run.progress(f"{lead}: {params_text(group[0].params)}")
+        else:
+            lead = "trials " + ", ".join(str(a.number) for a in group)
+            run.progress(f"{lead} side by side ({len(group)} of a population of {self.pool.size})")
         live = {k: storage.join(run.out_uri, trial_folder(a.number)) for k, a in enumerate(group)}
         outcomes: dict[int, dict[int, FoldOutcome]] = {k: {} for k in live}
         results: BatchResults = {}
@@ -101,7 +107,7 @@ class PopulationObjective:
                 fold_range,
                 run.config.epochs,
                 dict(live),
-                lambda message: run.progress(f"trials {numbers} {message}"),
+                lambda message: run.progress(f"{lead} {message}"),
                 run.check,
                 scoring=walk.scoring,
                 memo=walk.memo,
@@ -115,12 +121,18 @@ class PopulationObjective:
                     continue
                 outcomes[k][fold] = outcome
                 if asked.report_fold(fold, walk.fold_done(asked.number, fold, outcome)):
-                    walk.write_report(asked.number, asked.params, dqns[k], outcomes[k], None)
+                    if not asked.stale:  # pruned; a stale trial's retry, elsewhere, writes its own report
+                        walk.write_report(asked.number, asked.params, dqns[k], outcomes[k], None)
                     del live[k]
         for k in live:
             asked = group[k]
             results[asked.number] = walk.score(asked.number, asked.params, dqns[k], outcomes[k])
         return results
+
+
+def params_text(params: dict[str, Any]) -> str:
+    """A trial's settings on one line."""
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
 def trainer_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]], DQNTrainer]:

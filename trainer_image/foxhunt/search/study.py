@@ -1,5 +1,6 @@
-"""The Optuna study behind `--trials N`: storage, seeded sampling, per-fold pruning, and a trial loop
-that finishes exactly N trials however many workers share the study and however often they die.
+"""The Optuna study behind `--trials N`: storage, seeded sampling, per-fold pruning, and the counting by
+which the trial loop (`trial_loop.run_trials`) finishes exactly N trials however many workers share the
+study and however often they die.
 
 Counting. A study is done when N trials are *finished*: complete, pruned, or failed by the
 objective itself (an exception in `catch`: the settings failed, e.g. the training diverged; that
@@ -18,20 +19,17 @@ heartbeat is stale, is retried by a live one.
 from __future__ import annotations
 
 import math
-import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import optuna
-from optuna.exceptions import ExperimentalWarning, UpdateFinishedTrialError
+from optuna.exceptions import ExperimentalWarning
 from optuna.trial import FrozenTrial, TrialState
 
-from foxhunt.config.search import DEFAULT_PRUNER, MEDIAN_STARTUP_TRIALS, PRUNERS, Distribution
-from foxhunt.search.space import suggest
+from foxhunt.config.search import DEFAULT_PRUNER, MEDIAN_STARTUP_TRIALS, PRUNERS
 from foxhunt.search.storage import rdb_storage, study_storage_url
 
 # A pod's trial takes minutes; a stale heartbeat after 2 minutes means the worker is gone.
@@ -45,8 +43,6 @@ FOLDS_ATTR = "folds_run"
 WORKER_ATTR = "worker"
 SHARPE_ATTRS = ("sharpe", "n_obs", "skew", "kurtosis")
 WARNING_ATTRS = ("warnings", "collapsed", "ignores_features")
-
-ReportFold = Callable[[int, float], bool]
 
 
 @dataclass(frozen=True)
@@ -77,10 +73,6 @@ class StudyProgress:
 
 class ObjectiveNotFinite(ArithmeticError):
     """The objective came back NaN or infinite: the trial failed."""
-
-
-class _Surplus(Exception):
-    """The trial was created beyond the budget of N and must not run."""
 
 
 def trial_sampler(
@@ -199,125 +191,6 @@ def requeue_running_trials(study: optuna.Study) -> list[int]:
         study.tell(trial.number, state=TrialState.FAIL)
         requeued.append(trial.number)
     return requeued
-
-
-def run_trials(
-    study: optuna.Study,
-    n_trials: int,
-    objective_fn: Callable[[int, dict[str, Any], ReportFold], float | TrialOutcome],
-    *,
-    space: Mapping[str, Distribution],
-    seed: int,
-    worker: int = 0,
-    catch: tuple[type[Exception], ...] = (),
-    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]] = (),
-    poll_seconds: float | None = None,
-    exclusive: bool = False,
-    startup_trials: int = 10,
-) -> StudyProgress:
-    """Run trials until the study has `n_trials` finished ones; returns the final progress.
-
-    `objective_fn(trial_number, params, report_fold)` runs one whole walk-forward with `params`
-    (DQN settings from `space`) and calls `report_fold(fold, value)` after each fold; when that
-    returns True the trial is pruned: stop and return (the value returned then is ignored).
-    Exceptions in `catch` fail the trial and the loop goes on; any other exception queues the
-    trial for a retry and propagates. `callbacks(study, trial)` run after each trial that ran.
-    `exclusive=True` (this worker alone uses the study) retries left-over running trials at once.
-    """
-    if exclusive:
-        requeue_running_trials(study)
-    heartbeat = _heartbeat_seconds(study)
-    poll = poll_seconds if poll_seconds is not None else (heartbeat or 1.0)
-    while True:
-        progress = study_progress(study)
-        if progress.finished >= n_trials:
-            return progress
-        if progress.finished + progress.running >= n_trials:
-            if heartbeat is None:  # nothing would ever notice a dead worker's trial: do not wait for it
-                return progress
-            time.sleep(poll)
-            continue
-        study.sampler = trial_sampler(seed, worker, progress.created, startup_trials)
-        ran = _TrialRun(study, n_trials, objective_fn, space, worker, catch)
-        try:
-            study.optimize(ran, n_trials=1, catch=(*catch, ObjectiveNotFinite, _Surplus))
-        except UpdateFinishedTrialError:
-            # Another worker declared this trial stale while it ran; its retry carries on elsewhere.
-            continue
-        except BaseException:
-            ran.end_interrupted()
-            raise
-        if ran.number is not None and not ran.surplus:
-            trial = trial_by_number(study, ran.number)
-            for callback in callbacks:
-                callback(study, trial)
-
-
-class _TrialRun:
-    """The objective Optuna calls for one trial; remembers which trial it was and how it ended."""
-
-    def __init__(self, study, n_trials, objective_fn, space, worker, catch):
-        self.study, self.n_trials, self.objective_fn = study, n_trials, objective_fn
-        self.space, self.worker, self.catch = space, worker, catch
-        self.number: int | None = None
-        self.surplus = False
-        self.pruned = False
-        self.requeued = False
-
-    def __call__(self, trial: optuna.Trial) -> float:
-        self.number = trial.number
-        if not within_budget(self.study.get_trials(deepcopy=False), trial.number, self.n_trials):
-            self.surplus = True
-            trial.set_user_attr(SURPLUS_ATTR, True)
-            raise _Surplus(f"trial {trial.number} is beyond the budget of {self.n_trials}")
-        trial.set_user_attr(WORKER_ATTR, self.worker)
-        trial.set_user_attr(FOLDS_ATTR, 0)
-        params = suggest(trial, self.space)
-        try:
-            result = self.objective_fn(trial.number, params, self._reporter(trial))
-        except (optuna.TrialPruned, UpdateFinishedTrialError):
-            raise  # pruned; or declared stale by another worker, which already queued its retry
-        except self.catch as exc:
-            trial.set_user_attr(ERROR_ATTR, f"{type(exc).__name__}: {exc}")
-            raise
-        except BaseException:
-            self._requeue()
-            raise
-        if self.pruned:
-            raise optuna.TrialPruned(f"pruned after fold {trial.user_attrs.get(FOLDS_ATTR, 0) - 1}")
-        return self._record(trial, result)
-
-    def _reporter(self, trial: optuna.Trial) -> ReportFold:
-        folds_run = 0
-
-        def report_fold(fold: int, value: float) -> bool:
-            nonlocal folds_run
-            folds_run = max(folds_run, fold + 1)
-            trial.report(value, step=fold)
-            trial.set_user_attr(FOLDS_ATTR, folds_run)
-            self.pruned = trial.should_prune()
-            return self.pruned
-
-        return report_fold
-
-    def _record(self, trial: optuna.Trial, result: float | TrialOutcome) -> float:
-        return record_outcome(trial, result)
-
-    def _requeue(self) -> None:
-        retry = _retry_callback(self.study)
-        if retry is not None and not self.requeued and self.number is not None:
-            retry(self.study, trial_by_number(self.study, self.number))
-        self.requeued = True
-
-    def end_interrupted(self) -> None:
-        """After an exception that ended the loop: a trial still running is retried and failed.
-
-        SystemExit passes through Optuna and leaves the trial running; an interrupt outside the
-        objective (while sampling or telling) was not requeued by `__call__`.
-        """
-        if self.number is None or self.surplus:
-            return
-        requeue_if_running(self.study, self.number, retry=not self.requeued)
 
 
 def record_outcome(trial: optuna.Trial, result: float | TrialOutcome) -> float:

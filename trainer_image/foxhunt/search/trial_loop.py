@@ -1,11 +1,11 @@
-"""Batches of trials for a population: asked together, trained side by side, told one by one.
+"""The one trial loop of a search: trials asked in batches of up to `size` (1 for trials one at a time,
+P for `--population P`), trained by the objective, told one by one.
 
-`run_trials` lets Optuna run one trial at a time. A population trains several at once, so this loop
-asks up to `size` trials (the TPE sampler's constant liar spreads the trials of a batch, as it does
-the running trials of other workers), keeps every trial's heartbeat while they train, and tells each
-trial its own end: complete, pruned after a fold, or failed by its settings. The counting is
-`run_trials`': the same budget of N finished trials, the same surplus rule for trials created beyond
-it, and the same retry (with the same settings) of trials that an interruption left running.
+The TPE sampler's constant liar spreads the trials of a batch, as it does the running trials of other
+workers. While a batch trains the loop keeps every trial's heartbeat, and then tells each trial its
+own end: complete, pruned after a fold, or failed by its settings. The counting is the study's
+(`study`): the budget of N finished trials, the surplus rule for trials created beyond it, and the retry
+(with the same settings) of trials that an interruption left running.
 """
 
 from __future__ import annotations
@@ -45,27 +45,32 @@ from foxhunt.search.study import (
 
 @dataclass
 class AskedTrial:
-    """A trial of a batch: its settings, and whether its pruner stopped it after a fold."""
+    """A trial asked by the loop: its settings, and whether it is to train no further after a fold."""
 
     trial: optuna.Trial
     params: dict[str, Any]
-    pruned: bool = False
+    pruned: bool = False  # its pruner stopped it after a fold
+    stale: bool = False  # another worker declared it stale while it ran, and queued its retry
 
     @property
     def number(self) -> int:
         return self.trial.number
 
     def report_fold(self, fold: int, value: float) -> bool:
-        """Report the fold's value to the pruner; True when the trial is pruned (train it no further)."""
-        self.trial.report(value, step=fold)
-        self.trial.set_user_attr(FOLDS_ATTR, max(self.trial.user_attrs.get(FOLDS_ATTR, 0), fold + 1))
-        self.pruned = self.trial.should_prune()
-        return self.pruned
+        """Report the fold's value to the pruner; True when the trial is to train no further (pruned, or
+        stale: its retry carries on elsewhere)."""
+        try:
+            self.trial.report(value, step=fold)
+            self.trial.set_user_attr(FOLDS_ATTR, max(self.trial.user_attrs.get(FOLDS_ATTR, 0), fold + 1))
+            self.pruned = self.trial.should_prune()
+        except UpdateFinishedTrialError:
+            self.stale = True
+        return self.pruned or self.stale
 
 
 # A batch's results by trial number: the walk-forward's outcome, or the exception (in `catch`) that
 # failed the trial's settings. A pruned trial needs no entry.
-BatchResults = dict[int, "TrialOutcome | float | Exception"]
+BatchResults = dict[int, TrialOutcome | float | Exception]
 BatchObjective = Callable[[list[AskedTrial]], BatchResults]
 
 
@@ -80,7 +85,8 @@ def ask_batch(
     created: int,
     startup_trials: int = 10,
 ) -> list[AskedTrial]:
-    """Ask up to `count` trials with sampled settings; a trial beyond the budget is marked surplus and ended."""
+    """Ask up to `count` trials with sampled settings (a waiting retry keeps its own); a trial beyond the
+    budget is marked surplus and ended."""
     batch = []
     for k in range(count):
         study.sampler = trial_sampler(seed, worker, created + k, startup_trials)
@@ -126,7 +132,7 @@ def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None
 def tell_trial(
     study: optuna.Study, asked: AskedTrial, result: Any, catch: tuple[type[Exception], ...]
 ) -> None:
-    """End one trial of a batch as its result says: pruned, failed by its settings, or complete."""
+    """End one trial as its result says: pruned, failed by its settings, or complete."""
     trial = asked.trial
     if asked.pruned:
         study.tell(trial, state=TrialState.PRUNED)
@@ -136,7 +142,7 @@ def tell_trial(
         study.tell(trial, state=TrialState.FAIL)
         return
     if result is None or isinstance(result, BaseException):
-        raise RuntimeError(f"trial {trial.number}: the population returned no result ({result!r})")
+        raise RuntimeError(f"trial {trial.number}: the objective returned no result ({result!r})")
     try:
         value = record_outcome(trial, result)
     except ObjectiveNotFinite:
@@ -145,12 +151,12 @@ def tell_trial(
     study.tell(trial, value)
 
 
-def run_trial_batches(
+def run_trials(
     study: optuna.Study,
     n_trials: int,
     objective: BatchObjective,
     *,
-    size: int,
+    size: int = 1,
     space: Mapping[str, Distribution],
     seed: int,
     worker: int = 0,
@@ -160,11 +166,17 @@ def run_trial_batches(
     exclusive: bool = False,
     startup_trials: int = 10,
 ) -> StudyProgress:
-    """Run batches of up to `size` trials until the study has `n_trials` finished ones (see `run_trials`).
+    """Run trials, up to `size` at a time, until the study has `n_trials` finished ones; returns the
+    final progress.
 
-    `objective(batch)` trains the batch's walk-forwards side by side, calling each trial's
-    `report_fold` after each fold, and returns the results by trial number. Any exception from it
-    ends the loop: every trial of the batch still running is queued for a retry and failed.
+    Each round asks a batch (`ask_batch`), keeps its trials' heartbeats while `objective(batch)` trains
+    their walk-forwards (alone for a batch of one, side by side for a population), calling each trial's
+    `report_fold` after each fold, and tells every trial its own end from the results the objective
+    returns by trial number; `callbacks(study, trial)` run after each trial told. An exception in
+    `catch` that the objective raises, rather than returns for one trial, is the verdict of every trial
+    of the batch not pruned (for a batch of one: its trial's). Any other exception ends the loop: every
+    trial of the batch still running is queued for a retry with its settings, and failed.
+    `exclusive=True` (this worker alone uses the study) retries left-over running trials at once.
     """
     if exclusive:
         requeue_running_trials(study)
@@ -176,7 +188,7 @@ def run_trial_batches(
             return progress
         free = n_trials - progress.finished - progress.running
         if free <= 0:
-            if heartbeat is None:
+            if heartbeat is None:  # nothing would ever notice a dead worker's trial: do not wait for it
                 return progress
             time.sleep(poll)
             continue
@@ -195,15 +207,19 @@ def run_trial_batches(
         try:
             with heartbeats(study, batch, heartbeat):
                 results = objective(batch)
+        except catch as exc:
+            results = {asked.number: exc for asked in batch}
         except BaseException:
             for asked in batch:
                 requeue_if_running(study, asked.number)
             raise
         for asked in batch:
+            if asked.stale:
+                continue  # another worker declared it stale while it ran; its retry carries on there
             try:
                 tell_trial(study, asked, results.get(asked.number), catch)
             except UpdateFinishedTrialError:
-                continue  # another worker declared it stale while it ran; its retry carries on there
+                continue  # declared stale after its last fold
             trial = trial_by_number(study, asked.number)
             for callback in callbacks:
                 callback(study, trial)
