@@ -68,7 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def train_command(args, fxcache: Path, out: Path, folds, params: Path, *extra: str) -> list[str]:
     """`foxhunt train` at the benchmark's shape; `extra` adds the search's flags."""
-    from foxhunt.config import FLAGS
+    from foxhunt.config.flags import FLAGS
 
     cache = ("--compile-cache", args.compile_cache) if "compile-cache" in FLAGS else ()
     return [

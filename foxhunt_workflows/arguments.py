@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from foxhunt import config
+from foxhunt.config import flags
 from foxhunt.errors import ConfigError, UsageError
 from foxhunt_workflows.params import TRAINER_SETTINGS
 from foxhunt_workflows.schema import SCHEMA_ANNOTATION, allowed, value_problem
@@ -189,7 +190,7 @@ def check_parameters(params: Mapping[str, str] | Submission, spec: TemplateParam
 
 
 def _typed(flag: str, value: str):
-    kind = str(config.field_at(config.FLAGS[flag]).type).removesuffix(" | None")
+    kind = str(flags.field_at(flags.FLAGS[flag]).type).removesuffix(" | None")
     return int(value) if kind == "int" else float(value) if kind == "float" else value
 
 
@@ -197,9 +198,9 @@ def _check_with_the_trainers_config(submission: Submission) -> None:
     # After the schema: every value has its type, so the config sees what the pod's flags will give it.
     given = {f: _typed(f, submission.params[f]) for f in TRAINER_SETTINGS if f in submission.params}
     try:
-        config.run_config_from_flags(given)
+        flags.run_config_from_flags(given)
     except ConfigError as error:
-        flag = config.flag_of(error)
+        flag = flags.flag_of(error)
         where = submission.where(flag) if flag in submission.params else "settings"
         raise SubmitUsageError(f"{where}: {error.problem}") from None
     if "dqn-params" in submission.params:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from foxhunt import __version__, config
+from foxhunt import __version__
+from foxhunt.config import flags
 from foxhunt.config.search import MAX_POPULATION
 from foxhunt_workflows.schema import (
     ALLOWED,
@@ -87,8 +88,8 @@ class WorkflowParameter:
 
 
 def _trainer_setting(flag: str) -> WorkflowParameter:
-    field_ = config.field_at(config.FLAGS[flag])
-    default = POD_DEFAULTS.get(flag, config.run_defaults()[flag])
+    field_ = flags.field_at(flags.FLAGS[flag])
+    default = POD_DEFAULTS.get(flag, flags.run_defaults()[flag])
     return WorkflowParameter(flag, default, field_.metadata["doc"], setting_schema(flag))
 
 
@@ -150,7 +151,7 @@ def pipeline_parameters() -> tuple[WorkflowParameter, ...]:
           _text(_S3_OBJECT, "an s3://BUCKET/KEY URI")),
         p("output-uri", None, "Runs write under OUTPUT-URI/<workflow name>, so no run overwrites another",
           _text(_S3_FOLDER, "an s3://BUCKET[/PREFIX] URI")),
-        p("pushgateway", config.run_defaults()["pushgateway"], "Prometheus Pushgateway URL; empty disables pushes",
+        p("pushgateway", flags.run_defaults()["pushgateway"], "Prometheus Pushgateway URL; empty disables pushes",
           _text(r"^(https?://[^\s/]+(/\S*)?)?$", "an http:// or https:// URL, or empty")),
         p("image", f"ghcr.io/foxhunt/trainer:{__version__}", "Trainer image",
           _text(r"^[^\s-]\S*$", "an image reference (REPOSITORY:TAG or REPOSITORY@sha256:...)")),

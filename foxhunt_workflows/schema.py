@@ -19,6 +19,8 @@ from dataclasses import fields
 from typing import Any
 
 from foxhunt import config
+from foxhunt.config import flags
+from foxhunt.config.setting import expectation
 
 SCHEMA_ANNOTATION = "foxhunt.io/parameter-schema"
 # The value becomes a word of the pod's `foxhunt` command line: one that starts with "-" would be
@@ -42,8 +44,8 @@ def field_schema(f) -> dict[str, Any]:
     kind = str(f.type).removesuffix(" | None")
     metadata = f.metadata
     if metadata["choices"]:
-        return {"enum": list(metadata["choices"]), ALLOWED: config.expectation(f)}
-    schema: dict[str, Any] = {"type": _JSON_TYPES[kind], ALLOWED: config.expectation(f)}
+        return {"enum": list(metadata["choices"]), ALLOWED: expectation(f)}
+    schema: dict[str, Any] = {"type": _JSON_TYPES[kind], ALLOWED: expectation(f)}
     bounds = metadata["bounds"]
     if kind in ("int", "float"):
         if bounds.low is not None:
@@ -56,8 +58,8 @@ def field_schema(f) -> dict[str, Any]:
 
 
 def setting_schema(flag: str) -> dict[str, Any]:
-    """The schema of the `foxhunt train` setting `flag` (a name of `config.FLAGS`)."""
-    return field_schema(config.field_at(config.FLAGS[flag]))
+    """The schema of the `foxhunt train` setting `flag` (a name of `flags.FLAGS`)."""
+    return field_schema(flags.field_at(flags.FLAGS[flag]))
 
 
 def dqn_params_schema() -> dict[str, Any]:

@@ -9,20 +9,18 @@ from dataclasses import MISSING, fields
 import pytest
 
 import foxhunt
-from foxhunt.cli import build_parser, run_config
+from foxhunt.cli.commands import run_config
+from foxhunt.cli.parser import build_parser
 from foxhunt.config import (
-    ENUMS,
-    FLAGS,
     PIPELINE_EPOCHS,
     PIPELINE_FOLDS,
     DQNConfig,
     EvalConfig,
     FoldConfig,
     RunConfig,
-    describe,
     override,
-    run_defaults,
 )
+from foxhunt.config.flags import ENUMS, FLAGS, describe, run_defaults
 from foxhunt.config.setting import Bounds
 from foxhunt.errors import BadInput, ConfigError
 
@@ -183,7 +181,7 @@ def test_no_field_default_is_missing(cls):
 
 def test_building_the_parser_imports_nothing_heavy():
     code = (
-        "import sys; from foxhunt.cli import build_parser; build_parser(); "
+        "import sys; from foxhunt.cli.parser import build_parser; build_parser(); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'torch','numpy','scipy','pyarrow','matplotlib'}))"
     )

@@ -1,6 +1,6 @@
 """`foxhunt pipeline --sample-signal off`: the generated bars with nothing predictable, reached from the CLI."""
 
-from foxhunt.cli import build_parser
+from foxhunt.cli.parser import build_parser
 from foxhunt.data.fxcache import read_fxcache
 from foxhunt.run.pipeline import precompute
 

@@ -14,7 +14,7 @@ from kubernetes_validate.utils import latest_version
 from support.chart_render import CHART, PROMETHEUS_RULE_API, of_kind, render, render_manifests
 
 import foxhunt
-from foxhunt import config
+from foxhunt.config import flags
 from foxhunt_workflows.checks import pod_templates
 from foxhunt_workflows.params import POD_DEFAULTS, TRAINER_SETTINGS, pipeline_defaults
 
@@ -41,7 +41,7 @@ def test_values_run_defaults_equal_the_rendered_pipeline_defaults():
 
 @pytest.mark.parametrize("flag", TRAINER_SETTINGS)
 def test_values_trainer_settings_equal_the_python_defaults(flag):
-    assert str(VALUES["run"][flag]) == POD_DEFAULTS.get(flag, config.run_defaults()[flag])
+    assert str(VALUES["run"][flag]) == POD_DEFAULTS.get(flag, flags.run_defaults()[flag])
 
 
 def test_the_installed_pipeline_defaults_are_the_values(defaults):

@@ -14,7 +14,8 @@ import pytest
 import torch
 from support.trainer_cases import SMALL, planted_arrays
 
-from foxhunt.cli import build_parser, run_config
+from foxhunt.cli.commands import run_config
+from foxhunt.cli.parser import build_parser
 from foxhunt.config import DQNConfig, RunConfig
 from foxhunt.errors import ConfigError
 from foxhunt.run import compile_cache

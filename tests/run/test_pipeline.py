@@ -49,7 +49,8 @@ def test_pipeline_with_no_arguments_succeeds_from_the_console_script(tmp_path):
 
 
 def test_the_pipeline_trains_with_its_own_dqn_defaults_unless_given_a_params_file(tmp_path):
-    from foxhunt.cli import build_parser, run_config
+    from foxhunt.cli.commands import run_config
+    from foxhunt.cli.parser import build_parser
     from foxhunt.config import PIPELINE_DQN, DQNConfig
 
     parser = build_parser()

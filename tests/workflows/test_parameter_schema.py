@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from foxhunt import config
-from foxhunt.cli import build_parser
+from foxhunt.cli.parser import build_parser
+from foxhunt.config import flags
+from foxhunt.config.setting import expectation
 from foxhunt.errors import BadInput, ConfigError
 from foxhunt_workflows.params import (
     COMMAND_LINE_PARAMETERS,
@@ -61,12 +63,12 @@ def config_accepts(build, value) -> bool:
 
 @pytest.mark.parametrize("flag", NUMBER_SETTINGS)
 def test_a_trainer_settings_schema_allows_exactly_what_foxhunt_config_allows(flag):
-    f = config.field_at(config.FLAGS[flag])
+    f = flags.field_at(flags.FLAGS[flag])
     schema = setting_schema(flag)
 
     for value in candidates(f):
-        text = config.flag_value(value) if isinstance(value, float) else str(value)
-        trainer = config_accepts(lambda v, flag=flag: config.run_config_from_flags({flag: v}), value)
+        text = flags.flag_value(value) if isinstance(value, float) else str(value)
+        trainer = config_accepts(lambda v, flag=flag: flags.run_config_from_flags({flag: v}), value)
         assert (value_problem(text, schema) is None) == trainer, (flag, value, value_problem(text, schema))
 
 
@@ -117,7 +119,7 @@ def test_each_template_carries_the_schema_of_its_own_parameters(documents, name)
 
 @pytest.mark.parametrize("flag", TRAINER_SETTINGS)
 def test_a_settings_allowed_values_are_the_configs_own_words(flag):
-    assert allowed(setting_schema(flag)) == config.expectation(config.field_at(config.FLAGS[flag]))
+    assert allowed(setting_schema(flag)) == expectation(flags.field_at(flags.FLAGS[flag]))
 
 
 @pytest.mark.parametrize("name", TRAINER_SETTINGS)
@@ -125,7 +127,7 @@ def test_argo_shows_each_settings_doc_and_allowed_values(documents, name):
     (declared,) = [
         p for p in documents["train-pipeline"]["spec"]["arguments"]["parameters"] if p["name"] == name
     ]
-    f = config.field_at(config.FLAGS[name])
+    f = flags.field_at(flags.FLAGS[name])
 
     assert (
         declared["description"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from foxhunt.cli import build_parser
+from foxhunt.cli.parser import build_parser
 from foxhunt_workflows.params import TRAINER_SETTINGS
 from foxhunt_workflows.schema import SCHEMA_ANNOTATION
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from foxhunt import config
+from foxhunt.config.flags import ENUMS, run_defaults
 from foxhunt_workflows.params import DQN_PARAMS_FILE, POD_DEFAULTS, TRAINER_SETTINGS
 from foxhunt_workflows.pods import RETRIED_EXIT_CODES, TERMINATION_GRACE_SECONDS, RenderOptions
 from foxhunt_workflows.render import PACKAGE_COPY, render_all, render_documents
@@ -66,19 +66,19 @@ def test_each_template_is_declared_once(documents, name):
 def test_trainer_setting_defaults_come_from_foxhunt_config(documents, flag):
     declared = workflow_parameters(documents["train-pipeline"])[flag]
 
-    assert declared["value"] == POD_DEFAULTS.get(flag, config.run_defaults()[flag])
+    assert declared["value"] == POD_DEFAULTS.get(flag, run_defaults()[flag])
 
 
 def test_pods_log_json_lines_where_a_local_run_logs_text(documents):
     declared = workflow_parameters(documents["train-pipeline"])["log-format"]
 
-    assert (config.run_defaults()["log-format"], declared["value"]) == ("text", "json")
+    assert (run_defaults()["log-format"], declared["value"]) == ("text", "json")
 
 
-@pytest.mark.parametrize("flag", sorted(config.ENUMS.keys() & set(TRAINER_SETTINGS)))
+@pytest.mark.parametrize("flag", sorted(ENUMS.keys() & set(TRAINER_SETTINGS)))
 def test_enumerated_settings_declare_argo_enum(documents, flag):
     for name in ("train-pipeline", "train"):
-        assert workflow_parameters(documents[name])[flag]["enum"] == list(config.ENUMS[flag])
+        assert workflow_parameters(documents[name])[flag]["enum"] == list(ENUMS[flag])
 
 
 def test_schema_annotation_types_every_number_and_json_parameter(documents):

@@ -11,11 +11,11 @@ parser and the workflows package read it.
 from __future__ import annotations
 
 import re
-from dataclasses import MISSING, Field, dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, fields, replace
 
+from foxhunt.config.dqn import MAX_COST, DQNConfig
 from foxhunt.config.execution import FILLS, ExecutionSettings
-from foxhunt.config.setting import check_fields, expectation, section, setting
+from foxhunt.config.setting import check_fields, section, setting
 from foxhunt.errors import ConfigError
 
 # Forward-return horizons of the targets, in bars; the longest one sets the default purge gap.
@@ -34,13 +34,8 @@ RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 MAX_DAYS = 36_500.0  # a century of bars
 MAX_ROWS = 10**9
 MAX_FOLDS = 100_000
-MAX_LR = 10.0
-MAX_BATCH = 2**24
-MAX_HIDDEN = 2**14
-MAX_STEPS = 10**7  # gradient steps per epoch
 MAX_EPOCHS = 100_000
 MAX_TRIALS = 100_000
-MAX_COST = 1.0  # a cost of 100% of the position per change
 
 
 @dataclass(frozen=True)
@@ -96,86 +91,6 @@ class FoldConfig:
                 raise ConfigError(
                     "fold config", name, f"must be at least one nanosecond, got {getattr(self, name)!r}"
                 )
-
-
-@dataclass(frozen=True)
-class DQNConfig:
-    """Double DQN training settings; `--hyperopt-params` overrides these by name."""
-
-    lr: float = setting(3e-4, "Adam learning rate.", low=0, low_open=True, high=MAX_LR)
-    gamma: float = setting(0.9, "Discount factor of the TD target, per bar.", low=0, high=1, high_open=True)
-    batch_size: int = setting(8192, "Transitions per gradient step.", low=1, high=MAX_BATCH)
-    hidden: int = setting(
-        256, "Width of the Q-network's two hidden layers.", low=1, high=MAX_HIDDEN, unit="units"
-    )
-    tau: float = setting(
-        0.01, "Polyak step of the target network, once per gradient step.", low=0, high=1, low_open=True
-    )
-    eps_start: float = setting(1.0, "Exploration probability at the first epoch of a fold.", low=0, high=1)
-    eps_end: float = setting(0.05, "Exploration probability after the decay.", low=0, high=1)
-    eps_decay_fraction: float = setting(
-        0.6, "Share of a fold's epochs over which epsilon decays linearly.", low=0, high=1
-    )
-    cost: float = setting(
-        1e-4,
-        "Training reward's cost per unit of position change (1e-4 = 1 bp).",
-        low=0,
-        high=MAX_COST,
-        unit="log-return units",
-    )
-    huber_delta: float = setting(
-        1.0, "Knee of the Huber loss.", low=0, low_open=True, high=1e6, unit="reward units"
-    )
-    reward_scale: float = setting(
-        1e4, "Reward multiplier: rewards in bp keep Q-values near 1 for Adam.", low=0, low_open=True, high=1e8
-    )
-    grad_clip: float = setting(10.0, "Largest global gradient norm.", low=0, low_open=True, high=1e9)
-    steps_per_epoch: int = setting(
-        0, "Gradient steps per epoch; 0: ceil(train rows / batch size).", low=0, high=MAX_STEPS
-    )
-    steps_per_graph: int = setting(1, "Training steps captured in one CUDA graph replay.", low=1, high=1024)
-    compile: bool = setting(True, "torch.compile the training step on CUDA (CPU runs it eagerly).")
-    bf16: bool = setting(False, "bfloat16 autocast of the training step's matmuls on CUDA.")
-    paired_next_state: bool = setting(
-        True,
-        "On CUDA, the online and target networks value the next state in one batched product per layer "
-        "(same arithmetic; CPU runs them apart).",
-    )
-    fused_activation: bool = setting(
-        True,
-        "On CUDA, collection's forward passes add bias and apply ReLU inside the matrix products "
-        "(same arithmetic; CPU runs the modules).",
-    )
-    q_limit: float = setting(
-        1e6, "Guard: a |Q| beyond this stops the fold as diverged.", low=0, low_open=True, high=1e30
-    )
-    weight_decay: float = setting(0.0, "Adam weight decay.", low=0, high=1.0)
-    select_tail_share: float = setting(
-        0.0,
-        "Share of each training slice held back (its last rows) to pick the epoch whose greedy policy "
-        "scores best after the evaluation cost; 0 turns the selection off (train on all, keep the last).",
-        low=0,
-        high=0.5,
-        unit="share of training rows",
-    )
-    abstain_cost_multiple: float = setting(
-        0.0,
-        "The fold's greedy policy takes short or long only where its Q exceeds flat's by this many "
-        "evaluation costs (in the reward's units); 0: plain argmax.",
-        low=0,
-        high=100,
-        unit="multiples of the evaluation cost",
-    )
-    select_min_sharpe: float = setting(
-        0.0,
-        "With select_tail_share: the fold's policy is flat unless its best tail net Sharpe exceeds this.",
-        low=-1e3,
-        high=1e3,
-        unit="annualised Sharpe",
-    )
-
-    def __post_init__(self) -> None:
-        check_fields(self, "dqn config")
 
 
 @dataclass(frozen=True)
@@ -337,122 +252,9 @@ def run_id_problem(run_id: str) -> str | None:
     return f"must be 1-128 characters of A-Z a-z 0-9 _ . : - and not . or .., got {run_id!r}"
 
 
-# ---- reading settings by name -------------------------------------------------------------------
-# Every `foxhunt train` flag that sets a RunConfig field: flag name → dotted field path. The CLI builds
-# its flags from this table and the workflow templates take their parameters' defaults from it.
-FLAGS: dict[str, str] = {
-    "model": "model",
-    "epochs": "epochs",
-    "trials": "trials",
-    "seed": "seed",
-    "seeds": "seeds",
-    "device": "device",
-    "train-days": "folds.train_days",
-    "val-days": "folds.val_days",
-    "step-days": "folds.step_days",
-    "window": "folds.mode",
-    "purge-bars": "folds.purge_bars",
-    "min-train-rows": "folds.min_train_rows",
-    "min-val-rows": "folds.min_val_rows",
-    "max-folds": "folds.max_folds",
-    "holdout-days": "folds.holdout_days",
-    "eval-cost": "eval.cost",
-    "eval-spread": "eval.spread",
-    "eval-spread-points": "eval.spread_points",
-    "eval-first-close": "eval.first_close",
-    "eval-session": "eval.session",
-    "eval-off-session-factor": "eval.off_session_factor",
-    "eval-slippage": "eval.slippage",
-    "eval-fill": "eval.fill",
-    "eval-financing": "eval.financing",
-    "pushgateway": "pushgateway",
-    "run-id": "run_id",
-    "metrics-port": "metrics_port",
-    "delete-metrics-group": "delete_metrics_group",
-    "metrics-keep-seconds": "metrics_keep_seconds",
-    "overwrite": "overwrite",
-    "log-format": "log_format",
-    "compile-cache": "compile_cache",
-}
-# The section of a dotted path → the label its errors carry.
-SECTION_LABELS = {"": "run config", "folds": "fold config", "dqn": "dqn config", "eval": "eval config"}
-
-
 def config_keys(cls: type) -> list[str]:
     """The field names of a config dataclass, in order."""
     return [f.name for f in fields(cls)]
-
-
-def _default(f: Field) -> Any:
-    """A config field's default value (its factory's product for a nested config)."""
-    if f.default is not MISSING:
-        return f.default
-    factory = f.default_factory
-    assert callable(factory), f"{f.name}: a config field has a default"
-    return factory()
-
-
-def field_at(path: str, cls: type = RunConfig):
-    """The dataclass Field at a dotted path like "folds.train_days"."""
-    head, _, rest = path.partition(".")
-    f = next(f for f in fields(cls) if f.name == head)
-    return field_at(rest, _default(f).__class__) if rest else f
-
-
-def value_at(config, path: str):
-    """The value at a dotted path of a config."""
-    for part in path.split("."):
-        config = getattr(config, part)
-    return config
-
-
-def flag_value(value) -> str:
-    """A setting as a command-line or workflow-parameter string: 120.0 → "120", True → "true", None → ""."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return repr(value) if isinstance(value, float) else str(value)
-
-
-def run_defaults(config: RunConfig | None = None) -> dict[str, str]:
-    """{flag name: default as a string} for every flag in FLAGS: the one source of workflow defaults."""
-    config = RunConfig() if config is None else config
-    return {flag: flag_value(value_at(config, path)) for flag, path in FLAGS.items()}
-
-
-ENUMS: dict[str, tuple[str, ...]] = {
-    flag: field_at(path).metadata["choices"]
-    for flag, path in FLAGS.items()
-    if field_at(path).metadata["choices"]
-}
-
-
-def flag_of(error: ConfigError) -> str | None:
-    """The flag that sets the field an error is about, if one does."""
-    prefix = next((s for s, label in SECTION_LABELS.items() if label == error.section), None)
-    if prefix is None:
-        return None
-    path = f"{prefix}.{error.path}" if prefix else error.path
-    return next((flag for flag, p in FLAGS.items() if p == path), None)
-
-
-def run_config_from_flags(values: dict[str, object], base: RunConfig | None = None, **sections) -> RunConfig:
-    """A RunConfig from `base` with flag values (by flag name) applied; `sections` replace whole sections."""
-    base = RunConfig() if base is None else base
-    top: dict[str, object] = dict(sections)
-    nested: dict[str, dict[str, object]] = {}
-    for flag, value in values.items():
-        head, _, rest = FLAGS[flag].partition(".")
-        if rest:
-            nested.setdefault(head, {})[rest] = value
-        else:
-            top[head] = value
-    for head, changes in nested.items():
-        top[head] = replace(top.get(head, getattr(base, head)), **changes)  # type: ignore[type-var]
-    return replace(base, **top)  # type: ignore[arg-type]  # the values were checked field by field
 
 
 def override(config, params: dict, *, what: str):
@@ -467,13 +269,3 @@ def override(config, params: dict, *, what: str):
         return replace(config, **params)
     except ConfigError as exc:
         raise BadInput(f"{what}: {exc}") from exc
-
-
-def describe(cls: type) -> list[str]:
-    """One line per field of a config class: name, doc, allowed values and default."""
-    lines = []
-    for f in fields(cls):
-        default = _default(f)
-        shown = type(default).__name__ if f.default is MISSING else flag_value(default) or "none"
-        lines.append(f"{f.name}: {f.metadata['doc']} Allowed: {expectation(f)}. Default: {shown}.")
-    return lines

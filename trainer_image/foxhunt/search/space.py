@@ -26,8 +26,9 @@ from typing import Any, get_type_hints
 
 import yaml
 
-from foxhunt.config import DQNConfig, EvalConfig, config_keys, expectation, override
+from foxhunt.config import DQNConfig, EvalConfig, config_keys, override
 from foxhunt.config.search import Distribution
+from foxhunt.config.setting import expectation
 from foxhunt.errors import BadInput
 from foxhunt.storage import read_bytes
 

@@ -1,0 +1,59 @@
+"""The `foxhunt` command: precompute, train, pipeline, evaluate, workflows render, submit.
+
+Exit codes: 0 success; 2 bad input or usage (one line, no traceback); 1 a failure during the run;
+130 and 143 a run stopped by SIGINT and SIGTERM (it resumes when the same command runs again).
+Building the parser imports nothing heavy: the training modules load when a command runs.
+`parser` builds the sub-commands' flags; `commands` runs each sub-command; this module is the entry point.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+
+from foxhunt import redaction
+from foxhunt.cli.parser import build_parser
+from foxhunt.errors import EXIT_FAILURE, EXIT_USAGE, FoxhuntError, RunInterrupted
+from foxhunt.extras import require_extra
+
+DEBUG_ENV = "FOXHUNT_DEBUG"  # set to 1 for the traceback of an unexpected error
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script: every error ends as one line on stderr and an exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    name = f"foxhunt {args.command}"
+    # Every URL that can carry a password (flags and environment) is known before any line is printed.
+    redaction.forget()  # this command's secrets only: an earlier command's must not mask this one's words
+    redaction.register_environment()
+    redaction.register(value for value in vars(args).values() if isinstance(value, str) and "://" in value)
+    redaction.install_log_filter()
+    try:
+        if getattr(args, "extra", None):
+            require_extra(args.extra, name)
+        return args.func(args)
+    except RunInterrupted as exc:
+        print(f"{name}: interrupted: {redaction.scrub_text(exc)}", file=sys.stderr)
+        return exc.exit_code
+    except FoxhuntError as exc:
+        kind = "error" if exc.exit_code == EXIT_USAGE else "failed"
+        print(f"{name}: {kind}: {redaction.scrub_text(exc)}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        print(
+            f"{name}: unexpected error: {type(exc).__name__}: {redaction.scrub_text(exc)} "
+            f"(set {DEBUG_ENV}=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""What each `foxhunt` sub-command does with its parsed flags: the run's settings from the flags (and a
+`--hyperopt-params` file), the call into the run or the search, and the closing lines on the console.
+The training modules are imported inside each command, so building the CLI imports nothing heavy."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from foxhunt.config import PIPELINE_DQN, DQNConfig, RunConfig, override
+from foxhunt.config.flags import FLAGS, flag_of, run_config_from_flags
+from foxhunt.errors import BadInput, ConfigError, UsageError
+
+
+def _hyperopt_dqn(uri: str | None, without_file: DQNConfig | None = None) -> DQNConfig:
+    """DQN settings: `train`'s defaults with a `--hyperopt-params` file applied (the same file means the
+    same settings in every command), else `without_file` when given; every problem is BadInput naming
+    the file."""
+    dqn = DQNConfig()
+    if uri is None:
+        return dqn if without_file is None else without_file
+    from foxhunt import storage
+
+    storage.check_input(uri)
+    try:
+        params = json.loads(storage.read_bytes(uri))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"{uri}: cannot read hyperparameters: {exc}") from exc
+    if not isinstance(params, dict) or set(params) - {"dqn"} or not isinstance(params.get("dqn", {}), dict):
+        keys = sorted(params) if isinstance(params, dict) else type(params).__name__
+        raise BadInput(
+            f'{uri}: expected {{"dqn": {{...}}}}, found {keys}; evaluation costs are flags '
+            "(--eval-cost, --eval-spread), never hyperparameters"
+        )
+    return override(dqn, params.get("dqn", {}), what=uri)
+
+
+def run_config(args: argparse.Namespace) -> RunConfig:
+    """The RunConfig that the parsed flags describe; a bad value is a UsageError naming its flag."""
+    values = {flag: getattr(args, flag.replace("-", "_")) for flag in FLAGS}
+    dqn = _hyperopt_dqn(args.hyperopt_params, PIPELINE_DQN if args.command == "pipeline" else None)
+    try:
+        return run_config_from_flags(values, dqn=dqn)
+    except ConfigError as exc:
+        flag = flag_of(exc)
+        if flag is None:
+            raise
+        raise ConfigError(exc.section, exc.path, f"(--{flag}) {exc.problem}") from exc
+
+
+def cmd_precompute(args: argparse.Namespace) -> int:
+    from foxhunt.run.pipeline import precompute
+
+    precompute(args.bars, args.out, tz=args.tz, timestamp_unit=args.timestamp_unit, force=args.force)
+    return 0
+
+
+def search_options(args: argparse.Namespace, settings: RunConfig):
+    """The search the flags ask for (None with --trials 0, where the search flags are refused)."""
+    from foxhunt.config.search import search_options as options
+
+    return options(
+        settings.trials,
+        search_space=args.search_space,
+        study_storage=args.study_storage,
+        study_name=args.study_name,
+        objective=args.objective,
+        population=args.population,
+        pruner=args.pruner,
+    )
+
+
+def search_planner(settings: RunConfig):
+    """The search's planner for `--trials N > 0` (None otherwise): the CLI joins the search to the run."""
+    if settings.trials == 0:
+        return None
+    try:
+        from foxhunt.search.driver import plan_search  # Optuna: imported by a search only
+    except ImportError as exc:
+        raise UsageError(f"--trials needs the search's packages (foxhunt[train]): {exc}") from exc
+    return plan_search
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    settings = run_config(args)
+    search = search_options(args, settings)
+    from foxhunt.run.pipeline import train
+
+    summary = train(args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings))
+    if search is not None:
+        _study_lines(settings, summary, args.out)
+        return 0
+    _closing_lines(settings, summary, f"outputs: {args.out} (summary.json, manifest.json, run.png, fold_N/)")
+    return 0
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    settings = run_config(args)
+    search = search_options(args, settings)
+    from foxhunt import storage
+    from foxhunt.run.pipeline import pipeline
+
+    summary = pipeline(
+        args.bars,
+        args.out,
+        settings,
+        sample_bars=args.sample_bars,
+        sample_signal=args.sample_signal == "on",
+        tz=args.tz,
+        timestamp_unit=args.timestamp_unit,
+        search=search,
+        plan_search=search_planner(settings),
+    )
+    where = args.out if storage.local_path(args.out) is None else os.path.abspath(args.out)
+    if search is not None:
+        _study_lines(settings, summary, where)
+        return 0
+    outputs = (
+        f"outputs: {where} (summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports)"
+    )
+    _closing_lines(settings, summary, outputs)
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from foxhunt.config import EvalConfig
+    from foxhunt.evaluate.run_scores import stitched_report
+    from foxhunt.run.rescore import (
+        check_evaluate_out,
+        read_run_summary,
+        score_saved_run,
+        write_saved_run_score,
+    )
+
+    check_evaluate_out(args.run, args.out)
+    eval_config = None
+    if args.eval_cost is not None or args.eval_spread is not None:
+        run_costs = read_run_summary(args.run).eval_config
+        chosen = {"cost": args.eval_cost, "spread": args.eval_spread}
+        try:
+            # The run's execution model stays; only the costs named here change.
+            eval_config = EvalConfig(**{**run_costs, **{k: v for k, v in chosen.items() if v is not None}})
+        except ConfigError as exc:
+            raise ConfigError(exc.section, exc.path, f"(--eval-{exc.path}) {exc.problem}") from exc
+    score = score_saved_run(
+        args.run,
+        args.fxcache,
+        eval_config=eval_config,
+        device=args.device,
+        allow_other_fxcache=args.allow_other_fxcache,
+    )
+    lines = [
+        *score.table().splitlines(),
+        *stitched_report(score.evaluation.stitched, len(score.evaluation.folds)),
+    ]
+    if args.out:
+        written = write_saved_run_score(score, args.out)
+        lines.append(f"outputs: {args.out} ({', '.join(written)})")
+    for line in lines:
+        print(line, flush=True)
+    return 0
+
+
+def _closing_lines(settings: RunConfig, summary, outputs: str) -> None:
+    """The fold table and where the outputs are, on the run's console (text, or JSON lines)."""
+    from foxhunt.evaluate.reports import fold_table
+    from foxhunt.run.lifecycle import console
+
+    emit = console(settings.log_format, summary.run_id)
+    for line in [*fold_table(summary).splitlines(), outputs]:
+        emit(line)
+
+
+def _study_lines(settings: RunConfig, summary, out: str) -> None:
+    """The study table and where the search's outputs are, on the run's console."""
+    from foxhunt.run.lifecycle import console
+    from foxhunt.search.outputs import study_lines
+
+    emit = console(settings.log_format, summary.run_id)
+    for line in study_lines(out):
+        emit(line)

@@ -1,0 +1,95 @@
+"""The Double DQN's training settings (`DQNConfig`) and their bounds: what `--hyperopt-params` and a
+search's space set by name. Light: imports nothing heavy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from foxhunt.config.setting import check_fields, setting
+
+# Upper bounds, checked before any work: generous for an H200 (a value past one is a typo or an attack).
+MAX_LR = 10.0
+MAX_BATCH = 2**24
+MAX_HIDDEN = 2**14
+MAX_STEPS = 10**7  # gradient steps per epoch
+MAX_COST = 1.0  # a cost of 100% of the position per change (the evaluation's costs share it)
+
+
+@dataclass(frozen=True)
+class DQNConfig:
+    """Double DQN training settings; `--hyperopt-params` overrides these by name."""
+
+    lr: float = setting(3e-4, "Adam learning rate.", low=0, low_open=True, high=MAX_LR)
+    gamma: float = setting(0.9, "Discount factor of the TD target, per bar.", low=0, high=1, high_open=True)
+    batch_size: int = setting(8192, "Transitions per gradient step.", low=1, high=MAX_BATCH)
+    hidden: int = setting(
+        256, "Width of the Q-network's two hidden layers.", low=1, high=MAX_HIDDEN, unit="units"
+    )
+    tau: float = setting(
+        0.01, "Polyak step of the target network, once per gradient step.", low=0, high=1, low_open=True
+    )
+    eps_start: float = setting(1.0, "Exploration probability at the first epoch of a fold.", low=0, high=1)
+    eps_end: float = setting(0.05, "Exploration probability after the decay.", low=0, high=1)
+    eps_decay_fraction: float = setting(
+        0.6, "Share of a fold's epochs over which epsilon decays linearly.", low=0, high=1
+    )
+    cost: float = setting(
+        1e-4,
+        "Training reward's cost per unit of position change (1e-4 = 1 bp).",
+        low=0,
+        high=MAX_COST,
+        unit="log-return units",
+    )
+    huber_delta: float = setting(
+        1.0, "Knee of the Huber loss.", low=0, low_open=True, high=1e6, unit="reward units"
+    )
+    reward_scale: float = setting(
+        1e4, "Reward multiplier: rewards in bp keep Q-values near 1 for Adam.", low=0, low_open=True, high=1e8
+    )
+    grad_clip: float = setting(10.0, "Largest global gradient norm.", low=0, low_open=True, high=1e9)
+    steps_per_epoch: int = setting(
+        0, "Gradient steps per epoch; 0: ceil(train rows / batch size).", low=0, high=MAX_STEPS
+    )
+    steps_per_graph: int = setting(1, "Training steps captured in one CUDA graph replay.", low=1, high=1024)
+    compile: bool = setting(True, "torch.compile the training step on CUDA (CPU runs it eagerly).")
+    bf16: bool = setting(False, "bfloat16 autocast of the training step's matmuls on CUDA.")
+    paired_next_state: bool = setting(
+        True,
+        "On CUDA, the online and target networks value the next state in one batched product per layer "
+        "(same arithmetic; CPU runs them apart).",
+    )
+    fused_activation: bool = setting(
+        True,
+        "On CUDA, collection's forward passes add bias and apply ReLU inside the matrix products "
+        "(same arithmetic; CPU runs the modules).",
+    )
+    q_limit: float = setting(
+        1e6, "Guard: a |Q| beyond this stops the fold as diverged.", low=0, low_open=True, high=1e30
+    )
+    weight_decay: float = setting(0.0, "Adam weight decay.", low=0, high=1.0)
+    select_tail_share: float = setting(
+        0.0,
+        "Share of each training slice held back (its last rows) to pick the epoch whose greedy policy "
+        "scores best after the evaluation cost; 0 turns the selection off (train on all, keep the last).",
+        low=0,
+        high=0.5,
+        unit="share of training rows",
+    )
+    abstain_cost_multiple: float = setting(
+        0.0,
+        "The fold's greedy policy takes short or long only where its Q exceeds flat's by this many "
+        "evaluation costs (in the reward's units); 0: plain argmax.",
+        low=0,
+        high=100,
+        unit="multiples of the evaluation cost",
+    )
+    select_min_sharpe: float = setting(
+        0.0,
+        "With select_tail_share: the fold's policy is flat unless its best tail net Sharpe exceeds this.",
+        low=-1e3,
+        high=1e3,
+        unit="annualised Sharpe",
+    )
+
+    def __post_init__(self) -> None:
+        check_fields(self, "dqn config")
