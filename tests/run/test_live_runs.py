@@ -18,7 +18,7 @@ from support.telemetry_cases import (
 
 from foxhunt.cli import main
 from foxhunt.errors import UsageError
-from foxhunt.run.telemetry import resolve_pushgateway, resolve_run_id
+from foxhunt.run.pushgateway import resolve_pushgateway, resolve_run_id
 
 pytestmark = pytest.mark.services
 

@@ -25,7 +25,8 @@ from support.telemetry_cases import (
 
 import foxhunt
 from foxhunt.evaluate.evaluation import MODEL
-from foxhunt.run.telemetry import PHASES, live_run
+from foxhunt.run.pushgateway import live_run
+from foxhunt.run.telemetry import PHASES
 
 pytestmark = pytest.mark.services
 

@@ -46,7 +46,8 @@ from foxhunt.run.out_folder import (
     remove_empty_folder,
     remove_stale_temp_files,
 )
-from foxhunt.run.telemetry import RunMetrics, refuse_live_run, resolve_pushgateway, resolve_run_id
+from foxhunt.run.pushgateway import refuse_live_run, resolve_pushgateway, resolve_run_id
+from foxhunt.run.telemetry import RunMetrics
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, resolve_device, to_device
 from foxhunt.train.memory_estimate import check_device_memory
 
