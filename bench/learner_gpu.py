@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from foxhunt.data.fxcache import read_fxcache
-    from foxhunt.run.pipeline import precompute
+    from foxhunt.run.precompute import precompute
 
     work = Path(tempfile.mkdtemp(prefix="learner-"))
     fxcache = work / "fx.arrow"

@@ -252,7 +252,7 @@ def _prepare(args: argparse.Namespace, work: Path, report: dict):
     """(a): the fxcache, once, and the issue's folds over it; returns (fxcache path, fold config, cache, folds)."""
     from foxhunt.data.folds import generate_walk_forward_indices
     from foxhunt.data.fxcache import read_fxcache
-    from foxhunt.run.pipeline import precompute
+    from foxhunt.run.precompute import precompute
 
     fxcache = work / "fx.arrow"
     report["precompute"] = precompute(

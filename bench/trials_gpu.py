@@ -169,7 +169,7 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
 
     from foxhunt.data.folds import generate_walk_forward_indices
     from foxhunt.data.fxcache import read_fxcache
-    from foxhunt.run.pipeline import precompute
+    from foxhunt.run.precompute import precompute
     from foxhunt.train import resolve_device
 
     device = resolve_device(args.device)

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from foxhunt.data.fxcache import read_fxcache
-    from foxhunt.run.pipeline import precompute
+    from foxhunt.run.precompute import precompute
     from foxhunt.train import resolve_device
 
     sizes = [int(p) for p in args.populations.split(",")]

@@ -16,7 +16,7 @@ from foxhunt.cli import main
 def test_a_cuda_run_is_reproduced_by_its_loaded_policies_and_by_evaluate(tmp_path):
     from foxhunt.data.fxcache import read_fxcache
     from foxhunt.evaluate.fold_policy import load_policy
-    from foxhunt.run.pipeline import precompute
+    from foxhunt.run.precompute import precompute
 
     tiny_fxcache = tmp_path / "tiny.fxcache"
     precompute(None, str(tiny_fxcache), sample_bars=20_000, seed=3, progress=lambda _: None)

@@ -2,7 +2,7 @@
 
 from foxhunt.cli.parser import build_parser
 from foxhunt.data.fxcache import read_fxcache
-from foxhunt.run.pipeline import precompute
+from foxhunt.run.precompute import precompute
 
 
 def test_the_pipeline_plants_the_signal_by_default_and_takes_off():

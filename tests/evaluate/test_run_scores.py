@@ -329,7 +329,7 @@ def test_a_saved_fold_trades_the_bars_of_its_own_dates_in_another_file(tiny_run,
 
 def test_evaluate_on_an_fxcache_outside_the_runs_dates_is_a_usage_error(tiny_run, tmp_path, capsys):
     from foxhunt.data.bars import generate_sample_bars, write_bars
-    from foxhunt.run.pipeline import precompute
+    from foxhunt.run.precompute import precompute
 
     bars = tmp_path / "later.parquet"
     write_bars(generate_sample_bars(2000, seed=4, start="2025-06-02T00:00:00"), bars)

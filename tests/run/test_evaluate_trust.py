@@ -10,7 +10,7 @@ import pytest
 from support.run_cases import train_argv
 
 from foxhunt.cli import main
-from foxhunt.run.pipeline import precompute
+from foxhunt.run.precompute import precompute
 
 ONE_FOLD = ("--epochs", "1", "--max-folds", "1")
 

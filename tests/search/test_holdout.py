@@ -19,7 +19,7 @@ from foxhunt.config import FoldConfig
 from foxhunt.data.fxcache import read_fxcache
 from foxhunt.errors import BadInput
 from foxhunt.run.holdout import HOLDOUT_GAP, holdout_range, holdout_start, planning_rows
-from foxhunt.run.pipeline import precompute
+from foxhunt.run.precompute import precompute
 
 MINUTE = 60_000_000_000
 DAY = 1440 * MINUTE

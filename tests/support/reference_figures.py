@@ -79,7 +79,7 @@ def run_figures(out: Path) -> dict[str, object]:
 
 def make_tiny_fxcache(path: Path) -> Path:
     """The study's fxcache: 20,000 generated bars (tests/run_cases.py's tiny_fxcache)."""
-    from foxhunt.run.pipeline import precompute
+    from foxhunt.run.precompute import precompute
 
     precompute(None, str(path), sample_bars=TINY_BARS, seed=TINY_SEED, progress=lambda _: None)
     return path

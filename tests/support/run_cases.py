@@ -40,7 +40,7 @@ PROCESS_TIMEOUT_S = 300.0
 @pytest.fixture(scope="session")
 def tiny_fxcache(tmp_path_factory) -> Path:
     """An fxcache of 20,000 generated minute bars: three 5-day folds."""
-    from foxhunt.run.pipeline import precompute
+    from foxhunt.run.precompute import precompute
 
     path = tmp_path_factory.mktemp("tiny") / "tiny.fxcache"
     precompute(None, str(path), sample_bars=20_000, seed=3, progress=lambda _: None)

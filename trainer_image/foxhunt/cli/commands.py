@@ -50,7 +50,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
 
 
 def cmd_precompute(args: argparse.Namespace) -> int:
-    from foxhunt.run.pipeline import precompute
+    from foxhunt.run.precompute import precompute
 
     precompute(args.bars, args.out, tz=args.tz, timestamp_unit=args.timestamp_unit, force=args.force)
     return 0

@@ -1,0 +1,98 @@
+"""The precompute step: bars → 42 features + 4 targets → fxcache, a no-op when the fxcache exists for the
+same bars; and the checks of the bars and the output made before a bar is read."""
+
+from __future__ import annotations
+
+import time
+
+from foxhunt import storage
+from foxhunt.config import SAMPLE_BARS
+from foxhunt.data.bars import check_reading_options, generate_sample_bars, iso_utc, read_bars
+from foxhunt.data.features import compute_features
+from foxhunt.data.fxcache import fxcache_matches, write_fxcache
+from foxhunt.errors import UsageError
+from foxhunt.run.lifecycle import Progress
+
+
+def _print(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def precompute(
+    bars_uris: list[str] | None,
+    out_uri: str,
+    *,
+    tz: str | None = None,
+    timestamp_unit: str | None = None,
+    force: bool = False,
+    sample_bars: int = SAMPLE_BARS,
+    seed: int = 0,
+    sample_signal: bool = True,
+    progress: Progress = _print,
+    keep_other: bool = False,
+) -> dict:
+    """Bars → 42 features + 4 targets → fxcache at `out_uri`; a no-op when it exists for the same bars.
+    `keep_other`: an fxcache there built from other bars is refused (UsageError), not replaced."""
+    start = time.perf_counter()
+    check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=False)
+    bars = (
+        read_bars(bars_uris, tz=tz, timestamp_unit=timestamp_unit)
+        if bars_uris
+        else generate_sample_bars(sample_bars, seed=seed, signal=sample_signal)
+    )
+    if not force:
+        existing = fxcache_matches(out_uri, bars.content_hash)
+        if existing is not None:
+            progress(
+                f"fxcache hit: {out_uri} already holds {existing.get('rows')} rows built from these bars "
+                f"(sha256 {bars.content_hash[:12]}); nothing to do"
+            )
+            return {
+                "cache_hit": True,
+                "out": out_uri,
+                "rows_in": len(bars),
+                "rows_out": int(existing.get("rows", 0)),
+                "seconds": time.perf_counter() - start,
+            }
+        if keep_other and storage.exists(out_uri):
+            raise UsageError(
+                f"{out_uri} holds the fxcache of an earlier run, built from other bars; use the same "
+                "bars to resume it, another --out, or --overwrite to start over"
+            )
+    t_read = time.perf_counter() - start
+    progress(
+        f"read {len(bars):,} bars from {bars.source} in {t_read:.2f}s; computing 42 features and 4 targets"
+    )
+    t0 = time.perf_counter()
+    table = compute_features(bars)
+    t_feat = time.perf_counter() - t0
+    progress(f"features: {len(table):,} rows in {t_feat:.2f}s ({len(bars) / max(t_feat, 1e-9):,.0f} bars/s)")
+    t0 = time.perf_counter()
+    write_fxcache(out_uri, table, source_uri=bars.source, source_hash=bars.content_hash)
+    t_write = time.perf_counter() - t0
+    seconds = time.perf_counter() - start
+    first, last = iso_utc(table.timestamp[0]), iso_utc(table.timestamp[-1])
+    progress(
+        f"precompute: {len(bars):,} bars in → {len(table):,} rows out, {first} → {last}, "
+        f"wrote {out_uri} in {t_write:.2f}s, {seconds:.2f}s total"
+    )
+    return {
+        "cache_hit": False,
+        "out": out_uri,
+        "rows_in": len(bars),
+        "rows_out": len(table),
+        "first": first,
+        "last": last,
+        "seconds": seconds,
+    }
+
+
+def check_bars_and_output(
+    bars_uris: list[str] | None, tz: str | None, timestamp_unit: str | None, out_uri: str, *, folder: bool
+) -> None:
+    """Before reading a bar: the reading options, every bars input, and an `out_uri` that can be written
+    and overwrites no bars file (`precompute --out <the bars file>` would replace it). UsageError (exit 2)."""
+    check_reading_options(tz, timestamp_unit)
+    for uri in bars_uris or ():
+        storage.check_input(uri)
+    storage.check_output(out_uri, inputs=bars_uris or (), folder=folder)

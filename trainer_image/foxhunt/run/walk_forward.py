@@ -1,0 +1,212 @@
+"""A run's walk-forward on its loaded data: the data on the device once, the trainer built once, every fold
+trained in order (or taken over from an earlier attempt), then the stitched out-of-sample record, the
+spread across seeds (`--seeds K`) and the untouched holdout. A search hands the data to its trials."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Protocol
+
+from foxhunt import storage
+from foxhunt.data.folds import FoldRange
+from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
+from foxhunt.evaluate.run_scores import (
+    run_pictures,
+    run_scoring,
+    stitched_evaluation,
+    stitched_report,
+    verdict_line,
+)
+from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
+from foxhunt.evaluate.trades import run_tables
+from foxhunt.run import compile_cache
+from foxhunt.run.fold_loop import FoldOutcome, load_fold, train_fold
+from foxhunt.run.holdout import run_holdout
+from foxhunt.run.lifecycle import Run
+from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, to_device
+
+
+class SearchPlan(Protocol):
+    """A checked search (foxhunt.search.driver.SearchPlan): what the manifest records, and its trials."""
+
+    @property
+    def identity(self) -> dict[str, Any]: ...
+
+    def run(self, run: Run, data: DeviceData, folds: list[FoldRange]) -> None: ...
+
+
+def run_folds(
+    run: Run,
+    cache,
+    folds: list[FoldRange],
+    done: set[int],
+    read_seconds: float,
+    device,
+    plan: SearchPlan | None = None,
+) -> None:
+    """Upload once, build the trainer once, then every fold: taken over when done (`done`), else trained;
+    then the stitched record, the seeds' spread and the holdout.
+
+    A search (`plan`) hands the uploaded data to its trials instead.
+    """
+    settings, summary, out_uri, progress = run.config, run.summary, run.out_uri, run.progress
+    t0 = time.perf_counter()
+    data = to_device(cache.features, cache.targets, cache.timestamp, device)
+    summary.data_load_seconds = read_seconds + time.perf_counter() - t0
+    run.metrics.data_loaded(summary.data_load_seconds, len(cache))
+    progress(
+        f"loaded {len(cache):,} rows from {summary.fxcache} ({'cache hit' if cache.cache_hit else 'read'}) "
+        f"onto {device} in {summary.data_load_seconds:.2f}s"
+    )
+    progress(
+        f"{len(folds)} folds: "
+        + ", ".join(f"{f.fold}: train {f.train_rows:,} val {f.val_rows:,}" for f in folds)
+    )
+    if plan is not None:
+        plan.run(run, data, folds)
+        return
+    max_rows = max(f.train_rows for f in folds)
+    step_cache = compile_cache.for_run(
+        settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, progress
+    )
+    built = time.perf_counter()
+    seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
+    trainer = DQNTrainer(
+        data,
+        settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
+        max_train_rows=max_rows,
+        seed=settings.seed,
+        eval_cost=settings.eval.cost,
+        eval_spread=settings.eval.spread,
+        member_seeds=seeds,
+    )
+    outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
+    other_seeds: dict[int, dict[int, FoldOutcome]] = {i: {} for i in outs if i}
+    progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
+    scoring = run_scoring(settings.eval, settings.seed, data)
+    memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
+    outcomes: dict[int, FoldOutcome] = {}
+    for fold_range in folds:
+        run.check()
+        run.current_fold = fold = fold_range.fold
+        if fold in done:
+            outcomes[fold] = load_fold(out_uri, fold)
+            run.fold_finished(outcomes[fold].report, None)
+            progress(f"fold {fold} skipped: completed by an earlier attempt, outputs verified")
+            continue
+        members = train_fold(
+            trainer,
+            fold_range,
+            settings.epochs,
+            outs,
+            progress,
+            run.check,
+            scoring=scoring,
+            memo=memo,
+        )
+        outcome = members[0]
+        if isinstance(outcome, TrainingDiverged):
+            raise outcome
+        for i, other in members.items():
+            if i:
+                if isinstance(other, TrainingDiverged):
+                    progress(f"seed {seeds[i]}: {other}")
+                    other_seeds.pop(i, None)
+                elif i in other_seeds:
+                    other_seeds[i][fold] = other
+        outcomes[fold] = outcome
+        run.fold_finished(outcome.report, outcome.outputs)
+        if step_cache is not None:
+            step_cache.after_fold(progress)
+        p, window = outcome.report.phases, outcome.report.evaluation
+        net = window.policies[MODEL].net
+        progress(
+            f"fold {fold} done: reset {p['reset'] * 1e3:.1f}ms normalize {p['normalize'] * 1e3:.1f}ms "
+            f"train {p['train']:.2f}s validation Sharpe {net.sharpe:.2f} ± {net.sharpe_se:.2f} after costs, "
+            f"best baseline {window.best_baseline} {window.policies[window.best_baseline].net.sharpe:.2f}"
+        )
+    summary.graph_captures = trainer.graph_captures
+    run.current_fold = None
+    _evaluate_run(run, data, folds, outcomes, scoring, memo)
+    if len(seeds) > 1:
+        _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring)
+    if settings.folds.holdout_days > 0 and summary.stitched is not None:
+        in_search = {
+            "what": "net Sharpe of the run's stitched folds",
+            "value": summary.stitched.policies[MODEL].net.sharpe,
+        }
+        run_holdout(run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search)
+
+
+def seed_folder(seed: int) -> str:
+    """The folder, under the run's, of an extra seed's folds (--seeds K): `seed_1`."""
+    return f"seed_{seed}"
+
+
+def _seed_spread(
+    run: Run,
+    data,
+    folds: list[FoldRange],
+    outcomes: dict,
+    other_seeds: dict[int, dict[int, FoldOutcome]],
+    seeds: list[int],
+    scoring: Scoring,
+) -> None:
+    """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console."""
+    summary = run.summary
+    if summary.stitched is None:
+        return
+    net = summary.stitched.policies[MODEL].net
+    sharpes, lows = {seeds[0]: net.sharpe}, {seeds[0]: net.sharpe_ci_low}
+    for i, by_fold in other_seeds.items():
+        if len(by_fold) != len(outcomes):  # a seed that diverged in some fold has no stitched record
+            continue
+        other = (
+            stitched_evaluation(
+                data.features,
+                data.targets,
+                data.timestamp,
+                folds,
+                {fold: o.positions for fold, o in by_fold.items()},
+                scoring,
+                {fold: o.baselines for fold, o in outcomes.items() if o.baselines is not None},
+                ScoreMemo(),
+            )
+            .stitched.policies[MODEL]
+            .net
+        )
+        sharpes[seeds[i]], lows[seeds[i]] = other.sharpe, other.sharpe_ci_low
+    summary.seed_spread = seed_spread(sharpes, lows)
+    for line in spread_lines(summary.seed_spread):
+        run.progress(line)
+
+
+def _evaluate_run(
+    run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring, memo: ScoreMemo
+) -> None:
+    """The stitched record into the summary, the metrics and the console; run.png and timings.png."""
+    summary, progress = run.summary, run.progress
+    evaluation = stitched_evaluation(
+        data.features,
+        data.targets,
+        data.timestamp,
+        folds,
+        {fold: o.positions for fold, o in outcomes.items()},
+        scoring,
+        {fold: o.baselines for fold, o in outcomes.items() if o.baselines is not None},
+        memo,
+    )
+    summary.stitched = evaluation.stitched
+    run.metrics.run_evaluated(evaluation.stitched)
+    for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level):
+        progress(line)
+    for name, table in run_tables(evaluation).items():  # trades.parquet, daily.csv, monthly.csv
+        storage.write_bytes(storage.join(run.out_uri, name), table)
+    title = f"foxhunt run {summary.run_id} on {summary.device}\n{verdict_line(evaluation.stitched)}"
+    try:
+        pictures = run_pictures(evaluation, summary.folds, title)
+    except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
+        progress(f"run.png and timings.png not drawn: {exc}")
+        return
+    for name, png in pictures.items():
+        storage.write_bytes(storage.join(run.out_uri, name), png)
