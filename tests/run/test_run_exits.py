@@ -74,7 +74,7 @@ def test_an_unexpected_error_outside_a_run_is_one_line_exit_1_with_the_debug_hin
     def broken(*args, **kwargs):
         raise RuntimeError("something nobody expected")
 
-    monkeypatch.setattr("foxhunt.run.pipeline.precompute", broken)
+    monkeypatch.setattr("foxhunt.run.precompute.precompute", broken)
     assert main(["precompute", "--bars", "x.csv", "--out", str(tmp_path / "x.fxcache")]) == 1
     err = capsys.readouterr().err.strip()
     assert err == (
@@ -87,7 +87,7 @@ def test_foxhunt_debug_prints_the_traceback_of_an_unexpected_error(monkeypatch, 
     def broken(*args, **kwargs):
         raise RuntimeError("something nobody expected")
 
-    monkeypatch.setattr("foxhunt.run.pipeline.precompute", broken)
+    monkeypatch.setattr("foxhunt.run.precompute.precompute", broken)
     monkeypatch.setenv("FOXHUNT_DEBUG", "1")
     assert main(["precompute", "--bars", "x.csv", "--out", str(tmp_path / "x.fxcache")]) == 1
     assert "Traceback (most recent call last)" in capsys.readouterr().err
