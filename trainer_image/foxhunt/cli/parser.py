@@ -96,7 +96,9 @@ def _add_named_choice(
     g.add_argument(flag, default=default, choices=tuple(named), help=f"{what}: {listed} (default: {default})")
 
 
-def _add_timestamp_unit(p: argparse.ArgumentParser) -> None:
+def _add_bar_reading(p: argparse.ArgumentParser) -> None:
+    """How the bars' timestamps are read: the time zone of naive ones, the unit of integer ones."""
+    p.add_argument("--tz", default=None, help="time zone of naive timestamps (default: UTC)")
     # The units of foxhunt.data.bars.TIMESTAMP_UNITS, written out: the parser imports no numpy.
     p.add_argument(
         "--timestamp-unit",
@@ -123,8 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--bars", nargs="+", required=True, metavar="URI", help="CSV or Parquet bars, local or s3://"
     )
     p.add_argument("--out", required=True, metavar="URI", help="fxcache to write, local or s3://")
-    p.add_argument("--tz", default=None, help="time zone of naive timestamps (default: UTC)")
-    _add_timestamp_unit(p)
+    _add_bar_reading(p)
     p.add_argument("--force", action="store_true", help="recompute even when the fxcache already matches")
     p.set_defaults(func=cmd_precompute, extra="train")
 
@@ -154,8 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", default="foxhunt-out", metavar="URI", help="output folder (default: ./foxhunt-out)"
     )
-    p.add_argument("--tz", default=None, help="time zone of naive timestamps (default: UTC)")
-    _add_timestamp_unit(p)
+    _add_bar_reading(p)
     p.add_argument(
         "--sample-bars",
         type=int,

@@ -23,7 +23,7 @@ from foxhunt.config import PHASES
 from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
-from foxhunt.evaluate.evaluation import ScoreMemo, Scoring
+from foxhunt.evaluate.evaluation import RunEvaluation, ScoreMemo, Scoring
 from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport
 from foxhunt.evaluate.run_scores import (
     POSITIONS_FILE,
@@ -31,6 +31,7 @@ from foxhunt.evaluate.run_scores import (
     fold_warnings,
     positions_bytes,
     positions_from_bytes,
+    stitched_evaluation,
 )
 from foxhunt.out_dir import fold_folder
 from foxhunt.run.manifest import sha256
@@ -253,3 +254,26 @@ def load_fold(out_uri: str, fold: int) -> FoldOutcome:
     report = FoldReport.from_dict(json.loads(storage.read_bytes(storage.join(folder, out_dir.FOLD_REPORT))))
     positions = positions_from_bytes(storage.read_bytes(storage.join(folder, POSITIONS_FILE)))
     return FoldOutcome(report, positions, None, None)
+
+
+def stitch_outcomes(
+    data,
+    folds: list[FoldRange],
+    outcomes: Mapping[int, FoldOutcome],
+    scoring: Scoring,
+    memo: ScoreMemo,
+    baselines_from: Mapping[int, FoldOutcome] | None = None,
+) -> RunEvaluation:
+    """The stitched out-of-sample record of the folds' outcomes (their validation positions) on the device
+    data, beside the baselines the folds scored (those of `baselines_from`, by default the same folds')."""
+    scored = outcomes if baselines_from is None else baselines_from
+    return stitched_evaluation(
+        data.features,
+        data.targets,
+        data.timestamp,
+        folds,
+        {fold: o.positions for fold, o in outcomes.items()},
+        scoring,
+        {fold: o.baselines for fold, o in scored.items() if o.baselines is not None},
+        memo,
+    )

@@ -13,14 +13,13 @@ from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.run_scores import (
     run_pictures,
     run_scoring,
-    stitched_evaluation,
     stitched_report,
     verdict_line,
 )
 from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
 from foxhunt.evaluate.trades import run_tables
 from foxhunt.run import compile_cache
-from foxhunt.run.fold_loop import FoldOutcome, load_fold, train_fold
+from foxhunt.run.fold_loop import FoldOutcome, load_fold, stitch_outcomes, train_fold
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, to_device
@@ -162,18 +161,7 @@ def _seed_spread(
         if len(by_fold) != len(outcomes):  # a seed that diverged in some fold has no stitched record
             continue
         other = (
-            stitched_evaluation(
-                data.features,
-                data.targets,
-                data.timestamp,
-                folds,
-                {fold: o.positions for fold, o in by_fold.items()},
-                scoring,
-                {fold: o.baselines for fold, o in outcomes.items() if o.baselines is not None},
-                ScoreMemo(),
-            )
-            .stitched.policies[MODEL]
-            .net
+            stitch_outcomes(data, folds, by_fold, scoring, ScoreMemo(), outcomes).stitched.policies[MODEL].net
         )
         sharpes[seeds[i]], lows[seeds[i]] = other.sharpe, other.sharpe_ci_low
     summary.seed_spread = seed_spread(sharpes, lows)
@@ -186,16 +174,7 @@ def _evaluate_run(
 ) -> None:
     """The stitched record into the summary, the metrics and the console; run.png and timings.png."""
     summary, progress = run.summary, run.progress
-    evaluation = stitched_evaluation(
-        data.features,
-        data.targets,
-        data.timestamp,
-        folds,
-        {fold: o.positions for fold, o in outcomes.items()},
-        scoring,
-        {fold: o.baselines for fold, o in outcomes.items() if o.baselines is not None},
-        memo,
-    )
+    evaluation = stitch_outcomes(data, folds, outcomes, scoring, memo)
     summary.stitched = evaluation.stitched
     run.metrics.run_evaluated(evaluation.stitched)
     for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level):

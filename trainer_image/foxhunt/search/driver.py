@@ -41,8 +41,8 @@ from foxhunt.config.search import (
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import RunFailure
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo
-from foxhunt.evaluate.run_scores import fold_flags, run_scoring, stitched_evaluation
-from foxhunt.run.fold_loop import FoldOutcome
+from foxhunt.evaluate.run_scores import fold_flags, run_scoring
+from foxhunt.run.fold_loop import FoldOutcome, stitch_outcomes
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
@@ -141,16 +141,7 @@ class TrialScoring:
         self, number: int, params: dict[str, Any], dqn: DQNConfig, outcomes: dict[int, FoldOutcome]
     ) -> TrialOutcome:
         """A trial that ran every fold: its stitched out-of-sample record, objective and `trial.json`."""
-        evaluation = stitched_evaluation(
-            self.data.features,
-            self.data.targets,
-            self.data.timestamp,
-            self.folds,
-            {fold: o.positions for fold, o in outcomes.items()},
-            self.scoring,
-            {fold: o.baselines for fold, o in outcomes.items() if o.baselines is not None},
-            self.memo,
-        )
+        evaluation = stitch_outcomes(self.data, self.folds, outcomes, self.scoring, self.memo)
         value = objective_value(self.objective, evaluation)
         self.write_report(number, params, dqn, outcomes, evaluation, value)
         net = evaluation.stitched.policies[MODEL].net
