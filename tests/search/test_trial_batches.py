@@ -193,3 +193,43 @@ def test_every_member_keeps_a_fresh_heartbeat_while_the_batch_trains(tmp_path):
     run_trials(study, 2, slow, size=2, space=TEST_SPACE, seed=5)
     assert seen == {"beating": 2, "states": ["RUNNING", "RUNNING"]}
     assert study_progress(study).finished == 2
+
+
+def test_a_settings_failure_the_objective_raises_fails_every_trial_of_the_batch_not_pruned(tmp_path):
+    study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
+    run_trials(study, 2, steady_batch, size=2, space=TEST_SPACE, seed=5)
+
+    def raises_after_pruning_one(batch):
+        for asked in batch:
+            asked.report_fold(0, -100.0 if asked.number == 3 else 100.0)
+        raise TrainingDiverged("the population's step overflowed")
+
+    progress = run_trials(
+        study, 4, raises_after_pruning_one, size=2, space=TEST_SPACE, seed=5, catch=(TrainingDiverged,)
+    )
+    assert progress.finished == 4
+    assert trial_by_number(study, 3).state.name == "PRUNED"
+    failed = trial_by_number(study, 2)
+    assert failed.state.name == "FAIL"
+    assert failed.user_attrs["error"] == "TrainingDiverged: the population's step overflowed"
+
+
+def test_a_trial_another_worker_declared_stale_stops_training_and_is_left_to_its_retry(tmp_path):
+    study, told = _study(tmp_path), []
+
+    def declared_stale_after_fold_0(batch):
+        asked = batch[0]
+        stopped = []
+        for fold in range(3):
+            if asked.number == 0 and fold == 1:  # as another worker's fail_stale_trials would
+                study.tell(asked.number, state=optuna.trial.TrialState.FAIL)
+            stopped.append(asked.report_fold(fold, 1.0))
+            if stopped[-1]:
+                break
+        told.append((asked.number, stopped, asked.stale))
+        return {} if asked.stale else {asked.number: 1.0}
+
+    progress = run_trials(study, 2, declared_stale_after_fold_0, space=TEST_SPACE, seed=5)
+    assert told[0] == (0, [False, True], True)
+    assert trial_by_number(study, 0).state.name == "FAIL"
+    assert progress.finished == 2 and [t.state.name for t in study.get_trials()][1:] == ["COMPLETE"] * 2
