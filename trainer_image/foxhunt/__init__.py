@@ -7,12 +7,14 @@ One sub-package per stage, imports pointing down the flow only (tests/test_impor
               greedy policy, diagnostics, settings, device data
     evaluate  records, statistics, baselines, reports, pictures, loading a fold's policy and
               scoring a saved run (`foxhunt evaluate`)
-    run       the command's entry (`pipeline`), the one fold loop, manifest, lock, lifecycle,
-              run id, compile cache, telemetry, Argo outputs
-    search    the study above the run (`--trials N`): ask/tell, space, storage, outputs, telemetry
+    run       the command's entry (`pipeline`), precompute, a run's walk-forward, the one fold loop,
+              manifest, lock, lifecycle, run id, compile cache, telemetry, Argo outputs
+    search    the study above the run (`--trials N`): one ask/tell loop for batches of P ≥ 1 trials,
+              space, storage, outputs, telemetry
 
 `config` (settings, the search's light options), `errors`, `out_dir` (every `--out` name) and
-`storage` sit below every stage; `cli` sits above everything and nothing imports it.
+`storage` sit below every stage; `cli` (entry point, `parser`, `commands`) sits above everything and
+nothing imports it.
 
 Words, one per idea:
 

@@ -1,5 +1,7 @@
-"""The run stage: `pipeline` (precompute and train, the commands' entry), `fold_loop` (the one loop
-for each fold: reset → train → validate → save → report), `lifecycle` (the run's ways in and out),
-`manifest`, `lock`, `compile_cache`, `telemetry` (Prometheus, the run id), `argo_outputs`.
+"""The run stage: `pipeline` (train and pipeline, the commands' entry), `precompute` (bars → fxcache),
+`walk_forward` (a run's folds on its loaded data, then the stitched record, seeds and holdout),
+`fold_loop` (the one loop for each fold: reset → train → validate → save → report), `lifecycle` (the
+run's ways in and out), `manifest`, `lock`, `compile_cache`, `telemetry` (Prometheus), `pushgateway`
+(its URL, the run id, a live run), `argo_outputs`.
 
-The run never imports the search: a search hands the run its plan (`pipeline.SearchPlan`)."""
+The run never imports the search: a search hands the run its plan (`walk_forward.SearchPlan`)."""
