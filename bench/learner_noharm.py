@@ -118,7 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     work = Path(tempfile.mkdtemp(prefix="noharm-"))
-    rows = []
+    rows: list[dict] = []
+    report = {
+        "benchmark": "learner_noharm",
+        "commit": git_commit(),
+        "device": device_name(torch.device("cuda" if torch.cuda.is_available() else "cpu")),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cold": "each (data, variant) a fresh `foxhunt train --seeds K` process; each fxcache made once",
+        "shape": {"seeds": args.seeds, "epochs": args.epochs, "sample_bars": args.bars},
+        "runs": rows,
+    }
     for data in args.data:
         fxcache, fold_flags = prepare(data, work, args.bars)
         label = data.split("=")[0]
@@ -139,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             if done.returncode != 0:
                 print(done.stdout[-2000:], done.stderr[-2000:], flush=True)
                 rows.append({**row, "exit": done.returncode})
+                Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
                 continue
             summary = json.loads((out / "summary.json").read_text())
             if args.keep:
@@ -147,16 +157,9 @@ def main(argv: list[str] | None = None) -> int:
             row = {**row, "exit": 0, **run_figures(summary)}
             rows.append(row)
             print(json.dumps(row), flush=True)
-    report = {
-        "benchmark": "learner_noharm",
-        "commit": git_commit(),
-        "device": device_name(torch.device("cuda" if torch.cuda.is_available() else "cpu")),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cold": "each (data, variant) a fresh `foxhunt train --seeds K` process; each fxcache made once",
-        "shape": {"seeds": args.seeds, "epochs": args.epochs, "sample_bars": args.bars},
-        "runs": rows,
-    }
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n")
+            Path(args.out).write_text(
+                json.dumps(report, indent=2) + "\n"
+            )  # a cut-short session keeps each run
     return 0
 
 
