@@ -36,6 +36,7 @@ from foxhunt.train.diagnostics import (
     greedy_diagnostics,
     record_diagnostics,
 )
+from foxhunt.train.held_returns import bootstrap_bars, discount_table_, new_discount_table
 from foxhunt.train.networks import build_qnet, linears, member_network
 from foxhunt.train.policy import greedy_rollout, policy_state, score_positions
 from foxhunt.train.replay import Replay
@@ -68,10 +69,11 @@ def epsilon_schedule(epoch: int, epochs: int, config: DQNConfig) -> float:
     return config.eps_start + (config.eps_end - config.eps_start) * frac
 
 
-def td_target(reward, q_next_online, q_next_target, gamma) -> torch.Tensor:
-    """Double DQN: the online network picks the next action, the target network values it (actions last)."""
+def td_target(reward, q_next_online, q_next_target, discount) -> torch.Tensor:
+    """Double DQN: the online network picks the next action, the target network values it (actions last);
+    `discount` is γ, or γ^m per transition for a target that held its action m bars (held_returns.py)."""
     best = q_next_online.argmax(dim=-1, keepdim=True)
-    return reward + gamma * q_next_target.gather(-1, best).squeeze(-1)
+    return reward + discount * q_next_target.gather(-1, best).squeeze(-1)
 
 
 def huber_loss(q: torch.Tensor, y: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
@@ -158,6 +160,7 @@ class DQNTrainer:
         self.exp_avg_sq = [torch.zeros_like(p, requires_grad=False) for p in self.params]
         self.adam_step = torch.zeros((), device=dev)
         self.settings = StepSettings.stacked(dev, self.configs)
+        self.discounts = new_discount_table([c.gamma for c in self.configs], dev)  # γ^k, read by the step
         self.init_generator = torch.Generator(device=dev)
         # On the CPU one private generator per member; on CUDA the default generator, whose philox
         # offsets CUDA graph replays advance.
@@ -195,6 +198,7 @@ class DQNTrainer:
         check_population(configs)
         self.configs = configs
         self.settings.fill_(configs)
+        discount_table_(self.discounts, [c.gamma for c in configs])
 
     # ---- the fold (its range and norm stats: device_data.FoldWindow) --------------------------------
     def set_fold_range(self, fold_range) -> None:
@@ -235,8 +239,11 @@ class DQNTrainer:
     def collect(self, epsilon: float | Sequence[float]) -> int:
         """Fill every member's replay with one epsilon-greedy transition per training bar of the fold."""
         eps = [float(epsilon)] * self.size if isinstance(epsilon, (int, float)) else list(epsilon)
+        held = self.replay.held_returns(
+            self.window, [c.gamma for c in self.configs], [c.n_step for c in self.configs]
+        )
         return self.replay.collect(
-            self.networks, self.window, self.settings, self.generators, eps, self.fused_activation
+            self.networks, self.window, self.settings, self.generators, eps, self.fused_activation, held
         )
 
     # ---- the learning step (plain: step.py compiles and captures it) ---------------------------------
@@ -254,12 +261,13 @@ class DQNTrainer:
         idx = torch.minimum((u * self.window.n_valid).long(), self.window.n_valid - 1)
         rows = idx + self.window.train_start
         action = self.replay.action.gather(1, idx)
-        # State and next state in one gather: rows t and t + 1; the next position is the action taken.
+        hold = bootstrap_bars(idx, self.window.n_valid, self.settings.n_step)  # 1 unless n_step > 1
+        # State and next state in one gather: rows t and t + m; the next position is the action taken.
         position = torch.cat(
             [self.replay.position.gather(1, idx), (action - 1).to(self.replay.position.dtype)], dim=1
         )
         states = policy_state(
-            self.data.features[torch.cat([rows, rows + 1], dim=1)],
+            self.data.features[torch.cat([rows, rows + hold], dim=1)],
             position,
             self.window.mean,
             self.window.std,
@@ -276,7 +284,7 @@ class DQNTrainer:
                 q_next_target = q_next_target.float()
         q = q_all.gather(2, action.unsqueeze(2)).squeeze(2)
         reward = self.replay.reward.gather(1, idx)
-        return q, td_target(reward, q_next_online, q_next_target, self.settings.gamma.unsqueeze(1)), q_all
+        return q, td_target(reward, q_next_online, q_next_target, self.discounts.gather(1, hold)), q_all
 
     def td_loss(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The members' Huber losses summed (their gradients stay apart), and (3, P) loss, mean and max |Q|."""
