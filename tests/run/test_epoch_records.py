@@ -1,6 +1,6 @@
 """An epoch's figures travel from the trainer to report.json as one dataclass, with the keys on disk unchanged."""
 
-from dataclasses import asdict, fields
+from dataclasses import asdict
 
 import pytest
 
