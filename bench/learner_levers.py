@@ -52,6 +52,8 @@ LEVERS = {
     # Held-action targets: hold the action n bars, then bootstrap (n = 1 is "base").
     "n-step 5": replace(BASE, n_step=5),
     "n-step 15": replace(BASE, n_step=15),
+    "n-step 5 + abstain 1 cost": replace(BASE, n_step=5, abstain_cost_multiple=1.0),
+    "n-step 15 + abstain 1 cost": replace(BASE, n_step=15, abstain_cost_multiple=1.0),
 }
 SHORT = {
     "default cost 1bp, 4 epochs + abstain 1",
