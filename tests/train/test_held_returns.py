@@ -167,3 +167,18 @@ def test_a_population_of_one_and_five_bar_holds_learns_each_member_as_alone_in_o
     population.apply_settings([configs[1], configs[0]])  # the members swap their n: no new capture
     run_fold(population, FOLDS[1], epochs=1)
     assert population.graph_captures == (1 if device == "cuda" else 0)
+
+
+def test_held_returns_are_computed_once_per_fold_not_per_epoch(monkeypatch):
+    import foxhunt.train.replay as replay_module
+
+    calls = []
+    original = replay_module.held_returns_
+    monkeypatch.setattr(replay_module, "held_returns_", lambda *a: calls.append(1) or original(*a))
+    trainer = DQNTrainer(
+        to_device(*planted_arrays(), torch.device("cpu")), replace(SMALL, n_step=3), max_train_rows=8000
+    )
+    run_fold(trainer, FOLDS[0], epochs=2)
+    assert len(calls) == 1
+    run_fold(trainer, FOLDS[1], epochs=2)  # as many rows, another start
+    assert len(calls) == 2

@@ -47,7 +47,9 @@ class Replay:
         self.action.fill_(FLAT)
         self.reward.zero_()
 
-    def held_returns(self, window: FoldWindow, gammas: Sequence[float], n_steps: Sequence[int]):
+    def held_returns(
+        self, window: FoldWindow, gammas: Sequence[float], n_steps: Sequence[int]
+    ) -> torch.Tensor | None:
         """The members' held returns over the fold's transitions (None when every n is 1: the 1-bar
         target's column is read as it is), computed when the fold, γ or n changed since the last call."""
         if max(n_steps) <= 1:
