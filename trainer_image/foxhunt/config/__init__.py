@@ -41,6 +41,7 @@ MAX_STEPS = 10**7  # gradient steps per epoch
 MAX_EPOCHS = 100_000
 MAX_TRIALS = 100_000
 MAX_COST = 1.0  # a cost of 100% of the position per change
+MAX_N_STEP = 240  # bars a TD target may hold its action: the longest window of the features (4 hours)
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,14 @@ class DQNConfig:
         low=-1e3,
         high=1e3,
         unit="annualised Sharpe",
+    )
+    n_step: int = setting(
+        1,
+        "Bars the TD target holds the action before it bootstraps (discounted held returns, cost paid "
+        "once, truncated at the end of the learning rows); 1: the one-bar target.",
+        low=1,
+        high=MAX_N_STEP,
+        unit="bars",
     )
 
     def __post_init__(self) -> None:
