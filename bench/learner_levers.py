@@ -3,7 +3,7 @@
 For each lever setting and each seed: one fold (12 training days, 4 validation days) on the arrays with
 the planted regime and on their driftless twin; the validation net Sharpe after 1 bp, turnover and
 exposure of the fold's policy, beside flat (0) and buy-and-hold. Prints a table and writes JSON under
-bench/results/. Usage: python bench/learner_levers.py [--epochs 15] [--seeds 0 1 2]
+bench/results/. Usage: python bench/learner_levers.py [--epochs 15] [--seeds 0 1 2] [--levers base "n-step 5" ...]
 """
 
 from __future__ import annotations
@@ -49,6 +49,11 @@ LEVERS = {
     "cost 3bp": replace(BASE, cost=3e-4),
     "cost 3bp gamma 0": replace(BASE, cost=3e-4, gamma=0.0),
     "gamma 0 + tail 0.25": replace(BASE, gamma=0.0, select_tail_share=0.25),
+    # Held-action targets: hold the action n bars, then bootstrap (n = 1 is "base").
+    "n-step 5": replace(BASE, n_step=5),
+    "n-step 15": replace(BASE, n_step=15),
+    "n-step 5 + abstain 1 cost": replace(BASE, n_step=5, abstain_cost_multiple=1.0),
+    "n-step 15 + abstain 1 cost": replace(BASE, n_step=15, abstain_cost_multiple=1.0),
 }
 SHORT = {
     "default cost 1bp, 4 epochs + abstain 1",

@@ -217,7 +217,7 @@ def measure_foxhunt(
     rows = (fold.train_rows - 1) * epochs  # collect() fills one transition per training bar
     collect_seconds = sum(h.collect_seconds[timed])
     train_seconds = sum(h.train_seconds[timed])
-    steps = sum(s["steps"] for s in epoch_stats[timed])
+    steps = sum(s[0].steps for s in epoch_stats[timed])  # member 0 of each epoch
     return {
         "batch_size": batch,
         "epochs_timed": epochs,

@@ -67,6 +67,12 @@ def test_the_estimate_grows_with_each_setting_as_its_buffers_do():
     )
 
 
+def test_held_action_targets_add_one_float_per_training_row_and_member():
+    one_bar = needed_bytes(10_000, 42, 8_000, DQNConfig(n_step=1), population=2, chunk=4096)
+    held = needed_bytes(10_000, 42, 8_000, DQNConfig(n_step=5), population=2, chunk=4096)
+    assert held["train_days"] - one_bar["train_days"] == 2 * 8_000 * 4
+
+
 def test_a_run_that_would_not_fit_is_refused_naming_its_largest_setting(monkeypatch):
     monkeypatch.setattr(memory_estimate, "free_bytes", lambda device: 2**30)
     import torch

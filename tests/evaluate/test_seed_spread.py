@@ -1,12 +1,31 @@
 """The spread across training seeds (--seeds K): median and IQR of the stitched Sharpe, one lucky seed."""
 
+import dataclasses
+
 import pytest
 
+from foxhunt.evaluate.evaluation import Metrics
 from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
+
+_ZERO = Metrics(**{f.name: 0.0 for f in dataclasses.fields(Metrics)})
+
+
+def _net(sharpe: float, low: float, high: float | None = None, **figures: float) -> Metrics:
+    return dataclasses.replace(
+        _ZERO,
+        sharpe=sharpe,
+        sharpe_ci_low=low,
+        sharpe_ci_high=sharpe + 1.0 if high is None else high,
+        **figures,
+    )
+
+
+def _spread(sharpes: dict[int, float], lows: dict[int, float]) -> dict:
+    return seed_spread({s: _net(sharpes[s], lows[s]) for s in sharpes})
 
 
 def test_median_and_quartiles_interpolate_between_order_statistics():
-    spread = seed_spread({0: 10.0, 1: 1.0, 2: 3.0, 3: 2.0}, {0: 1.0, 1: -1.0, 2: -1.0, 3: -1.0})
+    spread = _spread({0: 10.0, 1: 1.0, 2: 3.0, 3: 2.0}, {0: 1.0, 1: -1.0, 2: -1.0, 3: -1.0})
     # sorted 1, 2, 3, 10: positions 0.75, 1.5, 2.25 of 0..3
     assert spread["q1"] == pytest.approx(1.75)
     assert spread["median"] == pytest.approx(2.5)
@@ -15,21 +34,37 @@ def test_median_and_quartiles_interpolate_between_order_statistics():
 
 
 def test_one_seed_carries_the_result_when_it_alone_is_above_flat():
-    spread = seed_spread({0: 4.0, 1: 0.5, 2: -0.2}, {0: 0.1, 1: -2.0, 2: -3.0})
+    spread = _spread({0: 4.0, 1: 0.5, 2: -0.2}, {0: 0.1, 1: -2.0, 2: -3.0})
     assert spread["above_flat"] == [0] and spread["one_seed_carries"]
     assert any("one seed carries" in line for line in spread_lines(spread))
 
 
 def test_two_seeds_above_flat_are_not_one_lucky_seed():
-    spread = seed_spread({0: 4.0, 1: 3.5, 2: -0.2}, {0: 0.1, 1: 0.2, 2: -3.0})
+    spread = _spread({0: 4.0, 1: 3.5, 2: -0.2}, {0: 0.1, 1: 0.2, 2: -3.0})
     assert not spread["one_seed_carries"]
     assert not any("one seed carries" in line for line in spread_lines(spread))
 
 
 def test_an_interval_touching_flat_is_not_above_it():
-    assert seed_spread({0: 1.0, 1: 2.0}, {0: 0.0, 1: 0.5})["above_flat"] == [1]
+    assert _spread({0: 1.0, 1: 2.0}, {0: 0.0, 1: 0.5})["above_flat"] == [1]
 
 
 def test_a_single_seed_never_carries_alone():
-    spread = seed_spread({7: 3.0}, {7: 1.0})
+    spread = _spread({7: 3.0}, {7: 1.0})
     assert spread["iqr"] == 0.0 and spread["median"] == 3.0 and not spread["one_seed_carries"]
+
+
+def test_a_seed_whose_whole_interval_is_below_flat_does_harm():
+    spread = seed_spread({0: _net(-2.0, -3.0, -0.5), 1: _net(-1.0, -2.0, 0.0), 2: _net(1.0, -1.0, 3.0)})
+    assert spread["below_flat"] == [0]  # an interval reaching flat's 0 is not below it
+    assert "1 of 3 below it" in spread_lines(spread)[0]
+
+
+def test_each_seed_keeps_its_interval_exposure_and_turnover():
+    spread = seed_spread({3: _net(0.5, -0.2, 1.1, exposure=0.25, turnover_per_year=40.0)})
+    assert spread["figures"]["3"] == {
+        "sharpe": 0.5,
+        "ci": [-0.2, 1.1],
+        "exposure": 0.25,
+        "turnover_per_year": 40.0,
+    }

@@ -110,9 +110,9 @@ def test_epoch_q_statistics_are_mean_and_max_of_abs_q_over_the_batches(device):
     set_layers(trainer.networks[0], *constant_layers([1.0, -3.0, 2.0]))
     set_layers(target_network(trainer), *constant_layers([1.0, -3.0, 2.0]))
     stats = trainer.train_epoch(0, 1)[0]
-    assert stats["q_mean"] == pytest.approx(2.0, rel=1e-6)  # mean of |1|, |−3|, |2|
-    assert stats["q_max"] == pytest.approx(3.0, rel=1e-6)
-    assert trainer.histories[0].q_mean == [stats["q_mean"]] and trainer.histories[0].q_max == [stats["q_max"]]
+    assert stats.q_mean == pytest.approx(2.0, rel=1e-6)  # mean of |1|, |−3|, |2|
+    assert stats.q_max == pytest.approx(3.0, rel=1e-6)
+    assert trainer.histories[0].q_mean == [stats.q_mean] and trainer.histories[0].q_max == [stats.q_max]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -129,12 +129,12 @@ def test_epoch_diagnostics_read_the_greedy_policy_in_and_out_of_sample(device):
     stats = trainer.train_epoch(0, 1)[0]
     validation = trainer.validate()
     in_sample = trainer.validate(0, 600)
-    assert stats["val_sharpe"] == pytest.approx(validation["sharpe"], rel=1e-9)
-    assert stats["train_sharpe"] == pytest.approx(in_sample["sharpe"], rel=1e-9)  # 600 rows: one whole block
+    assert stats.val_sharpe == pytest.approx(validation["sharpe"], rel=1e-9)
+    assert stats.train_sharpe == pytest.approx(in_sample["sharpe"], rel=1e-9)  # 600 rows: one whole block
     positions = trainer.greedy_positions().cpu().numpy()
-    assert stats["action_shares"] == pytest.approx([(positions == p).mean() for p in (-1.0, 0.0, 1.0)])
-    assert stats["feature_agreement"] == 0.0 and not stats["features_ignored"] and not stats["collapsed"]
-    assert trainer.histories[0].val_sharpe == [stats["val_sharpe"]]
+    assert stats.action_shares == pytest.approx([(positions == p).mean() for p in (-1.0, 0.0, 1.0)])
+    assert stats.feature_agreement == 0.0 and not stats.features_ignored and not stats.collapsed
+    assert trainer.histories[0].val_sharpe == [stats.val_sharpe]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -145,15 +145,20 @@ def test_a_policy_that_always_goes_long_is_flagged_collapsed_and_blind_to_featur
     )
     set_layers(trainer.networks[0], *constant_layers([0.0, 0.0, 1.0]))
     stats = trainer.train_epoch(0, 1)[0]
-    assert stats["action_shares"] == [0.0, 0.0, 1.0]
-    assert stats["collapsed"] and trainer.histories[0].collapsed
-    assert stats["feature_agreement"] == 1.0 and trainer.histories[0].features_ignored
+    assert stats.action_shares == [0.0, 0.0, 1.0]
+    assert stats.collapsed and trainer.histories[0].collapsed
+    assert stats.feature_agreement == 1.0 and trainer.histories[0].features_ignored
 
 
 def test_diagnostics_off_leave_only_the_training_figures():
     trainer = tiny_trainer(np.ones(60), np.zeros(60), "cpu", diagnostics=False)
     stats = trainer.train_epoch(0, 1)[0]
-    assert "val_sharpe" not in stats and trainer.histories[0].val_sharpe == [] and trainer.histories[0].loss
+    assert (
+        stats.val_sharpe is None
+        and stats.action_shares is None
+        and trainer.histories[0].val_sharpe == []
+        and trainer.histories[0].loss
+    )
 
 
 def test_policy_collapse_flags_one_action_on_most_bars():

@@ -53,7 +53,7 @@ def test_each_member_learns_bit_for_bit_what_a_trainer_of_one_with_its_settings_
         alone_stats = train(alone, FOLDS[1])
         for ours, theirs in zip(member_stats, alone_stats, strict=True):
             for figure in ("loss", "q_mean", "q_max", "epsilon", "val_sharpe", "action_shares"):
-                assert ours[i][figure] == theirs[0][figure], figure
+                assert getattr(ours[i], figure) == getattr(theirs[0], figure), figure
         for name, value in alone.state_dict_cpu().items():
             assert torch.equal(population.state_dict_cpu(i)[name], value), name
         assert torch.equal(population.greedy_positions(member=i), alone.greedy_positions())
@@ -188,6 +188,6 @@ def test_one_population_serves_every_fold_and_settings_with_one_capture(device):
     stats = train(population, FOLDS[1], epochs=1)
     assert population.graph_captures == (1 if device == "cuda" else 0)
     assert population.compiles == (1 if device == "cuda" and SMALL.compile else 0)
-    losses = [s["loss"] for s in stats[0]]
+    losses = [s.loss for s in stats[0]]
     assert all(loss == loss and loss >= 0 for loss in losses)
     assert losses[0] != losses[1]

@@ -68,13 +68,13 @@ def test_epochs_are_scored_on_the_tail_not_on_validation(monkeypatch):
     )
     figures = trainer.train_epoch(0, 2)
     assert ranges == [(4000, 5000)]
-    assert figures[0]["tail_sharpe"] == 1.0
+    assert figures[0] is not None and figures[0].tail_sharpe == 1.0
 
 
 def test_without_selection_the_last_epoch_stays_and_no_tail_is_scored():
     trainer = small_trainer("cpu", SMALL)
     figures = trainer.train_epoch(0, 1)
-    assert "tail_sharpe" not in figures[0]
+    assert figures[0] is not None and figures[0].tail_sharpe is None
     assert trainer.choose_policies() == {0: None}
     assert trainer.window.learn_end == FOLD.train_end
 

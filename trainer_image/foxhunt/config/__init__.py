@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, fields, replace
 
 from foxhunt.config.dqn import MAX_COST, DQNConfig
+from foxhunt.config.dqn import MAX_N_STEP as MAX_N_STEP  # train.held_returns reads it here
 from foxhunt.config.execution import FILLS, ExecutionSettings
 from foxhunt.config.setting import check_fields, section, setting
 from foxhunt.errors import ConfigError

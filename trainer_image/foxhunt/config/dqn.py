@@ -13,6 +13,7 @@ MAX_BATCH = 2**24
 MAX_HIDDEN = 2**14
 MAX_STEPS = 10**7  # gradient steps per epoch
 MAX_COST = 1.0  # a cost of 100% of the position per change (the evaluation's costs share it)
+MAX_N_STEP = 240  # bars a TD target may hold its action: the longest window of the features (4 hours)
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,14 @@ class DQNConfig:
         low=-1e3,
         high=1e3,
         unit="annualised Sharpe",
+    )
+    n_step: int = setting(
+        1,
+        "Bars the TD target holds the action before it bootstraps (discounted held returns, cost paid "
+        "once, truncated at the end of the learning rows); 1: the one-bar target.",
+        low=1,
+        high=MAX_N_STEP,
+        unit="bars",
     )
 
     def __post_init__(self) -> None:

@@ -49,7 +49,8 @@ def window_from_dict(data: dict) -> WindowEvaluation:
 
 @dataclass(frozen=True)
 class EpochStats:
-    """One training epoch of a fold."""
+    """One training epoch of a fold, as report.json holds it: the trainer's EpochFigures (train/) less the
+    tail Sharpe (the fold's `selection` holds those); kept apart so reading a report needs no torch."""
 
     epoch: int
     loss: float  # mean Huber loss of the epoch's gradient steps

@@ -4,7 +4,8 @@ K seeds of the same settings train side by side as a population; member 0 (the r
 run's ordinary result, member i trains from seed `--seed + i`. Beside it the report gives the median and
 interquartile range (linear interpolation between order statistics, numpy's default) of the seeds'
 stitched net Sharpe, and says that one seed carries the result when exactly one of K > 1 seeds has its
-stitched Sharpe interval above flat's 0.
+stitched Sharpe interval above flat's 0. Each seed's interval, exposure and turnover are kept too, so a
+seed that does harm (its whole interval below flat's 0) or churns shows as such.
 """
 
 from __future__ import annotations
@@ -13,19 +14,32 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from foxhunt.evaluate.evaluation import Metrics
 
-def seed_spread(sharpes: Mapping[int, float], ci_lows: Mapping[int, float]) -> dict:
-    """Median, quartiles and IQR of the seeds' stitched net Sharpe (seed → figure), the seeds whose
-    interval lies above flat, and whether one seed alone carries the result."""
-    if not sharpes:
+
+def seed_spread(net: Mapping[int, Metrics]) -> dict:
+    """Median, quartiles and IQR of the seeds' stitched net Sharpe (seed → the stitched net figures), the
+    seeds whose interval lies above flat and those whose interval lies below it, each seed's interval,
+    exposure and turnover, and whether one seed alone carries the result."""
+    if not net:
         raise ValueError("no seed to summarise")
-    seeds = sorted(sharpes)
-    values = np.array([sharpes[s] for s in seeds], dtype=np.float64)
+    seeds = sorted(net)
+    values = np.array([net[s].sharpe for s in seeds], dtype=np.float64)
     q1, median, q3 = (float(v) for v in np.percentile(values, [25.0, 50.0, 75.0]))
-    above = [s for s in seeds if ci_lows[s] > 0.0]
+    above = [s for s in seeds if net[s].sharpe_ci_low > 0.0]
     return {
         "seeds": seeds,
-        "sharpe": {str(s): float(sharpes[s]) for s in seeds},
+        "sharpe": {str(s): float(net[s].sharpe) for s in seeds},
+        "figures": {
+            str(s): {
+                "sharpe": float(net[s].sharpe),
+                "ci": [float(net[s].sharpe_ci_low), float(net[s].sharpe_ci_high)],
+                "exposure": float(net[s].exposure),
+                "turnover_per_year": float(net[s].turnover_per_year),
+            }
+            for s in seeds
+        },
+        "below_flat": [s for s in seeds if net[s].sharpe_ci_high < 0.0],
         "median": median,
         "q1": q1,
         "q3": q3,
@@ -42,7 +56,8 @@ def spread_lines(spread: dict) -> list[str]:
     lines = [
         f"{k} seeds: stitched net Sharpe median {spread['median']:.2f}, IQR {spread['iqr']:.2f} "
         f"({spread['q1']:.2f} to {spread['q3']:.2f}); {each}; "
-        f"{len(spread['above_flat'])} of {k} above flat outside the interval"
+        f"{len(spread['above_flat'])} of {k} above flat outside the interval, "
+        f"{len(spread['below_flat'])} of {k} below it"
     ]
     if spread["one_seed_carries"]:
         lines.append(

@@ -13,7 +13,7 @@ import io
 import json
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -36,7 +36,8 @@ from foxhunt.evaluate.run_scores import (
 from foxhunt.out_dir import fold_folder
 from foxhunt.run.manifest import sha256
 from foxhunt.run.step_progress import StepProgress
-from foxhunt.train import DQNTrainer, FoldHistory, TrainingDiverged, synchronize
+from foxhunt.train import DQNTrainer, TrainingDiverged, synchronize
+from foxhunt.train.epoch_figures import EpochFigures
 
 Progress = Callable[[str], None]
 
@@ -59,23 +60,10 @@ def fold_dates(fold_range: FoldRange, timestamp: np.ndarray) -> FoldDates:
     )
 
 
-def _epoch_stats(stats: dict, history: FoldHistory) -> EpochStats:
-    shares = stats.get("action_shares")
-    return EpochStats(
-        epoch=stats["epoch"],
-        loss=stats["loss"],
-        epsilon=stats["epsilon"],
-        steps=stats["steps"],
-        collect_seconds=history.collect_seconds[-1],
-        train_seconds=history.train_seconds[-1],
-        samples_per_second=stats["samples_per_second"],
-        q_mean=stats.get("q_mean"),
-        q_max=stats.get("q_max"),
-        action_shares=list(shares) if shares is not None else None,
-        train_sharpe=stats.get("train_sharpe"),
-        val_sharpe=stats.get("val_sharpe"),
-        feature_agreement=stats.get("feature_agreement"),
-    )
+def epoch_stats(figures: EpochFigures) -> EpochStats:
+    """The report's record of an epoch: the trainer's figures, less the tail Sharpe (the fold's
+    `selection` entry holds every epoch's)."""
+    return EpochStats(**{f.name: getattr(figures, f.name) for f in fields(EpochStats)})
 
 
 @dataclass
@@ -114,9 +102,9 @@ def train_fold(
         steps = StepProgress(f"fold {fold_range.fold} epoch {epoch + 1}/{epochs}")
         figures = trainer.train_epoch(epoch, epochs, active=list(outs), on_replay=steps.update)
         steps.close()
-        for i, stats in enumerate(figures):
-            if stats is not None:
-                history[i].append(_epoch_stats(stats, trainer.histories[i]))
+        for i, member in enumerate(figures):
+            if member is not None:
+                history[i].append(epoch_stats(member))
         progress(_epoch_line(fold_range.fold, epoch, epochs, [figures[i] for i in outs]))
     check()
     live = [i for i in outs if trainer.failures[i] is None]
@@ -214,22 +202,22 @@ def finish_fold(
     return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
 
 
-def _epoch_line(fold: int, epoch: int, epochs: int, stats: list[dict | None]) -> str:
+def _epoch_line(fold: int, epoch: int, epochs: int, figures: list[EpochFigures | None]) -> str:
     """The console line of an epoch: one member's figures, or the population's together."""
-    live = [s for s in stats if s is not None]
+    live = [f for f in figures if f is not None]
     if not live:
         return f"fold {fold} epoch {epoch + 1}/{epochs}: no member left"
-    total = sum(s["samples_per_second"] for s in live)
-    if len(stats) == 1:
-        s = live[0]
+    total = sum(f.samples_per_second for f in live)
+    if len(figures) == 1:
+        f = live[0]
         return (
-            f"fold {fold} epoch {epoch + 1}/{epochs}: loss {s['loss']:.4f} eps {s['epsilon']:.2f} "
-            f"{s['steps']} steps {s['seconds']:.2f}s {total:,.0f} samples/s"
+            f"fold {fold} epoch {epoch + 1}/{epochs}: loss {f.loss:.4f} eps {f.epsilon:.2f} "
+            f"{f.steps} steps {f.seconds:.2f}s {total:,.0f} samples/s"
         )
-    losses = " ".join(f"{s['loss']:.4f}" for s in live)
+    losses = " ".join(f"{f.loss:.4f}" for f in live)
     return (
         f"fold {fold} epoch {epoch + 1}/{epochs}: {len(live)} members, loss {losses}; "
-        f"{live[0]['steps']} steps {live[0]['seconds']:.2f}s {total:,.0f} samples/s together"
+        f"{live[0].steps} steps {live[0].seconds:.2f}s {total:,.0f} samples/s together"
     )
 
 

@@ -155,16 +155,13 @@ def _seed_spread(
     summary = run.summary
     if summary.stitched is None:
         return
-    net = summary.stitched.policies[MODEL].net
-    sharpes, lows = {seeds[0]: net.sharpe}, {seeds[0]: net.sharpe_ci_low}
+    net = {seeds[0]: summary.stitched.policies[MODEL].net}
     for i, by_fold in other_seeds.items():
         if len(by_fold) != len(outcomes):  # a seed that diverged in some fold has no stitched record
             continue
-        other = (
-            stitch_outcomes(data, folds, by_fold, scoring, ScoreMemo(), outcomes).stitched.policies[MODEL].net
-        )
-        sharpes[seeds[i]], lows[seeds[i]] = other.sharpe, other.sharpe_ci_low
-    summary.seed_spread = seed_spread(sharpes, lows)
+        stitched = stitch_outcomes(data, folds, by_fold, scoring, ScoreMemo(), outcomes).stitched
+        net[seeds[i]] = stitched.policies[MODEL].net
+    summary.seed_spread = seed_spread(net)
     for line in spread_lines(summary.seed_spread):
         run.progress(line)
 

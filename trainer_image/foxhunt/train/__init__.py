@@ -6,7 +6,9 @@ Adam), `replay` (collection into each member's replay), `networks` (the Q-networ
 over its slot, the fused activation), `step` (compile and CUDA-graph capture around the plain step,
 the warm-up range), `settings` (the shape-free settings as device values; what members share),
 `device_data` (the fxcache on the device, the fold window), `policy` (greedy rollout scan, costs,
-figures, annualisation), `diagnostics` (what the greedy policy does, epoch by epoch).
+figures, annualisation), `diagnostics` (what the greedy policy does, epoch by epoch), `epoch_figures`
+(what an epoch returns), `held_returns` (n-step, held-action targets), `selection` (the training tail's
+choice, abstention), `member_policy` (the trainer's greedy-policy half: scoring, choosing, saving).
 """
 
 from foxhunt.train.device_data import DeviceData, resolve_device, synchronize, to_device

@@ -181,7 +181,8 @@ def greedy_diagnostics(
 
 
 def record_diagnostics(history: FoldHistory, diagnostics: dict[str, torch.Tensor], started: float) -> dict:
-    """Read the diagnostics in one host transfer, append them to `history`, return them as plain values."""
+    """Read the diagnostics in one host transfer, append them to `history`, return them as plain values
+    (keyed as EpochFigures' fields)."""
     shares = diagnostics["action_shares"]
     values = torch.cat(
         [shares, torch.stack([diagnostics[k] for k in ("val_sharpe", "train_sharpe", "feature_agreement")])]
@@ -197,8 +198,4 @@ def record_diagnostics(history: FoldHistory, diagnostics: dict[str, torch.Tensor
     history.val_sharpe.append(plain["val_sharpe"])
     history.train_sharpe.append(plain["train_sharpe"])
     history.feature_agreement.append(plain["feature_agreement"])
-    return {
-        **plain,
-        "collapsed": policy_collapse(plain["action_shares"]),
-        "features_ignored": plain["feature_agreement"] >= IGNORED_AGREEMENT,
-    }
+    return plain

@@ -1,15 +1,17 @@
 """Double DQN for a population of P ≥ 1 members, readable top to bottom like CleanRL's dqn.py.
 
 The formulas (epsilon schedule → reward → TD target → loss) → the trainer: weights, replay, collection,
-learning step, epochs, resets between folds, warm-up, a member's greedy policy. P = 1 is an ordinary
-run; P > 1 trains P trials of one shape side by side, each member with its own settings (a (P,)
-device vector each), replay, Adam moments, gradient clip and divergence guard. Built once per run (or
-per shape of a search), reset in place between folds; the step machinery (compile, CUDA graph) wraps
-it (step.py), the stacked arithmetic is stacked.py's, the greedy policy policy.py's.
+learning step, epochs, resets between folds, warm-up. P = 1 is an ordinary run; P > 1 trains P trials
+of one shape side by side, each member with its own settings (a (P,) device vector each), replay, Adam
+moments, gradient clip and divergence guard. Built once per run (or per shape of a search), reset in
+place between folds; the step machinery (compile, CUDA graph) wraps it (step.py), the stacked
+arithmetic is stacked.py's, the held-action targets held_returns.py's, and what the trainer does with a
+member's greedy policy (score it, choose the fold's, save it) member_policy.py's, its base.
 
 Actions are positions: index 0, 1, 2 = short, flat, long (position = index − 1). The state at bar t
 is the fold-normalized feature row t plus the position held coming into t; the reward of choosing
-position p' from p is p' × (1-bar forward log return) − cost × |p' − p|. A position never moves the
+position p' from p is p' × (1-bar forward log return) − cost × |p' − p| (with `n_step` n > 1, the
+discounted returns of holding p' for n bars, the cost once). A position never moves the
 market, so every training bar yields a transition and collection is one batched forward pass over the
 fold's rows, the incoming position drawn uniformly ("exploring starts").
 
@@ -23,23 +25,29 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import cast
 
 import torch
 
-from foxhunt.config import DQNConfig, trading_cost
+from foxhunt.config import DQNConfig
 from foxhunt.train.device_data import DeviceData, FoldWindow, synchronize
 from foxhunt.train.diagnostics import (
     FoldHistory,
     TrainingDiverged,
     check_divergence,
-    greedy_diagnostics,
     record_diagnostics,
 )
+from foxhunt.train.epoch_figures import EpochFigures
+from foxhunt.train.held_returns import bootstrap_bars, discount_table_, new_discount_table
+from foxhunt.train.member_policy import MemberPolicies
 from foxhunt.train.networks import build_qnet, linears, member_network
-from foxhunt.train.policy import greedy_rollout, policy_state, score_positions
+from foxhunt.train.policy import policy_state
 from foxhunt.train.replay import Replay
-from foxhunt.train.selection import SelectionChoice, TailSelection, abstain_, head_end
+from foxhunt.train.selection import (
+    TailSelection,
+    head_end,
+)
 from foxhunt.train.settings import StepSettings, check_population, check_shape_free
 from foxhunt.train.stacked import (
     adam_update,
@@ -68,10 +76,11 @@ def epsilon_schedule(epoch: int, epochs: int, config: DQNConfig) -> float:
     return config.eps_start + (config.eps_end - config.eps_start) * frac
 
 
-def td_target(reward, q_next_online, q_next_target, gamma) -> torch.Tensor:
-    """Double DQN: the online network picks the next action, the target network values it (actions last)."""
+def td_target(reward, q_next_online, q_next_target, discount) -> torch.Tensor:
+    """Double DQN: the online network picks the next action, the target network values it (actions last);
+    `discount` is γ, or γ^m per transition for a target that held its action m bars (held_returns.py)."""
     best = q_next_online.argmax(dim=-1, keepdim=True)
-    return reward + gamma * q_next_target.gather(-1, best).squeeze(-1)
+    return reward + discount * q_next_target.gather(-1, best).squeeze(-1)
 
 
 def huber_loss(q: torch.Tensor, y: torch.Tensor, delta: torch.Tensor) -> torch.Tensor:
@@ -81,7 +90,7 @@ def huber_loss(q: torch.Tensor, y: torch.Tensor, delta: torch.Tensor) -> torch.T
     return torch.where(size < delta, 0.5 * diff * diff / delta, size - 0.5 * delta).mean(dim=-1)
 
 
-class DQNTrainer:
+class DQNTrainer(MemberPolicies):
     """Double DQN for P members over index ranges of device arrays; one instance serves every fold (and
     every trial of its shape in a search).
 
@@ -139,11 +148,6 @@ class DQNTrainer:
             self.warm_up(int(max_train_rows))
         self.reset_for_fold(0)
 
-    @property
-    def config(self) -> DQNConfig:
-        """Member 0's settings (the shape every member shares)."""
-        return self.configs[0]
-
     def _build_weights(self, n_features: int) -> None:
         """Stacked online and target weights (paired on CUDA), Adam's moments, settings, generators."""
         dev, size = self.device, self.size
@@ -158,6 +162,7 @@ class DQNTrainer:
         self.exp_avg_sq = [torch.zeros_like(p, requires_grad=False) for p in self.params]
         self.adam_step = torch.zeros((), device=dev)
         self.settings = StepSettings.stacked(dev, self.configs)
+        self.discounts = new_discount_table([c.gamma for c in self.configs], dev)  # γ^k, read by the step
         self.init_generator = torch.Generator(device=dev)
         # On the CPU one private generator per member; on CUDA the default generator, whose philox
         # offsets CUDA graph replays advance.
@@ -195,16 +200,12 @@ class DQNTrainer:
         check_population(configs)
         self.configs = configs
         self.settings.fill_(configs)
+        discount_table_(self.discounts, [c.gamma for c in configs])
 
     # ---- the fold (its range and norm stats: device_data.FoldWindow) --------------------------------
     def set_fold_range(self, fold_range) -> None:
         """Point the window at the fold; with `select_tail_share` the learner reads only the slice's head."""
         self.window.set_fold_range(fold_range, head_end(fold_range, self.config.select_tail_share))
-
-    @property
-    def selecting(self) -> bool:
-        """Model selection on the training slice's held-back tail is on."""
-        return self.config.select_tail_share > 0.0
 
     @torch.no_grad()
     def reset_for_fold(self, fold: int) -> None:
@@ -235,8 +236,11 @@ class DQNTrainer:
     def collect(self, epsilon: float | Sequence[float]) -> int:
         """Fill every member's replay with one epsilon-greedy transition per training bar of the fold."""
         eps = [float(epsilon)] * self.size if isinstance(epsilon, (int, float)) else list(epsilon)
+        held = self.replay.held_returns(
+            self.window, [c.gamma for c in self.configs], [c.n_step for c in self.configs]
+        )
         return self.replay.collect(
-            self.networks, self.window, self.settings, self.generators, eps, self.fused_activation
+            self.networks, self.window, self.settings, self.generators, eps, self.fused_activation, held
         )
 
     # ---- the learning step (plain: step.py compiles and captures it) ---------------------------------
@@ -254,12 +258,13 @@ class DQNTrainer:
         idx = torch.minimum((u * self.window.n_valid).long(), self.window.n_valid - 1)
         rows = idx + self.window.train_start
         action = self.replay.action.gather(1, idx)
-        # State and next state in one gather: rows t and t + 1; the next position is the action taken.
+        hold = bootstrap_bars(idx, self.window.n_valid, self.settings.n_step)  # 1 unless n_step > 1
+        # State and next state in one gather: rows t and t + m; the next position is the action taken.
         position = torch.cat(
             [self.replay.position.gather(1, idx), (action - 1).to(self.replay.position.dtype)], dim=1
         )
         states = policy_state(
-            self.data.features[torch.cat([rows, rows + 1], dim=1)],
+            self.data.features[torch.cat([rows, rows + hold], dim=1)],
             position,
             self.window.mean,
             self.window.std,
@@ -276,7 +281,7 @@ class DQNTrainer:
                 q_next_target = q_next_target.float()
         q = q_all.gather(2, action.unsqueeze(2)).squeeze(2)
         reward = self.replay.reward.gather(1, idx)
-        return q, td_target(reward, q_next_online, q_next_target, self.settings.gamma.unsqueeze(1)), q_all
+        return q, td_target(reward, q_next_online, q_next_target, self.discounts.gather(1, hold)), q_all
 
     def td_loss(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The members' Huber losses summed (their gradients stay apart), and (3, P) loss, mean and max |Q|."""
@@ -322,7 +327,7 @@ class DQNTrainer:
         epochs: int,
         active: Sequence[int] | None = None,
         on_replay: Callable[[int, int], None] | None = None,
-    ) -> list[dict | None]:
+    ) -> list[EpochFigures | None]:
         """Collect, run the epoch's steps, read the accumulators once; per member its figures, or None for a
         member outside `active` (default: all) or one whose guard stopped it (`failures[i]` says why).
         `on_replay(done, total)` follows the step's replays (progress within the epoch)."""
@@ -344,9 +349,8 @@ class DQNTrainer:
         ).tolist()  # one sync
         t2 = time.perf_counter()
         self.steps_done += done
-        members = range(self.size) if active is None else active
-        figures: list[dict | None] = [None] * self.size
-        for i in members:
+        figures: list[EpochFigures | None] = [None] * self.size
+        for i in range(self.size) if active is None else active:
             if self.failures[i] is not None:
                 continue
             loss, q_mean, q_max = loss_sums[i] / done, q_sums[i] / done, q_maxes[i]
@@ -356,67 +360,19 @@ class DQNTrainer:
                 self.failures[i] = diverged
                 continue
             self.histories[i].record_epoch(t1 - t0, t2 - t1, loss, q_mean, q_max)
-            member_figures = {
-                "epoch": epoch,
-                "loss": loss,
-                "epsilon": eps[i],
-                "steps": done,
-                "seconds": t2 - t0,
-                # Each member's own samples over the shared step time: a population's total is the sum.
-                "samples_per_second": done * self.config.batch_size / max(t2 - t1, 1e-9),
-                "q_mean": q_mean,
-                "q_max": q_max,
-            }
+            # Each member's own samples over the shared step time: a population's total is the sum.
+            speed = done * self.config.batch_size / max(t2 - t1, 1e-9)
+            member = EpochFigures(epoch, loss, eps[i], done, t1 - t0, t2 - t1, speed, q_mean, q_max)
             if self.diagnostics:
                 started = time.perf_counter()
-                member_figures.update(
-                    record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started)
-                )
+                diagnostics = record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started)
+                member = replace(member, **diagnostics)
             if self.selecting:
                 tail = self.tail_score(i)
                 self.selection.observe(i, epoch, tail, self.networks[i])
-                member_figures["tail_sharpe"] = tail
-            figures[i] = member_figures
+                member = replace(member, tail_sharpe=tail)
+            figures[i] = member
         return figures
-
-    def tail_score(self, member: int) -> float:
-        """Member `member`'s greedy policy now, scored on the held-back tail of the training slice: net
-        Sharpe after the evaluation cost, entered from flat (outside the captured step)."""
-        fold, bias = self.window.fold, linears(self.networks[member])[-1].bias
-        kept = bias.detach().clone()
-        abstain_(self.networks[member], self.abstain_margin(member))  # the policy the fold would keep
-        try:
-            return float(self.validate(self.window.learn_end, fold.train_end, member=member)["sharpe"])
-        finally:
-            with torch.no_grad():
-                bias.copy_(kept)
-
-    def abstain_margin(self, member: int = 0) -> float:
-        """How far member `member`'s Q of short or long must exceed flat's for its fold policy to leave
-        flat: `abstain_cost_multiple` evaluation costs, in the reward's units (Q's)."""
-        config = self.configs[member]
-        return config.abstain_cost_multiple * self.evaluation_cost(member=member) * config.reward_scale
-
-    def choose_policies(self, members: Sequence[int] | None = None) -> dict[int, SelectionChoice | None]:
-        """At a fold's end, per member: with selection on, write the best tail epoch's weights (or a flat
-        network) into its slot and say what was chosen (None with selection off: the last epoch stays);
-        then raise flat's output by the abstention margin, so the checkpoint holds the policy evaluated."""
-        members = range(self.size) if members is None else members
-        chosen = {
-            i: self.selection.choose(i, self.networks[i], self.configs[i].select_min_sharpe)
-            if self.selecting
-            else None
-            for i in members
-        }
-        for i in members:
-            abstain_(self.networks[i], self.abstain_margin(i))
-        return chosen
-
-    def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
-        """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""
-        net, window = self.networks[member], self.window
-        cost = self.evaluation_cost(member=member)
-        return greedy_diagnostics(net, self.data, window.mean, window.std, window.fold, cost)
 
     @torch.no_grad()
     def warm_up(self, max_train_rows: int) -> None:
@@ -433,33 +389,3 @@ class DQNTrainer:
         self.validate()
         synchronize(self.device)
         self.window.clear()
-
-    # ---- a member's greedy policy, scored; its weights ------------------------------------------------
-    def evaluation_cost(self, *, member: int = 0) -> float:
-        """Cost per unit of position change that scores member `member`: the trainer's evaluation settings
-        (its training cost when `eval_cost` is None)."""
-        cost = self.configs[member].cost if self.eval_cost is None else self.eval_cost
-        return trading_cost(cost, self.eval_spread)
-
-    def greedy_positions(
-        self, start: int | None = None, end: int | None = None, *, member: int = 0
-    ) -> torch.Tensor:
-        """Positions (−1, 0, 1) of member `member`'s exact greedy policy over [start, end) (default: the
-        fold's validation), entered from flat."""
-        start, end = (
-            (self.window.fold.val_start if start is None else start),
-            (self.window.fold.val_end if end is None else end),
-        )
-        return greedy_rollout(
-            self.networks[member], self.data.features[start:end], self.window.mean, self.window.std
-        )
-
-    def validate(self, start: int | None = None, end: int | None = None, *, member: int = 0) -> dict:
-        """Member `member`'s greedy policy over [start, end) (default: validation), beside buy-and-hold and flat."""
-        start = self.window.fold.val_start if start is None else start
-        positions = self.greedy_positions(start, end, member=member)
-        return score_positions(self.data, positions, start, self.evaluation_cost(member=member))
-
-    def state_dict_cpu(self, member: int = 0) -> dict:
-        """Member `member`'s online weights on the CPU, keyed as `build_qnet`'s (`torch.load`-able alone)."""
-        return {k: v.detach().cpu().clone() for k, v in self.networks[member].state_dict().items()}

@@ -31,7 +31,8 @@ def needed_bytes(
     params = width * dqn.hidden + dqn.hidden * dqn.hidden + 3 * dqn.hidden + 2 * dqn.hidden + 3
     return {
         "rows": rows * ((n_features + 4) * FLOAT + 8),
-        "train_days": population * max_train_rows * 6 * FLOAT,
+        # replay: position, action (8 bytes), reward, and the held returns with n_step > 1
+        "train_days": population * max_train_rows * (6 + (dqn.n_step > 1)) * FLOAT,
         "batch_size": population * dqn.batch_size * (2 * width + 8 * dqn.hidden) * FLOAT * 2,
         # online, target, gradient, two moments and a copy; two hidden layers of a chunk, twice
         "hidden": population * (params * 6 + min(chunk, max_train_rows) * dqn.hidden * 4) * FLOAT,

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from foxhunt.train.device_data import FoldWindow, chunk_rows
+from foxhunt.train.held_returns import held_returns_
 from foxhunt.train.networks import inference_q
 from foxhunt.train.policy import FLAT, policy_state
 from foxhunt.train.settings import StepSettings
@@ -21,7 +22,8 @@ from foxhunt.train.stacked import member_draws
 
 
 def transition_reward(position, new_position, next_return, cost, scale) -> torch.Tensor:
-    """(new position × the bar's forward return − cost × |position change|) × reward scale."""
+    """(new position × the bar's forward return − cost × |position change|) × reward scale (with n_step > 1
+    the forward return is the discounted held return: the cost is still paid once)."""
     return (new_position * next_return - cost * (new_position - position).abs()) * scale
 
 
@@ -34,12 +36,33 @@ class Replay:
         self.action = torch.full((size, capacity), FLAT, dtype=torch.long, device=device)
         self.reward = torch.zeros(size, capacity, device=device)
         self.epsilon = torch.zeros(size, device=device)
+        # n_step > 1: each member's discounted held return per bar, allocated at first need, refilled
+        # once per fold (or when γ or n change); `held_for` names what it holds.
+        self.held: torch.Tensor | None = None
+        self.held_for: tuple | None = None
 
     def clear(self) -> None:
         """Forget every transition (a new fold)."""
         self.position.zero_()
         self.action.fill_(FLAT)
         self.reward.zero_()
+
+    def held_returns(
+        self, window: FoldWindow, gammas: Sequence[float], n_steps: Sequence[int]
+    ) -> torch.Tensor | None:
+        """The members' held returns over the fold's transitions (None when every n is 1: the 1-bar
+        target's column is read as it is), computed when the fold, γ or n changed since the last call."""
+        if max(n_steps) <= 1:
+            return None
+        n = window.learn_rows - 1
+        key = (window.fold.train_start, n, tuple(gammas), tuple(n_steps))
+        if self.held is None:
+            self.held = torch.zeros_like(self.reward)
+        if key != self.held_for:
+            start = window.fold.train_start
+            held_returns_(self.held, window.data.targets[start : start + n, 0], gammas, n_steps)
+            self.held_for = key
+        return self.held
 
     @torch.no_grad()
     def collect(
@@ -50,9 +73,11 @@ class Replay:
         generators: list[torch.Generator] | None,
         epsilon: Sequence[float],
         fused: bool,
+        held: torch.Tensor | None = None,
     ) -> int:
         """One epsilon-greedy transition per training bar of `window`'s fold, for member i with `networks[i]`
-        and exploration rate `epsilon[i]`; returns the transitions per member."""
+        and exploration rate `epsilon[i]`, rewarded with `held` returns (n_step > 1) or the 1-bar ones;
+        returns the transitions per member."""
         self.epsilon.copy_(torch.tensor(list(epsilon), dtype=torch.float32))
         fr, data = window.fold, window.data
         n, size, device = window.learn_rows - 1, len(networks), self.position.device
@@ -79,7 +104,7 @@ class Replay:
             self.reward[:, lo:hi] = transition_reward(
                 position,
                 (action - 1).to(torch.float32),
-                data.targets[rows, 0],
+                data.targets[rows, 0] if held is None else held[:, lo:hi],
                 settings.cost.unsqueeze(1),
                 settings.reward_scale.unsqueeze(1),
             )

@@ -12,11 +12,13 @@ schedule, so a CUDA graph is untouched.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
+from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.train.networks import linears
 from foxhunt.train.policy import FLAT, N_ACTIONS
@@ -116,3 +118,41 @@ def abstain_(net: nn.Module, margin: float) -> None:
     the lowest index but one, only when short's or long's Q equals flat's raised one exactly)."""
     if margin > 0.0:
         linears(net)[-1].bias[FLAT] += margin  # type: ignore[arg-type]
+
+
+def abstain_margin(config: DQNConfig, evaluation_cost: float) -> float:
+    """How far a member's Q of short or long must exceed flat's for its fold policy to leave flat:
+    `abstain_cost_multiple` evaluation costs, in the reward's units (Q's)."""
+    return config.abstain_cost_multiple * evaluation_cost * config.reward_scale
+
+
+@torch.no_grad()
+def score_as_kept(net: nn.Module, margin: float, score: Callable[[], float]) -> float:
+    """`score()` of `net`'s greedy policy as the fold would keep it (abstaining by `margin`); `net` is
+    unchanged afterwards."""
+    bias = linears(net)[-1].bias  # type: ignore[arg-type]
+    kept = bias.detach().clone()
+    abstain_(net, margin)
+    try:
+        return score()
+    finally:
+        bias.copy_(kept)
+
+
+def choose_policies(
+    selection: TailSelection | None,
+    networks: Sequence[nn.Module],
+    configs: Sequence[DQNConfig],
+    margins: dict[int, float],
+    members: Iterable[int],
+) -> dict[int, SelectionChoice | None]:
+    """At a fold's end, per member: with a `selection`, write the best tail epoch's weights (or a flat
+    network) into its network and say what was chosen (None without one: the last epoch stays); then
+    raise flat's output by the member's abstention margin, so the checkpoint holds the policy evaluated."""
+    chosen = {
+        i: None if selection is None else selection.choose(i, networks[i], configs[i].select_min_sharpe)
+        for i in members
+    }
+    for i in chosen:
+        abstain_(networks[i], margins[i])
+    return chosen

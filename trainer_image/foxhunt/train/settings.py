@@ -44,6 +44,7 @@ class StepSettings:
     weight_decay: torch.Tensor
     reward_scale: torch.Tensor
     cost: torch.Tensor  # the training reward's cost; evaluation costs are the trainer's eval settings
+    n_step: torch.Tensor  # bars the TD target holds the action (an integer, held as a float)
 
     @classmethod
     def on(cls, device: torch.device, config: DQNConfig) -> StepSettings:

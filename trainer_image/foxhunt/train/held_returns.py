@@ -1,0 +1,60 @@
+"""Held-action (n-step) returns: the TD target of "hold the action for n bars, then act greedily".
+
+With `n_step` = n, the transition at training bar t (index i of the fold's N transitions; incoming
+position p, action a) has the target
+
+    y = scale · (a · Σ_{k<m} γ^k r_{t+k} − cost · |a − p|) + γ^m · Q_target(s_{t+m}, a)[argmax Q_online(s_{t+m}, a)]
+
+with m = min(n, N − i): the position moves once, at t, so the cost is paid once; the hold is truncated
+at the end of the learning rows (fewer bars near the end, and the bootstrap state is at most the last
+learning row, the one-bar target's own last next state: no row beyond is read). n = 1 is the one-bar
+target exactly.
+
+The discounted sums Σ_{k<m} γ^k r_{t+k} depend on the fold's returns, γ and n only, so they are
+computed on the device once per fold (again only when γ or n change), into a fixed buffer collection
+reads: n − 1 shifted multiply-adds over the fold's rows. (Prefix sums of γ^t r_t would need γ^−t, which
+leaves float32's range within a few thousand bars.) The captured step reads m from the transition's
+index and n (a device vector, per member) and γ^m from a (P, MAX_N_STEP + 1) table refilled in place,
+so no Python number of either is baked into a graph.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from foxhunt.config import MAX_N_STEP
+
+
+def discount_table_(table: torch.Tensor, gammas: Sequence[float]) -> None:
+    """Refill `table` (P, MAX_N_STEP + 1) in place: table[i, k] = γ_i^k (float64 powers, so γ^1 is γ)."""
+    powers = torch.tensor([[g**k for k in range(table.shape[1])] for g in gammas], dtype=torch.float64)
+    table.copy_(powers.to(table.dtype))
+
+
+def new_discount_table(gammas: Sequence[float], device: torch.device) -> torch.Tensor:
+    """A (P, MAX_N_STEP + 1) table of γ_i^k for the members' γ."""
+    table = torch.zeros(len(gammas), MAX_N_STEP + 1, device=device)
+    discount_table_(table, gammas)
+    return table
+
+
+@torch.no_grad()
+def held_returns_(
+    out: torch.Tensor, returns: torch.Tensor, gammas: Sequence[float], n_steps: Sequence[int]
+) -> None:
+    """out[i, t] = Σ_{k < min(n_i, N − t)} γ_i^k · returns[t + k] for t < N = len(returns), in place: member
+    i's discounted return of holding a unit position for n_i bars from bar t, truncated at the end."""
+    n = returns.shape[0]
+    out[:, :n] = returns  # k = 0: γ^0 = 1 (the one-bar return itself, bit for bit)
+    weights = new_discount_table(gammas, out.device)
+    for k in range(1, min(max(n_steps), n)):
+        held = torch.tensor([float(k < s) for s in n_steps], device=out.device)
+        out[:, : n - k] += (weights[:, k] * held).unsqueeze(1) * returns[k:]
+
+
+def bootstrap_bars(idx: torch.Tensor, n_valid: torch.Tensor, n_step: torch.Tensor) -> torch.Tensor:
+    """Bars m = min(n, N − i) each drawn transition holds its action before the bootstrap: `idx` (P, batch)
+    transition indices, `n_valid` N, `n_step` (P,) the members' n (floats holding integers)."""
+    return torch.minimum(n_valid - idx, n_step.long().unsqueeze(1))

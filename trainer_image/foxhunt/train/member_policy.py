@@ -1,0 +1,107 @@
+"""The trainer's greedy-policy half: score a member's greedy policy (validation, the training tail,
+the per-epoch diagnostics), choose the fold's policy (tail selection, abstention), hand its weights out.
+
+`MemberPolicies` is a base of `DQNTrainer` (dqn.py), which owns the attributes it reads: the members'
+networks and settings, the fold window, the device data and the evaluation settings. The learning
+(collection, the step, epochs) stays in dqn.py; nothing here runs inside the captured step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from foxhunt.config import DQNConfig, trading_cost
+from foxhunt.train.device_data import DeviceData, FoldWindow
+from foxhunt.train.diagnostics import greedy_diagnostics
+from foxhunt.train.policy import greedy_rollout, score_positions
+from foxhunt.train.selection import (
+    SelectionChoice,
+    TailSelection,
+    abstain_margin,
+    choose_policies,
+    score_as_kept,
+)
+
+
+class MemberPolicies:
+    """Each member's greedy policy: scored, chosen at a fold's end, saved (a base of DQNTrainer)."""
+
+    # Owned and built by DQNTrainer:
+    size: int
+    configs: list[DQNConfig]
+    networks: list[nn.Sequential]
+    window: FoldWindow
+    data: DeviceData
+    eval_cost: float | None
+    eval_spread: float
+    selection: TailSelection
+
+    @property
+    def config(self) -> DQNConfig:
+        """Member 0's settings (the shape every member shares)."""
+        return self.configs[0]
+
+    @property
+    def selecting(self) -> bool:
+        """Model selection on the training slice's held-back tail is on."""
+        return self.config.select_tail_share > 0.0
+
+    def tail_score(self, member: int) -> float:
+        """Member `member`'s greedy policy now, as the fold would keep it, scored on the held-back tail of
+        the training slice: net Sharpe after the evaluation cost, entered from flat (outside the step)."""
+        fold = self.window.fold
+
+        def tail_sharpe() -> float:
+            return float(self.validate(self.window.learn_end, fold.train_end, member=member)["sharpe"])
+
+        return score_as_kept(self.networks[member], self.abstain_margin(member), tail_sharpe)
+
+    def abstain_margin(self, member: int = 0) -> float:
+        """Member `member`'s abstention margin (selection.abstain_margin) at its evaluation cost."""
+        return abstain_margin(self.configs[member], self.evaluation_cost(member=member))
+
+    def choose_policies(self, members: Sequence[int] | None = None) -> dict[int, SelectionChoice | None]:
+        """At a fold's end, per member: the best tail epoch's weights or flat (select_tail_share), then the
+        abstention margin baked in (selection.choose_policies)."""
+        members = range(self.size) if members is None else members
+        margins = {i: self.abstain_margin(i) for i in members}
+        selection = self.selection if self.selecting else None
+        return choose_policies(selection, self.networks, self.configs, margins, members)
+
+    def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
+        """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""
+        net, window = self.networks[member], self.window
+        cost = self.evaluation_cost(member=member)
+        return greedy_diagnostics(net, self.data, window.mean, window.std, window.fold, cost)
+
+    def evaluation_cost(self, *, member: int = 0) -> float:
+        """Cost per unit of position change that scores member `member`: the trainer's evaluation settings
+        (its training cost when `eval_cost` is None)."""
+        cost = self.configs[member].cost if self.eval_cost is None else self.eval_cost
+        return trading_cost(cost, self.eval_spread)
+
+    def greedy_positions(
+        self, start: int | None = None, end: int | None = None, *, member: int = 0
+    ) -> torch.Tensor:
+        """Positions (−1, 0, 1) of member `member`'s exact greedy policy over [start, end) (default: the
+        fold's validation), entered from flat."""
+        start, end = (
+            (self.window.fold.val_start if start is None else start),
+            (self.window.fold.val_end if end is None else end),
+        )
+        return greedy_rollout(
+            self.networks[member], self.data.features[start:end], self.window.mean, self.window.std
+        )
+
+    def validate(self, start: int | None = None, end: int | None = None, *, member: int = 0) -> dict:
+        """Member `member`'s greedy policy over [start, end) (default: validation), beside buy-and-hold and flat."""
+        start = self.window.fold.val_start if start is None else start
+        positions = self.greedy_positions(start, end, member=member)
+        return score_positions(self.data, positions, start, self.evaluation_cost(member=member))
+
+    def state_dict_cpu(self, member: int = 0) -> dict:
+        """Member `member`'s online weights on the CPU, keyed as `build_qnet`'s (`torch.load`-able alone)."""
+        return {k: v.detach().cpu().clone() for k, v in self.networks[member].state_dict().items()}
