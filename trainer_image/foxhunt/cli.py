@@ -79,6 +79,16 @@ def _add_training(p: argparse.ArgumentParser, defaults: RunConfig) -> None:
         section = path.partition(".")[0] if "." in path else ""
         _add_setting(groups.get(section, p), flag, value_at(defaults, path))
     _add_search(p.add_argument_group("search (with --trials N > 0)"))
+    p.add_argument(
+        "--mlflow-uri",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URI",
+        help="also record the run (a search: the study, a nested run per trial) in this MLflow tracking "
+        "store; alone: $MLFLOW_TRACKING_URI, else ./mlflow.db with artifacts in ./mlruns; a path or "
+        f"file:PATH: a file store {needs_note('mlflow')}",
+    )
 
 
 def _add_search(g: argparse._ArgumentGroup) -> None:
@@ -301,12 +311,24 @@ def search_planner(settings: RunConfig):
     return plan_search
 
 
+def mlflow_uri(args: argparse.Namespace) -> str | None:
+    """The MLflow store `--mlflow-uri` names (None without the flag); exit 2 without the mlflow extra."""
+    if args.mlflow_uri is None:
+        return None
+    require_extra("mlflow", f"foxhunt {args.command} --mlflow-uri")
+    from foxhunt.run.mlflow_sink import tracking_uri
+
+    return tracking_uri(args.mlflow_uri)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
+    from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import train
 
-    summary = train(args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings))
+    with recorded_in_mlflow(mlflow_uri(args), args.out, settings.log_format):
+        summary = train(args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings))
     if search is not None:
         _study_lines(settings, summary, args.out)
         return 0
@@ -318,19 +340,21 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
     from foxhunt import storage
+    from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import pipeline
 
-    summary = pipeline(
-        args.bars,
-        args.out,
-        settings,
-        sample_bars=args.sample_bars,
-        sample_signal=args.sample_signal == "on",
-        tz=args.tz,
-        timestamp_unit=args.timestamp_unit,
-        search=search,
-        plan_search=search_planner(settings),
-    )
+    with recorded_in_mlflow(mlflow_uri(args), args.out, settings.log_format):
+        summary = pipeline(
+            args.bars,
+            args.out,
+            settings,
+            sample_bars=args.sample_bars,
+            sample_signal=args.sample_signal == "on",
+            tz=args.tz,
+            timestamp_unit=args.timestamp_unit,
+            search=search,
+            plan_search=search_planner(settings),
+        )
     where = args.out if storage.local_path(args.out) is None else os.path.abspath(args.out)
     if search is not None:
         _study_lines(settings, summary, where)
