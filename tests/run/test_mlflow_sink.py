@@ -136,6 +136,13 @@ def test_a_file_store_holds_the_same_record(recorded, tmp_path):
     assert only_run(file_store)[1].data.metrics == only_run(store)[1].data.metrics
 
 
+def test_an_sqlite_stores_artifacts_lie_beside_its_database(recorded):
+    out, store = recorded
+    client, run = only_run(store)
+
+    assert run.info.artifact_uri.removeprefix("file://").startswith(str(out.parent / "mlruns" / "foxhunt"))
+
+
 def test_the_flag_alone_is_the_local_sqlite_store_in_the_working_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.chdir(tmp_path)

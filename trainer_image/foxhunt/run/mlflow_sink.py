@@ -36,6 +36,7 @@ from foxhunt.run.lifecycle import console
 DEFAULT_STORE_FILE = "mlflow.db"
 DEFAULT_FILE_STORE = "mlruns"
 EXPERIMENT = "foxhunt"  # unless $MLFLOW_EXPERIMENT_NAME names another
+SQLITE_PREFIX = "sqlite:///"  # then the database's path: relative, or absolute with a fourth slash
 TRACKING_SCHEMES = ("file", "sqlite", "postgresql", "mysql", "mssql", "http", "https", "databricks")
 RUN_STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "interrupted": "KILLED", "running": "FAILED"}
 # A trial still RUNNING in the table when its process ended was stopped with it.
@@ -53,7 +54,9 @@ def tracking_uri(value: str) -> str:
     A plain path is a file store there; `file:` alone is `./mlruns`. UsageError (exit 2) for a scheme
     MLflow has no store for."""
     if value == "":
-        return os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{os.path.abspath(DEFAULT_STORE_FILE)}"
+        return (
+            os.environ.get("MLFLOW_TRACKING_URI") or f"{SQLITE_PREFIX}{os.path.abspath(DEFAULT_STORE_FILE)}"
+        )
     scheme = urlsplit(value).scheme
     if scheme == "":
         return f"file:{os.path.abspath(value)}"
@@ -112,7 +115,11 @@ def record_run(uri: str, out_uri: str, log_format: str = "text") -> str:
     summary = RunSummary.from_dict(json.loads(storage.read_bytes(summary_uri)))
     name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
     found = client.get_experiment_by_name(name)
-    experiment = found.experiment_id if found is not None else client.create_experiment(name)
+    experiment = (
+        found.experiment_id
+        if found is not None
+        else client.create_experiment(name, artifact_location=artifact_location(uri, name))
+    )
     run = client.create_run(
         experiment,
         start_time=_ms(summary.started_at),
@@ -131,6 +138,15 @@ def record_run(uri: str, out_uri: str, log_format: str = "text") -> str:
     line = f"mlflow: recorded run {summary.run_id} (MLflow run {run_id}){nested} in experiment {name}"
     console(log_format, summary.run_id)(line)
     return line
+
+
+def artifact_location(uri: str, experiment: str) -> str | None:
+    """Where an SQLite store keeps the experiment's artifacts: `mlruns/<experiment>` beside the database
+    (MLflow would take `./mlruns` of whatever folder the command ran in). Other stores decide (None)."""
+    if not uri.startswith(SQLITE_PREFIX):
+        return None
+    database = os.path.abspath(uri[len(SQLITE_PREFIX) :])
+    return os.path.join(os.path.dirname(database), DEFAULT_FILE_STORE, experiment)
 
 
 def run_params(summary: RunSummary) -> dict[str, str]:
