@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 TORCH = "torch==2.13.0"  # the README's pin
 STEPS = ("venv", "torch", "package")
+WHAT = "the README's install: python3 -m venv, pip install torch==2.13.0, pip install -e '.[train]'"
 
 
 def torch_wheel() -> Path | None:
@@ -37,7 +38,9 @@ def torch_wheel() -> Path | None:
     links = os.environ.get("PIP_FIND_LINKS", "")
     if not links:
         listed = subprocess.run(
-            [sys.executable, "-m", "pip", "config", "get", "global.find-links"], capture_output=True, text=True
+            [sys.executable, "-m", "pip", "config", "get", "global.find-links"],
+            capture_output=True,
+            text=True,
         )
         links = listed.stdout.strip()
     for folder in links.split():
@@ -62,7 +65,9 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     done = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode != 0:
-        sys.exit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        sys.exit(
+            f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return seconds
 
 
@@ -105,7 +110,9 @@ def main() -> None:
     python_version = subprocess.run(
         [args.python, "--version"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    print(f"{args.repeats} cold installs with {python_version}; torch from {wheel or 'the index'}", flush=True)
+    print(
+        f"{args.repeats} cold installs with {python_version}; torch from {wheel or 'the index'}", flush=True
+    )
     runs = []
     for i in range(args.repeats):
         run = one_install(args.python, wheel)
@@ -120,7 +127,7 @@ def main() -> None:
     now = datetime.now(timezone.utc)
     commit = git_commit()
     result = {
-        "what": "the README's install: python3 -m venv, pip install torch==2.13.0, pip install -e '.[train]'",
+        "what": WHAT,
         "date": now.isoformat(timespec="seconds"),
         "commit": commit,
         "cpu": cpu_model(),
