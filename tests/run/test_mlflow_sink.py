@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import tomllib
 from mlflow.tracking import MlflowClient
 
 from foxhunt import extras
@@ -187,3 +188,13 @@ def test_without_the_mlflow_extra_the_flag_exits_2_with_the_install_line(monkeyp
         "installed: pip install 'foxhunt[mlflow]'\n"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_mlflow_extra_is_the_skinny_client_and_the_tests_install_it():
+    extras_table = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())[
+        "project"
+    ]["optional-dependencies"]
+
+    assert [r.split(">")[0] for r in extras_table["mlflow"]] == ["mlflow-skinny"]
+    assert extras.REQUIRED_MODULES["mlflow"] == extras.EXTRA_MODULES["mlflow"] == ("mlflow",)
+    assert any(r.startswith("foxhunt[") and "mlflow" in r for r in extras_table["test"])
