@@ -15,3 +15,6 @@ from support.pg_service import *  # noqa
 
 # A tiny fxcache and hyperparameters for `foxhunt train` runs, as fixtures any test module can request.
 from support.run_cases import tiny_fxcache, tiny_params  # noqa
+
+# The README's `foxhunt pipeline`, run once a session for the tests that read it.
+from support.reference_figures import default_pipeline  # noqa

@@ -1,14 +1,17 @@
 """No input makes the process abort: `foxhunt precompute` with torch imported before pyarrow, many times.
 
 pyarrow's threaded CSV reader aborted the process (exit 134, SIGABRT) about one run in ten when torch
-was loaded first, sometimes after printing the right error line. Each case here runs in a fresh
+was loaded first, sometimes after printing the right error line. Each case here runs in a new
 process FOXHUNT_ABORT_RUNS times (10 in CI; 50 for the figure in the closing note) and must end with
-its own exit code every time.
+its own exit code every time. The processes are forked from one that has imported torch
+(tests/support/abort_runs.py): each starts with torch loaded and pyarrow not, as a fresh `foxhunt`
+with torch imported first does, without a torch import per run.
 """
 
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import subprocess
 import sys
@@ -24,8 +27,8 @@ from foxhunt.data.bars import generate_sample_bars, write_bars
 
 RUNS = int(os.environ.get("FOXHUNT_ABORT_RUNS", "10"))
 HEADER = "timestamp,open,high,low,close,volume\n"
-# torch first, as the trainer image loads it: the order that made pyarrow's threads abort.
-RUNNER = "import sys, torch; from foxhunt.cli import main; sys.exit(main(sys.argv[1:]))"
+# Forks the runs after importing torch: the order that made pyarrow's threads abort.
+RUNNER = Path(__file__).resolve().parents[1] / "support" / "abort_runs.py"
 
 
 def bad_gzipped_csv(folder: Path) -> Path:
@@ -86,17 +89,26 @@ def test_no_input_aborts_the_process(case, tmp_path):
     build, expected_code, expected_error = CASES[case]
     bars = build(tmp_path)
     env = {**os.environ, "FOXHUNT_CACHE_DIR": str(tmp_path / "cache")}
-    codes: Counter = Counter()
-    for run in range(RUNS):
-        out = tmp_path / f"out{run}.fxcache"
-        done = subprocess.run(
-            [sys.executable, "-c", RUNNER, "precompute", "--bars", str(bars), "--out", str(out)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=300,
-        )
-        codes[done.returncode] += 1
-        assert expected_error in done.stderr and "Traceback" not in done.stderr
-        assert out.exists() == (expected_code == 0)
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(RUNNER),
+            str(RUNS),
+            "precompute",
+            "--bars",
+            str(bars),
+            "--out",
+            str(tmp_path / "out{run}.fxcache"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    runs = json.loads(done.stdout)
+    codes = Counter(code for code, _ in runs)
+    for run, (_, stderr) in enumerate(runs):
+        assert expected_error in stderr and "Traceback" not in stderr
+        assert (tmp_path / f"out{run}.fxcache").exists() == (expected_code == 0)
     assert codes == {expected_code: RUNS}

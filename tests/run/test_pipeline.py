@@ -2,9 +2,6 @@
 
 import dataclasses
 import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,11 +22,9 @@ def fast_params(tmp_path: Path, **dqn) -> list[str]:
     return ["--hyperopt-params", str(path)]
 
 
-def test_pipeline_with_no_arguments_succeeds_from_the_console_script(tmp_path):
-    exe = shutil.which("foxhunt") or str(Path(sys.executable).parent / "foxhunt")
-    done = subprocess.run([exe, "pipeline"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+def test_pipeline_with_no_arguments_succeeds_from_the_console_script(default_pipeline):
+    done, out = default_pipeline.done, default_pipeline.out
     assert done.returncode == 0, done.stderr
-    out = tmp_path / "foxhunt-out"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["status"] == "succeeded"
     assert [f["fold"] for f in summary["folds"]] == [0, 1, 2]

@@ -12,11 +12,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference_figures.json"
 # A study small enough for seconds on 2 CPU cores: 3 folds of 5 days, 3 epochs of 4 steps, hidden 16.
@@ -96,6 +99,24 @@ def run_reference(name: str, work: Path, fxcache: Path | None = None) -> dict[st
     done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     return run_figures(out)
+
+
+@dataclass(frozen=True)
+class DefaultPipeline:
+    """The README's job, `foxhunt pipeline` with no arguments: the finished process and its --out."""
+
+    done: subprocess.CompletedProcess
+    out: Path
+
+
+@pytest.fixture(scope="session")
+def default_pipeline(tmp_path_factory) -> DefaultPipeline:
+    """`foxhunt pipeline` from the console script in a fresh folder, once a session: the console script's
+    test and the default pipeline's recorded figures read the same run (about 30 s of CPU each time)."""
+    work = tmp_path_factory.mktemp("default-pipeline")
+    exe = shutil.which("foxhunt") or str(Path(sys.executable).parent / "foxhunt")
+    done = subprocess.run([exe, "pipeline"], cwd=work, capture_output=True, text=True, timeout=900)
+    return DefaultPipeline(done, work / "foxhunt-out")
 
 
 def main(names: list[str]) -> None:

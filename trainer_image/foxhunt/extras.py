@@ -1,8 +1,9 @@
 """Which optional part of the install a command needs, and the one line that says how to get it.
 
-The base install is the light client (CLI, `submit`); `train` adds the training libraries and
-`render` adds Hera for `workflows render`. A command that needs an extra says so in its `--help`
-and, where the extra is missing, exits 2 with the install line before importing anything from it.
+The base install is the light client (CLI, `submit`); `train` adds the training libraries,
+`render` adds Hera for `workflows render` and `mlflow` the MLflow client for `--mlflow-uri`. A command
+that needs an extra says so in its `--help` and, where the extra is missing, exits 2 with the install
+line before importing anything from it.
 Standard library only: the CLI parser reads this.
 """
 
@@ -19,11 +20,16 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
         "sqlalchemy", "psycopg",
     ),
     "render": ("hera",),
+    "mlflow": ("mlflow",),  # the mlflow-skinny distribution
 }  # fmt: skip
 # What every command of an extra imports before work; the rest is imported where a run needs it
 # (boto3 for s3:// URIs, optuna, SQLAlchemy and psycopg for --trials), so an image without them
 # still trains on local files.
-REQUIRED_MODULES: dict[str, tuple[str, ...]] = {"train": ("torch", "numpy", "pyarrow"), "render": ("hera",)}
+REQUIRED_MODULES: dict[str, tuple[str, ...]] = {
+    "train": ("torch", "numpy", "pyarrow"),
+    "render": ("hera",),
+    "mlflow": ("mlflow",),
+}
 
 
 def install_line(extra: str) -> str:

@@ -11,6 +11,7 @@ import os
 from foxhunt.config import PIPELINE_DQN, DQNConfig, RunConfig, override
 from foxhunt.config.flags import FLAGS, flag_of, run_config_from_flags
 from foxhunt.errors import BadInput, ConfigError, UsageError
+from foxhunt.extras import require_extra
 
 
 def _hyperopt_dqn(uri: str | None, without_file: DQNConfig | None = None) -> DQNConfig:
@@ -82,12 +83,24 @@ def search_planner(settings: RunConfig):
     return plan_search
 
 
+def mlflow_uri(args: argparse.Namespace) -> str | None:
+    """The MLflow store `--mlflow-uri` names (None without the flag); exit 2 without the mlflow extra."""
+    if args.mlflow_uri is None:
+        return None
+    require_extra("mlflow", f"foxhunt {args.command} --mlflow-uri")
+    from foxhunt.run.mlflow_sink import tracking_uri
+
+    return tracking_uri(args.mlflow_uri)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
+    from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import train
 
-    summary = train(args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings))
+    with recorded_in_mlflow(mlflow_uri(args), args.out, settings.log_format):
+        summary = train(args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings))
     if search is not None:
         _study_lines(settings, summary, args.out)
         return 0
@@ -99,19 +112,21 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
     from foxhunt import storage
+    from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import pipeline
 
-    summary = pipeline(
-        args.bars,
-        args.out,
-        settings,
-        sample_bars=args.sample_bars,
-        sample_signal=args.sample_signal == "on",
-        tz=args.tz,
-        timestamp_unit=args.timestamp_unit,
-        search=search,
-        plan_search=search_planner(settings),
-    )
+    with recorded_in_mlflow(mlflow_uri(args), args.out, settings.log_format):
+        summary = pipeline(
+            args.bars,
+            args.out,
+            settings,
+            sample_bars=args.sample_bars,
+            sample_signal=args.sample_signal == "on",
+            tz=args.tz,
+            timestamp_unit=args.timestamp_unit,
+            search=search,
+            plan_search=search_planner(settings),
+        )
     where = args.out if storage.local_path(args.out) is None else os.path.abspath(args.out)
     if search is not None:
         _study_lines(settings, summary, where)

@@ -50,6 +50,16 @@ def _add_training(p: argparse.ArgumentParser, defaults: RunConfig) -> None:
         section = path.partition(".")[0] if "." in path else ""
         _add_setting(groups.get(section, p), flag, value_at(defaults, path))
     _add_search(p.add_argument_group("search (with --trials N > 0)"))
+    p.add_argument(
+        "--mlflow-uri",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="URI",
+        help="also record the run (a search: the study, a nested run per trial) in this MLflow tracking "
+        "store; alone: $MLFLOW_TRACKING_URI, else ./mlflow.db with artifacts in ./mlruns; a path or "
+        f"file:PATH: a file store {needs_note('mlflow')}",
+    )
 
 
 def _add_search(g: argparse._ArgumentGroup) -> None:
