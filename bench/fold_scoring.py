@@ -10,6 +10,7 @@ net, bootstrap intervals and paired tests with 1,000 resamples), and both togeth
 (`run_scores.evaluate_fold`). The model's positions are random (the DQN's greedy rollout is timed by the
 trainer's own benchmarks). Cold: the first call in this process; warm: the median of `--repeats` calls
 after it, each with the bootstrap's kept block draws forgotten (a new fold is a new window length).
+For a before figure, run it with PYTHONPATH at an older commit's `trainer_image`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from provenance import device_name, git_commit
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--bars", type=int, default=400_000, help="generated bars (the fold's training slice is the rest)")
+    p.add_argument(
+        "--bars", type=int, default=400_000, help="generated bars (the fold's training slice is the rest)"
+    )
     p.add_argument("--val-bars", type=int, default=185_000)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--device", default="cpu", help="where the baselines are fitted (cpu, cuda)")
@@ -77,8 +80,13 @@ def main(argv: list[str] | None = None) -> int:
 
     others = {}
 
+    def forget_draws() -> None:
+        kept = getattr(sharpe, "bootstrap_starts", None)  # absent before issue 23: nothing kept to forget
+        if kept is not None:
+            kept.cache_clear()
+
     def score_window() -> None:
-        sharpe.bootstrap_starts.cache_clear()
+        forget_draws()
         records = {
             name: fold_record(0, fold.val_start, pos, table.timestamp, table.targets[:, 0])
             for name, pos in {MODEL: positions, **others}.items()
@@ -86,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         evaluate_window(records, scoring, 0)
 
     def whole_fold() -> None:
-        sharpe.bootstrap_starts.cache_clear()
+        forget_draws()
         evaluate_fold(features, targets, table.timestamp, fold, positions, scoring)
         sync()
 
