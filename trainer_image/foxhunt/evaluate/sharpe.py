@@ -22,7 +22,7 @@ import numpy as np
 
 EULER_GAMMA = 0.5772156649015329
 _NORMAL = NormalDist()
-_BOOTSTRAP_CELLS = 1 << 22  # block sums gathered per batch of resamples: bounds the bootstrap's memory
+_BOOTSTRAP_CELLS = 1 << 18  # block sums gathered per batch of resamples: a buffer that stays in cache
 _MOVING_CHUNK = 4096  # windows per restarted cumulative sum in `_moving_sums`
 
 
@@ -94,7 +94,8 @@ def hac_standard_error(returns: np.ndarray, lags: int | None = None) -> float:
     lags = newey_west_lags(n) if lags is None else min(lags, n - 1)
     influence = centred * (1.0 / std) - (centred * centred - var) * (mean / (2.0 * var * std))
     moving = _moving_sums(influence, lags + 1)
-    quadratic = float(np.dot(moving, moving)) / (n * (lags + 1.0))
+    # A ufunc sum, not a BLAS dot: a threaded BLAS call costs more than this series' whole arithmetic.
+    quadratic = float(np.sum(moving * moving)) / (n * (lags + 1.0))
     return math.sqrt(max(quadratic, 0.0) / n)
 
 
@@ -164,19 +165,19 @@ def block_bootstrap_sharpes(
         full = cumulative[block : block + n] - cumulative[:n]  # the sum of the block starting at each bar
         cut = cumulative[last : last + n] - cumulative[:n]
         sums.append((full, cut))
-    out = np.empty(resamples)
+    moments = np.empty((2, resamples))
     batch = max(1, _BOOTSTRAP_CELLS // n_blocks)
+    blocks = np.empty((min(batch, resamples), n_blocks))  # one buffer, small enough to stay in cache
     for lo in range(0, resamples, batch):
         hi = min(lo + batch, resamples)
-        moments = []
-        for full, cut in sums:
-            blocks = full[starts[lo:hi]]
-            blocks[:, -1] = cut[starts[lo:hi, -1]]
-            moments.append(blocks.sum(axis=1) / n)
-        s1, s2 = moments
-        std = np.sqrt(np.maximum(s2 - s1 * s1, 0.0))
-        out[lo:hi] = np.divide(s1 + mean, std, out=np.zeros(hi - lo), where=std > 0)
-    return out
+        rows = blocks[: hi - lo]
+        for moment, (full, cut) in zip(moments, sums, strict=True):
+            np.take(full, starts[lo:hi], out=rows, mode="clip")  # "raise" would buffer `out`; starts are < n
+            rows[:, -1] = cut[starts[lo:hi, -1]]
+            moment[lo:hi] = rows.sum(axis=1) / n
+    s1, s2 = moments
+    std = np.sqrt(np.maximum(s2 - s1 * s1, 0.0))
+    return np.divide(s1 + mean, std, out=np.zeros(resamples), where=std > 0)
 
 
 def percentile_interval(sharpes: np.ndarray, level: float) -> tuple[float, float]:
