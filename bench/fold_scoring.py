@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -39,10 +40,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def timed(call) -> float:
-    start = time.perf_counter()
+def timed(call) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) of `call()`; on a shared machine the CPU time is the steadier."""
+    start, cpu = time.perf_counter(), time.process_time()
     call()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,16 +104,28 @@ def main(argv: list[str] | None = None) -> int:
     for name, call in (("baselines", baselines), ("scoring", score_window), ("fold", whole_fold)):
         if name == "scoring":
             others.update(baselines())
-        cold = timed(call)
-        warm = statistics.median(timed(call) for _ in range(args.repeats))
-        figures[name] = {"cold_seconds": cold, "warm_seconds": warm}
-        print(f"{name:>9}: cold {cold:.3f} s, warm {warm:.3f} s (median of {args.repeats})", flush=True)
+        cold, cold_cpu = timed(call)
+        warm_runs = [timed(call) for _ in range(args.repeats)]
+        warm = statistics.median(w for w, _ in warm_runs)
+        warm_cpu = statistics.median(c for _, c in warm_runs)
+        figures[name] = {
+            "cold_seconds": cold,
+            "warm_seconds": warm,
+            "cold_cpu_seconds": cold_cpu,
+            "warm_cpu_seconds": warm_cpu,
+        }
+        print(
+            f"{name:>9}: cold {cold:.3f} s ({cold_cpu:.3f} s CPU), warm {warm:.3f} s ({warm_cpu:.3f} s CPU; "
+            f"median of {args.repeats})",
+            flush=True,
+        )
     result = {
         "benchmark": "fold_scoring",
         "commit": git_commit(),
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "device": device_name(device),
         "torch_threads": torch.get_num_threads(),
+        "load_average_at_end": os.getloadavg()[0],
         "bars": args.bars,
         "train_rows": fold.train_rows,
         "val_bars": fold.val_rows,
