@@ -33,6 +33,12 @@ class NormalEquations:
     crosses: list[torch.Tensor]  # per target, (k,): Σ (x − mean)(y − ȳ)
 
 
+def float64_once(features: torch.Tensor) -> torch.Tensor:
+    """The rows in float64 when they fit one block of `_CHUNK_ROWS` (the conversion is exact, and the fits
+    on them, which convert every block on every pass, then find it done); larger slices as they are."""
+    return features.double() if features.shape[0] <= _CHUNK_ROWS else features
+
+
 def normal_equations(features: torch.Tensor, targets: Sequence[torch.Tensor]) -> NormalEquations:
     """Two passes over row blocks in float64: the means, then the centred cross-products, so features with
     a large mean and a small spread lose nothing to cancellation. The Gram matrix, the costly part, is

@@ -241,10 +241,10 @@ def ridge_predictions(
     """The ridge models' predictions over the fold's validation window (name → float64 tensor), fitted on
     its training slice only: `ridge_15`, `ridge_60`, and first the 1-bar `ridge` of the baselines when
     `one_bar_lambda` is given. Every fit on the whole slice shares one set of normal equations."""
-    from foxhunt.evaluate.ridge import normal_equations, predict_ridges, solve_ridge
+    from foxhunt.evaluate.ridge import float64_once, normal_equations, predict_ridges, solve_ridge
 
     train = slice(fold_range.train_start, fold_range.train_end)
-    x = features[train]
+    x = float64_once(features[train])  # the three slices fitted below are its prefixes
     columns, penalties, names = [], [], []
     if one_bar_lambda is not None:
         columns.append(targets[train, 0])
