@@ -36,6 +36,7 @@ from foxhunt.config import trading_cost
 from foxhunt.evaluate import sharpe as sr
 from foxhunt.evaluate.execution import ExecutionRows
 from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
+from foxhunt.evaluate.standing import Standing  # its own module; the reports import it from here
 
 MODEL = "model"
 BUY_AND_HOLD = "buy_and_hold"
@@ -191,29 +192,6 @@ def score_record(record: Record, scoring: Scoring, benchmark: Evaluation | None 
 def score(record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Evaluation:
     """Gross and net metrics of `record`; PSR against `benchmark`'s Sharpe at the same cost level (0 if none)."""
     return score_record(record, scoring, benchmark).evaluation
-
-
-@dataclass(frozen=True)
-class Standing:
-    """Where the model stands against one baseline on the same bars, after costs (annualised).
-
-    The verdict is the paired test's (`foxhunt.evaluate.paired`): the bootstrap interval of the Sharpe
-    difference, both streams resampled with the same blocks, lies above 0 ("above"), below 0
-    ("below"), or holds 0 ("no clear difference"); "not tested" without bootstrap resamples.
-    Alpha, beta and information ratio are the model's against this baseline's net P&L.
-    """
-
-    baseline: str
-    model_sharpe: float
-    baseline_sharpe: float
-    difference: float  # model − baseline
-    difference_ci_low: float  # paired circular block bootstrap, percentile interval at Scoring.level
-    difference_ci_high: float
-    p_value: float  # two-sided, centred bootstrap
-    alpha: float  # per year, log-return units
-    beta: float
-    information_ratio: float
-    verdict: str
 
 
 def compare(
