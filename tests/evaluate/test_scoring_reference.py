@@ -19,7 +19,7 @@ from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate import paired
 from foxhunt.evaluate import sharpe as sr
 from foxhunt.evaluate.baselines import fold_baselines
-from foxhunt.evaluate.evaluation import MODEL, Scoring, evaluate_window, score
+from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring, evaluate_window, score
 from foxhunt.evaluate.records import fold_record
 from foxhunt.evaluate.ridge import fit_ridge, predict_ridge
 from foxhunt.evaluate.supervised import ridge_predictions
@@ -144,3 +144,22 @@ def test_ridges_sharing_one_gram_matrix_predict_what_separate_textbook_fits_do(e
     np.testing.assert_allclose(got["ridge"].numpy(), want, rtol=1e-9, atol=1e-15)
     alone = fit_ridge(torch.from_numpy(x), torch.from_numpy(targets[: TRAIN - 60, 0]), 0.05)
     assert torch.equal(got["ridge"], predict_ridge(alone, torch.from_numpy(val)))
+
+
+def test_a_window_scored_again_from_the_memo_keeps_every_figure_and_standing(eurusd):
+    timestamp, features, targets = eurusd
+    last_sign = np.sign(features[TRAIN : TRAIN + VAL, FEATURE_NAMES.index("log_return_1")]).astype(np.float64)
+    positions = {
+        MODEL: -last_sign,
+        "buy_and_hold": np.ones(VAL),
+        "flat": np.zeros(VAL),
+        "last_return_sign": last_sign,
+    }
+    records = {n: fold_record(0, TRAIN, p, timestamp, targets[:, 0]) for n, p in positions.items()}
+    scoring = Scoring(cost=COST, resamples=200, seed=1)
+    memo = ScoreMemo()
+    first = evaluate_window(records, scoring, 0, memo)
+    sr.bootstrap_starts.cache_clear()
+    again = evaluate_window(records, scoring, 0, memo)  # every record a hit: the kept draws, the P&L again
+    assert (memo.hits, memo.misses) == (len(records), len(records))
+    assert again == first == evaluate_window(records, scoring, 0)
