@@ -46,7 +46,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.signal import lfilter
 
 from foxhunt.config import TARGET_HORIZONS
 from foxhunt.data.bars import NS_PER_DAY, NS_PER_MINUTE, Bars, BarsError
@@ -151,12 +150,16 @@ def _wilder_average(x: np.ndarray, period: int) -> np.ndarray:
     decay = (period - 1) / period
     out[period] = seed
     if len(x) > period + 1:
+        from scipy.signal import lfilter  # here, not at the top: a run that only reads features skips scipy
+
         out[period + 1 :] = lfilter([1.0 / period], [1.0, -decay], x[period + 1 :], zi=[decay * seed])[0]
     return out
 
 
 def ema(x: np.ndarray, period: int) -> np.ndarray:
     """Exponential moving average with k = 2 / (period + 1), seeded with the first value."""
+    from scipy.signal import lfilter  # here, not at the top: a run that only reads features skips scipy
+
     k = 2.0 / (period + 1)
     return lfilter([k], [1.0, -(1.0 - k)], x, zi=[(1.0 - k) * x[0]])[0]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import torch
 
 from foxhunt.data.features import FEATURE_NAMES
-from foxhunt.evaluate.ridge import RIDGE_LAMBDA, fit_ridge, predict_ridge
+from foxhunt.evaluate.ridge import RIDGE_LAMBDA, fit_ridge, predict_ridge  # noqa: F401 (tests read them here)
 
 BASELINE_NAMES = (
     "buy_and_hold",
@@ -62,21 +62,20 @@ def fold_baselines(
     features, targets, fold_range, cost_per_unit: float, *, ridge_lambda: float = RIDGE_LAMBDA
 ) -> dict[str, torch.Tensor]:
     """Each baseline's positions over the fold's validation window, on the features' device."""
-    from foxhunt.evaluate.supervised import supervised_baselines  # it builds on this module's ridge
+    from foxhunt.evaluate.supervised import mlp_predictions, ridge_predictions, supervised_baselines
 
     features = torch.as_tensor(features)
     targets = torch.as_tensor(targets, device=features.device)
     start, end = fold_range.val_start, fold_range.val_end
     ones = torch.ones(end - start, device=features.device)
-    fit = fit_ridge(
-        features[fold_range.train_start : fold_range.train_end],
-        targets[fold_range.train_start : fold_range.train_end, 0],
-        ridge_lambda,
-    )
+    # The 1-bar ridge and the supervised ridges are fitted on the same training rows: one Gram matrix.
+    predictions = ridge_predictions(features, targets, fold_range, one_bar_lambda=ridge_lambda)
+    one_bar = predictions.pop("ridge")
+    predictions.update(mlp_predictions(features, targets, fold_range))
     return {
         "buy_and_hold": ones,
         "flat": torch.zeros_like(ones),
         "last_return_sign": last_return_sign_positions(features, start, end),
-        "ridge": threshold_positions(predict_ridge(fit, features[start:end]), cost_per_unit),
-        **supervised_baselines(features, targets, fold_range, cost_per_unit),
+        "ridge": threshold_positions(one_bar, cost_per_unit),
+        **supervised_baselines(features, targets, fold_range, cost_per_unit, predictions),
     }

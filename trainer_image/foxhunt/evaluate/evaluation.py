@@ -36,6 +36,7 @@ from foxhunt.config import trading_cost
 from foxhunt.evaluate import sharpe as sr
 from foxhunt.evaluate.execution import ExecutionRows
 from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
+from foxhunt.evaluate.standing import Standing  # its own module; the reports import it from here
 
 MODEL = "model"
 BUY_AND_HOLD = "buy_and_hold"
@@ -104,9 +105,14 @@ class Evaluation:
 
 
 def record_metrics(
-    record: Record, pnl: np.ndarray, scoring: Scoring, benchmark_per_period: float = 0.0
+    record: Record,
+    pnl: np.ndarray,
+    scoring: Scoring,
+    benchmark_per_period: float = 0.0,
+    draws: np.ndarray | None = None,
 ) -> Metrics:
-    """The metrics of one P&L series of `record` (gross or net)."""
+    """The metrics of one P&L series of `record` (gross or net); `draws`: its bootstrap Sharpe ratios
+    (`bootstrap_draws`), when already computed."""
     n = pnl.size
     periods = record.periods_per_year()
     root = math.sqrt(periods)
@@ -119,9 +125,9 @@ def record_metrics(
             return float(per_period > benchmark)
         return sr.probabilistic_sharpe_ratio(per_period, benchmark, n, skew, kurt)
 
-    low, high = sr.bootstrap_interval(
-        pnl, level=scoring.level, resamples=scoring.resamples, block=scoring.block, seed=scoring.seed
-    )
+    if draws is None:
+        draws = bootstrap_draws(pnl, scoring)
+    low, high = sr.percentile_interval(draws, scoring.level)
     equity = np.cumsum(pnl)
     peak = np.maximum.accumulate(np.concatenate([[0.0], equity]))[1:]
     in_market = record.positions != 0
@@ -152,37 +158,40 @@ def record_metrics(
     )
 
 
-def score(record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Evaluation:
-    """Gross and net metrics of `record`; PSR against `benchmark`'s Sharpe at the same cost level (0 if none)."""
-    gross_bench = benchmark.gross.sharpe_per_period if benchmark else 0.0
-    net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
-    return Evaluation(
-        gross=record_metrics(record, record.gross_pnl(scoring.execution), scoring, gross_bench),
-        net=record_metrics(record, record.pnl(scoring.cost_per_unit, scoring.execution), scoring, net_bench),
+def bootstrap_draws(pnl: np.ndarray, scoring: Scoring) -> np.ndarray:
+    """The per-period Sharpe ratios of `scoring`'s block-bootstrap resamples of one P&L series (the same
+    blocks for every series of one length, so a paired test subtracts two series' draws)."""
+    return sr.block_bootstrap_sharpes(
+        pnl, resamples=scoring.resamples, block=scoring.block, seed=scoring.seed
     )
 
 
 @dataclass(frozen=True)
-class Standing:
-    """Where the model stands against one baseline on the same bars, after costs (annualised).
+class Scored:
+    """A record's evaluation with its net P&L's bootstrap draws (and the P&L itself, where it is kept), which
+    the paired tests reuse."""
 
-    The verdict is the paired test's (`foxhunt.evaluate.paired`): the bootstrap interval of the Sharpe
-    difference, both streams resampled with the same blocks, lies above 0 ("above"), below 0
-    ("below"), or holds 0 ("no clear difference"); "not tested" without bootstrap resamples.
-    Alpha, beta and information ratio are the model's against this baseline's net P&L.
-    """
+    evaluation: Evaluation
+    net_draws: np.ndarray
+    net_pnl: np.ndarray | None = None  # None where a memo keeps the record (a P&L is 8 bytes a bar)
 
-    baseline: str
-    model_sharpe: float
-    baseline_sharpe: float
-    difference: float  # model − baseline
-    difference_ci_low: float  # paired circular block bootstrap, percentile interval at Scoring.level
-    difference_ci_high: float
-    p_value: float  # two-sided, centred bootstrap
-    alpha: float  # per year, log-return units
-    beta: float
-    information_ratio: float
-    verdict: str
+
+def score_record(record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Scored:
+    """`score`, keeping the net P&L and its bootstrap draws."""
+    gross_bench = benchmark.gross.sharpe_per_period if benchmark else 0.0
+    net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
+    net_pnl = record.pnl(scoring.cost_per_unit, scoring.execution)
+    net_draws = bootstrap_draws(net_pnl, scoring)
+    evaluation = Evaluation(
+        gross=record_metrics(record, record.gross_pnl(scoring.execution), scoring, gross_bench),
+        net=record_metrics(record, net_pnl, scoring, net_bench, net_draws),
+    )
+    return Scored(evaluation, net_draws, net_pnl)
+
+
+def score(record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Evaluation:
+    """Gross and net metrics of `record`; PSR against `benchmark`'s Sharpe at the same cost level (0 if none)."""
+    return score_record(record, scoring, benchmark).evaluation
 
 
 def compare(
@@ -190,17 +199,27 @@ def compare(
     baselines: Mapping[str, Evaluation],
     records: Mapping[str, Record],
     scoring: Scoring,
+    scored: Mapping[str, Scored] | None = None,
 ) -> dict[str, Standing]:
-    """The model against each baseline by the paired test of their net Sharpe difference on the same bars."""
+    """The model against each baseline by the paired test of their net Sharpe difference on the same bars;
+    `scored` (by policy) supplies net P&L and bootstrap draws already computed."""
     from foxhunt.evaluate import paired
+
+    def stream(name: str) -> tuple[np.ndarray, np.ndarray | None]:
+        found = scored.get(name) if scored is not None else None
+        pnl = found.net_pnl if found is not None else None
+        if pnl is None:
+            pnl = records[name].pnl(scoring.cost_per_unit, scoring.execution)
+        return pnl, found.net_draws if found is not None else None
 
     out = {}
     m = model.net
-    model_pnl = records[MODEL].pnl(scoring.cost_per_unit, scoring.execution)
+    model_pnl, model_draws = stream(MODEL)
     root = math.sqrt(m.periods_per_year)
     for name, evaluation in baselines.items():
         b = evaluation.net.sharpe
-        other = records[name].pnl(scoring.cost_per_unit, scoring.execution)
+        other, other_draws = stream(name)
+        draws = None if model_draws is None or other_draws is None else (model_draws, other_draws)
         test = paired.sharpe_difference(
             model_pnl,
             other,
@@ -208,6 +227,7 @@ def compare(
             level=scoring.level,
             block=scoring.block,
             seed=scoring.seed,
+            draws=draws,
         )
         rel = paired.relative_to(model_pnl, other, m.periods_per_year)
         out[name] = Standing(
@@ -255,25 +275,30 @@ class ScoreMemo:
     """
 
     def __init__(self) -> None:
-        self._evaluations: dict[tuple, Evaluation] = {}
+        self._scored: dict[tuple, Scored] = {}
         self.hits = 0
         self.misses = 0
 
     def score(self, record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Evaluation:
         """`score(record, scoring, benchmark)`, computed once per distinct key."""
+        return self.score_record(record, scoring, benchmark).evaluation
+
+    def score_record(self, record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Scored:
+        """`score_record(record, scoring, benchmark)`, computed once per distinct key."""
         bench = (
             None
             if benchmark is None
             else (benchmark.gross.sharpe_per_period, benchmark.net.sharpe_per_period)
         )
         key = (record_key(record), scoring, bench)
-        found = self._evaluations.get(key)
+        found = self._scored.get(key)
         if found is not None:
             self.hits += 1
             return found
         self.misses += 1
-        self._evaluations[key] = evaluation = score(record, scoring, benchmark)
-        return evaluation
+        scored = score_record(record, scoring, benchmark)
+        self._scored[key] = Scored(scored.evaluation, scored.net_draws)  # the draws are kept, not the P&L
+        return scored
 
 
 def evaluate_window(
@@ -283,12 +308,13 @@ def evaluate_window(
 
     With `memo`, records it has scored before (the same baselines in every trial) are looked up.
     """
-    scored = memo.score if memo is not None else score
-    benchmark = scored(records[BUY_AND_HOLD], scoring)
-    policies = {
-        name: benchmark if name == BUY_AND_HOLD else scored(rec, scoring, benchmark)
+    scorer = memo.score_record if memo is not None else score_record
+    bench = scorer(records[BUY_AND_HOLD], scoring)
+    scored = {
+        name: bench if name == BUY_AND_HOLD else scorer(rec, scoring, bench.evaluation)
         for name, rec in records.items()
     }
+    policies = {name: s.evaluation for name, s in scored.items()}
     baselines = {name: ev for name, ev in policies.items() if name != MODEL}
     model_record = records[MODEL]
     return WindowEvaluation(
@@ -297,7 +323,7 @@ def evaluate_window(
         end_ns=int(model_record.timestamp[-1]),
         n_bars=len(model_record),
         policies=policies,
-        standings=compare(policies[MODEL], baselines, records, scoring),
+        standings=compare(policies[MODEL], baselines, records, scoring, scored),
         best_baseline=best_baseline(baselines),
     )
 

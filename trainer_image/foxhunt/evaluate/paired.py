@@ -22,9 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from foxhunt.evaluate.sharpe import default_block, sharpe_ratio
-
-_CELLS = 1 << 21  # block starts drawn per batch: bounds memory (four cumulative-sum lookups each)
+from foxhunt.evaluate.sharpe import block_bootstrap_sharpes, sharpe_ratio
 
 ABOVE = "above"
 BELOW = "below"
@@ -49,46 +47,17 @@ def paired_bootstrap_differences(
     """Sharpe(model*) − Sharpe(baseline*) for `resamples` circular block resamples with shared block starts.
 
     Each resample is ceil(T / block) blocks of `block` consecutive bars (wrapping), the last cut so it
-    has T bars; block 0 means `sharpe.default_block(T)`. The same bars are drawn for both streams.
+    has T bars; block 0 means `sharpe.default_block(T)`. The same bars are drawn for both streams: the
+    blocks `sharpe.bootstrap_starts` draws for T bars and the seed, as each stream's own bootstrap does.
     """
     a = np.asarray(model, dtype=np.float64)
     b = np.asarray(baseline, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"streams of {a.size} and {b.size} bars: a paired test needs the same bars")
-    n = a.size
-    if n < 2 or resamples < 1:
+    if a.size < 2 or resamples < 1:
         return np.zeros(max(resamples, 0))
-    block = min(block or default_block(n), n)
-    n_blocks = -(-n // block)
-    lengths = np.full(n_blocks, block)
-    lengths[-1] = n - (n_blocks - 1) * block
-
-    def sums(x: np.ndarray):
-        mean = x.mean()
-        centred = x - mean  # centred sums of squares lose nothing to a large mean
-        extended = np.concatenate([centred, centred[:block]])
-        return (
-            mean,
-            np.concatenate([[0.0], np.cumsum(extended)]),
-            np.concatenate([[0.0], np.cumsum(extended * extended)]),
-        )
-
-    streams = (sums(a), sums(b))
-    rng = np.random.default_rng(seed)
-    out = np.empty(resamples)
-    batch = max(1, _CELLS // n_blocks)
-    for lo in range(0, resamples, batch):
-        hi = min(lo + batch, resamples)
-        starts = rng.integers(0, n, size=(hi - lo, n_blocks))
-        ends = starts + lengths
-        sharpes = []
-        for mean, sum1, sum2 in streams:
-            s1 = (sum1[ends] - sum1[starts]).sum(axis=1) / n
-            s2 = (sum2[ends] - sum2[starts]).sum(axis=1) / n
-            std = np.sqrt(np.maximum(s2 - s1 * s1, 0.0))
-            sharpes.append(np.divide(s1 + mean, std, out=np.zeros(hi - lo), where=std > 0))
-        out[lo:hi] = sharpes[0] - sharpes[1]
-    return out
+    own = {"resamples": resamples, "block": block, "seed": seed}
+    return block_bootstrap_sharpes(a, **own) - block_bootstrap_sharpes(b, **own)
 
 
 def sharpe_difference(
@@ -99,18 +68,27 @@ def sharpe_difference(
     level: float = 0.95,
     block: int = 0,
     seed: int = 0,
+    draws: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> SharpeDifference:
     """The paired test of Sharpe(model) − Sharpe(baseline) on the same bars (per-period Sharpe).
 
     Verdict ABOVE when the `level` interval lies above 0, BELOW when below, NO_CLEAR_DIFFERENCE when it
-    holds 0, NOT_TESTED without resamples.
+    holds 0, NOT_TESTED without resamples. `draws`: the two streams' own bootstrap Sharpe ratios
+    (`sharpe.block_bootstrap_sharpes` with these resamples, block and seed), when already computed.
     """
     diff = sharpe_ratio(model) - sharpe_ratio(baseline)
     if resamples < 1:
         return SharpeDifference(diff, math.nan, math.nan, math.nan, NOT_TESTED)
-    draws = paired_bootstrap_differences(model, baseline, resamples=resamples, block=block, seed=seed)
-    low, high = np.quantile(draws, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    p_value = float(np.mean(np.abs(draws - diff) >= abs(diff))) if diff != 0 else 1.0
+    if draws is None:
+        differences = paired_bootstrap_differences(
+            model, baseline, resamples=resamples, block=block, seed=seed
+        )
+    elif np.asarray(model).size < 2:
+        differences = np.zeros(resamples)
+    else:
+        differences = draws[0] - draws[1]
+    low, high = np.quantile(differences, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    p_value = float(np.mean(np.abs(differences - diff) >= abs(diff))) if diff != 0 else 1.0
     verdict = ABOVE if low > 0 else BELOW if high < 0 else NO_CLEAR_DIFFERENCE
     return SharpeDifference(diff, float(low), float(high), p_value, verdict)
 

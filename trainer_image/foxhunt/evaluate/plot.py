@@ -99,19 +99,20 @@ def run_picture(run: RunEvaluation) -> RunPicture:
     )
 
 
-def _pyplot():
-    import matplotlib
+def _figure(**kwargs):
+    """A figure drawn by the Agg canvas without pyplot: pyplot and its backend machinery cost seconds to import
+    in a fresh process, and a run draws only two pictures, at its end."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def _png(fig) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
-    _pyplot().close(fig)
     return buf.getvalue()
 
 
@@ -138,10 +139,10 @@ def render_run_png(
     picture: RunPicture, title: str, record_title: str = "stitched out-of-sample record"
 ) -> bytes:
     """PNG bytes: wealth (log scale) by date, the drawdown panel, and per-fold Sharpe with intervals."""
-    plt = _pyplot()
     from matplotlib.ticker import FuncFormatter
 
-    fig, (ax_w, ax_dd, ax_sr) = plt.subplots(3, 1, figsize=(12, 10), height_ratios=(3, 1.3, 2), sharex=True)
+    fig = _figure(figsize=(12, 10))
+    ax_w, ax_dd, ax_sr = fig.subplots(3, 1, height_ratios=(3, 1.3, 2), sharex=True)
     dates = _dates(picture.timestamp)
     for i, line in enumerate(picture.lines):
         log_wealth = np.cumsum(line.log_pnl)
@@ -232,8 +233,8 @@ def _draw_fold_sharpes(ax, folds: Sequence[FoldSharpe], stitched: FoldSharpe | N
 
 def render_timings_png(folds: Sequence[int], phases: Mapping[str, Sequence[float]], title: str) -> bytes:
     """PNG bytes: left, stacked phase seconds per fold; right, each phase per fold on a log scale."""
-    plt = _pyplot()
-    fig, (ax_stack, ax_log) = plt.subplots(1, 2, figsize=(13, 4.8))
+    fig = _figure(figsize=(13, 4.8))
+    ax_stack, ax_log = fig.subplots(1, 2)
     labels = [str(f) for f in folds]
     bottom = np.zeros(len(folds))
     for phase, seconds in phases.items():

@@ -14,6 +14,7 @@ D. Politis and J. Romano, "A Circular Block-Resampling Procedure for Stationary 
 
 from __future__ import annotations
 
+import functools
 import math
 from statistics import NormalDist
 
@@ -21,7 +22,8 @@ import numpy as np
 
 EULER_GAMMA = 0.5772156649015329
 _NORMAL = NormalDist()
-_BOOTSTRAP_CELLS = 1 << 22  # block starts drawn per batch of resamples: bounds the bootstrap's memory
+_BOOTSTRAP_CELLS = 1 << 18  # block sums gathered per batch of resamples: a buffer that stays in cache
+_MOVING_CHUNK = 4096  # windows per restarted cumulative sum in `_moving_sums`
 
 
 def sharpe_ratio(returns: np.ndarray) -> float:
@@ -75,6 +77,10 @@ def hac_standard_error(returns: np.ndarray, lags: int | None = None) -> float:
     Moments (x − μ, (x − μ)² − σ²), their long-run covariance by Newey–West (Bartlett weights,
     `lags` default `newey_west_lags(T)`), and the delta method on SR = μ / σ with gradient
     (1/σ, −μ / (2σ³)). For i.i.d. normal returns it tends to `lo_standard_error`.
+
+    Computed in O(T) whatever the lag window: the quadratic form g'Ωg is the Bartlett-weighted sum
+    of the autocovariances of the one series u = g · moments, and Σ_{|l|≤L} (L + 1 − |l|) Σ_t u_t
+    u_{t+l} is the sum of squares of u's (zero-padded) moving sums over L + 1 bars.
     """
     x = np.asarray(returns, dtype=np.float64)
     n = x.size
@@ -85,24 +91,51 @@ def hac_standard_error(returns: np.ndarray, lags: int | None = None) -> float:
         return 0.0  # a constant series (a flat policy): its Sharpe of 0 is known exactly
     mean, var = x.mean(), std * std
     centred = x - mean
-    moments = (centred, centred * centred - var)
     lags = newey_west_lags(n) if lags is None else min(lags, n - 1)
+    influence = centred * (1.0 / std) - (centred * centred - var) * (mean / (2.0 * var * std))
+    moving = _moving_sums(influence, lags + 1)
+    # A ufunc sum, not a BLAS dot: a threaded BLAS call costs more than this series' whole arithmetic.
+    quadratic = float(np.sum(moving * moving)) / (n * (lags + 1.0))
+    return math.sqrt(max(quadratic, 0.0) / n)
 
-    def autocovariance(lag: int) -> np.ndarray:
-        # Dot products of contiguous 1-D slices: a 2 × T @ T × 2 product per lag is several times slower.
-        return np.array([[np.dot(a[lag:], b[: n - lag]) for b in moments] for a in moments]) / n
 
-    cov = autocovariance(0)
-    for lag in range(1, lags + 1):
-        gamma = autocovariance(lag)
-        cov += (1.0 - lag / (lags + 1.0)) * (gamma + gamma.T)
-    grad = np.array([1.0 / std, -mean / (2.0 * var * std)])
-    return math.sqrt(max(float(grad @ cov @ grad), 0.0) / n)
+def _moving_sums(x: np.ndarray, width: int) -> np.ndarray:
+    """Sums of every `width` consecutive entries of x padded with width − 1 zeros on each side.
+
+    By cumulative sums restarted every `_MOVING_CHUNK` windows, each from the window's own first
+    entry: a running sum over the whole series would carry its rounding into every later window.
+    """
+    padded = np.concatenate([np.zeros(width - 1), x, np.zeros(width - 1)])
+    count = padded.size - width + 1
+    out = np.empty(count)
+    for lo in range(0, count, _MOVING_CHUNK):
+        hi = min(lo + _MOVING_CHUNK, count)
+        sums = np.cumsum(padded[lo : hi + width - 1])
+        out[lo:hi] = sums[width - 1 :]
+        out[lo + 1 : hi] -= sums[: hi - lo - 1]
+    return out
 
 
 def default_block(n_obs: int) -> int:
     """Block length of the bootstrap when none is given: round(T^(1/3)), at least 1."""
     return max(1, round(n_obs ** (1.0 / 3.0)))
+
+
+@functools.lru_cache(maxsize=2)  # a fold's window and the stitched record
+def bootstrap_starts(n_obs: int, block: int, resamples: int, seed: int) -> np.ndarray:
+    """The block starts of `resamples` circular block resamples of T = `n_obs` bars: (resamples, ceil(T /
+    block)) uniform bars drawn by `numpy.random.default_rng(seed)`, read-only.
+
+    Every series of one length scored with one seed resamples the same blocks (the model, the baselines,
+    gross and net, and both sides of a paired test), so the draws are made once and kept (the last two
+    shapes) rather than drawn again per series.
+    """
+    n_blocks = -(-n_obs // block)
+    starts = np.random.default_rng(seed).integers(0, n_obs, size=(resamples, n_blocks))
+    if n_obs <= np.iinfo(np.int32).max:
+        starts = starts.astype(np.int32)  # the same bars in half the memory kept
+    starts.flags.writeable = False
+    return starts
 
 
 def block_bootstrap_sharpes(
@@ -111,9 +144,9 @@ def block_bootstrap_sharpes(
     """Per-period Sharpe ratios of circular block-bootstrap resamples (Politis & Romano 1992).
 
     Each resample is ceil(T / block) blocks of `block` consecutive bars (wrapping around the end),
-    starting at uniform random bars, the last block cut so the resample has T bars. Only the
-    sums of x and x² matter for a Sharpe ratio, so a block's contribution is a difference of
-    cumulative sums and no resample is materialised: O(resamples · T / block) work.
+    starting at uniform random bars (`bootstrap_starts`), the last block cut so the resample has T bars.
+    Only the sums of x and x² matter for a Sharpe ratio, so a block's contribution is a difference of
+    cumulative sums, looked up per start, and no resample is materialised: O(resamples · T / block) work.
     """
     x = np.asarray(returns, dtype=np.float64)
     n = x.size
@@ -122,23 +155,39 @@ def block_bootstrap_sharpes(
     block = min(block or default_block(n), n)
     mean = x.mean()
     centred = x - mean  # sums of squares of centred values lose nothing to a large mean
+    if resamples < 1 or not centred.any():
+        return np.zeros(resamples)  # a constant series: every resample's Sharpe is 0
+    starts = bootstrap_starts(n, block, resamples, seed)
+    n_blocks = starts.shape[1]
+    last = n - (n_blocks - 1) * block  # the cut last block's length
     extended = np.concatenate([centred, centred[:block]])
-    sum1 = np.concatenate([[0.0], np.cumsum(extended)])
-    sum2 = np.concatenate([[0.0], np.cumsum(extended * extended)])
-    n_blocks = -(-n // block)
-    lengths = np.full(n_blocks, block)
-    lengths[-1] = n - (n_blocks - 1) * block
-    rng = np.random.default_rng(seed)
-    out = np.empty(resamples)
+    sums = []
+    for values in (extended, extended * extended):
+        cumulative = np.concatenate([[0.0], np.cumsum(values)])
+        full = cumulative[block : block + n] - cumulative[:n]  # the sum of the block starting at each bar
+        cut = cumulative[last : last + n] - cumulative[:n]
+        sums.append((full, cut))
+    moments = np.empty((2, resamples))
     batch = max(1, _BOOTSTRAP_CELLS // n_blocks)
+    blocks = np.empty((min(batch, resamples), n_blocks))  # one buffer, small enough to stay in cache
     for lo in range(0, resamples, batch):
         hi = min(lo + batch, resamples)
-        starts = rng.integers(0, n, size=(hi - lo, n_blocks))
-        s1 = (sum1[starts + lengths] - sum1[starts]).sum(axis=1) / n
-        s2 = (sum2[starts + lengths] - sum2[starts]).sum(axis=1) / n
-        std = np.sqrt(np.maximum(s2 - s1 * s1, 0.0))
-        out[lo:hi] = np.divide(s1 + mean, std, out=np.zeros(hi - lo), where=std > 0)
-    return out
+        rows = blocks[: hi - lo]
+        for moment, (full, cut) in zip(moments, sums, strict=True):
+            np.take(full, starts[lo:hi], out=rows, mode="clip")  # "raise" would buffer `out`; starts are < n
+            rows[:, -1] = cut[starts[lo:hi, -1]]
+            moment[lo:hi] = rows.sum(axis=1) / n
+    s1, s2 = moments
+    std = np.sqrt(np.maximum(s2 - s1 * s1, 0.0))
+    return np.divide(s1 + mean, std, out=np.zeros(resamples), where=std > 0)
+
+
+def percentile_interval(sharpes: np.ndarray, level: float) -> tuple[float, float]:
+    """The two-sided percentile interval at `level` of bootstrap draws; NaNs when there are none."""
+    if sharpes.size == 0:
+        return math.nan, math.nan
+    low, high = np.quantile(sharpes, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(low), float(high)
 
 
 def bootstrap_interval(
@@ -148,8 +197,7 @@ def bootstrap_interval(
     if resamples < 1:
         return math.nan, math.nan
     sharpes = block_bootstrap_sharpes(returns, resamples=resamples, block=block, seed=seed)
-    low, high = np.quantile(sharpes, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    return float(low), float(high)
+    return percentile_interval(sharpes, level)
 
 
 def probabilistic_sharpe_ratio(

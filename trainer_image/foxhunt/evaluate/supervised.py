@@ -98,22 +98,17 @@ def split_for_tail(n: int, horizon: int) -> tuple[int, int] | None:
 def ridge_penalty(features: torch.Tensor, target: torch.Tensor, horizon: int) -> float:
     """The penalty of `RIDGE_LAMBDAS` whose fit on the rows before the held-back tail has the least
     mean squared error on the tail (the first of equals); `ridge.RIDGE_LAMBDA` when the slice is
-    too short for a tail."""
-    from foxhunt.evaluate.ridge import RIDGE_LAMBDA, fit_ridge, predict_ridge
+    too short for a tail. The rows' normal equations are formed once for all the penalties."""
+    from foxhunt.evaluate.ridge import RIDGE_LAMBDA, normal_equations, predict_ridges, solve_ridge
 
     split = split_for_tail(features.shape[0], horizon)
     if split is None:
         return RIDGE_LAMBDA
     fit_rows, tail_start = split
-    tail_x, tail_y = features[tail_start:], target[tail_start:].double()
-    errors = [
-        float(
-            (
-                (predict_ridge(fit_ridge(features[:fit_rows], target[:fit_rows], lam), tail_x) - tail_y) ** 2
-            ).mean()
-        )
-        for lam in RIDGE_LAMBDAS
-    ]
+    equations = normal_equations(features[:fit_rows], [target[:fit_rows]])
+    fits = [solve_ridge(equations, 0, lam) for lam in RIDGE_LAMBDAS]
+    tail_y = target[tail_start:].double()
+    errors = [float(((pred - tail_y) ** 2).mean()) for pred in predict_ridges(fits, features[tail_start:])]
     return RIDGE_LAMBDAS[errors.index(min(errors))]
 
 
@@ -208,7 +203,8 @@ def _fit_mlp(
         torch.nn.init.zeros_(head.weight)
         torch.nn.init.zeros_(head.bias)
     net = net.to(dev)
-    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=MLP_WEIGHT_DECAY)
+    # foreach: one kernel per operation over all six parameters, not six (bit-identical to the per-tensor loop).
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=MLP_WEIGHT_DECAY, foreach=True)
     rows = torch.randint(0, fit_rows, (steps, min(batch, fit_rows)), generator=gen).to(dev)
     tail_z = _standardise(features[tail_start:], mean, std)
     tail_y = scaled_target(slice(tail_start, n))
@@ -221,11 +217,11 @@ def _fit_mlp(
         net.eval()
         return MLPFit(net, mean, std, y_mean, y_std)
     best_loss, best_state = tail_loss(), {name: v.clone() for name, v in net.state_dict().items()}
+    # Every step's rows standardised at once (elementwise, so the same numbers as step by step).
+    batches_z = _standardise(features[rows.reshape(-1)], mean, std).view(*rows.shape, k)
+    batches_y = scaled_target(rows.reshape(-1)).view(rows.shape)
     for step in range(steps):
-        idx = rows[step]
-        loss = torch.nn.functional.mse_loss(
-            net(_standardise(features[idx], mean, std)).squeeze(1), scaled_target(idx)
-        )
+        loss = torch.nn.functional.mse_loss(net(batches_z[step]).squeeze(1), batches_y[step])
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -239,33 +235,69 @@ def _fit_mlp(
 
 
 # ---- per fold --------------------------------------------------------------------------------------
+def ridge_predictions(
+    features, targets, fold_range, *, one_bar_lambda: float | None = None
+) -> dict[str, torch.Tensor]:
+    """The ridge models' predictions over the fold's validation window (name → float64 tensor), fitted on
+    its training slice only: `ridge_15`, `ridge_60`, and first the 1-bar `ridge` of the baselines when
+    `one_bar_lambda` is given. Every fit on the whole slice shares one set of normal equations."""
+    from foxhunt.evaluate.ridge import float64_once, normal_equations, predict_ridges, solve_ridge
+
+    train = slice(fold_range.train_start, fold_range.train_end)
+    x = float64_once(features[train])  # the three slices fitted below are its prefixes
+    columns, penalties, names = [], [], []
+    if one_bar_lambda is not None:
+        columns.append(targets[train, 0])
+        penalties.append(one_bar_lambda)
+        names.append("ridge")
+    for h in SUPERVISED_HORIZONS:
+        y = targets[train, target_column(h)]
+        columns.append(y)
+        penalties.append(ridge_penalty(x, y, h))
+        names.append(f"ridge_{h}")
+    equations = normal_equations(x, columns)
+    fits = [solve_ridge(equations, j, lam) for j, lam in enumerate(penalties)]
+    val = features[fold_range.val_start : fold_range.val_end]
+    return dict(zip(names, predict_ridges(fits, val), strict=True))
+
+
+def mlp_predictions(features, targets, fold_range, *, seed: int = SUPERVISED_SEED) -> dict[str, torch.Tensor]:
+    """The MLPs' predictions over the fold's validation window (name → float64 tensor), fitted on its
+    training slice only."""
+    train = slice(fold_range.train_start, fold_range.train_end)
+    val = features[fold_range.val_start : fold_range.val_end]
+    return {
+        f"mlp_{h}": fit_mlp(
+            features[train], targets[train, target_column(h)], h, seed=seed + fold_range.fold
+        ).predict(val)
+        for h in SUPERVISED_HORIZONS
+    }
+
+
 def supervised_predictions(features, targets, fold_range, *, seed: int = SUPERVISED_SEED) -> dict:
     """Each model's predictions over the fold's validation window (name → float64 tensor), fitted on
     its training slice only."""
-    from foxhunt.evaluate.ridge import fit_ridge, predict_ridge
-
-    train = slice(fold_range.train_start, fold_range.train_end)
-    val = features[fold_range.val_start : fold_range.val_end]
-    out = {}
-    for h in SUPERVISED_HORIZONS:
-        x, y = features[train], targets[train, target_column(h)]
-        out[f"ridge_{h}"] = predict_ridge(fit_ridge(x, y, ridge_penalty(x, y, h)), val)
-    for h in SUPERVISED_HORIZONS:
-        y = targets[train, target_column(h)]
-        out[f"mlp_{h}"] = fit_mlp(features[train], y, h, seed=seed + fold_range.fold).predict(val)
-    return out
+    return {
+        **ridge_predictions(features, targets, fold_range),
+        **mlp_predictions(features, targets, fold_range, seed=seed),
+    }
 
 
-def supervised_baselines(features, targets, fold_range, cost_per_unit: float) -> dict[str, torch.Tensor]:
-    """Each supervised model's positions over the fold's validation window under the hold rule."""
+def supervised_baselines(
+    features, targets, fold_range, cost_per_unit: float, predictions: dict | None = None
+) -> dict[str, torch.Tensor]:
+    """Each supervised model's positions over the fold's validation window under the hold rule
+    (`predictions`: the models' predictions, when already made)."""
     import torch
 
-    features = torch.as_tensor(features)
-    targets = torch.as_tensor(targets, device=features.device)
+    if predictions is None:
+        features = torch.as_tensor(features)
+        targets = torch.as_tensor(targets, device=features.device)
+        predictions = supervised_predictions(features, targets, fold_range)
     threshold = hold_threshold(cost_per_unit)
     return {
-        name: hold_positions(pred, int(name.rsplit("_", 1)[1]), threshold)
-        for name, pred in supervised_predictions(features, targets, fold_range).items()
+        name: hold_positions(predictions[name], int(name.rsplit("_", 1)[1]), threshold)
+        for name in SUPERVISED_NAMES
     }
 
 
