@@ -74,8 +74,8 @@ def one_fold(config: DQNConfig, seed: int, signal: bool, epochs: int) -> dict:
     trainer.window.compute_norm_stats()
     for epoch in range(epochs):
         trainer.train_epoch(epoch, epochs)
-    choice = trainer.choose_policies()[0]
-    result = trainer.validate()
+    choice = trainer.policies.choose_policies()[0]
+    result = trainer.policies.validate()
     return {
         "sharpe": result["sharpe"],
         "turnover": result["turnover"],

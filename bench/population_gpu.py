@@ -183,10 +183,12 @@ def measure_collection_and_diagnostics(trainer, members: list, repeats: int) -> 
     trainer.collect(1.0)  # untimed: the replay fills, every collection kernel has run
     collect = [timed(device, lambda: trainer.collect(0.5)) for _ in range(repeats)]
     for member in members:
-        trainer.epoch_diagnostics(member)  # untimed, as the collection above
+        trainer.policies.epoch_diagnostics(member)  # untimed, as the collection above
     per_member: list[float] = []
     for _ in range(repeats):
-        per_member.extend(timed(device, lambda m=member: trainer.epoch_diagnostics(m)) for member in members)
+        per_member.extend(
+            timed(device, lambda m=member: trainer.policies.epoch_diagnostics(m)) for member in members
+        )
     return {
         "collect": {**summary(collect), "rows": trainer.window.fold_range.train_rows - 1},
         "diagnostics": {

@@ -158,11 +158,11 @@ def naive_run(
         phases["collect"] = sum(trainer.histories[0].collect_seconds)
         phases["train"] = sum(trainer.histories[0].train_seconds)
         t0 = time.perf_counter()
-        trainer.validate()
+        trainer.policies.validate()
         synchronize(device)
         phases["validate"] = time.perf_counter() - t0
         t0 = time.perf_counter()
-        torch.save(trainer.state_dict_cpu(), out / f"naive_fold{fr.fold}.pt")
+        torch.save(trainer.policies.state_dict_cpu(), out / f"naive_fold{fr.fold}.pt")
         phases["checkpoint"] = time.perf_counter() - t0
         per_fold.append(
             {

@@ -44,7 +44,7 @@ def run_fold(trainer, fold_range: FoldRange, epochs: int = 2) -> dict:
         trainer.train_epoch(epoch, epochs)
         if trainer.failures[0] is not None:  # as the fold loop ends a run's fold
             raise trainer.failures[0]
-    return trainer.validate()
+    return trainer.policies.validate()
 
 
 def target_network(trainer, member: int = 0):

@@ -288,7 +288,7 @@ def test_only_a_correct_dqn_holds_a_persistent_signal_through_costs(device):
         trainer.window.compute_norm_stats()
         for epoch in range(4):
             trainer.train_epoch(epoch, 4)
-        return trainer.validate()["sharpe"]  # always at the evaluation cost
+        return trainer.policies.validate()["sharpe"]  # always at the evaluation cost
 
     dqn = validation_sharpe(config)
     myopic = validation_sharpe(replace(config, gamma=0.0))

@@ -70,7 +70,7 @@ def test_validation_metrics_equal_a_per_bar_loop_at_the_evaluation_cost(device):
     sign_net(
         trainer.networks[0], hold=3.0, flat_value=1.5
     )  # hysteresis: the rollout depends on the position held
-    got = trainer.validate()
+    got = trainer.policies.validate()
     loop = _sequential_metrics(trainer, 600, 900, cost=3e-4)  # fee + half the spread
     assert 0 < got["turnover"] < 300, "the case must trade, and not on every bar"
     for key in ("total_return", "sharpe", "gross_return", "gross_sharpe", "max_drawdown"):
@@ -89,16 +89,16 @@ def test_evaluation_cost_is_apart_from_the_training_cost(device):
         eval_cost=1e-4,
     )
     sign_net(trainer.networks[0])
-    positions = trainer.greedy_positions()
+    positions = trainer.policies.greedy_positions()
     start = trainer.window.fold.val_start
-    default = score_positions(trainer.data, positions, start, trainer.evaluation_cost())
+    default = score_positions(trainer.data, positions, start, trainer.policies.evaluation_cost())
     explicit = score_positions(trainer.data, positions, start, trading_cost(2e-4, 2e-4))
     assert default["turnover"] > 0
     assert default["gross_return"] - default["total_return"] == pytest.approx(1e-4 * default["turnover"])
     assert explicit["gross_return"] - explicit["total_return"] == pytest.approx(3e-4 * explicit["turnover"])
     legacy = tiny_trainer(rng.choice([-1.0, 1.0], 900), np.zeros(900), device, replace(TINY, cost=5e-4))
     sign_net(legacy.networks[0])
-    legacy_metrics = legacy.validate()
+    legacy_metrics = legacy.policies.validate()
     assert legacy_metrics["total_return"] == pytest.approx(-5e-4 * legacy_metrics["turnover"])
 
 
@@ -127,11 +127,11 @@ def test_epoch_diagnostics_read_the_greedy_policy_in_and_out_of_sample(device):
     )
     sign_net(trainer.networks[0], flat_value=0.5)
     stats = trainer.train_epoch(0, 1)[0]
-    validation = trainer.validate()
-    in_sample = trainer.validate(0, 600)
+    validation = trainer.policies.validate()
+    in_sample = trainer.policies.validate(0, 600)
     assert stats.val_sharpe == pytest.approx(validation["sharpe"], rel=1e-9)
     assert stats.train_sharpe == pytest.approx(in_sample["sharpe"], rel=1e-9)  # 600 rows: one whole block
-    positions = trainer.greedy_positions().cpu().numpy()
+    positions = trainer.policies.greedy_positions().cpu().numpy()
     assert stats.action_shares == pytest.approx([(positions == p).mean() for p in (-1.0, 0.0, 1.0)])
     assert stats.feature_agreement == 0.0 and not stats.features_ignored and not stats.collapsed
     assert trainer.histories[0].val_sharpe == [stats.val_sharpe]

@@ -162,8 +162,8 @@ def test_a_population_of_one_and_five_bar_holds_learns_each_member_as_alone_in_o
     if device == "cpu":  # on CUDA the members draw from one generator: a lone run draws differently
         held = DQNTrainer(data, configs[1], max_train_rows=8000, seed=3)
         run_fold(held, FOLDS[0], epochs=1)
-        for name, value in held.state_dict_cpu().items():
-            assert torch.equal(population.state_dict_cpu(1)[name], value), name
+        for name, value in held.policies.state_dict_cpu().items():
+            assert torch.equal(population.policies.state_dict_cpu(1)[name], value), name
     population.apply_settings([configs[1], configs[0]])  # the members swap their n: no new capture
     run_fold(population, FOLDS[1], epochs=1)
     assert population.graph_captures == (1 if device == "cuda" else 0)

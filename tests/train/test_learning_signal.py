@@ -55,12 +55,12 @@ def validation_pnl(config: DQNConfig, seed: int, signal: bool = True) -> tuple[n
     trainer.window.compute_norm_stats()
     for epoch in range(EPOCHS):
         trainer.train_epoch(epoch, EPOCHS)
-    trainer.choose_policies()
-    positions = trainer.greedy_positions()
+    trainer.policies.choose_policies()
+    positions = trainer.policies.greedy_positions()
     returns = data.targets[fold.val_slice, 0]
     pnl = policy_pnl(positions, returns, EVAL_COST).double().numpy()
     hold = policy_pnl(torch.ones_like(returns), returns, EVAL_COST).double().numpy()
-    return pnl, hold, trainer.validate()
+    return pnl, hold, trainer.policies.validate()
 
 
 def above_flat(pnl: np.ndarray) -> bool:

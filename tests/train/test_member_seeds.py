@@ -14,7 +14,7 @@ def _data():
 
 
 def _weights(trainer, member):
-    return [p.clone() for p in trainer.state_dict_cpu(member).values()]
+    return [p.clone() for p in trainer.policies.state_dict_cpu(member).values()]
 
 
 def test_each_member_learns_bit_for_bit_what_a_run_of_its_seed_learns():

@@ -54,15 +54,15 @@ def test_each_member_learns_bit_for_bit_what_a_trainer_of_one_with_its_settings_
         for ours, theirs in zip(member_stats, alone_stats, strict=True):
             for figure in ("loss", "q_mean", "q_max", "epsilon", "val_sharpe", "action_shares"):
                 assert getattr(ours[i], figure) == getattr(theirs[0], figure), figure
-        for name, value in alone.state_dict_cpu().items():
-            assert torch.equal(population.state_dict_cpu(i)[name], value), name
-        assert torch.equal(population.greedy_positions(member=i), alone.greedy_positions())
+        for name, value in alone.policies.state_dict_cpu().items():
+            assert torch.equal(population.policies.state_dict_cpu(i)[name], value), name
+        assert torch.equal(population.policies.greedy_positions(member=i), alone.policies.greedy_positions())
 
 
 def test_members_with_different_settings_end_with_different_weights(data_cpu):
     population = DQNTrainer(data_cpu, MEMBERS[:2], max_train_rows=8000)
     train(population, FOLDS[0])
-    first, second = population.state_dict_cpu(0), population.state_dict_cpu(1)
+    first, second = population.policies.state_dict_cpu(0), population.policies.state_dict_cpu(1)
     assert not torch.allclose(first["0.weight"], second["0.weight"])
 
 
@@ -70,7 +70,7 @@ def test_a_member_weights_file_loads_into_a_lone_network(data_cpu):
     population = DQNTrainer(data_cpu, MEMBERS[:2], max_train_rows=8000)
     train(population, FOLDS[0], epochs=1)
     net = build_qnet(42, SMALL.hidden)
-    net.load_state_dict(population.state_dict_cpu(1))
+    net.load_state_dict(population.policies.state_dict_cpu(1))
     torch.testing.assert_close(net[0].weight, population.params[0][1].detach())
 
 

@@ -64,7 +64,9 @@ def test_epochs_are_scored_on_the_tail_not_on_validation(monkeypatch):
     trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.25))
     ranges = []
     monkeypatch.setattr(
-        trainer, "validate", lambda start, end, member=0: ranges.append((start, end)) or {"sharpe": 1.0}
+        trainer.policies,
+        "validate",
+        lambda start, end, member=0: ranges.append((start, end)) or {"sharpe": 1.0},
     )
     figures = trainer.train_epoch(0, 2)
     assert ranges == [(4000, 5000)]
@@ -75,7 +77,7 @@ def test_without_selection_the_last_epoch_stays_and_no_tail_is_scored():
     trainer = small_trainer("cpu", SMALL)
     figures = trainer.train_epoch(0, 1)
     assert figures[0] is not None and figures[0].tail_sharpe is None
-    assert trainer.choose_policies() == {0: None}
+    assert trainer.policies.choose_policies() == {0: None}
     assert trainer.window.learn_end == FOLD.train_end
 
 
@@ -136,11 +138,11 @@ def test_a_fold_that_finds_nothing_on_the_tail_is_flat_in_its_own_weights(device
     trainer = small_trainer(device, replace(SMALL, select_tail_share=0.25, select_min_sharpe=1e3))
     for epoch in range(2):
         trainer.train_epoch(epoch, 2)
-    choice = trainer.choose_policies()[0]
+    choice = trainer.policies.choose_policies()[0]
     assert choice.flat and choice.epoch is not None
-    assert torch.all(trainer.greedy_positions() == 0)
+    assert torch.all(trainer.policies.greedy_positions() == 0)
     saved = build_qnet(5, 8)
-    saved.load_state_dict(trainer.state_dict_cpu())  # the checkpoint reproduces the flat policy
+    saved.load_state_dict(trainer.policies.state_dict_cpu())  # the checkpoint reproduces the flat policy
     assert torch.all(greedy_rollout(saved, torch.randn(100, 5), torch.zeros(5), torch.ones(5)) == 0)
 
 
@@ -168,7 +170,7 @@ def test_abstention_leaves_flat_only_where_the_q_gap_clears_the_margin(share_of_
 def test_the_abstention_margin_is_multiples_of_the_evaluation_cost_in_q_units():
     config = replace(SMALL, abstain_cost_multiple=2.0, cost=3e-4, reward_scale=1e4)
     trainer = small_trainer("cpu", config)  # evaluated at 1 bp: the margin ignores the training cost
-    assert trainer.abstain_margin() == pytest.approx(2.0 * 1e-4 * 1e4)
+    assert trainer.policies.abstain_margin() == pytest.approx(2.0 * 1e-4 * 1e4)
 
 
 def test_the_fold_checkpoint_holds_the_abstaining_policy():
@@ -176,18 +178,18 @@ def test_the_fold_checkpoint_holds_the_abstaining_policy():
     trainer.train_epoch(0, 1)
     states = torch.cat([torch.randn(500, 5), torch.zeros(500, 1)], dim=1)
     q = trainer.networks[0](states).detach()
-    trainer.choose_policies()
+    trainer.policies.choose_policies()
     saved = build_qnet(5, 8)
-    saved.load_state_dict(trainer.state_dict_cpu())
+    saved.load_state_dict(trainer.policies.state_dict_cpu())
     shifted = q.clone()
-    shifted[:, 1] += trainer.abstain_margin()
+    shifted[:, 1] += trainer.policies.abstain_margin()
     assert torch.equal(saved(states).argmax(dim=1), shifted.argmax(dim=1))
 
 
 def test_tail_scoring_scores_the_abstaining_policy_and_leaves_the_weights_unchanged(monkeypatch):
     trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.25, abstain_cost_multiple=100.0))
     before = [p.clone() for p in trainer.networks[0].parameters()]
-    assert trainer.tail_score(0) == 0.0  # an enormous margin: flat on the tail, Sharpe 0
+    assert trainer.policies.tail_score(0) == 0.0  # an enormous margin: flat on the tail, Sharpe 0
     assert all(torch.equal(a, b) for a, b in zip(before, trainer.networks[0].parameters(), strict=True))
 
 

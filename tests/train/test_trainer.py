@@ -208,7 +208,7 @@ def test_validation_equals_a_sequential_greedy_loop(synthetic, device):
             pnl.append(new * float(targets[t, 0]) - SMALL.cost * abs(new - position))
             position = new
     pnl = np.array(pnl)
-    got = trainer.validate(start, end)
+    got = trainer.policies.validate(start, end)
     assert got["total_return"] == pytest.approx(pnl.sum(), **TOLERANCE[device])
     expected_sharpe = pnl.mean() / pnl.std() * math.sqrt(periods_per_year(timestamp[start:end]))
     assert got["sharpe"] == pytest.approx(expected_sharpe, rel=TOLERANCE[device]["rel"])

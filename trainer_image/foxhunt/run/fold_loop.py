@@ -108,7 +108,8 @@ def train_fold(
         progress(_epoch_line(fold_range.fold, epoch, epochs, [figures[i] for i in outs]))
     check()
     live = [i for i in outs if trainer.failures[i] is None]
-    chosen = trainer.choose_policies(live)  # the best tail epoch's weights, or flat (select_tail_share)
+    # The best tail epoch's weights, or flat (select_tail_share).
+    chosen = trainer.policies.choose_policies(live)
     for i in live:
         if chosen[i] is not None:
             progress(_selection_line(fold_range.fold, i, chosen[i]))
@@ -166,7 +167,8 @@ def finish_fold(
     phases["train"] = sum(e.train_seconds for e in epoch_stats)
 
     t0 = time.perf_counter()
-    positions = trainer.greedy_positions(member=member)  # one rollout: the evaluation and the saved record
+    # One rollout: the evaluation and the saved record.
+    positions = trainer.policies.greedy_positions(member=member)
     data = trainer.data
     window, baselines = evaluate_fold(
         data.features, data.targets, data.timestamp, fold_range, positions, scoring, memo
@@ -176,7 +178,7 @@ def finish_fold(
 
     t0 = time.perf_counter()
     files = save_fold(
-        trainer.state_dict_cpu(member), trainer.window.norm_stats_dict(), fold, positions, out_uri
+        trainer.policies.state_dict_cpu(member), trainer.window.norm_stats_dict(), fold, positions, out_uri
     )
     phases["checkpoint"] = time.perf_counter() - t0
 

@@ -6,7 +6,7 @@ of one shape side by side, each member with its own settings (a (P,) device vect
 moments, gradient clip and divergence guard. Built once per run (or per shape of a search), reset in
 place between folds; the step machinery (compile, CUDA graph) wraps it (step.py), the stacked
 arithmetic is stacked.py's, the held-action targets held_returns.py's, and what the trainer does with a
-member's greedy policy (score it, choose the fold's, save it) member_policy.py's, its base.
+member's greedy policy (score it, choose the fold's, save it) member_policy.py's: `trainer.policies`.
 
 Actions are positions: index 0, 1, 2 = short, flat, long (position = index − 1). The state at bar t
 is the fold-normalized feature row t plus the position held coming into t; the reward of choosing
@@ -44,10 +44,7 @@ from foxhunt.train.member_policy import MemberPolicies
 from foxhunt.train.networks import build_qnet, linears, member_network
 from foxhunt.train.policy import policy_state
 from foxhunt.train.replay import Replay
-from foxhunt.train.selection import (
-    TailSelection,
-    head_end,
-)
+from foxhunt.train.selection import TailSelection, head_end
 from foxhunt.train.settings import StepSettings, check_population, check_shape_free
 from foxhunt.train.stacked import (
     adam_update,
@@ -90,15 +87,16 @@ def huber_loss(q: torch.Tensor, y: torch.Tensor, delta: torch.Tensor) -> torch.T
     return torch.where(size < delta, 0.5 * diff * diff / delta, size - 0.5 * delta).mean(dim=-1)
 
 
-class DQNTrainer(MemberPolicies):
+class DQNTrainer:
     """Double DQN for P members over index ranges of device arrays; one instance serves every fold (and
     every trial of its shape in a search).
 
     State that persists: the device data, the stacked weights, Adam's moments, the replay, the step
     (compiled and captured once), the settings buffers; `set_fold_range`, `reset_for_fold` and
     `apply_settings` refill them in place. `networks[i]` is member i's network (views of its slot).
-    Evaluation settings (`eval_cost`, `eval_spread`) are fixed for the trainer's life and score
-    validation and diagnostics; `eval_cost=None` scores at the member's training cost.
+    `policies` scores, chooses and saves the members' greedy policies (member_policy.py) at the
+    evaluation settings (`eval_cost`, `eval_spread`), fixed for the trainer's life; `eval_cost=None`
+    scores at the member's training cost.
     """
 
     def __init__(
@@ -122,7 +120,6 @@ class DQNTrainer(MemberPolicies):
         self.member_seeds = [seed] * self.size if member_seeds is None else [int(s) for s in member_seeds]
         if len(self.member_seeds) != self.size:
             raise ValueError(f"{len(self.member_seeds)} member seeds for a population of {self.size}")
-        self.eval_cost, self.eval_spread = eval_cost, eval_spread
         self.device = data.features.device
         self.cuda = self.device.type == "cuda"
         if self.cuda:
@@ -134,6 +131,10 @@ class DQNTrainer(MemberPolicies):
         self.histories = [FoldHistory() for _ in range(self.size)]
         self.failures: list[TrainingDiverged | None] = [None] * self.size  # the guard stopped member i
         self.selection = TailSelection(self.size)  # select_tail_share > 0: the best epoch on the tail
+        self.policies = MemberPolicies(
+            networks=self.networks, configs=self.configs, window=self.window, data=data,
+            selection=self.selection, eval_cost=eval_cost, eval_spread=eval_spread,
+        )  # fmt: skip
         self.steps_done = 0
         parts = StepParts(
             draw=self.draw_batch, loss=self.td_loss, update=self.update, zero_grad=self.zero_grad
@@ -179,6 +180,11 @@ class DQNTrainer(MemberPolicies):
         self.q_absmax = torch.zeros(size, device=dev)
 
     @property
+    def config(self) -> DQNConfig:
+        """Member 0's settings (the shape every member shares)."""
+        return self.configs[0]
+
+    @property
     def graph_captures(self) -> int:
         """CUDA graphs captured by this trainer (1 on CUDA for its whole life, 0 on CPU)."""
         return self.step.graph_captures
@@ -198,7 +204,7 @@ class DQNTrainer(MemberPolicies):
         for new in configs:
             check_shape_free(self.config, new)
         check_population(configs)
-        self.configs = configs
+        self.configs[:] = configs  # in place: `policies` reads the same list
         self.settings.fill_(configs)
         discount_table_(self.discounts, [c.gamma for c in configs])
 
@@ -365,10 +371,12 @@ class DQNTrainer(MemberPolicies):
             member = EpochFigures(epoch, loss, eps[i], done, t1 - t0, t2 - t1, speed, q_mean, q_max)
             if self.diagnostics:
                 started = time.perf_counter()
-                diagnostics = record_diagnostics(self.histories[i], self.epoch_diagnostics(i), started)
+                diagnostics = record_diagnostics(
+                    self.histories[i], self.policies.epoch_diagnostics(i), started
+                )
                 member = replace(member, **diagnostics)
-            if self.selecting:
-                tail = self.tail_score(i)
+            if self.policies.selecting:
+                tail = self.policies.tail_score(i)
                 self.selection.observe(i, epoch, tail, self.networks[i])
                 member = replace(member, tail_sharpe=tail)
             figures[i] = member
@@ -385,7 +393,7 @@ class DQNTrainer(MemberPolicies):
         self.window.set_fold_range(fold_range)
         self.window.compute_norm_stats()
         self.collect(0.5)
-        self.epoch_diagnostics()
-        self.validate()
+        self.policies.epoch_diagnostics()
+        self.policies.validate()
         synchronize(self.device)
         self.window.clear()

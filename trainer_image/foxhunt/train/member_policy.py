@@ -1,9 +1,11 @@
-"""The trainer's greedy-policy half: score a member's greedy policy (validation, the training tail,
-the per-epoch diagnostics), choose the fold's policy (tail selection, abstention), hand its weights out.
+"""The members' greedy policies: score one (validation, the training tail, the per-epoch diagnostics),
+choose the fold's (tail selection, abstention), hand its weights out.
 
-`MemberPolicies` is a base of `DQNTrainer` (dqn.py), which owns the attributes it reads: the members'
-networks and settings, the fold window, the device data and the evaluation settings. The learning
-(collection, the step, epochs) stays in dqn.py; nothing here runs inside the captured step.
+`MemberPolicies` is built by `DQNTrainer` (dqn.py) and reached as `trainer.policies`; it is handed what it
+reads at build. The trainer refills those in place and never replaces them: the fold window per fold, the
+settings list in `apply_settings`, the tail selection per fold, the networks (views of the stacked
+weights) every step. The learning (collection, the step, epochs) stays in dqn.py; nothing here runs
+inside the captured step.
 """
 
 from __future__ import annotations
@@ -27,27 +29,38 @@ from foxhunt.train.selection import (
 
 
 class MemberPolicies:
-    """Each member's greedy policy: scored, chosen at a fold's end, saved (a base of DQNTrainer)."""
+    """Each member's greedy policy: scored, chosen at a fold's end, saved.
 
-    # Owned and built by DQNTrainer:
-    size: int
-    configs: list[DQNConfig]
-    networks: list[nn.Sequential]
-    window: FoldWindow
-    data: DeviceData
-    eval_cost: float | None
-    eval_spread: float
-    selection: TailSelection
+    `networks[i]` and `configs[i]` are member i's network and settings, `window` the fold worked on,
+    `selection` the best tail epochs seen; `eval_cost` and `eval_spread` (fixed) set the cost that scores
+    every policy (`eval_cost=None`: each member's training cost).
+    """
+
+    def __init__(
+        self,
+        *,
+        networks: Sequence[nn.Sequential],
+        configs: list[DQNConfig],
+        window: FoldWindow,
+        data: DeviceData,
+        selection: TailSelection,
+        eval_cost: float | None,
+        eval_spread: float,
+    ):
+        if len(networks) != len(configs):
+            raise ValueError(f"{len(networks)} networks for {len(configs)} members' settings")
+        self.networks, self.configs, self.window, self.data = list(networks), configs, window, data
+        self.selection, self.eval_cost, self.eval_spread = selection, eval_cost, eval_spread
 
     @property
-    def config(self) -> DQNConfig:
-        """Member 0's settings (the shape every member shares)."""
-        return self.configs[0]
+    def size(self) -> int:
+        """Members in the population."""
+        return len(self.networks)
 
     @property
     def selecting(self) -> bool:
-        """Model selection on the training slice's held-back tail is on."""
-        return self.config.select_tail_share > 0.0
+        """Model selection on the training slice's held-back tail is on (a setting every member shares)."""
+        return self.configs[0].select_tail_share > 0.0
 
     def tail_score(self, member: int) -> float:
         """Member `member`'s greedy policy now, as the fold would keep it, scored on the held-back tail of
