@@ -83,7 +83,8 @@ def test_entrypoint_is_the_foxhunt_console_script_in_exec_form(dockerfile):
 def test_foxhunt_console_script_exists_in_the_package():
     scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
     module, function = scripts["foxhunt"].split(":")
-    source = REPO / "trainer_image" / Path(*module.split(".")).with_suffix(".py")
+    path = REPO / "trainer_image" / Path(*module.split("."))
+    source = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")  # a package or a module
 
     assert scripts["foxhunt"] == "foxhunt.cli:main"
     tree = ast.parse(source.read_text())
