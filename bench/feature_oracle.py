@@ -20,7 +20,6 @@ Then the mean, min and max across seeds. Runs on the CPU (the baselines as a CPU
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -29,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from provenance import cpu_model, git_commit
+from provenance import cpu_model, git_commit, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "trainer_image"))
@@ -170,10 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": rows,
         "summary": summary,
     }
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-        print(f"wrote {args.out}")
+    write_result(args.out, result, indent=1)
     return 0
 
 

@@ -16,16 +16,14 @@ For a before figure, run it with PYTHONPATH at an older commit's `trainer_image`
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import numpy as np
-from provenance import device_name, git_commit
+from provenance import device_name, git_commit, write_result
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -133,10 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "seconds": figures,
     }
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-        print(f"wrote {args.out}")
+    write_result(args.out, result)
     return 0
 
 

@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from provenance import ROOT, cpu_model, git_commit
+from provenance import ROOT, cpu_model, git_commit, write_result
 
 PRECOMPUTE_LINE = re.compile(r"precompute: .* in ([0-9.]+)s total")
 
@@ -118,10 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         "medians": medians,
         "runs": runs,
     }
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-        print(f"wrote {args.out}")
+    write_result(args.out, result)
     return 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -44,3 +45,12 @@ def device_name(device) -> str:
 
         return torch.cuda.get_device_name(device)
     return cpu_model()
+
+
+def write_result(out: str | None, result: dict, indent: int = 2) -> None:
+    """Write a benchmark's JSON to `out` (its folder made as needed) and say so; nothing without `out`."""
+    if not out:
+        return
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result, indent=indent) + "\n")
+    print(f"wrote {out}")
