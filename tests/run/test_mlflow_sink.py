@@ -144,11 +144,11 @@ def test_an_sqlite_stores_artifacts_lie_beside_its_database(recorded):
     assert run.info.artifact_uri.removeprefix("file://").startswith(str(out.parent / "mlruns" / "foxhunt"))
 
 
-def test_the_flag_alone_is_the_local_sqlite_store_in_the_working_folder(monkeypatch, tmp_path):
+def test_the_flag_alone_is_the_local_file_store_in_the_working_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     monkeypatch.chdir(tmp_path)
 
-    assert tracking_uri("") == f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert tracking_uri("") == f"file:{tmp_path / 'mlruns'}"
     assert tracking_uri("file:") == f"file:{tmp_path / 'mlruns'}"
 
 

@@ -57,7 +57,7 @@ def _add_training(p: argparse.ArgumentParser, defaults: RunConfig) -> None:
         default=None,
         metavar="URI",
         help="also record the run (a search: the study, a nested run per trial) in this MLflow tracking "
-        "store; alone: $MLFLOW_TRACKING_URI, else ./mlflow.db with artifacts in ./mlruns; a path or "
+        "store; alone: $MLFLOW_TRACKING_URI, else the local file store ./mlruns; sqlite:///PATH, a path or "
         f"file:PATH: a file store {needs_note('mlflow')}",
     )
 

@@ -29,11 +29,10 @@ from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
 from foxhunt.evaluate.reports import RunSummary
 from foxhunt.run.lifecycle import console
 
-# `--mlflow-uri` without a value: $MLFLOW_TRACKING_URI, else MLflow's own local default, an SQLite
-# store `mlflow.db` in the working directory with the artifacts under `./mlruns` (what `mlflow ui`
-# started in that folder shows). MLflow 3 keeps the plain file store (`./mlruns` alone) in maintenance
-# mode and refuses it unless asked; `--mlflow-uri file:PATH` asks for it explicitly.
-DEFAULT_STORE_FILE = "mlflow.db"
+# `--mlflow-uri` without a value: $MLFLOW_TRACKING_URI, else a local file store `./mlruns` (what
+# `mlflow ui --backend-store-uri ./mlruns` shows): nothing to set up, one folder to copy or delete.
+# MLflow 3 keeps the file store in maintenance mode and refuses it unless asked, so a `file:` store is
+# asked for explicitly here; `sqlite:///PATH` gives MLflow's database store instead.
 DEFAULT_FILE_STORE = "mlruns"
 EXPERIMENT = "foxhunt"  # unless $MLFLOW_EXPERIMENT_NAME names another
 SQLITE_PREFIX = "sqlite:///"  # then the database's path: relative, or absolute with a fourth slash
@@ -54,9 +53,7 @@ def tracking_uri(value: str) -> str:
     A plain path is a file store there; `file:` alone is `./mlruns`. UsageError (exit 2) for a scheme
     MLflow has no store for."""
     if value == "":
-        return (
-            os.environ.get("MLFLOW_TRACKING_URI") or f"{SQLITE_PREFIX}{os.path.abspath(DEFAULT_STORE_FILE)}"
-        )
+        return os.environ.get("MLFLOW_TRACKING_URI") or f"file:{os.path.abspath(DEFAULT_FILE_STORE)}"
     scheme = urlsplit(value).scheme
     if scheme == "":
         return f"file:{os.path.abspath(value)}"
