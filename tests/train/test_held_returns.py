@@ -16,7 +16,7 @@ from support.trainer_cases import DEVICES, FOLDS, SMALL, planted_arrays, run_fol
 from foxhunt.config import DQNConfig
 from foxhunt.errors import ConfigError
 from foxhunt.train import DQNTrainer, to_device
-from foxhunt.train.held_returns import bootstrap_bars, held_returns_
+from foxhunt.train.held_returns import bootstrap_bars, discount_table_, held_returns_, new_discount_table
 
 RETURNS = np.array([2, -1, 3, 1, -2, 4, -3, 1, 2, -1, 0, 1], dtype=np.float64) * 1e-3
 X0 = np.array([0, 1, -1, 2, -2, 3, -3, 1, 0, 2, 1, 0.0])
@@ -182,3 +182,14 @@ def test_held_returns_are_computed_once_per_fold_not_per_epoch(monkeypatch):
     assert len(calls) == 1
     run_fold(trainer, FOLDS[1], epochs=2)  # as many rows, another start
     assert len(calls) == 2
+
+
+def test_the_discount_table_holds_each_members_powers_up_to_the_longest_hold_and_zero_beyond():
+    configs = [replace(TINY, gamma=0.5, n_step=3), replace(TINY, gamma=0.9, n_step=1)]
+    table = new_discount_table(configs, torch.device("cpu"))
+    expected = np.zeros(table.shape)
+    expected[0, :4] = [0.5**k for k in range(4)]
+    expected[1, :4] = [0.9**k for k in range(4)]
+    np.testing.assert_array_equal(table.numpy(), expected.astype(np.float32))
+    discount_table_(table, [replace(c, n_step=1) for c in configs])  # a shorter hold clears the rest
+    assert not table[:, 2:].any() and table[0, 1] == np.float32(0.5)

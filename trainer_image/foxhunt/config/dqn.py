@@ -56,8 +56,8 @@ class DQNConfig:
     bf16: bool = setting(False, "bfloat16 autocast of the training step's matmuls on CUDA.")
     paired_next_state: bool = setting(
         True,
-        "On CUDA, the online and target networks value the next state in one batched product per layer "
-        "(same arithmetic; CPU runs them apart).",
+        "On CUDA, a lone member's online and target networks value the next state in one batched product "
+        "per layer (same arithmetic; CPU and populations run them apart, faster there).",
     )
     fused_activation: bool = setting(
         True,

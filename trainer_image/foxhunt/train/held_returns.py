@@ -24,19 +24,23 @@ from collections.abc import Sequence
 
 import torch
 
-from foxhunt.config import MAX_N_STEP
+from foxhunt.config import MAX_N_STEP, DQNConfig
 
 
-def discount_table_(table: torch.Tensor, gammas: Sequence[float]) -> None:
-    """Refill `table` (P, MAX_N_STEP + 1) in place: table[i, k] = γ_i^k (float64 powers, so γ^1 is γ)."""
-    powers = torch.tensor([[g**k for k in range(table.shape[1])] for g in gammas], dtype=torch.float64)
-    table.copy_(powers.to(table.dtype))
+def discount_table_(table: torch.Tensor, configs: Sequence[DQNConfig]) -> None:
+    """Refill `table` (P, MAX_N_STEP + 1) in place: table[i, k] = γ_i^k of member i's config (float64
+    powers, so γ^1 is γ) for k ≤ the longest `n_step`, zero beyond (a target holds at most n bars, so those are never read). Only the
+    columns read travel to the device: a few bytes at n = 1, no per-fold upload of the whole table."""
+    width = max(c.n_step for c in configs) + 1
+    powers = torch.tensor([[c.gamma**k for k in range(width)] for c in configs], dtype=torch.float64)
+    table[:, :width].copy_(powers.to(table.dtype))
+    table[:, width:].zero_()
 
 
-def new_discount_table(gammas: Sequence[float], device: torch.device) -> torch.Tensor:
-    """A (P, MAX_N_STEP + 1) table of γ_i^k for the members' γ."""
-    table = torch.zeros(len(gammas), MAX_N_STEP + 1, device=device)
-    discount_table_(table, gammas)
+def new_discount_table(configs: Sequence[DQNConfig], device: torch.device) -> torch.Tensor:
+    """A (P, MAX_N_STEP + 1) table of γ_i^k for the members' γ, up to their longest hold."""
+    table = torch.zeros(len(configs), MAX_N_STEP + 1, device=device)
+    discount_table_(table, configs)
     return table
 
 
@@ -48,10 +52,16 @@ def held_returns_(
     i's discounted return of holding a unit position for n_i bars from bar t, truncated at the end."""
     n = returns.shape[0]
     out[:, :n] = returns  # k = 0: γ^0 = 1 (the one-bar return itself, bit for bit)
-    weights = new_discount_table(gammas, out.device)
-    for k in range(1, min(max(n_steps), n)):
-        held = torch.tensor([float(k < s) for s in n_steps], device=out.device)
-        out[:, : n - k] += (weights[:, k] * held).unsqueeze(1) * returns[k:]
+    longest = min(max(n_steps), n)
+    if longest < 2:
+        return  # n = 1: nothing to add, and nothing uploaded
+    # weights[i, k] = γ_i^k while member i still holds at k, else 0: one upload for the fold.
+    weights = torch.tensor(
+        [[g**k if k < s else 0.0 for k in range(longest)] for g, s in zip(gammas, n_steps, strict=True)],
+        dtype=torch.float64,
+    ).to(out.device, out.dtype)
+    for k in range(1, longest):
+        out[:, : n - k] += weights[:, k].unsqueeze(1) * returns[k:]
 
 
 def bootstrap_bars(idx: torch.Tensor, n_valid: torch.Tensor, n_step: torch.Tensor) -> torch.Tensor:
