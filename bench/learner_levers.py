@@ -49,6 +49,10 @@ LEVERS = {
     "cost 3bp": replace(BASE, cost=3e-4),
     "cost 3bp gamma 0": replace(BASE, cost=3e-4, gamma=0.0),
     "gamma 0 + tail 0.25": replace(BASE, gamma=0.0, select_tail_share=0.25),
+    # The tail selection's significance gate: trade only where the best tail Sharpe clears t errors.
+    "tail 0.25 + gate 2": replace(BASE, select_tail_share=0.25, select_min_t=2.0),
+    "tail 0.25 + gate 3": replace(BASE, select_tail_share=0.25, select_min_t=3.0),
+    "tail 0.2 + gate 3": replace(BASE, select_tail_share=0.2, select_min_t=3.0),
     # Held-action targets: hold the action n bars, then bootstrap (n = 1 is "base").
     "n-step 5": replace(BASE, n_step=5),
     "n-step 15": replace(BASE, n_step=15),

@@ -197,9 +197,10 @@ def test_the_fold_report_says_which_epoch_was_chosen_and_every_tail_figure():
     selection, net = TailSelection(1), _net(0)
     for epoch, sharpe in enumerate([0.5, 2.0, -1.0]):
         selection.observe(0, epoch, sharpe, net)
-    assert selection.choose(0, net, 0.0).to_dict() == {
+    assert selection.choose(0, net, 1.5).to_dict() == {
         "selected_epoch": 1,
         "tail_sharpe": 2.0,
         "went_flat": False,
         "tail_sharpes": [0.5, 2.0, -1.0],
+        "gate_sharpe": 1.5,
     }

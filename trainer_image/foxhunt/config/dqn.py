@@ -91,6 +91,15 @@ class DQNConfig:
         high=1e3,
         unit="annualised Sharpe",
     )
+    select_min_t: float = setting(
+        0.0,
+        "With select_tail_share: the fold's policy is flat unless its best tail net Sharpe also exceeds "
+        "this many standard errors of a zero Sharpe over the tail, sqrt(bars a year / tail bars), so a "
+        "short tail needs a larger Sharpe; 0: select_min_sharpe alone.",
+        low=0,
+        high=100,
+        unit="standard errors",
+    )
     n_step: int = setting(
         1,
         "Bars the TD target holds the action before it bootstraps (discounted held returns, cost paid "

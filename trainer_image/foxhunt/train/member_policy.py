@@ -18,13 +18,14 @@ from torch import nn
 from foxhunt.config import DQNConfig, trading_cost
 from foxhunt.train.device_data import DeviceData, FoldWindow
 from foxhunt.train.diagnostics import greedy_diagnostics
-from foxhunt.train.policy import greedy_rollout, score_positions
+from foxhunt.train.policy import greedy_rollout, periods_per_year, score_positions
 from foxhunt.train.selection import (
     SelectionChoice,
     TailSelection,
     abstain_margin,
     choose_policies,
     score_as_kept,
+    tail_gate,
 )
 
 
@@ -82,7 +83,13 @@ class MemberPolicies:
         members = range(self.size) if members is None else members
         margins = {i: self.abstain_margin(i) for i in members}
         selection = self.selection if self.selecting else None
-        return choose_policies(selection, self.networks, self.configs, margins, members)
+        gates = {i: self.tail_gate(i) for i in members}
+        return choose_policies(selection, self.networks, gates, margins, members)
+
+    def tail_gate(self, member: int = 0) -> float:
+        """The tail net Sharpe member `member`'s best epoch must exceed to trade (selection.tail_gate)."""
+        start, end = self.window.learn_end, self.window.fold.train_end
+        return tail_gate(self.configs[member], end - start, periods_per_year(self.data.timestamp[start:end]))
 
     def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
         """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""

@@ -3,7 +3,8 @@
 With `select_tail_share` > 0 the learner trains on the head of each fold's training slice only; after
 every epoch each member's greedy policy is scored (net Sharpe after the evaluation cost, entered from
 flat) on the tail, and the best epoch's weights are kept. At the fold's end a member whose best tail
-Sharpe does not exceed `select_min_sharpe` goes FLAT: its network is rewritten to choose flat
+Sharpe does not exceed its gate (`select_min_sharpe`, plus `select_min_t` standard errors of a zero Sharpe
+over the tail: `tail_gate`) goes FLAT: its network is rewritten to choose flat
 everywhere, so the checkpoint reproduces the policy that was evaluated. The fold's validation window
 is never looked at. Scoring runs outside the captured step (like the diagnostics), on the host's
 schedule, so a CUDA graph is untouched.
@@ -49,6 +50,7 @@ class SelectionChoice:
     tail_sharpe: float  # that epoch's net Sharpe on the tail (−inf when none was scored)
     flat: bool  # the fold's policy is flat: the best tail Sharpe did not clear the margin
     tail_sharpes: tuple[float, ...] = ()  # every scored epoch's tail Sharpe, in order
+    gate: float = 0.0  # the tail Sharpe it had to exceed to trade (tail_gate)
 
     def to_dict(self) -> dict:
         """The `selection` entry of a fold's report.json."""
@@ -57,6 +59,7 @@ class SelectionChoice:
             "tail_sharpe": self.tail_sharpe,
             "went_flat": self.flat,
             "tail_sharpes": list(self.tail_sharpes),
+            "gate_sharpe": self.gate,
         }
 
 
@@ -96,7 +99,11 @@ class TailSelection:
         if flat:
             make_flat_(net)
         return SelectionChoice(
-            self.best_epoch[member], self.best_sharpe[member], flat, tuple(self.tail_sharpes[member])
+            self.best_epoch[member],
+            self.best_sharpe[member],
+            flat,
+            tuple(self.tail_sharpes[member]),
+            min_sharpe,
         )
 
 
@@ -139,20 +146,26 @@ def score_as_kept(net: nn.Module, margin: float, score: Callable[[], float]) -> 
         bias.copy_(kept)
 
 
+def tail_gate(config: DQNConfig, tail_bars: int, bars_per_year: float) -> float:
+    """The tail net Sharpe a member's best epoch must exceed to trade: `select_min_sharpe` plus
+    `select_min_t` standard errors of a zero annualised Sharpe over `tail_bars` bars, sqrt(bars a year /
+    tail bars) (iid per-bar returns: a policy with no edge clears 2 of them about 2% of the time)."""
+    error = math.sqrt(bars_per_year / tail_bars) if tail_bars > 0 else math.inf
+    return config.select_min_sharpe + (config.select_min_t * error if config.select_min_t > 0 else 0.0)
+
+
 def choose_policies(
     selection: TailSelection | None,
     networks: Sequence[nn.Module],
-    configs: Sequence[DQNConfig],
+    gates: dict[int, float],
     margins: dict[int, float],
     members: Iterable[int],
 ) -> dict[int, SelectionChoice | None]:
     """At a fold's end, per member: with a `selection`, write the best tail epoch's weights (or a flat
-    network) into its network and say what was chosen (None without one: the last epoch stays); then
-    raise flat's output by the member's abstention margin, so the checkpoint holds the policy evaluated."""
-    chosen = {
-        i: None if selection is None else selection.choose(i, networks[i], configs[i].select_min_sharpe)
-        for i in members
-    }
+    network, when its tail Sharpe does not exceed the member's gate) into its network and say what was
+    chosen (None without one: the last epoch stays); then raise flat's output by the member's abstention
+    margin, so the checkpoint holds the policy evaluated."""
+    chosen = {i: None if selection is None else selection.choose(i, networks[i], gates[i]) for i in members}
     for i in chosen:
         abstain_(networks[i], margins[i])
     return chosen
