@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ORACLE_NAMES = ("ridge_15", "ridge_60", "mlp_15", "mlp_60")
 VARIANTS = {
     "base": {},
+    "ungated": {"select_tail_share": 0.0, "select_min_t": 0.0},  # the shipped defaults before the gate
     "abstain": {"abstain_cost_multiple": 1.0},
     "abstain2": {"abstain_cost_multiple": 2.0},
     "tail": {"select_tail_share": 0.25},

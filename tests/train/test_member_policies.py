@@ -41,7 +41,7 @@ def test_the_policies_score_at_the_settings_the_trainer_switched_to():
 
 
 def test_tail_selection_follows_the_share_the_trainer_switched_to():
-    trainer = small_trainer(SMALL)
+    trainer = small_trainer(replace(SMALL, select_tail_share=0.0))
     assert not trainer.policies.selecting
     trainer.apply_settings(replace(SMALL, select_tail_share=0.2))
     assert trainer.policies.selecting

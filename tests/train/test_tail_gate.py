@@ -31,7 +31,13 @@ def test_a_longer_tail_lowers_the_gate_with_its_square_root():
 
 
 def test_without_t_the_gate_is_the_minimum_sharpe_alone():
-    assert tail_gate(replace(SMALL, select_min_sharpe=0.7), 50, 1e6) == 0.7
+    assert tail_gate(replace(SMALL, select_min_sharpe=0.7, select_min_t=0.0), 50, 1e6) == 0.7
+
+
+def test_the_run_ships_a_quarter_tail_and_a_three_error_gate():
+    # Measured (README, learner section): the driftless sample and the real bars stay flat, the planted
+    # signal is still found; the learning tests in test_learning_signal.py run these defaults.
+    assert (DQNConfig().select_tail_share, DQNConfig().select_min_t) == (0.25, 3.0)
 
 
 def test_the_trainer_gates_on_its_own_tail_length_and_bar_frequency():

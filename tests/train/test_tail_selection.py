@@ -74,7 +74,7 @@ def test_epochs_are_scored_on_the_tail_not_on_validation(monkeypatch):
 
 
 def test_without_selection_the_last_epoch_stays_and_no_tail_is_scored():
-    trainer = small_trainer("cpu", SMALL)
+    trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.0))
     figures = trainer.train_epoch(0, 1)
     assert figures[0] is not None and figures[0].tail_sharpe is None
     assert trainer.policies.choose_policies() == {0: None}

@@ -69,7 +69,7 @@ class DQNConfig:
     )
     weight_decay: float = setting(0.0, "Adam weight decay.", low=0, high=1.0)
     select_tail_share: float = setting(
-        0.0,
+        0.25,
         "Share of each training slice held back (its last rows) to pick the epoch whose greedy policy "
         "scores best after the evaluation cost; 0 turns the selection off (train on all, keep the last).",
         low=0,
@@ -92,7 +92,7 @@ class DQNConfig:
         unit="annualised Sharpe",
     )
     select_min_t: float = setting(
-        0.0,
+        3.0,
         "With select_tail_share: the fold's policy is flat unless its best tail net Sharpe also exceeds "
         "this many standard errors of a zero Sharpe over the tail, sqrt(bars a year / tail bars), so a "
         "short tail needs a larger Sharpe; 0: select_min_sharpe alone.",
