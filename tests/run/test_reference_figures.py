@@ -4,7 +4,9 @@ tests/data/reference_figures.json holds the outputs of the default `foxhunt pipe
 studies (3 trials one at a time; 4 trials two side by side). First recorded at feba2ee, before the
 redesign of issue 20, which reproduced them bit for bit (redesign branch, f6c8ffa); re-recorded once after
 it, because issue 21 changed the sample generator (a signal the features see) and the baselines, and
-issue 22 the evaluation (whole-data annualisation, handover cost, paired comparisons). Re-record only for
+issue 22 the evaluation (whole-data annualisation, handover cost, paired comparisons); and once more when
+issue 21 shipped the tail selection's significance gate as the default (select_tail_share 0.25,
+select_min_t 3): the default pipeline's folds 0 and 1 now go flat. Re-record only for
 such an intended change: `python tests/support/reference_figures.py`.
 """
 
