@@ -21,6 +21,7 @@ from page_cache import evict
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILT = re.compile(r"trainer built in ([0-9.]+)s")
+CUDA_WAIT = re.compile(r"CUDA context ready \(([0-9.]+)s waited")
 
 
 def pod_env(pod: Path) -> dict[str, str]:
@@ -39,14 +40,18 @@ def pod_env(pod: Path) -> dict[str, str]:
     return env
 
 
-def train_command(fxcache: Path, out: Path, folds, epochs: int, device: str, params: Path) -> list[str]:
-    """The `foxhunt train` command line of one measured run."""
+def train_command(
+    fxcache: Path, out: Path, folds, epochs: int, device: str, params: Path, diagnostics_every: int = 1
+) -> list[str]:
+    """The `foxhunt train` command line of one measured run; `--diagnostics-every` only when it is not 1 (the
+    default), so the same command also runs a commit from before the flag."""
+    spaced = ["--diagnostics-every", str(diagnostics_every)] if diagnostics_every != 1 else []
     return [
         sys.executable, "-m", "foxhunt", "train", "--fxcache", str(fxcache), "--out", str(out),
         "--hyperopt-params", str(params), "--epochs", str(epochs), "--seed", "0", "--device", device,
         "--train-days", repr(folds.train_days), "--val-days", repr(folds.val_days),
         "--step-days", repr(folds.step_days), "--window", folds.mode, "--purge-bars", str(folds.purge_bars),
-        "--max-folds", str(folds.max_folds), "--log-format", "text", "--compile-cache", "auto",
+        "--max-folds", str(folds.max_folds), "--log-format", "text", "--compile-cache", "auto", *spaced,
     ]  # fmt: skip
 
 
@@ -67,6 +72,8 @@ def run_train(kind: str, command: list[str], pod: Path, fxcache: Path, out: Path
     record["compile_cache"] = [line for line in stdout.splitlines() if line.startswith("compile cache:")]
     built = BUILT.search(stdout)
     record["build_seconds"] = float(built.group(1)) if built else None
+    waited = CUDA_WAIT.search(stdout)  # what the run still waited for its CUDA context after the read
+    record["cuda_context_wait_seconds"] = float(waited.group(1)) if waited else None
     summary_path = out / "summary.json"
     if exit_code != 0 or not summary_path.exists():
         record["error_tail"] = (stderr or stdout)[-3000:]
@@ -94,6 +101,10 @@ def fold_figures(fold: dict) -> dict:
         "validate_seconds": phases["validate"],
         "checkpoint_seconds": phases["checkpoint"],
         "fold_seconds": fold["fold_seconds"],
+        # Epochs with the greedy policy's diagnostics (--diagnostics-every), and the fold's seconds outside
+        # its timed phases: mostly those diagnostics (and the tail selection's scoring, when on).
+        "diagnosed_epochs": sum(e.get("val_sharpe") is not None for e in fold["epochs"]),
+        "untimed_seconds": fold["fold_seconds"] - sum(phases.values()),
     }
 
 
@@ -112,4 +123,5 @@ def summary_figures(summary: dict) -> dict:
         "epoch_seconds_all_folds": statistics.median(every_epoch),
         "transition_seconds_worst": max(f["transition_seconds"] for f in folds),
         "outside_folds_seconds": summary["run_seconds"] - sum(f["fold_seconds"] for f in folds),
+        "untimed_seconds_total": sum(f["untimed_seconds"] for f in folds),
     }

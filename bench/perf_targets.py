@@ -15,6 +15,9 @@ one at a time on 5-epoch runs of the biggest fold (perf_variants.py); `--adopt-b
 with the winner and says so. (f) One JSON: commit, device, torch, date, cold, targets
 {name: {measured, target, met}}, the first-ever figure, everything above; and a table.
 Medians over repeats, never best-of. bench/render_readme.py turns the JSON into the README table.
+(g) `--diagnostics-every 1,10`: (b) runs with the first value (`foxhunt train --diagnostics-every`),
+then `--repeats` cold runs with each other one, compared in `diagnostics_every` (run wall, the folds'
+untimed seconds, which the diagnostics dominate).
 """
 
 from __future__ import annotations
@@ -57,12 +60,48 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--variant-repeats", type=int, default=3)
     p.add_argument("--variant-budget", type=float, default=150.0, help="seconds; later variants are skipped")
     p.add_argument("--adopt-best", action="store_true", help="run the headline with the fastest variant")
+    p.add_argument(
+        "--diagnostics-every",
+        type=_epoch_counts,
+        default=[1],
+        help="comma-separated --diagnostics-every values: the first for the headline runs, each other "
+        "one for --repeats more cold runs (default 1: every epoch)",
+    )
     p.add_argument("--run-timeout", type=float, default=300.0)
     p.add_argument("--work", default=None, help="scratch folder (default: a new temp folder, removed)")
     args = p.parse_args(argv)
     if args.quick:
         args.repeats, args.load_repeats = 1, 2
     return args
+
+
+def _epoch_counts(text: str) -> list[int]:
+    """ "1,10" → [1, 10]: each a whole number of epochs, at least 1."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected whole numbers separated by commas, got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"each value must be at least 1, got {text!r}")
+    return values
+
+
+def diagnostics_comparison(runs: dict[int, list[dict]]) -> dict:
+    """Per --diagnostics-every value, over its succeeded cold runs: medians of the run's wall time, its own
+    run seconds and the folds' untimed seconds (the diagnostics' share), and the diagnosed epochs."""
+    table = {}
+    for every, records in runs.items():
+        done = [r for r in records if r.get("status") == "succeeded"]
+        table[str(every)] = {
+            "runs": len(done),
+            "wall_seconds_median": _median([r["wall_seconds"] for r in done]),
+            "run_seconds_median": _median([r["run_seconds"] for r in done]),
+            "untimed_seconds_median": _median([r["untimed_seconds_total"] for r in done]),
+            "diagnosed_epochs": sum(f["diagnosed_epochs"] for f in done[0]["folds"]) if done else None,
+        }
+    return table
 
 
 def issue_folds(timestamp):
@@ -209,6 +248,10 @@ def table(report: dict) -> str:
             f"{v['epoch_seconds'] * 1e3:.1f} ms" if "epoch_seconds" in v else v.get("error", v.get("skipped"))
         )
         rows.append((f"variant {name} epoch", str(shown)[:40], "-", "-"))
+    for every, m in report.get("diagnostics_every", {}).get("medians", {}).items():
+        wall, untimed = m["wall_seconds_median"], m["untimed_seconds_median"]
+        shown = "-" if wall is None else f"{wall:.4g} s ({untimed:.3g} s untimed in folds)"
+        rows.append((f"run, diagnostics every {every}", shown, "-", "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows)
 
@@ -310,14 +353,21 @@ def _measure(args: argparse.Namespace, work: Path, out: Path) -> int:
     del cache
     gc.collect()
     dqn = {"batch_size": args.batch_size, **changes}
-    report["settings"] = {"dqn": dqn, "shipped_defaults": DQNConfig(**dqn) == DQNConfig()}
+    every, *other_every = args.diagnostics_every
+    report["settings"] = {
+        "dqn": dqn,
+        "shipped_defaults": DQNConfig(**dqn) == DQNConfig(),
+        "diagnostics_every": every,
+    }
     params = work / "params.json"
     params.write_text(json.dumps({"dqn": dqn}))
     shutil.rmtree(work / "fx.arrow.torch-compile", ignore_errors=True)  # a first-ever run finds nothing
 
-    def run(kind: str, name: str) -> dict:
+    def run(kind: str, name: str, diagnostics_every: int = every) -> dict:
         out_dir, pod = work / f"out-{name}", work / f"pod-{name}"
-        command = train_command(fxcache, out_dir, folds_config, args.epochs, args.device, params)
+        command = train_command(
+            fxcache, out_dir, folds_config, args.epochs, args.device, params, diagnostics_every
+        )
         record = run_train(kind, command, pod, fxcache, out_dir, args.run_timeout)
         print(f"{kind} run: wall {record['wall_seconds']:.1f}s, exit {record['exit_code']}", flush=True)
         return record
@@ -326,6 +376,12 @@ def _measure(args: argparse.Namespace, work: Path, out: Path) -> int:
     _save(report, out)
     report["cold_runs"] = [run("cold", f"cold{i}") for i in range(args.repeats)]
     _save(report, out)
+    if other_every:  # (g): the same cold runs with the diagnostics spaced out otherwise
+        runs = {every: report["cold_runs"]}
+        for k in other_every:
+            runs[k] = [run(f"cold_diagnostics_every_{k}", f"every{k}-{i}", k) for i in range(args.repeats)]
+        report["diagnostics_every"] = {"runs": runs, "medians": diagnostics_comparison(runs)}
+        _save(report, out)
     report["load"] = measure_loads(fxcache, device, args.load_repeats)
     if device.type == "cuda" and not args.quick:
         report["startup"] = startup_probe(work)

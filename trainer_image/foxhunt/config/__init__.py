@@ -172,6 +172,14 @@ class RunConfig:
 
     model: str = setting("dqn", "The model to train.", choices=("dqn",))
     epochs: int = setting(50, "Training epochs per fold.", low=1, high=MAX_EPOCHS)
+    diagnostics_every: int = setting(
+        1,
+        "Run the greedy policy's diagnostics (action shares, in-sample and validation Sharpe, feature "
+        "agreement) every this many epochs of a fold, and on its last; the other epochs record none.",
+        low=1,
+        high=MAX_EPOCHS,
+        unit="epochs",
+    )
     seed: int = setting(
         0, "Run seed; each fold derives its own, so folds are reproducible alone.", low=0, high=2**63 - 1
     )

@@ -19,6 +19,7 @@ from foxhunt.errors import ConfigError
 FLAGS: dict[str, str] = {
     "model": "model",
     "epochs": "epochs",
+    "diagnostics-every": "diagnostics_every",
     "trials": "trials",
     "seed": "seed",
     "seeds": "seeds",

@@ -37,6 +37,7 @@ from foxhunt.out_dir import fold_folder
 from foxhunt.run.manifest import sha256
 from foxhunt.run.step_progress import StepProgress
 from foxhunt.train import DQNTrainer, TrainingDiverged, synchronize
+from foxhunt.train.diagnostics import diagnostics_due
 from foxhunt.train.epoch_figures import EpochFigures
 
 Progress = Callable[[str], None]
@@ -86,6 +87,7 @@ def train_fold(
     *,
     scoring: Scoring,
     memo: ScoreMemo | None = None,
+    diagnostics_every: int = 1,
 ) -> dict[int, FoldOutcome | TrainingDiverged]:
     """One fold for the members named in `outs` (member → its output folder): reset → train → validate →
     save → report. Per member its outcome, or the divergence that stopped it.
@@ -93,6 +95,7 @@ def train_fold(
     A run trains member 0 of a population of one; a search, a trial or a batch of trials as members.
     `check` runs at every epoch boundary (a stop signal raises there); validation scores the greedy
     positions beside the baselines with `scoring`, looking up in `memo` the records scored before.
+    The greedy policy's diagnostics run every `diagnostics_every` epochs and after the last one.
     """
     fold_start = time.perf_counter()
     phases = start_fold(trainer, fold_range)  # reset, normalize
@@ -100,7 +103,8 @@ def train_fold(
     for epoch in range(epochs):  # train
         check()
         steps = StepProgress(f"fold {fold_range.fold} epoch {epoch + 1}/{epochs}")
-        figures = trainer.train_epoch(epoch, epochs, active=list(outs), on_replay=steps.update)
+        diagnose = diagnostics_due(epoch, epochs, diagnostics_every)
+        figures = trainer.train_epoch(epoch, epochs, list(outs), steps.update, diagnose=diagnose)
         steps.close()
         for i, member in enumerate(figures):
             if member is not None:

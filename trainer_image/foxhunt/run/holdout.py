@@ -126,6 +126,7 @@ def run_holdout(
         lambda m: run.progress(f"holdout {m}"),
         run.check,
         scoring=scoring,
+        diagnostics_every=config.diagnostics_every,
     )[0]
     if isinstance(outcome, TrainingDiverged):
         raise outcome

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import asdict, replace
 
 from foxhunt import __version__, out_dir, storage
@@ -37,6 +38,7 @@ from foxhunt.run.pushgateway import refuse_live_run, resolve_pushgateway, resolv
 from foxhunt.run.telemetry import RunMetrics
 from foxhunt.run.walk_forward import SearchPlan, run_folds
 from foxhunt.train import resolve_device
+from foxhunt.train.cuda_start import start_cuda_context
 from foxhunt.train.memory_estimate import check_device_memory
 
 PlanSearch = Callable[[SearchOptions | None, str, RunConfig], SearchPlan]
@@ -99,6 +101,7 @@ def train(
     lock = OutLock(out_uri, run_id)
     new_out = not local_folder_exists(out_uri)
     predecessor = lock.acquire(wait_seconds=STALE_SECONDS + HEARTBEAT_SECONDS)
+    cuda_ready = None
     try:
         if predecessor is not None:
             progress(f"took over the stale lock of {predecessor.describe()}")
@@ -116,6 +119,7 @@ def train(
         stale = remove_stale_temp_files(out_uri)
         if stale:
             progress(f"removed {len(stale)} temp file(s) an interrupted write left: {', '.join(stale[:3])}")
+        cuda_ready = start_cuda_context(device)  # on CUDA the context starts while the fxcache is read
         extra = {**(summary_extra or {}), **({"precompute": prepare()} if prepare else {})}
         t0 = time.perf_counter()
         cache = read_fxcache(fxcache_uri)
@@ -124,6 +128,9 @@ def train(
         folds = generate_walk_forward_indices(
             cache.timestamp[:planned], settings.folds, close_returns=cache.targets[:planned, 0]
         )
+        waited = cuda_ready()  # before the first device call; raises what the context's start raised
+        if device.type == "cuda":
+            progress(f"CUDA context ready ({waited:.2f}s waited for it after the fxcache's read)")
         check_device_memory(
             device, len(cache), cache.features.shape[1], max(f.train_rows for f in folds), settings.dqn
         )
@@ -151,6 +158,9 @@ def train(
             metrics_port=settings.metrics_port,
         )
     except BaseException:
+        if cuda_ready is not None:
+            with suppress(Exception):  # the error on its way out is the one to report
+                cuda_ready()
         lock.release()
         if new_out:
             remove_empty_folder(out_uri)  # a refused run leaves no --out behind

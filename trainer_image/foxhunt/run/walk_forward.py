@@ -102,6 +102,7 @@ def run_folds(
             run.check,
             scoring=scoring,
             memo=memo,
+            diagnostics_every=settings.diagnostics_every,
         )
         outcome = members[0]
         if isinstance(outcome, TrainingDiverged):

@@ -111,6 +111,7 @@ class PopulationObjective:
                 run.check,
                 scoring=walk.scoring,
                 memo=walk.memo,
+                diagnostics_every=run.config.diagnostics_every,
             )
             run.current_fold = None
             for k, outcome in fold_outcomes.items():

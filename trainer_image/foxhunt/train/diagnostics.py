@@ -4,7 +4,8 @@ collapse and under-training show.
 Per epoch, beside the loss and |Q| that the step accumulates on the device: the greedy policy's
 action shares and net Sharpe on the validation range, its in-sample net Sharpe, and whether its
 actions depend on the features at all. All of it is computed on the device and read in one host
-transfer; the trainer's `diagnostics=False` turns it off (benchmarks).
+transfer; the trainer's `diagnostics=False` turns it off (benchmarks), and a run's `diagnostics_every`
+spaces it out (`diagnostics_due`): an epoch without it records None, never a copy of an older epoch's.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def check_divergence(fold: int, epoch: int, loss: float, q_max: float, q_limit: 
 
 @dataclass
 class FoldHistory:
-    """What one fold's training produced, epoch by epoch (the diagnostics only when the trainer keeps them)."""
+    """What one fold's training produced, epoch by epoch (the diagnostics of the epochs that had them)."""
 
     collect_seconds: list[float] = field(default_factory=list)
     train_seconds: list[float] = field(default_factory=list)
@@ -178,6 +179,13 @@ def greedy_diagnostics(
         ),
         "feature_agreement": feature_agreement(qnet, data.features[sample], mean, std),
     }
+
+
+def diagnostics_due(epoch: int, epochs: int, every: int) -> bool:
+    """Whether epoch `epoch` (from 0) of `epochs` gets the diagnostics when they run every `every` epochs:
+    the k-th, 2k-th, ... epoch counted from 1 (`epoch` k − 1, 2k − 1, ...) and always the fold's last,
+    whose figures the fold's warnings and the search's collapse flags read."""
+    return (epoch + 1) % every == 0 or epoch == epochs - 1
 
 
 def record_diagnostics(history: FoldHistory, diagnostics: dict[str, torch.Tensor], started: float) -> dict:

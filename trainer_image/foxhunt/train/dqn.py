@@ -334,10 +334,11 @@ class DQNTrainer:
         epochs: int,
         active: Sequence[int] | None = None,
         on_replay: Callable[[int, int], None] | None = None,
+        diagnose: bool = True,
     ) -> list[EpochFigures | None]:
         """Collect, run the epoch's steps, read the accumulators once; per member its figures, or None for a
         member outside `active` (default: all) or one whose guard stopped it (`failures[i]` says why).
-        `on_replay(done, total)` follows the step's replays (progress within the epoch)."""
+        `on_replay(done, total)` follows the step's replays; `diagnose=False` leaves the diagnostics None."""
         t0 = time.perf_counter()
         eps = [epsilon_schedule(epoch, epochs, c) for c in self.configs]
         self.collect(eps)
@@ -370,12 +371,10 @@ class DQNTrainer:
             # Each member's own samples over the shared step time: a population's total is the sum.
             speed = done * self.config.batch_size / max(t2 - t1, 1e-9)
             member = EpochFigures(epoch, loss, eps[i], done, t1 - t0, t2 - t1, speed, q_mean, q_max)
-            if self.diagnostics:
+            if self.diagnostics and diagnose:
                 started = time.perf_counter()
-                diagnostics = record_diagnostics(
-                    self.histories[i], self.policies.epoch_diagnostics(i), started
-                )
-                member = replace(member, **diagnostics)
+                read = record_diagnostics(self.histories[i], self.policies.epoch_diagnostics(i), started)
+                member = replace(member, **read)
             if self.policies.selecting:
                 tail = self.policies.tail_score(i)
                 self.selection.observe(i, epoch, tail, self.networks[i])
