@@ -63,3 +63,16 @@ def test_folds_that_find_nothing_on_the_tail_trade_nothing(tiny_fxcache, tmp_pat
     for fold, report in fold_reports(out).items():
         assert report["selection"]["went_flat"]
         assert not _positions(out, fold).any()
+
+
+def test_a_flat_fold_names_its_gate_and_carries_no_warning_of_the_policy_it_does_not_trade(
+    tiny_fxcache, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0)
+    assert main(train_argv(tiny_fxcache, out, params, *FEW_EPOCHS)) == 0
+    console = capsys.readouterr()
+    for fold, report in fold_reports(out).items():
+        assert report["selection"]["gate_sharpe"] == 1e3 and report["warnings"] == []
+        assert f"fold {fold} member 0: epoch" in console.out + console.err
+    assert "gate 1000.00); the policy is flat: no edge found" in console.out + console.err

@@ -130,10 +130,10 @@ def _selection_line(fold: int, member: int, choice) -> str:
     """The console line of a fold's tail selection."""
     if choice.epoch is None:
         return f"fold {fold} member {member}: no epoch scored on the tail; the policy is flat"
-    verdict = "the policy is flat" if choice.flat else "kept"
+    verdict = "the policy is flat: no edge found" if choice.flat else "kept"
     return (
         f"fold {fold} member {member}: epoch {choice.epoch + 1} scored best on the training tail "
-        f"(net Sharpe {choice.tail_sharpe:.2f}); {verdict}"
+        f"(net Sharpe {choice.tail_sharpe:.2f}, gate {choice.gate:.2f}); {verdict}"
     )
 
 
@@ -195,7 +195,8 @@ def finish_fold(
         steps=trainer.steps_done,
         epochs=epoch_stats,
         evaluation=window,
-        warnings=fold_warnings(fold, epoch_stats),
+        # A fold the tail gate made flat trades nothing: the last epoch's policy warnings do not apply.
+        warnings=[] if selection is not None and selection.flat else fold_warnings(fold, epoch_stats),
         selection=None if selection is None else selection.to_dict(),
     )
     for warning in report.warnings:
