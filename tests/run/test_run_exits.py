@@ -27,10 +27,10 @@ def fail_in_fold(monkeypatch, fold: int, action) -> None:
     """Make `action()` happen at the second epoch of `fold`, then train as usual."""
     original = DQNTrainer.train_epoch
 
-    def train_epoch(self, epoch, epochs, active=None, on_replay=None):
+    def train_epoch(self, epoch, epochs, active=None, on_replay=None, **options):
         if self.window.fold.fold == fold and epoch == 1:
             action()
-        return original(self, epoch, epochs, active, on_replay)
+        return original(self, epoch, epochs, active, on_replay, **options)
 
     monkeypatch.setattr(DQNTrainer, "train_epoch", train_epoch)
 
