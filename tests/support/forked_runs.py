@@ -5,7 +5,7 @@ loads, Optuna, matplotlib and the package before any work; the suite starts some
 to kill them, signal them or run them side by side. `python tests/support/forked_runs.py` (the fork
 server) imports all of that once and runs nothing itself. For each request it forks a child that is the
 command: a process of its own (its pid is what the test signals), with the request's environment,
-working folder and console file, running `foxhunt.cli.main(argv)` and exiting with what it returns, as
+working folder and console file and one torch thread, running `foxhunt.cli.main(argv)` and exiting with what it returns, as
 `python -m foxhunt` does. The pytest process talks to the server over a pipe, one JSON line per request
 and reply; `start_foxhunt` returns a `ForkedProcess`, the part of `subprocess.Popen` the tests use.
 """
@@ -110,6 +110,11 @@ def become(request: dict) -> list[str]:
         str(Path(sys.modules["foxhunt"].__file__ or "foxhunt").parent / "__main__.py"),
         *request["argv"],
     ]
+    # One torch thread, as the pytest process has (tests/conftest.py): the tests' tensors are tiny, and
+    # runs side by side on 2 cores would otherwise wait on each other's intra-op threads.
+    import torch
+
+    torch.set_num_threads(1)
     poll_s = request.get("trial_poll_s")
     if poll_s is not None:  # a worker waiting for another's trial looks again this often, not every heartbeat
         from foxhunt.search import trial_loop
