@@ -13,9 +13,9 @@ from support.exporter_series import exporter_series  # noqa
 # PostgreSQL on loopback, as fixtures any test module can request.
 from support.pg_service import *  # noqa
 
-# A tiny fxcache and hyperparameters for `foxhunt train` runs, and a quick run of them (once a session),
-# as fixtures any test module can request.
-from support.run_cases import quick_run, tiny_fxcache, tiny_params  # noqa
+# A tiny fxcache and hyperparameters for `foxhunt train` runs, and a quick and a one-fold run of them (each
+# once a session), as fixtures any test module can request.
+from support.run_cases import one_fold_run, quick_run, tiny_fxcache, tiny_params  # noqa
 
 # `foxhunt` commands as processes of their own, forked from one that has imported torch (its fixture stops it).
 from support.forked_runs import fork_server  # noqa

@@ -113,9 +113,24 @@ def quick_run(tiny_fxcache, tiny_params, tmp_path_factory) -> QuickRun:
     return QuickRun(base / "out", base / "argo", console.getvalue(), argv)
 
 
-def copy_run(run: QuickRun, out: Path) -> Path:
+def copy_run(run: QuickRun | Path, out: Path) -> Path:
     """A copy of a finished run's folder at `out` (its manifest names files relative to it)."""
-    shutil.copytree(run.out, out)
+    shutil.copytree(run.out if isinstance(run, QuickRun) else run, out)
+    return out
+
+
+# A one-fold run: one epoch of the first fold.
+ONE_FOLD = ("--epochs", "1", "--max-folds", "1")
+
+
+@pytest.fixture(scope="session")
+def one_fold_run(tiny_fxcache, tiny_params, tmp_path_factory) -> Path:
+    """The --out of a finished one-fold run, once a session; tests take a copy (`copy_run`)."""
+    from foxhunt.cli import main
+
+    out = tmp_path_factory.mktemp("one-fold") / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(train_argv(tiny_fxcache, out, tiny_params, *ONE_FOLD)) == 0
     return out
 
 
