@@ -119,8 +119,9 @@ def become(request: dict) -> list[str]:
     if poll_s is not None:  # a worker waiting for another's trial looks again this often, not every heartbeat
         from foxhunt.search import trial_loop
 
-        assert trial_loop.run_trials.__kwdefaults__ is not None
-        trial_loop.run_trials.__kwdefaults__["poll_seconds"] = poll_s
+        defaults = trial_loop.run_trials.__kwdefaults__
+        assert defaults is not None and "poll_seconds" in defaults, "run_trials no longer takes poll_seconds"
+        defaults["poll_seconds"] = poll_s
     return request["argv"]
 
 
