@@ -120,10 +120,11 @@ def test_a_search_into_object_storage_keeps_its_study_there_and_a_new_pod_contin
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_trials_of_shape_free_settings_share_one_trainer_one_capture_and_one_compile(
-    device, three_trials, tiny_fxcache, tiny_params, tmp_path
+    device, request, tiny_fxcache, tiny_params, tmp_path
 ):
-    out = three_trials  # on the CPU, the module's study of three trials is this search
-    if device != "cpu":
+    if device == "cpu":  # the module's study of three trials is this search
+        out = request.getfixturevalue("three_trials")
+    else:
         out = tmp_path / "out"
         assert main(search_argv(tiny_fxcache, out, tiny_params, 3, device=device)) == 0
     cuda = device == "cuda"
@@ -181,10 +182,10 @@ def test_on_cpu_trials_side_by_side_find_what_trials_one_at_a_time_find(
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_population_search_builds_one_population_with_one_capture_and_one_compile(
-    device, three_trials_side_by_side, tiny_fxcache, tiny_params, tmp_path, capsys
+    device, request, tiny_fxcache, tiny_params, tmp_path, capsys
 ):
-    out = three_trials_side_by_side  # on the CPU, the module's side-by-side study is this search
-    if device == "cpu":
+    if device == "cpu":  # the module's side-by-side study is this search
+        out = request.getfixturevalue("three_trials_side_by_side")
         printed = (out.parent / "console.log").read_text()
     else:
         out = tmp_path / "out"
