@@ -13,8 +13,19 @@ from support.exporter_series import exporter_series  # noqa
 # PostgreSQL on loopback, as fixtures any test module can request.
 from support.pg_service import *  # noqa
 
-# A tiny fxcache and hyperparameters for `foxhunt train` runs, as fixtures any test module can request.
-from support.run_cases import tiny_fxcache, tiny_params  # noqa
+# A tiny fxcache and hyperparameters for `foxhunt train` runs, and a quick and a one-fold run of them (each
+# once a session), as fixtures any test module can request.
+from support.run_cases import one_fold_run, quick_run, tiny_fxcache, tiny_params  # noqa
+
+# `foxhunt` commands as processes of their own, forked from one that has imported torch (its fixture stops it).
+from support.forked_runs import fork_server  # noqa
 
 # The README's `foxhunt pipeline`, run once a session for the tests that read it.
 from support.reference_figures import default_pipeline  # noqa
+
+# In-process training on one torch thread. The suite's tensors are tiny, and on a 2-core machine shared
+# with the services and the subprocess runs a second intra-op thread mostly waits for a core: one DQN
+# test took 76 s of CPU on two threads and 3 s on one. Subprocess runs keep torch's own default.
+import torch  # noqa: E402
+
+torch.set_num_threads(1)

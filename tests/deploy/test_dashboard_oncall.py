@@ -10,13 +10,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from support.exporter_series import MIB, push_dcgm, push_step_runs
+from support.forked_runs import ForkedProcess, start_foxhunt
 from support.prom_services import PIPELINE_ARGS, pushed_samples, unique_run_id
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "helm" / "foxhunt" / "dashboards" / "foxhunt-training.json"
@@ -32,12 +31,13 @@ def expr(title: str, ref: str = "A", run_id: str = "") -> str:
     return target["expr"].replace("$run_id", run_id)
 
 
-def pipeline(workdir: Path, run_id: str, pushgateway: str, *extra: str) -> subprocess.Popen:
-    """A real `foxhunt pipeline` with the session's test sizes, in its own process like a pod."""
+def pipeline(workdir: Path, run_id: str, pushgateway: str, *extra: str) -> ForkedProcess:
+    """A real `foxhunt pipeline` with the session's test sizes, in its own process like a pod (forked with
+    torch imported, tests/support/forked_runs.py)."""
     env = {k: v for k, v in os.environ.items() if k not in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID")}
-    argv = [sys.executable, "-m", "foxhunt", "pipeline", "--out", str(workdir / "out"),
+    argv = ["pipeline", "--out", str(workdir / "out"),
             "--pushgateway", pushgateway, "--run-id", run_id, *PIPELINE_ARGS, *extra]  # fmt: skip
-    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    return start_foxhunt(argv, workdir / "console.log", env)
 
 
 @pytest.fixture(scope="module")

@@ -8,12 +8,11 @@ test_dashboard.py checks the schema of the whole file and the top-level panels a
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from support.forked_runs import start_foxhunt
 from support.prom_services import unique_run_id
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "helm" / "foxhunt" / "dashboards" / "foxhunt-training.json"
@@ -69,11 +68,10 @@ def trials_run(prometheus, pushgateway, tiny_fxcache, tiny_params, tmp_path_fact
     started = time.time()
     argv = ["train", "--fxcache", str(tiny_fxcache), "--out", str(out), "--hyperopt-params", str(tiny_params),
             *TRIAL_ARGS, "--pushgateway", pushgateway, "--run-id", run_id]  # fmt: skip
-    # A fresh process, as a pod runs it: no torch or Optuna state left by earlier tests.
-    done = subprocess.run(
-        [sys.executable, "-m", "foxhunt", *argv], capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # A process of its own, as a pod runs it: no torch or Optuna state left by earlier tests (forked from
+    # one that has only imported them, tests/support/forked_runs.py).
+    console = out.parent / "console.log"
+    assert start_foxhunt(argv, console).wait(timeout=600) == 0, console.read_text()[-6000:]
     return run_id, started
 
 

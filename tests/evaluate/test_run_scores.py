@@ -7,13 +7,12 @@ import io
 import json
 import re
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from support.run_cases import TINY_DQN, train_argv
+from support.run_cases import TINY_DQN, QuickRun, train_argv
 
 from foxhunt.cli import main
 from foxhunt.evaluate.baselines import BASELINE_NAMES
@@ -26,18 +25,6 @@ TRAIN_TEMPLATE = ROOT / "foxhunt_workflows" / "rendered" / "train.yaml"
 EPOCHS = ("--epochs", "2")
 
 
-@dataclass
-class TinyRun:
-    out: Path
-    outputs: Path  # what FOXHUNT_OUTPUTS_DIR received
-    console: str
-    argv: list[str]
-
-    @property
-    def summary(self) -> dict:
-        return json.loads((self.out / "summary.json").read_text())
-
-
 def run_main(argv: list[str]) -> tuple[int, str]:
     """`foxhunt <argv>` in this process; its exit code and console output."""
     console = io.StringIO()
@@ -46,16 +33,10 @@ def run_main(argv: list[str]) -> tuple[int, str]:
     return code, console.getvalue()
 
 
-@pytest.fixture(scope="module")
-def tiny_run(tiny_fxcache, tiny_params, tmp_path_factory) -> TinyRun:
-    """A 3-fold run of `foxhunt train` with FOXHUNT_OUTPUTS_DIR set, as the Argo train step runs it."""
-    base = tmp_path_factory.mktemp("evaluated")
-    argv = train_argv(tiny_fxcache, base / "out", tiny_params, *EPOCHS)
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("FOXHUNT_OUTPUTS_DIR", str(base / "argo"))
-        code, console = run_main(argv)
-    assert code == 0, console
-    return TinyRun(base / "out", base / "argo", console, argv)
+@pytest.fixture
+def tiny_run(quick_run) -> QuickRun:
+    """A 3-fold run of `foxhunt train` (2 epochs) with FOXHUNT_OUTPUTS_DIR set, as the Argo train step runs it."""
+    return quick_run
 
 
 def net(window: dict, policy: str = MODEL) -> dict:

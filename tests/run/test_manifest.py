@@ -4,16 +4,10 @@ from __future__ import annotations
 
 import json
 
-from support.run_cases import completed_folds, fold_outputs, train_argv
+from support.run_cases import completed_folds, copy_run, fold_outputs, quick_argv
 
 from foxhunt.cli import main
 from foxhunt.run.manifest import FoldRecord, Manifest, WorkRecord, differences, sha256, verify_fold
-
-QUICK = ("--epochs", "2")
-
-
-def quick_argv(fxcache, out, params, *extra: str) -> list[str]:
-    return train_argv(fxcache, out, params, *QUICK, *extra)
 
 
 def manifest(**changes) -> Manifest:
@@ -71,10 +65,9 @@ def test_a_fold_whose_output_changed_or_vanished_does_not_verify(tmp_path):
 
 
 def test_a_run_with_other_settings_in_a_used_out_is_refused_naming_the_difference(
-    tiny_fxcache, tiny_params, tmp_path, capsys
+    quick_run, tiny_fxcache, tiny_params, tmp_path, capsys
 ):
-    out = tmp_path / "out"
-    assert main(quick_argv(tiny_fxcache, out, tiny_params)) == 0
+    out = copy_run(quick_run, tmp_path / "out")
     before = fold_outputs(out)
     capsys.readouterr()
     assert main(quick_argv(tiny_fxcache, out, tiny_params, "--epochs", "3", "--eval-cost", "0")) == 2
@@ -84,9 +77,8 @@ def test_a_run_with_other_settings_in_a_used_out_is_refused_naming_the_differenc
     assert fold_outputs(out) == before
 
 
-def test_overwrite_leaves_nothing_of_the_old_run(tiny_fxcache, tiny_params, tmp_path):
-    out, fresh = tmp_path / "out", tmp_path / "fresh"
-    assert main(quick_argv(tiny_fxcache, out, tiny_params)) == 0  # three folds
+def test_overwrite_leaves_nothing_of_the_old_run(quick_run, tiny_fxcache, tiny_params, tmp_path):
+    out, fresh = copy_run(quick_run, tmp_path / "out"), tmp_path / "fresh"  # a quick run: three folds
     (out / "notes.txt").write_text("not a run output: kept")
     new = ("--epochs", "3", "--max-folds", "2")
     assert main(quick_argv(tiny_fxcache, out, tiny_params, *new, "--overwrite")) == 0
@@ -108,10 +100,9 @@ def test_an_out_holding_outputs_without_a_manifest_is_refused(tiny_fxcache, tiny
 
 
 def test_a_completed_fold_whose_output_was_altered_is_trained_again(
-    tiny_fxcache, tiny_params, tmp_path, capsys
+    quick_run, tiny_fxcache, tiny_params, tmp_path, capsys
 ):
-    out = tmp_path / "out"
-    assert main(quick_argv(tiny_fxcache, out, tiny_params)) == 0
+    out = copy_run(quick_run, tmp_path / "out")
     before = fold_outputs(out)
     (out / "fold_1" / "weights.pt").write_bytes(b"tampered")
     capsys.readouterr()
@@ -123,10 +114,9 @@ def test_a_completed_fold_whose_output_was_altered_is_trained_again(
 
 
 def test_a_finished_run_started_again_trains_nothing_and_keeps_its_results(
-    tiny_fxcache, tiny_params, tmp_path, capsys
+    quick_run, tiny_fxcache, tiny_params, tmp_path, capsys
 ):
-    out = tmp_path / "out"
-    assert main(quick_argv(tiny_fxcache, out, tiny_params)) == 0
+    out = copy_run(quick_run, tmp_path / "out")
     first = json.loads((out / "summary.json").read_text())
     capsys.readouterr()
     assert main(quick_argv(tiny_fxcache, out, tiny_params)) == 0

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support.run_cases import train_argv
+from support.run_cases import ONE_FOLD, copy_run, train_argv
 
 from foxhunt.cli import main
 from foxhunt.data.features import FEATURE_NAMES
@@ -19,15 +19,13 @@ from foxhunt.run.checkpoint_check import checkpoint_problem
 from foxhunt.run.manifest import Manifest
 from foxhunt.train.networks import build_qnet
 
-ONE_FOLD = ("--epochs", "1", "--max-folds", "1")
 HIDDEN = 16  # run_cases.TINY_DQN
 
 
 @pytest.fixture
-def used_out(tiny_fxcache, tiny_params, tmp_path) -> Path:
-    out = tmp_path / "out"
-    assert main(train_argv(tiny_fxcache, out, tiny_params, *ONE_FOLD)) == 0
-    return out
+def used_out(one_fold_run, tmp_path) -> Path:
+    """An --out holding one finished one-fold run (a copy of the session's)."""
+    return copy_run(one_fold_run, tmp_path / "out")
 
 
 def edit_manifest(out: Path, change) -> None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.run_cases import train_argv
+from support.run_cases import ONE_FOLD, copy_run, train_argv
 
 from foxhunt.cli import main
 from foxhunt.run.out_folder import run_file
 
-ONE_FOLD = ("--epochs", "1", "--max-folds", "1")
 PIPELINE = ["--sample-bars", "30000", "--epochs", "1", "--train-days", "5", "--val-days", "2"]
 PIPELINE += ["--step-days", "2", "--max-folds", "1", "--device", "cpu"]
 
@@ -21,11 +20,9 @@ def listing(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture
-def used_out(tiny_fxcache, tiny_params, tmp_path) -> Path:
-    """An --out holding one finished one-fold run."""
-    out = tmp_path / "out"
-    assert main(train_argv(tiny_fxcache, out, tiny_params, *ONE_FOLD)) == 0
-    return out
+def used_out(one_fold_run, tmp_path) -> Path:
+    """An --out holding one finished one-fold run (a copy of the session's)."""
+    return copy_run(one_fold_run, tmp_path / "out")
 
 
 @pytest.mark.parametrize(

@@ -7,16 +7,10 @@ import os
 import signal
 
 import pytest
-from support.run_cases import completed_folds, fold_outputs, train_argv
+from support.run_cases import completed_folds, fold_outputs, quick_argv
 
 from foxhunt.cli import main
 from foxhunt.train import DQNTrainer
-
-QUICK = ("--epochs", "2")
-
-
-def quick_argv(fxcache, out, params, *extra: str) -> list[str]:
-    return train_argv(fxcache, out, params, *QUICK, *extra)
 
 
 def summary_of(out) -> dict:
@@ -149,10 +143,9 @@ def test_evaluation_costs_in_a_hyperparameter_file_are_refused(tiny_fxcache, tmp
 
 
 def test_the_evaluation_cost_scores_validation_and_never_changes_training(
-    tiny_fxcache, tiny_params, tmp_path
+    quick_run, tiny_fxcache, tiny_params, tmp_path
 ):
-    default, free = tmp_path / "default", tmp_path / "free"
-    assert main(quick_argv(tiny_fxcache, default, tiny_params)) == 0
+    default, free = quick_run.out, tmp_path / "free"  # the quick run is at the default cost
     assert main(quick_argv(tiny_fxcache, free, tiny_params, "--eval-cost", "0")) == 0
     a, b = fold_outputs(default), fold_outputs(free)
     assert [a[f]["weights"] for f in a] == [b[f]["weights"] for f in b]
@@ -177,10 +170,11 @@ def test_the_spread_costs_half_of_itself_per_unit_of_position_change(tiny_fxcach
     )
 
 
-def test_min_val_rows_drops_folds_with_too_few_validation_rows(tiny_fxcache, tiny_params, tmp_path):
-    assert main(quick_argv(tiny_fxcache, tmp_path / "all", tiny_params)) == 0
+def test_min_val_rows_drops_folds_with_too_few_validation_rows(
+    quick_run, tiny_fxcache, tiny_params, tmp_path
+):
     assert main(quick_argv(tiny_fxcache, tmp_path / "some", tiny_params, "--min-val-rows", "2000")) == 0
-    rows = [f["val_rows"] for f in summary_of(tmp_path / "all")["folds"]]
+    rows = [f["val_rows"] for f in summary_of(quick_run.out)["folds"]]  # every fold: the default minimum
     kept = [f["val_rows"] for f in summary_of(tmp_path / "some")["folds"]]
     assert min(rows) < 2000 and kept and min(kept) >= 2000
 

@@ -3,7 +3,7 @@
 import json
 
 import numpy as np
-from support.run_cases import TINY_DQN, train_argv
+from support.run_cases import TINY_DQN, quick_argv, train_argv
 
 from foxhunt.cli import main
 
@@ -27,11 +27,11 @@ def _positions(out, fold: int) -> np.ndarray:
     return np.load(out / f"fold_{fold}" / "positions.npy")
 
 
-def test_seeds_side_by_side_keep_member_zero_as_the_run_and_report_the_spread(tiny_fxcache, tmp_path):
-    params = _params(tmp_path)
-    one, three = tmp_path / "one", tmp_path / "three"
-    assert main(train_argv(tiny_fxcache, one, params, *FEW_EPOCHS)) == 0
-    assert main(train_argv(tiny_fxcache, three, params, *FEW_EPOCHS, "--seeds", "3")) == 0
+def test_seeds_side_by_side_keep_member_zero_as_the_run_and_report_the_spread(
+    quick_run, tiny_fxcache, tiny_params, tmp_path
+):
+    one, three = quick_run.out, tmp_path / "three"  # the session's quick run is the run of one seed
+    assert main(quick_argv(tiny_fxcache, three, tiny_params, "--seeds", "3")) == 0
     for fold in range(3):  # member 0 is the run of one, bit for bit
         assert np.array_equal(_positions(one, fold), _positions(three, fold))
     assert (three / "seed_12" / "fold_2" / "positions.npy").exists()

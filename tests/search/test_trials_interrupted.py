@@ -111,7 +111,8 @@ def test_two_trial_workers_on_one_postgres_study_finish_exactly_n_trials_between
             tiny_fxcache, tmp_path / f"worker-{worker}", tiny_params, 4,
             "--study-storage", url, "--study-name", "shared", "--run-id", f"shared-worker-{worker}",
         )  # fmt: skip
-        workers.append(start_train(argv, tmp_path / f"worker-{worker}.log"))
+        # A worker whose last trial ended looks for the other's every second, not every 30 s heartbeat.
+        workers.append(start_train(argv, tmp_path / f"worker-{worker}.log", trial_poll_s=1.0))
     for process in workers:
         assert process.finish() == 0, process.output()
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
+import shutil
 import sqlite3
 import sys
 from contextlib import closing
@@ -76,11 +78,15 @@ def test_the_best_params_file_trains_again_to_the_best_trials_objective(three_tr
     )
 
 
-def test_a_finished_study_run_again_trains_nothing_more(three_trials, tiny_fxcache, tiny_params, capsys):
-    before = (three_trials / "trials.json").read_text()
-    assert main(search_argv(tiny_fxcache, three_trials, tiny_params, 3)) == 0
+def test_a_finished_study_run_again_trains_nothing_more(
+    three_trials, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    out = tmp_path / "out"
+    shutil.copytree(three_trials, out)  # the finished study, left as it is for the other tests
+    before = (out / "trials.json").read_text()
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 3)) == 0
     assert " epoch " not in capsys.readouterr().out
-    assert (three_trials / "trials.json").read_text() == before
+    assert (out / "trials.json").read_text() == before
 
 
 def test_another_objective_is_the_figure_it_names(tiny_fxcache, tiny_params, tmp_path):
@@ -114,10 +120,13 @@ def test_a_search_into_object_storage_keeps_its_study_there_and_a_new_pod_contin
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_trials_of_shape_free_settings_share_one_trainer_one_capture_and_one_compile(
-    device, tiny_fxcache, tiny_params, tmp_path
+    device, request, tiny_fxcache, tiny_params, tmp_path
 ):
-    out = tmp_path / "out"
-    assert main(search_argv(tiny_fxcache, out, tiny_params, 3, device=device)) == 0
+    if device == "cpu":  # the module's study of three trials is this search
+        out = request.getfixturevalue("three_trials")
+    else:
+        out = tmp_path / "out"
+        assert main(search_argv(tiny_fxcache, out, tiny_params, 3, device=device)) == 0
     cuda = device == "cuda"
     built = read_json(out / "study.json")["trainers"]
     assert built == {"builds": 1, "graph_captures": int(cuda), "compiles": int(cuda)}
@@ -144,9 +153,13 @@ def test_each_batch_size_builds_its_own_trainer_once_and_trials_of_that_size_reu
 
 @pytest.fixture(scope="module")
 def three_trials_side_by_side(tiny_fxcache, tiny_params, tmp_path_factory):
-    """The `three_trials` study again, its trials trained two at a time as one batched population."""
+    """The `three_trials` study again, its trials trained two at a time as one batched population; what it
+    printed is in console.log beside its --out."""
     out = tmp_path_factory.mktemp("side") / "out"
-    assert main(search_argv(tiny_fxcache, out, tiny_params, 3, "--population", "2")) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(search_argv(tiny_fxcache, out, tiny_params, 3, "--population", "2")) == 0
+    (out.parent / "console.log").write_text(printed.getvalue())
     return out
 
 
@@ -169,17 +182,21 @@ def test_on_cpu_trials_side_by_side_find_what_trials_one_at_a_time_find(
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_population_search_builds_one_population_with_one_capture_and_one_compile(
-    device, tiny_fxcache, tiny_params, tmp_path, capsys
+    device, request, tiny_fxcache, tiny_params, tmp_path, capsys
 ):
-    out = tmp_path / "out"
-    assert main(search_argv(tiny_fxcache, out, tiny_params, 3, "--population", "2", device=device)) == 0
+    if device == "cpu":  # the module's side-by-side study is this search
+        out = request.getfixturevalue("three_trials_side_by_side")
+        printed = (out.parent / "console.log").read_text()
+    else:
+        out = tmp_path / "out"
+        assert main(search_argv(tiny_fxcache, out, tiny_params, 3, "--population", "2", device=device)) == 0
+        printed = capsys.readouterr().out
     cuda = device == "cuda"
     assert read_json(out / "study.json")["trainers"] == {
         "builds": 1,
         "graph_captures": int(cuda),
         "compiles": int(cuda),
     }
-    printed = capsys.readouterr().out
     assert "trials 0, 1 side by side (2 of a population of 2)" in printed
     assert "trials 2 side by side (1 of a population of 2)" in printed
     assert read_json(out / "study.json")["finished_trials"] == 3

@@ -14,7 +14,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+
+from support.forked_runs import ForkedProcess, start_foxhunt
 
 __all__ = [
     "Prometheus",
@@ -269,12 +270,12 @@ class PipelineRun:
 
 @dataclass
 class StartedPipeline:
-    """A `foxhunt pipeline` subprocess whose console output goes to a file (no pipe to fill up)."""
+    """A `foxhunt pipeline` process whose console output goes to a file (no pipe to fill up)."""
 
     run_id: str
     out: Path
     console: Path
-    process: subprocess.Popen
+    process: ForkedProcess
     started: float
 
     def output(self) -> str:
@@ -283,31 +284,14 @@ class StartedPipeline:
 
 
 def start_pipeline(workdir: Path, run_id: str, pushgateway: str) -> StartedPipeline:
-    """Start the real `foxhunt pipeline` in a subprocess with the test sizes, outputs under `workdir`."""
+    """Start the real `foxhunt pipeline` as a process of its own (forked with torch imported,
+    tests/support/forked_runs.py) with the test sizes, outputs under `workdir`."""
     env = {k: v for k, v in os.environ.items() if k not in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID")}
     env["PYTHONUNBUFFERED"] = "1"
     out, console = workdir / "out", workdir / "console.log"
     started = time.time()
-    with console.open("w") as sink:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "foxhunt",
-                "pipeline",
-                "--out",
-                str(out),
-                "--pushgateway",
-                pushgateway,
-                "--run-id",
-                run_id,
-                *PIPELINE_ARGS,
-            ],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    return StartedPipeline(run_id, out, console, proc, started)
+    argv = ["pipeline", "--out", str(out), "--pushgateway", pushgateway, "--run-id", run_id, *PIPELINE_ARGS]
+    return StartedPipeline(run_id, out, console, start_foxhunt(argv, console, env), started)
 
 
 def finish_pipeline(run: StartedPipeline) -> PipelineRun:

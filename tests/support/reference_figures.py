@@ -88,16 +88,27 @@ def make_tiny_fxcache(path: Path) -> Path:
     return path
 
 
-def run_reference(name: str, work: Path, fxcache: Path | None = None) -> dict[str, object]:
-    """Run reference run `name` under `work` with `python -m foxhunt`; its figures."""
+def run_reference(
+    name: str, work: Path, fxcache: Path | None = None, *, forked: bool = False
+) -> dict[str, object]:
+    """Run reference run `name` under `work` with `python -m foxhunt`, or with `forked` as a process forked
+    from one that has imported torch (tests/support/forked_runs.py, in a test session); its figures."""
     out = work / name
-    argv = [sys.executable, "-m", "foxhunt", *RUNS[name], "--out", str(out)]
+    argv = [*RUNS[name], "--out", str(out)]
     if name != "pipeline":
         params = work / "params.json"
         params.write_text(json.dumps(STUDY_PARAMS))
         argv += ["--fxcache", str(fxcache), "--hyperopt-params", str(params)]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
+    if forked:
+        from support.forked_runs import start_foxhunt
+
+        console = work / f"{name}.log"
+        assert start_foxhunt(argv, console).wait(timeout=900) == 0, console.read_text()
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", "foxhunt", *argv], capture_output=True, text=True, timeout=900
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
     return run_figures(out)
 
 

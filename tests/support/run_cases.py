@@ -1,4 +1,4 @@
-"""A tiny fxcache and `foxhunt train` runs (in a subprocess or in-process) for the run-lifecycle tests.
+"""A tiny fxcache and `foxhunt train` runs (in a process of their own or in-process) for the run-lifecycle tests.
 
 The sizes keep a whole 3-fold run to a few seconds on 2 CPU cores, while a fold still lasts long
 enough (24 short epochs) that a signal sent after its third epoch lands inside it.
@@ -6,15 +6,18 @@ enough (24 short epochs) that a signal sent after its third epoch lands inside i
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
-import subprocess
-import sys
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from support.forked_runs import ForkedProcess, start_foxhunt
 
 EPOCHS = 24
 TRAIN_ARGS = (
@@ -37,6 +40,8 @@ TRAIN_ARGS = (
 # (select_tail_share, select_min_t) would make every fold flat; tests of the gate set it themselves.
 TINY_DQN = {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4, "select_tail_share": 0.0}
 PROCESS_TIMEOUT_S = 300.0
+# A quick run: the tiny run's 3 folds of 2 epochs each.
+QUICK = ("--epochs", "2")
 
 
 @pytest.fixture(scope="session")
@@ -72,11 +77,70 @@ def train_argv(fxcache: Path, out: Path, params: Path, *extra: str) -> list[str]
     ]
 
 
+def quick_argv(fxcache: Path, out: Path, params: Path, *extra: str) -> list[str]:
+    """The `foxhunt train` arguments of a quick run."""
+    return train_argv(fxcache, out, params, *QUICK, *extra)
+
+
+@dataclass
+class QuickRun:
+    """A finished quick run: its --out, what FOXHUNT_OUTPUTS_DIR received, its console output and argv."""
+
+    out: Path
+    outputs: Path
+    console: str
+    argv: list[str]
+
+    @property
+    def summary(self) -> dict:
+        return json.loads((self.out / "summary.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def quick_run(tiny_fxcache, tiny_params, tmp_path_factory) -> QuickRun:
+    """A quick run in this process with FOXHUNT_OUTPUTS_DIR set, as the Argo train step runs it; once a
+    session. Tests that read a finished quick run share it; a test that continues or changes a finished
+    run works on a copy (`copy_run`), which is what the same command leaves."""
+    from foxhunt.cli import main
+
+    base = tmp_path_factory.mktemp("quick")
+    argv = quick_argv(tiny_fxcache, base / "out", tiny_params)
+    console = io.StringIO()
+    with pytest.MonkeyPatch.context() as env, contextlib.redirect_stdout(console):
+        for name in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID"):
+            env.delenv(name, raising=False)
+        env.setenv("FOXHUNT_OUTPUTS_DIR", str(base / "argo"))
+        code = main(argv)
+    assert code == 0, console.getvalue()
+    return QuickRun(base / "out", base / "argo", console.getvalue(), argv)
+
+
+def copy_run(run: QuickRun | Path, out: Path) -> Path:
+    """A copy of a finished run's folder at `out` (its manifest names files relative to it)."""
+    shutil.copytree(run.out if isinstance(run, QuickRun) else run, out)
+    return out
+
+
+# A one-fold run: one epoch of the first fold.
+ONE_FOLD = ("--epochs", "1", "--max-folds", "1")
+
+
+@pytest.fixture(scope="session")
+def one_fold_run(tiny_fxcache, tiny_params, tmp_path_factory) -> Path:
+    """The --out of a finished one-fold run, once a session; tests take a copy (`copy_run`)."""
+    from foxhunt.cli import main
+
+    out = tmp_path_factory.mktemp("one-fold") / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(train_argv(tiny_fxcache, out, tiny_params, *ONE_FOLD)) == 0
+    return out
+
+
 @dataclass
 class TrainProcess:
-    """A `foxhunt train` subprocess whose console output goes to a file."""
+    """A `foxhunt train` process whose console output goes to a file."""
 
-    process: subprocess.Popen
+    process: ForkedProcess
     console: Path
 
     def output(self) -> str:
@@ -97,15 +161,12 @@ class TrainProcess:
         return self.process.wait(timeout=PROCESS_TIMEOUT_S)
 
 
-def start_train(argv: list[str], console: Path) -> TrainProcess:
-    """Start `python -m foxhunt <argv>` with unbuffered output into `console`."""
+def start_train(argv: list[str], console: Path, trial_poll_s: float | None = None) -> TrainProcess:
+    """Start `foxhunt <argv>` as a process of its own (forked by tests/support/forked_runs.py, with torch
+    already imported) with unbuffered output into `console`; `trial_poll_s` as `start_foxhunt` takes it."""
     env = {k: v for k, v in os.environ.items() if k not in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID")}
     env["PYTHONUNBUFFERED"] = "1"
-    with console.open("w") as sink:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "foxhunt", *argv], stdout=sink, stderr=subprocess.STDOUT, env=env
-        )
-    return TrainProcess(proc, console)
+    return TrainProcess(start_foxhunt(argv, console, env, trial_poll_s=trial_poll_s), console)
 
 
 def validation_figures(report: dict) -> dict:
