@@ -95,7 +95,7 @@ def test_the_best_epochs_weights_are_kept_not_the_last():
                 p.add_(1.0)
         snapshots.append([p.detach().clone() for p in net.parameters()])
         selection.observe(0, epoch, sharpe, net)
-    choice = selection.choose(0, net, min_sharpe=0.0)
+    choice = selection.choose(0, net, gate=0.0)
     assert (choice.epoch, choice.tail_sharpe, choice.flat) == (1, 3.0, False)
     for p, kept in zip(net.parameters(), snapshots[1], strict=True):
         assert torch.equal(p, kept)
@@ -111,16 +111,16 @@ def test_a_tie_keeps_the_earlier_epoch():
 def test_a_best_tail_sharpe_at_the_margin_goes_flat():
     selection, net = TailSelection(1), _net(0)
     selection.observe(0, 0, 0.5, net)
-    assert selection.choose(0, net, min_sharpe=0.5).flat
+    assert selection.choose(0, net, gate=0.5).flat
     selection.reset()
     selection.observe(0, 0, 0.5001, net)
-    assert not selection.choose(0, net, min_sharpe=0.5).flat
+    assert not selection.choose(0, net, gate=0.5).flat
 
 
 def test_a_negative_best_goes_flat_at_the_default_margin():
     selection, net = TailSelection(1), _net(0)
     selection.observe(0, 0, -0.1, net)
-    assert selection.choose(0, net, min_sharpe=DQNConfig().select_min_sharpe).flat
+    assert selection.choose(0, net, gate=DQNConfig().select_min_sharpe).flat
 
 
 def test_a_flat_network_chooses_flat_from_every_position_and_state():

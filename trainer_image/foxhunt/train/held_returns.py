@@ -29,8 +29,8 @@ from foxhunt.config import MAX_N_STEP, DQNConfig
 
 def discount_table_(table: torch.Tensor, configs: Sequence[DQNConfig]) -> None:
     """Refill `table` (P, MAX_N_STEP + 1) in place: table[i, k] = γ_i^k of member i's config (float64
-    powers, so γ^1 is γ) for k ≤ the longest `n_step`, zero beyond (a target holds at most n bars, so those are never read). Only the
-    columns read travel to the device: a few bytes at n = 1, no per-fold upload of the whole table."""
+    powers, so γ^1 is γ) for k ≤ the longest `n_step`, zero beyond, which no target reads (it holds at
+    most n bars). Only those columns travel to the device: 8 bytes a member at n = 1."""
     width = max(c.n_step for c in configs) + 1
     powers = torch.tensor([[c.gamma**k for k in range(width)] for c in configs], dtype=torch.float64)
     table[:, :width].copy_(powers.to(table.dtype))

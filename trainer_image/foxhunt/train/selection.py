@@ -48,7 +48,7 @@ class SelectionChoice:
 
     epoch: int | None  # the epoch whose weights were kept (None: no epoch was scored)
     tail_sharpe: float  # that epoch's net Sharpe on the tail (−inf when none was scored)
-    flat: bool  # the fold's policy is flat: the best tail Sharpe did not clear the margin
+    flat: bool  # the fold's policy is flat: the best tail Sharpe did not clear the gate
     tail_sharpes: tuple[float, ...] = ()  # every scored epoch's tail Sharpe, in order
     gate: float = 0.0  # the tail Sharpe it had to exceed to trade (tail_gate)
 
@@ -88,11 +88,11 @@ class TailSelection:
             self.best_weights[member] = [p.detach().clone() for p in net.parameters()]
 
     @torch.no_grad()
-    def choose(self, member: int, net: nn.Module, min_sharpe: float) -> SelectionChoice:
+    def choose(self, member: int, net: nn.Module, gate: float) -> SelectionChoice:
         """Write the chosen weights into `net` (in place: the trainer's own slot): the best epoch's, or a
-        flat network when the best tail Sharpe is not above `min_sharpe`."""
+        flat network when the best tail Sharpe is not above `gate` (tail_gate)."""
         best = self.best_weights[member]
-        flat = best is None or not self.best_sharpe[member] > min_sharpe
+        flat = best is None or not self.best_sharpe[member] > gate
         if best is not None:
             for p, kept in zip(net.parameters(), best, strict=True):
                 p.copy_(kept)
@@ -103,7 +103,7 @@ class TailSelection:
             self.best_sharpe[member],
             flat,
             tuple(self.tail_sharpes[member]),
-            min_sharpe,
+            gate,
         )
 
 
