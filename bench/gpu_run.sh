@@ -8,6 +8,9 @@
 #   perf   → perf_targets.json, perf_targets.log      (PERF_ARGS, e.g. "--variants --adopt-best" or "--quick")
 #   trials → trials_gpu.json, trials_gpu.log          (only when bench/trials_gpu.py exists; TRIALS_ARGS)
 #   population → population_gpu.json, population_gpu.log  (POPULATION_ARGS, e.g. "--sizes 1,4 --repeats 3")
+#   real   → real_shape.json, real_shape.log          (issue 23's real-data shape; REAL_BARS, REAL_ARGS)
+#   scoring → fold_scoring.json, fold_scoring.log     (one fold's validation work, baselines fitted on the GPU)
+#   epoch  → epoch_overhead.json, epoch_overhead.log  (an epoch's diagnostics and tail score, per call and merged)
 #   walk   → walk_forward.json, walk_forward.log      (the older walk-forward benchmark)
 #   sb3    → peer_sb3.json, peer_sb3.log
 # Time on an H200: tests ≈ 3–5 min, perf ≈ 4 min (≈ 6–7 with --variants), population ≈ 3–4 min
@@ -25,6 +28,16 @@ if [[ -z "${FOXHUNT_GIT_COMMIT:-}" ]]; then
   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 fi
 export FOXHUNT_GIT_COMMIT
+# The shipped image has bytecode for every package (pip compiles it at install); where torch's install here
+# has none (a read-only tree), compile it once into a prefix the measured processes read (perf_runs.pod_env).
+torch_dir=$(python3 -c "import os, torch; print(os.path.dirname(torch.__file__))")
+if [[ " ${*:-perf} " =~ " "(perf|real|trials|population)" " ]] && ! ls "$torch_dir"/__pycache__/__init__.*.pyc >/dev/null 2>&1; then
+  export FOXHUNT_BENCH_PYCACHE=${FOXHUNT_BENCH_PYCACHE:-/tmp/foxhunt-pycache}
+  started=$(date +%s)
+  PYTHONPYCACHEPREFIX=$FOXHUNT_BENCH_PYCACHE python3 -m compileall -q -j 0 "$(dirname "$torch_dir")" \
+    trainer_image $(ls -d /tmp/site 2>/dev/null) >/dev/null 2>&1
+  echo "# bytecode: torch had none; compiled into $FOXHUNT_BENCH_PYCACHE in $(( $(date +%s) - started ))s"
+fi
 steps=${*:-tests perf trials population}
 
 header() {  # device, driver, torch, python and the commit, at the top of every log
@@ -32,6 +45,7 @@ header() {  # device, driver, torch, python and the commit, at the top of every 
   echo "# date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed 's/^/# device: /'
   python3 -c "import torch, sys; print('# torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
+  echo "# bytecode cache prefix: ${FOXHUNT_BENCH_PYCACHE:-none (the packages carry their own)}"
   echo "# command: $*"
 }
 
@@ -54,6 +68,21 @@ if [[ " $steps " == *" population "* ]]; then
   { header population_gpu.py ${POPULATION_ARGS:-}
     python3 bench/population_gpu.py --out "$OUT/population_gpu.json" ${POPULATION_ARGS:-} 2>&1; } \
     | tee "$OUT/population_gpu.log" || status=1
+fi
+if [[ " $steps " == *" real "* ]]; then
+  { header real_shape.py ${REAL_ARGS:-}
+    python3 bench/real_shape.py --bars "${REAL_BARS:-.gpu/data/EURUSD_M1_2018_2019.parquet}" \
+      --out "$OUT/real_shape.json" ${REAL_ARGS:-} 2>&1; } | tee "$OUT/real_shape.log" || status=1
+fi
+if [[ " $steps " == *" scoring "* ]]; then
+  { header fold_scoring.py --device cuda
+    python3 bench/fold_scoring.py --device cuda --out "$OUT/fold_scoring.json" 2>&1; } \
+    | tee "$OUT/fold_scoring.log" || status=1
+fi
+if [[ " $steps " == *" epoch "* ]]; then
+  { header epoch_overhead.py --device cuda
+    python3 bench/epoch_overhead.py --device cuda --out "$OUT/epoch_overhead.json" 2>&1; } \
+    | tee "$OUT/epoch_overhead.log" || status=1
 fi
 if [[ " $steps " == *" walk "* ]]; then
   { header walk_forward_gpu.py ${WALK_ARGS:-}

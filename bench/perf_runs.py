@@ -34,6 +34,9 @@ def pod_env(pod: Path) -> dict[str, str]:
         TRITON_CACHE_DIR=str(pod / "triton"),
         CUDA_CACHE_PATH=str(pod / "cuda"),
         PYTHONUNBUFFERED="1",
+        # The shipped image carries its bytecode (pip compiles it at install); a device whose Python packages
+        # lack it gets a bytecode cache made once (gpu_run.sh), or each process would compile torch again.
+        **({"PYTHONPYCACHEPREFIX": env["FOXHUNT_BENCH_PYCACHE"]} if env.get("FOXHUNT_BENCH_PYCACHE") else {}),
         FOXHUNT_COMPILE_CACHE_KEY=env.get("FOXHUNT_COMPILE_CACHE_KEY", "bench-signing-key-0123456789"),
         PYTHONPATH=os.pathsep.join(p for p in (str(ROOT / "trainer_image"), env.get("PYTHONPATH")) if p),
     )

@@ -284,6 +284,7 @@ def _provenance(args: argparse.Namespace, device) -> dict:
         "commit": git_commit(),
         "device": device_name(device),
         "torch": torch.__version__,
+        "bytecode_prefix": os.environ.get("FOXHUNT_BENCH_PYCACHE"),  # see perf_runs.pod_env
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "cold": True,
         "python": sys.version.split()[0],

@@ -12,8 +12,8 @@ gamma, tau spread around the defaults), so no member's work can be shared with a
 
 For the lone trainer and each P: (1) warm step throughput: R replays of `step.run()` between two
 synchronizes, K repeats, median seconds per step, aggregate gradient samples/s = P × batch × steps /
-seconds and its ratio to the lone trainer's; (2) one epoch's collection (median of K) and one
-member's `epoch_diagnostics()` + a synchronize; (3) whole epochs (`train_epoch`, median of K) with
+seconds and its ratio to the lone trainer's; (2) one epoch's collection (median of K) and every
+member's diagnostics as an epoch runs them (`epoch_figures`, one host read) + a synchronize; (3) whole epochs (`train_epoch`, median of K) with
 diagnostics and, on a second build with `diagnostics=False`, without, as aggregate samples/s per
 epoch: how much of the step's gain survives the epoch; (4) build seconds, cold (this shape never
 compiled in this process: fresh Inductor and Triton caches for the run) and again with the caches warm.
@@ -178,23 +178,25 @@ def measure_steps(trainer, size: int, args: argparse.Namespace) -> dict:
 
 
 def measure_collection_and_diagnostics(trainer, members: list, repeats: int) -> dict:
-    """One epoch's collection (median of K) and one member's diagnostics (median over members and K)."""
+    """One epoch's collection (median of K) and the members' diagnostics as an epoch runs them
+    (`epoch_figures`: one scan per member, one host read for all; median of K, and per member)."""
     device = trainer.device
     trainer.collect(1.0)  # untimed: the replay fills, every collection kernel has run
     collect = [timed(device, lambda: trainer.collect(0.5)) for _ in range(repeats)]
-    for member in members:
-        trainer.policies.epoch_diagnostics(member)  # untimed, as the collection above
-    per_member: list[float] = []
-    for _ in range(repeats):
-        per_member.extend(
-            timed(device, lambda m=member: trainer.policies.epoch_diagnostics(m)) for member in members
-        )
+    from foxhunt.train.diagnostics import FoldHistory
+
+    def diagnose_all() -> None:  # what an epoch runs: every member's diagnostics, one host read
+        trainer.policies.epoch_figures(0, {member: FoldHistory() for member in members})
+
+    diagnose_all()  # untimed, as the collection above
+    per_epoch = [timed(device, diagnose_all) for _ in range(repeats)]
+    per_member = [seconds / len(members) for seconds in per_epoch]
     return {
         "collect": {**summary(collect), "rows": trainer.window.fold_range.train_rows - 1},
         "diagnostics": {
-            "repeats_seconds": per_member,
+            "repeats_seconds": per_epoch,  # all members at once, as an epoch runs them
             "per_member_seconds_median": statistics.median(per_member),
-            "per_epoch_seconds": statistics.median(per_member) * len(members),
+            "per_epoch_seconds": statistics.median(per_epoch),
         },
     }
 

@@ -49,7 +49,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--epochs", type=int, default=10, help="epochs per fold")
     p.add_argument("--batch-size", type=int, default=8192)
-    p.add_argument("--separate", type=int, default=2, help="separate processes timed (extrapolated to N)")
+    p.add_argument(
+        "--separate", type=int, default=2, help="separate processes timed (extrapolated to N); 0: none"
+    )
     p.add_argument("--device", default="auto", choices=("auto", "cuda", "cpu"))
     p.add_argument("--compile-cache", default="off", help="the --compile-cache both sides run with")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per process")
@@ -143,16 +145,23 @@ def separate_runs(args, fxcache: Path, folds, work: Path, rows: list[dict], n_fo
 
 def table(report: dict) -> str:
     """The comparison in a few lines."""
-    s, p, r = report["study"], report["separate"], report["targets"]["trials_per_hour_ratio"]
-    return "\n".join(
-        [
-            f"{'':<30}{'wall s':>10}{'trials/h':>12}{'folds/h':>12}",
-            f"{'one process, ' + str(report['shape']['trials']) + ' trials':<30}{s['wall_seconds']:>10.1f}"
-            f"{s['trials_per_hour']:>12.1f}{s['folds_per_hour']:>12.1f}",
+    s, p = report["study"], report["separate"]
+    lines = [
+        f"{'':<30}{'wall s':>10}{'trials/h':>12}{'folds/h':>12}",
+        f"{'one process, ' + str(report['shape']['trials']) + ' trials':<30}{s['wall_seconds']:>10.1f}"
+        f"{s['trials_per_hour']:>12.1f}{s['folds_per_hour']:>12.1f}",
+    ]
+    if p is not None:
+        r = report["targets"]["trials_per_hour_ratio"]
+        lines += [
             f"{'a process per trial (extrap.)':<30}{p['extrapolated_wall_seconds']:>10.1f}"
             f"{p['trials_per_hour']:>12.1f}{p['folds_per_hour']:>12.1f}",
             f"ratio {r['measured']:.2f}× (target {r['target']:g}×: {'met' if r['met'] else 'not met'}); "
             f"folds/h ratio {report['folds_per_hour_ratio']:.2f}×; trainers built {s['trainers']}",
+        ]
+    return "\n".join(
+        [
+            *lines,
             *(
                 f"population {size}: {f['wall_seconds']:.1f}s, {f['trials_per_hour']:.1f} trials/h "
                 f"({f['trials_per_hour_vs_first']:.2f}×), {f['folds_per_hour']:.1f} folds/h "
@@ -230,6 +239,11 @@ def measure(args: argparse.Namespace, work: Path) -> dict:
             }
             for size, f in studies.items()
         }
+    if (
+        args.separate < 1
+    ):  # the populations compared in-process only: no separate processes, no issue-13 ratio
+        report["separate"], report["targets"] = None, {}
+        return report
     rows = json.loads((work / f"out-study-p{first}" / "trials.json").read_text())
     report["separate"] = separate_runs(args, fxcache, folds, work, rows, len(ranges))
     ratio = report["study"]["trials_per_hour"] / report["separate"]["trials_per_hour"]

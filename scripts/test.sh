@@ -26,25 +26,32 @@ python3 -m venv .venv
 pip install -q torch==2.13.0
 pip install -q -e ".[dev]"
 
+# Three installs that only some tests need run in the background while ruff and mypy check the code;
+# each logs to .cache/<name>.log and the script stops, showing that log, if one fails.
+mkdir -p .cache
 # checkov (the static scan of the chart, the workflow pods and the Dockerfile) pins old boto3 and
 # packaging releases, so it gets a virtualenv of its own; tests/deploy/test_security_scan.py runs it.
-echo "== checkov (.cache/checkov)"
-mkdir -p .cache
-[ -x .cache/checkov/bin/checkov ] || python3 -m venv .cache/checkov
-.cache/checkov/bin/pip install -q checkov==3.3.30
+echo "== checkov (.cache/checkov), in the background"
+(
+  [ -x .cache/checkov/bin/checkov ] || python3 -m venv .cache/checkov
+  .cache/checkov/bin/pip install -q checkov==3.3.30
+) > .cache/checkov-install.log 2>&1 &
+checkov_job=$!
 
 # The base install's wheels and the render extra's, so tests/test_light_install.py installs the light
 # client (and then `[render]`) offline.
-echo "== base-install and render wheels (.cache/light-wheels)"
+echo "== base-install and render wheels (.cache/light-wheels), in the background"
 python - <<'PY' > .cache/base-requirements.txt
 import tomllib
 project = tomllib.load(open("pyproject.toml", "rb"))["project"]
 print("\n".join(project["dependencies"] + project["optional-dependencies"]["render"]))
 PY
-pip download -q -d .cache/light-wheels -r .cache/base-requirements.txt
+pip download -q -d .cache/light-wheels -r .cache/base-requirements.txt > .cache/light-wheels.log 2>&1 &
+wheels_job=$!
 
-echo "== @grafana/schema + typescript (dashboard type check)"
-sh tests/grafana_schema/install.sh >/dev/null
+echo "== @grafana/schema + typescript (dashboard type check), in the background"
+sh tests/grafana_schema/install.sh > .cache/grafana-schema.log 2>&1 &
+grafana_job=$!
 
 echo "== ruff"
 ruff check .
@@ -52,6 +59,17 @@ ruff format --check .
 
 echo "== mypy"
 mypy
+
+echo "== waiting for the background installs"
+for job in "$checkov_job .cache/checkov-install.log" "$wheels_job .cache/light-wheels.log" \
+    "$grafana_job .cache/grafana-schema.log"; do
+  read -r pid log <<< "$job"
+  if ! wait "$pid"; then
+    echo "a background install failed; its log, $log:" >&2
+    cat "$log" >&2
+    exit 1
+  fi
+done
 
 echo "== pytest"
 python -m pytest -q -p no:cacheprovider "$@"

@@ -10,7 +10,7 @@ from support.trainer_cases import DEVICES, MINUTE_NS
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import ConfigError
-from foxhunt.train import DQNTrainer, to_device
+from foxhunt.train import DQNTrainer, member_policy, to_device
 from foxhunt.train.networks import build_qnet
 from foxhunt.train.policy import greedy_rollout
 from foxhunt.train.selection import MIN_TAIL_ROWS, TailSelection, abstain_, head_end, make_flat_
@@ -62,15 +62,17 @@ def test_collection_and_the_learning_step_read_only_the_head(device):
 
 def test_epochs_are_scored_on_the_tail_not_on_validation(monkeypatch):
     trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.25))
-    ranges = []
-    monkeypatch.setattr(
-        trainer.policies,
-        "validate",
-        lambda start, end, member=0: ranges.append((start, end)) or {"sharpe": 1.0},
-    )
+    ranges, tensor = [], member_policy.epoch_policy_tensor
+
+    def spy(*args, tail, **kwargs):
+        ranges.append((tail[0], tail[0] + tail[1].shape[0]))  # the rows whose greedy maps are scored
+        return tensor(*args, tail=tail, **kwargs)
+
+    monkeypatch.setattr(member_policy, "epoch_policy_tensor", spy)
     figures = trainer.train_epoch(0, 2)
     assert ranges == [(4000, 5000)]
-    assert figures[0] is not None and figures[0].tail_sharpe == 1.0
+    assert figures[0] is not None
+    assert figures[0].tail_sharpe == trainer.policies.tail_score(0)  # its per-call specification
 
 
 def test_without_selection_the_last_epoch_stays_and_no_tail_is_scored():

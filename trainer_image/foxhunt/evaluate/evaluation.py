@@ -35,6 +35,7 @@ import numpy as np
 from foxhunt.config import trading_cost
 from foxhunt.evaluate import sharpe as sr
 from foxhunt.evaluate.execution import ExecutionRows
+from foxhunt.evaluate.metrics import Evaluation, Metrics  # their own module; callers import them from here
 from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
 from foxhunt.evaluate.standing import Standing  # its own module; the reports import it from here
 
@@ -69,55 +70,20 @@ class Scoring:
         return trading_cost(self.cost, self.spread)
 
 
-@dataclass(frozen=True)
-class Metrics:
-    """One record's figures at one cost level; Sharpe figures annualised unless named per period."""
-
-    n_bars: int
-    periods_per_year: float
-    sharpe: float
-    sharpe_per_period: float
-    sharpe_se: float  # Lo (2002), i.i.d. returns
-    sharpe_se_hac: float  # Lo (2002) GMM with Newey–West weights: autocorrelation and fat tails
-    sharpe_ci_low: float  # circular block bootstrap, percentile interval at Scoring.level
-    sharpe_ci_high: float
-    psr_zero: float  # P(true Sharpe > 0)
-    psr_benchmark: float  # P(true Sharpe > buy-and-hold's Sharpe on the same bars)
-    benchmark_sharpe: float
-    skewness: float
-    kurtosis: float  # not excess: 3 for normal returns
-    log_return: float  # sum of per-bar log P&L
-    total_return: float  # exp(log_return) − 1
-    annual_return: float  # exp(mean log P&L × periods per year) − 1
-    max_drawdown: float  # largest fall from a peak of wealth, as a fraction of the peak
-    turnover: float  # total |Δposition| over the record
-    turnover_per_year: float
-    exposure: float  # mean |position|
-    hit_rate: float  # share of bars in the market with positive P&L
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """A record's metrics before and after costs."""
-
-    gross: Metrics
-    net: Metrics
-
-
 def record_metrics(
     record: Record,
     pnl: np.ndarray,
     scoring: Scoring,
     benchmark_per_period: float = 0.0,
     draws: np.ndarray | None = None,
+    turnover: float | None = None,
 ) -> Metrics:
     """The metrics of one P&L series of `record` (gross or net); `draws`: its bootstrap Sharpe ratios
-    (`bootstrap_draws`), when already computed."""
+    (`bootstrap_draws`), `turnover`: its total |Δposition|, when already computed."""
     n = pnl.size
     periods = record.periods_per_year()
     root = math.sqrt(periods)
-    per_period = sr.sharpe_ratio(pnl)
-    skew, kurt = sr.skewness(pnl), sr.kurtosis(pnl)
+    per_period, skew, kurt, hac = sr.series_statistics(pnl)
     exact = n > 0 and bool(np.all(pnl == pnl[0]))  # a flat policy: Sharpe 0 with no uncertainty
 
     def psr(benchmark: float) -> float:
@@ -131,7 +97,7 @@ def record_metrics(
     equity = np.cumsum(pnl)
     peak = np.maximum.accumulate(np.concatenate([[0.0], equity]))[1:]
     in_market = record.positions != 0
-    changes = record.position_changes().sum()
+    changes = record.position_changes().sum() if turnover is None else turnover
     log_return = float(pnl.sum())
     return Metrics(
         n_bars=n,
@@ -139,7 +105,7 @@ def record_metrics(
         sharpe=per_period * root,
         sharpe_per_period=per_period,
         sharpe_se=0.0 if exact else sr.lo_standard_error(per_period, n) * root,
-        sharpe_se_hac=sr.hac_standard_error(pnl) * root,
+        sharpe_se_hac=hac * root,
         sharpe_ci_low=low * root,
         sharpe_ci_high=high * root,
         psr_zero=psr(0.0),
@@ -178,15 +144,41 @@ class Scored:
 
 def score_record(record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Scored:
     """`score`, keeping the net P&L and its bootstrap draws."""
+    return score_records({"": record}, scoring, benchmark)[""]
+
+
+def score_records(
+    records: Mapping[str, Record], scoring: Scoring, benchmark: Evaluation | None = None
+) -> dict[str, Scored]:
+    """`score_record` of each record, by name: the gross and net P&L of every record of one length
+    bootstrapped together (`sharpe.stacked_bootstrap_sharpes`), each figure as if scored alone."""
     gross_bench = benchmark.gross.sharpe_per_period if benchmark else 0.0
     net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
-    net_pnl = record.pnl(scoring.cost_per_unit, scoring.execution)
-    net_draws = bootstrap_draws(net_pnl, scoring)
-    evaluation = Evaluation(
-        gross=record_metrics(record, record.gross_pnl(scoring.execution), scoring, gross_bench),
-        net=record_metrics(record, net_pnl, scoring, net_bench, net_draws),
-    )
-    return Scored(evaluation, net_draws, net_pnl)
+    series = {}
+    for name, record in records.items():
+        changes = record.position_changes()  # once per record: the net P&L and both turnovers
+        net = record.pnl(scoring.cost_per_unit, scoring.execution, changes)
+        series[name] = (record.gross_pnl(scoring.execution), net, changes.sum())
+    draws: dict[str, np.ndarray] = {}
+    for length in {len(record) for record in records.values()}:
+        names = [name for name, record in records.items() if len(record) == length]
+        rows = [pnl for name in names for pnl in series[name][:2]]  # gross, net of each record in turn
+        own = {"resamples": scoring.resamples, "block": scoring.block, "seed": scoring.seed}
+        if scoring.resamples > 0:
+            stacked = sr.stacked_bootstrap_sharpes(np.stack(rows), **own)
+        else:  # a search scores without resamples: nothing to stack
+            stacked = np.zeros((len(rows), 0))
+        draws.update(zip(names, stacked.reshape(len(names), 2, -1), strict=True))
+    out = {}
+    for name, record in records.items():
+        gross, net, turnover = series[name]
+        (gross_draws, net_draws) = draws[name]
+        evaluation = Evaluation(
+            gross=record_metrics(record, gross, scoring, gross_bench, gross_draws, turnover),
+            net=record_metrics(record, net, scoring, net_bench, net_draws, turnover),
+        )
+        out[name] = Scored(evaluation, net_draws, net)
+    return out
 
 
 def score(record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Evaluation:
@@ -276,6 +268,7 @@ class ScoreMemo:
 
     def __init__(self) -> None:
         self._scored: dict[tuple, Scored] = {}
+        self.fold_baselines: dict[tuple, dict] = {}  # baselines' positions by fold window (run_scores)
         self.hits = 0
         self.misses = 0
 
@@ -285,20 +278,30 @@ class ScoreMemo:
 
     def score_record(self, record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Scored:
         """`score_record(record, scoring, benchmark)`, computed once per distinct key."""
+        return self.score_records({"": record}, scoring, benchmark)[""]
+
+    def score_records(
+        self, records: Mapping[str, Record], scoring: Scoring, benchmark: Evaluation | None = None
+    ) -> dict[str, Scored]:
+        """`score_records(records, scoring, benchmark)`, each distinct key computed once (the new ones
+        together)."""
         bench = (
             None
             if benchmark is None
             else (benchmark.gross.sharpe_per_period, benchmark.net.sharpe_per_period)
         )
-        key = (record_key(record), scoring, bench)
-        found = self._scored.get(key)
-        if found is not None:
-            self.hits += 1
-            return found
-        self.misses += 1
-        scored = score_record(record, scoring, benchmark)
-        self._scored[key] = Scored(scored.evaluation, scored.net_draws)  # the draws are kept, not the P&L
-        return scored
+        keys = {name: (record_key(record), scoring, bench) for name, record in records.items()}
+        new: dict[tuple, str] = {}  # a key's first record, where the memo does not hold it yet
+        for name, key in keys.items():
+            if key not in self._scored and key not in new:
+                new[key] = name
+        self.misses += len(new)
+        self.hits += len(records) - len(new)
+        fresh = score_records({name: records[name] for name in new.values()}, scoring, benchmark)
+        for key, name in new.items():
+            scored = fresh[name]
+            self._scored[key] = Scored(scored.evaluation, scored.net_draws)  # the draws are kept, not the P&L
+        return {name: fresh.get(name) or self._scored[key] for name, key in keys.items()}
 
 
 def evaluate_window(
@@ -308,12 +311,12 @@ def evaluate_window(
 
     With `memo`, records it has scored before (the same baselines in every trial) are looked up.
     """
-    scorer = memo.score_record if memo is not None else score_record
-    bench = scorer(records[BUY_AND_HOLD], scoring)
-    scored = {
-        name: bench if name == BUY_AND_HOLD else scorer(rec, scoring, bench.evaluation)
-        for name, rec in records.items()
-    }
+    scorer = memo.score_records if memo is not None else score_records
+    bench = scorer({BUY_AND_HOLD: records[BUY_AND_HOLD]}, scoring)[BUY_AND_HOLD]
+    others = scorer(
+        {name: rec for name, rec in records.items() if name != BUY_AND_HOLD}, scoring, bench.evaluation
+    )
+    scored = {name: bench if name == BUY_AND_HOLD else others[name] for name in records}
     policies = {name: s.evaluation for name, s in scored.items()}
     baselines = {name: ev for name, ev in policies.items() if name != MODEL}
     model_record = records[MODEL]

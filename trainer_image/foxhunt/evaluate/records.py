@@ -70,16 +70,18 @@ class Record:
         gap = execution.gap[self.index]
         return self.previous_positions() * gap + self.positions * (self.returns - gap)
 
-    def pnl(self, cost_per_unit: float, execution: ExecutionRows | None = None) -> np.ndarray:
+    def pnl(
+        self, cost_per_unit: float, execution: ExecutionRows | None = None, changes: np.ndarray | None = None
+    ) -> np.ndarray:
         """Per-bar log P&L after `cost_per_unit` per unit of position change and the execution model's
-        per-bar costs (session spreads, slippage, financing) when given."""
+        per-bar costs (session spreads, slippage, financing) when given; `changes`: `position_changes()`,
+        when already computed."""
         gross = self.gross_pnl(execution)
+        changes = self.position_changes() if changes is None else changes
         if execution is None:
-            return gross - cost_per_unit * self.position_changes()
+            return gross - cost_per_unit * changes
         per_unit = cost_per_unit + execution.change_cost[self.index]
-        return (
-            gross - per_unit * self.position_changes() - execution.carry[self.index] * np.abs(self.positions)
-        )
+        return gross - per_unit * changes - execution.carry[self.index] * np.abs(self.positions)
 
     def periods_per_year(self) -> float:
         """The instrument's bars per year over the whole data (the same for every window of it)."""

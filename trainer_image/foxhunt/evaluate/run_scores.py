@@ -81,8 +81,17 @@ def evaluate_fold(
     memo: ScoreMemo | None = None,
 ) -> tuple[WindowEvaluation, dict[str, object]]:
     """The model's validation positions and the baselines' over one fold's window, scored (records
-    `memo` holds are looked up); and the baselines' positions (the stitched record reuses them)."""
-    others = fold_baselines(features, targets, fold_range, scoring)
+    `memo` holds are looked up); and the baselines' positions (the stitched record reuses them).
+
+    The baselines depend on the data, the fold's rows and the cost only: `memo` keeps them, so the
+    members of a population and the trials of a search fit them once per fold window, not once each."""
+    key = (fold_range.fold, fold_range.train_start, fold_range.train_end, fold_range.val_start,
+           fold_range.val_end, scoring.cost_per_unit)  # fmt: skip
+    others = None if memo is None else memo.fold_baselines.get(key)
+    if others is None:
+        others = fold_baselines(features, targets, fold_range, scoring)
+        if memo is not None:
+            memo.fold_baselines[key] = others
     returns = targets[:, 0]
     records = {
         name: fold_record(fold_range.fold, fold_range.val_start, pos, timestamp, returns)

@@ -22,7 +22,8 @@ import numpy as np
 
 EULER_GAMMA = 0.5772156649015329
 _NORMAL = NormalDist()
-_BOOTSTRAP_CELLS = 1 << 18  # block sums gathered per batch of resamples: a buffer that stays in cache
+_BOOTSTRAP_CELLS = 1 << 17  # block sums (x, x² as one complex) per gathered batch: stays in cache
+_STACKED_CELLS = 1 << 20  # bars of the series scored together: bounds their sums (16 MB each)
 _MOVING_CHUNK = 4096  # windows per restarted cumulative sum in `_moving_sums`
 
 
@@ -61,6 +62,25 @@ def _standardised(returns: np.ndarray) -> np.ndarray | None:
     return (x - x.mean()) / std if std > 0 else None
 
 
+def series_statistics(returns: np.ndarray) -> tuple[float, float, float, float]:
+    """(`sharpe_ratio`, `skewness`, `kurtosis`, `hac_standard_error`) of one series, bit for bit, from one
+    mean, one standard deviation and one centring shared by all four."""
+    x = np.asarray(returns, dtype=np.float64)
+    n = x.size
+    if n == 0:
+        return 0.0, 0.0, 3.0, math.nan
+    mean, std = x.mean(), x.std()
+    if n < 2 or std == 0:  # a constant series (a flat policy): its Sharpe of 0 is known exactly
+        return 0.0, 0.0, 3.0, math.nan if n < 2 else 0.0
+    centred = x - mean
+    hac = _hac_error(centred, mean, std, newey_west_lags(n))
+    if not std > 0:  # NaN in the series: the figures each function gives it alone
+        return 0.0, 0.0, 3.0, hac
+    z = centred / std
+    square = z * z
+    return float(mean / std), float(np.mean(square * z)), float(np.mean(square * square)), hac
+
+
 def lo_standard_error(sharpe: float, n_obs: int) -> float:
     """Lo (2002) standard error of a per-period Sharpe under i.i.d. returns: sqrt((1 + SR²/2) / T)."""
     return math.sqrt((1.0 + 0.5 * sharpe * sharpe) / n_obs) if n_obs > 0 else math.nan
@@ -89,9 +109,13 @@ def hac_standard_error(returns: np.ndarray, lags: int | None = None) -> float:
     std = x.std()
     if std == 0:
         return 0.0  # a constant series (a flat policy): its Sharpe of 0 is known exactly
-    mean, var = x.mean(), std * std
-    centred = x - mean
-    lags = newey_west_lags(n) if lags is None else min(lags, n - 1)
+    mean = x.mean()
+    return _hac_error(x - mean, mean, std, newey_west_lags(n) if lags is None else min(lags, n - 1))
+
+
+def _hac_error(centred: np.ndarray, mean: float, std: float, lags: int) -> float:
+    """`hac_standard_error` of a series of T ≥ 2 bars with std > 0, from its centred values and moments."""
+    n, var = centred.size, std * std
     influence = centred * (1.0 / std) - (centred * centred - var) * (mean / (2.0 * var * std))
     moving = _moving_sums(influence, lags + 1)
     # A ufunc sum, not a BLAS dot: a threaded BLAS call costs more than this series' whole arithmetic.
@@ -149,37 +173,75 @@ def block_bootstrap_sharpes(
     cumulative sums, looked up per start, and no resample is materialised: O(resamples · T / block) work.
     """
     x = np.asarray(returns, dtype=np.float64)
-    n = x.size
-    if n < 2:
-        return np.zeros(resamples)
+    return stacked_bootstrap_sharpes(x.reshape(1, x.size), resamples=resamples, block=block, seed=seed)[0]
+
+
+def stacked_bootstrap_sharpes(
+    series: np.ndarray, *, resamples: int, block: int = 0, seed: int = 0
+) -> np.ndarray:
+    """`block_bootstrap_sharpes` of every row of `series` (S series of T bars each): (S, resamples).
+
+    Every row resamples the same blocks (one length, one seed), so the rows are scored together: one
+    draw of the block starts, one cumulative sum per moment for a group of rows (`_STACKED_CELLS` bounds
+    its memory). Each row's figures are those of scoring it alone, bit for bit (the same sums in the same
+    order).
+    """
+    xs = np.asarray(series, dtype=np.float64)
+    if xs.ndim != 2:
+        raise ValueError(f"series of shape {xs.shape}: one row per series, one column per bar")
+    count, n = xs.shape
+    out = np.zeros((count, max(resamples, 0)))
+    if n < 2 or resamples < 1:
+        return out
     block = min(block or default_block(n), n)
-    mean = x.mean()
-    centred = x - mean  # sums of squares of centred values lose nothing to a large mean
-    if resamples < 1 or not centred.any():
-        return np.zeros(resamples)  # a constant series: every resample's Sharpe is 0
+    means = xs.mean(axis=1)
+    centred = xs - means[:, None]  # sums of squares of centred values lose nothing to a large mean
+    moving = np.flatnonzero(centred.any(axis=1))  # a constant series: every resample's Sharpe is 0
+    if moving.size == 0:
+        return out
     starts = bootstrap_starts(n, block, resamples, seed)
-    n_blocks = starts.shape[1]
+    group = max(1, _STACKED_CELLS // (n + block))  # rows per group: bounds the memory of their sums
+    for lo in range(0, moving.size, group):
+        rows = moving[lo : lo + group]
+        s1, s2 = _resampled_moments(centred[rows], block, starts)
+        std = np.sqrt(np.maximum(s2 - s1 * s1, 0.0))
+        out[rows] = np.divide(s1 + means[rows, None], std, out=np.zeros_like(std), where=std > 0)
+    return out
+
+
+def _resampled_moments(centred: np.ndarray, block: int, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of x and of x² over each resample (`starts`' rows) of each row of `centred`: two (S, resamples).
+
+    A block's sums of x and of x² sit side by side as one complex number, so one gather fetches both
+    (half the lookups of two gathers); each moment is then summed over its own (strided) parts, the same
+    pairwise sum in the same order as over a gather of that moment alone.
+    """
+    count, n = centred.shape
+    resamples, n_blocks = starts.shape
     last = n - (n_blocks - 1) * block  # the cut last block's length
-    extended = np.concatenate([centred, centred[:block]])
-    sums = []
-    for values in (extended, extended * extended):
-        cumulative = np.concatenate([[0.0], np.cumsum(values)])
-        full = cumulative[block : block + n] - cumulative[:n]  # the sum of the block starting at each bar
-        cut = cumulative[last : last + n] - cumulative[:n]
-        sums.append((full, cut))
-    moments = np.empty((2, resamples))
+    extended = np.concatenate([centred, centred[:, :block]], axis=1)
+    full = np.empty((count, n), dtype=np.complex128)  # the sums of the block starting at each bar
+    cut = np.empty((count, n), dtype=np.complex128)  # the same for the cut last block
+    for full_part, cut_part, values in (
+        (full.real, cut.real, extended),
+        (full.imag, cut.imag, extended * extended),
+    ):
+        cumulative = np.zeros((count, n + block + 1))
+        np.cumsum(values, axis=1, out=cumulative[:, 1:])
+        np.subtract(cumulative[:, block : block + n], cumulative[:, :n], out=full_part)
+        np.subtract(cumulative[:, last : last + n], cumulative[:, :n], out=cut_part)
+    s1, s2 = np.empty((count, resamples)), np.empty((count, resamples))
     batch = max(1, _BOOTSTRAP_CELLS // n_blocks)
-    blocks = np.empty((min(batch, resamples), n_blocks))  # one buffer, small enough to stay in cache
-    for lo in range(0, resamples, batch):
-        hi = min(lo + batch, resamples)
-        rows = blocks[: hi - lo]
-        for moment, (full, cut) in zip(moments, sums, strict=True):
-            np.take(full, starts[lo:hi], out=rows, mode="clip")  # "raise" would buffer `out`; starts are < n
-            rows[:, -1] = cut[starts[lo:hi, -1]]
-            moment[lo:hi] = rows.sum(axis=1) / n
-    s1, s2 = moments
-    std = np.sqrt(np.maximum(s2 - s1 * s1, 0.0))
-    return np.divide(s1 + mean, std, out=np.zeros(resamples), where=std > 0)
+    blocks = np.empty((min(batch, resamples), n_blocks), dtype=np.complex128)  # a buffer that stays in cache
+    for i in range(count):  # one series at a time: its sums stay in cache over all resamples
+        for lo in range(0, resamples, batch):
+            rows = blocks[: min(batch, resamples - lo)]
+            at = starts[lo : lo + len(rows)]
+            np.take(full[i], at, out=rows, mode="clip")  # "raise" would buffer `out`; starts are < n
+            rows[:, -1] = cut[i][at[:, -1]]
+            s1[i, lo : lo + len(rows)] = rows.real.sum(axis=1) / n
+            s2[i, lo : lo + len(rows)] = rows.imag.sum(axis=1) / n
+    return s1, s2
 
 
 def percentile_interval(sharpes: np.ndarray, level: float) -> tuple[float, float]:

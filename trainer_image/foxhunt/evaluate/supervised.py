@@ -145,6 +145,7 @@ def fit_mlp(
     steps: int = MLP_STEPS,
     batch: int = MLP_BATCH,
     lr: float = MLP_LR,
+    graphs: bool = True,
 ) -> MLPFit:
     """Fit the MLP on these rows only (the fold's training slice); the same inputs and seed give the same fit.
 
@@ -153,7 +154,8 @@ def fit_mlp(
     `MLP_CHECK_EVERY` steps, step 0 included) with the least mean squared error on the tail. The last
     layer starts at zero, so step 0 predicts the training mean: a slice with nothing to learn ends
     there, and its predictions never clear the hold rule's threshold. A slice too short for a tail
-    (`split_for_tail`) gets that step-0 model: it predicts the training mean.
+    (`split_for_tail`) gets that step-0 model: it predicts the training mean. On a CUDA device the steps
+    replay CUDA graphs of the same kernels (`mlp_steps`); `graphs=False` runs them eagerly.
     """
     import torch
 
@@ -161,14 +163,14 @@ def fit_mlp(
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         try:
-            return _fit_mlp(features, target, horizon, seed, hidden, steps, batch, lr)
+            return _fit_mlp(features, target, horizon, seed, hidden, steps, batch, lr, graphs)
         finally:
             torch.set_num_threads(threads)
-    return _fit_mlp(features, target, horizon, seed, hidden, steps, batch, lr)
+    return _fit_mlp(features, target, horizon, seed, hidden, steps, batch, lr, graphs)
 
 
 def _fit_mlp(
-    features, target, horizon: int, seed: int, hidden: int, steps: int, batch: int, lr: float
+    features, target, horizon: int, seed: int, hidden: int, steps: int, batch: int, lr: float, graphs: bool
 ) -> MLPFit:
     import torch
 
@@ -202,10 +204,11 @@ def _fit_mlp(
         assert isinstance(head, torch.nn.Linear)
         torch.nn.init.zeros_(head.weight)
         torch.nn.init.zeros_(head.bias)
+    from foxhunt.evaluate.mlp_steps import StepPlan, fit_segments
+
     net = net.to(dev)
-    # foreach: one kernel per operation over all six parameters, not six (bit-identical to the per-tensor loop).
-    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=MLP_WEIGHT_DECAY, foreach=True)
-    rows = torch.randint(0, fit_rows, (steps, min(batch, fit_rows)), generator=gen).to(dev)
+    fit_batch = min(batch, fit_rows)
+    rows = torch.randint(0, fit_rows, (steps, fit_batch), generator=gen).to(dev)
     tail_z = _standardise(features[tail_start:], mean, std)
     tail_y = scaled_target(slice(tail_start, n))
 
@@ -220,15 +223,12 @@ def _fit_mlp(
     # Every step's rows standardised at once (elementwise, so the same numbers as step by step).
     batches_z = _standardise(features[rows.reshape(-1)], mean, std).view(*rows.shape, k)
     batches_y = scaled_target(rows.reshape(-1)).view(rows.shape)
-    for step in range(steps):
-        loss = torch.nn.functional.mse_loss(net(batches_z[step]).squeeze(1), batches_y[step])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if (step + 1) % MLP_CHECK_EVERY == 0:
-            current = tail_loss()
-            if current < best_loss:
-                best_loss, best_state = current, {name: v.clone() for name, v in net.state_dict().items()}
+    plan = StepPlan(dev, k, hidden, steps, fit_batch, MLP_CHECK_EVERY, lr, MLP_WEIGHT_DECAY)
+    # AdamW (foreach) steps; on a CUDA device replayed graphs of the same kernels (mlp_steps).
+    for _ in fit_segments(net, batches_z, batches_y, plan, use_graphs=graphs):
+        current = tail_loss()
+        if current < best_loss:
+            best_loss, best_state = current, {name: v.clone() for name, v in net.state_dict().items()}
     net.load_state_dict(best_state)
     net.eval()
     return MLPFit(net, mean, std, y_mean, y_std)

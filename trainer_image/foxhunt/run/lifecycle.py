@@ -26,6 +26,7 @@ from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.redaction import scrub_text
 from foxhunt.run.lock import HEARTBEAT_SECONDS, OutLock
 from foxhunt.run.manifest import FoldRecord, Manifest, write_manifest
+from foxhunt.run.summary_file import SummaryText
 from foxhunt.run.telemetry import RunMetrics
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,7 @@ class Run:
         progress: Progress,
     ) -> None:
         self.out_uri, self.config, self.summary, self.manifest = out_uri, config, summary, manifest
+        self.summary_text = SummaryText()  # each finished fold's text, kept for the next write
         self.lock, self.metrics, self.progress = lock, metrics, progress
         self.signals = StopSignals()
         self.heartbeat = Heartbeat(lock, metrics)
@@ -163,8 +165,9 @@ class Run:
         self.metrics.fold_finished(report)
         self._write_summary()
 
-    def _write_summary(self) -> None:
-        data = json.dumps(self.summary.to_dict(), indent=2) + "\n"
+    def _write_summary(self, *, fresh: bool = False) -> None:
+        # Written after every fold: the finished folds' text is reused (summary_file.py says why).
+        data = self.summary_text.render(self.summary, fresh=fresh)
         storage.write_bytes(storage.join(self.out_uri, out_dir.SUMMARY), data.encode())
 
     def finish(self, status: str, error: str | None = None) -> None:
@@ -179,7 +182,7 @@ class Run:
             write_manifest(self.out_uri, self.manifest)
             self.metrics.run_finished(status)
             summary.push_failures = self.metrics.push_failures
-            self._write_summary()
+            self._write_summary(fresh=True)
             if self.config.delete_metrics_group and self.metrics.pushgateway:
                 # Prometheus keeps only what it scraped: give it a scrape of the final values first.
                 self.progress(

@@ -147,11 +147,20 @@ def blocks_sharpe(
     return annualised_sharpe(policy_pnl(positions, returns, cost), periods)
 
 
+def agreement_sample(val: slice, device: torch.device) -> torch.Tensor:
+    """The validation rows the feature check reads: at most AGREEMENT_ROWS, evenly spaced."""
+    rows = min(AGREEMENT_ROWS, val.stop - val.start)
+    return torch.linspace(val.start, val.stop - 1, rows, dtype=torch.float64, device=device).round().long()
+
+
 @torch.no_grad()
 def greedy_diagnostics(
     qnet: nn.Module, data: DeviceData, mean: torch.Tensor, std: torch.Tensor, fold_range, cost: float
 ) -> dict[str, torch.Tensor]:
-    """Validation action shares and net Sharpe, in-sample net Sharpe and feature agreement, as device tensors."""
+    """Validation action shares and net Sharpe, in-sample net Sharpe and feature agreement, as device tensors.
+
+    One rollout per range; the trainer's epochs read the same figures from `epoch_policy_reads`, which
+    shares one rollout and one host transfer with the tail score (this stays as its specification)."""
     device = data.features.device
     val = slice(fold_range.val_start, fold_range.val_end)
     train = slice(fold_range.train_start, fold_range.train_end)
@@ -159,12 +168,6 @@ def greedy_diagnostics(
     positions = (rollout_positions(maps, FLAT) - 1).to(torch.float32)
     val_pnl = policy_pnl(positions, data.targets[val, 0], cost)
     rows = evenly_spaced_blocks(train.start, train.stop, IN_SAMPLE_ROWS, IN_SAMPLE_BLOCKS, device)
-    sample_rows = min(AGREEMENT_ROWS, val.stop - val.start)
-    sample = (
-        torch.linspace(val.start, val.stop - 1, sample_rows, dtype=torch.float64, device=device)
-        .round()
-        .long()
-    )
     return {
         "action_shares": action_shares(positions),
         "val_sharpe": annualised_sharpe(val_pnl, periods_per_year(data.timestamp[val])),
@@ -177,8 +180,85 @@ def greedy_diagnostics(
             cost,
             periods_per_year(data.timestamp[train]),
         ),
-        "feature_agreement": feature_agreement(qnet, data.features[sample], mean, std),
+        "feature_agreement": feature_agreement(qnet, data.features[agreement_sample(val, device)], mean, std),
     }
+
+
+def rollouts_from_flat(pieces: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Positions (−1, 0, 1) of several greedy rollouts, each entered from flat, by ONE scan.
+
+    `pieces[k]` is (..., n, 3) greedy maps (each leading index its own rollout; changed in place). Each
+    rollout's first map is made constant at its from-flat value, so the rollouts can be laid end to end:
+    the scan's position then restarts from flat at every rollout's first bar, exactly as a scan of each."""
+    for piece in pieces:
+        if piece.shape[-2]:
+            piece[..., 0, :] = piece[..., 0, FLAT : FLAT + 1].clone()
+    laid = torch.cat([piece.reshape(-1, N_ACTIONS) for piece in pieces])
+    positions = (rollout_positions(laid, FLAT) - 1).to(torch.float32)
+    sizes = [piece.shape[:-1].numel() for piece in pieces]
+    return [p.reshape(piece.shape[:-1]) for p, piece in zip(positions.split(sizes), pieces, strict=True)]
+
+
+@torch.no_grad()
+def epoch_policy_tensor(
+    qnet: nn.Module,
+    data: DeviceData,
+    mean: torch.Tensor,
+    std: torch.Tensor,
+    fold_range,
+    cost: float,
+    *,
+    diagnose: bool,
+    tail: tuple[int, torch.Tensor] | None,
+) -> torch.Tensor:
+    """An epoch's figures of the greedy policy as one float64 device vector (`epoch_reads` names them):
+    with `diagnose`, `greedy_diagnostics`' (action shares, validation and in-sample Sharpe, feature
+    agreement); with `tail` = (start, maps), the net Sharpe of the greedy maps of rows start, start + 1,
+    ... (the tail as the fold would keep it), entered from flat. The same figures as the per-call
+    functions, from one rollout scan for every range; the caller reads it (with other members')."""
+    device = data.features.device
+    val = slice(fold_range.val_start, fold_range.val_end)
+    train = slice(fold_range.train_start, fold_range.train_end)
+    pieces: list[torch.Tensor] = []
+    if diagnose:
+        rows = evenly_spaced_blocks(train.start, train.stop, IN_SAMPLE_ROWS, IN_SAMPLE_BLOCKS, device)
+        blocks, length = rows.shape
+        block_features = data.features[rows].reshape(blocks * length, -1)
+        pieces.append(greedy_maps(qnet, data.features[val], mean, std, chunk_rows(device)))
+        pieces.append(
+            greedy_maps(qnet, block_features, mean, std, blocks * length).reshape(blocks, length, -1)
+        )
+    if tail is not None:
+        pieces.append(tail[1])
+    positions = rollouts_from_flat(pieces)
+    reads: list[torch.Tensor] = []
+    if diagnose:
+        val_positions, block_positions = positions[0], positions[1].to(data.targets.dtype)
+        val_pnl = policy_pnl(val_positions, data.targets[val, 0], cost)
+        block_pnl = policy_pnl(block_positions, data.targets[rows, 0], cost)
+        reads += [
+            action_shares(val_positions),
+            annualised_sharpe(val_pnl, periods_per_year(data.timestamp[val])).reshape(1),
+            annualised_sharpe(block_pnl, periods_per_year(data.timestamp[train])).reshape(1),
+            feature_agreement(qnet, data.features[agreement_sample(val, device)], mean, std).reshape(1),
+        ]
+    if tail is not None:
+        start, end = tail[0], tail[0] + positions[-1].numel()
+        tail_pnl = policy_pnl(positions[-1], data.targets[start:end, 0], cost)
+        reads.append(annualised_sharpe(tail_pnl, periods_per_year(data.timestamp[start:end])).reshape(1))
+    return torch.cat(reads) if reads else torch.zeros(0, dtype=torch.float64, device=device)
+
+
+def epoch_reads(values: list[float], *, diagnose: bool, tail: bool) -> dict:
+    """`epoch_policy_tensor`'s values, read on the host, keyed as EpochFigures' fields."""
+    plain: dict = {}
+    if diagnose:
+        plain["action_shares"] = values[:N_ACTIONS]
+        keys = ("val_sharpe", "train_sharpe", "feature_agreement")
+        plain.update(zip(keys, values[N_ACTIONS : N_ACTIONS + 3], strict=True))
+    if tail:
+        plain["tail_sharpe"] = values[-1]
+    return plain
 
 
 def diagnostics_due(epoch: int, epochs: int, every: int) -> bool:
@@ -201,9 +281,14 @@ def record_diagnostics(history: FoldHistory, diagnostics: dict[str, torch.Tensor
         "train_sharpe": values[4],
         "feature_agreement": values[5],
     }
-    history.diagnostics_seconds.append(time.perf_counter() - started)
+    keep_diagnostics(history, plain, time.perf_counter() - started)
+    return plain
+
+
+def keep_diagnostics(history: FoldHistory, plain: dict, seconds: float) -> None:
+    """Append one epoch's diagnostics (plain values, keyed as EpochFigures' fields) to `history`."""
+    history.diagnostics_seconds.append(seconds)
     history.action_shares.append(plain["action_shares"])
     history.val_sharpe.append(plain["val_sharpe"])
     history.train_sharpe.append(plain["train_sharpe"])
     history.feature_agreement.append(plain["feature_agreement"])
-    return plain

@@ -32,12 +32,7 @@ import torch
 
 from foxhunt.config import DQNConfig
 from foxhunt.train.device_data import DeviceData, FoldWindow, synchronize
-from foxhunt.train.diagnostics import (
-    FoldHistory,
-    TrainingDiverged,
-    check_divergence,
-    record_diagnostics,
-)
+from foxhunt.train.diagnostics import FoldHistory, TrainingDiverged, check_divergence
 from foxhunt.train.epoch_figures import EpochFigures
 from foxhunt.train.held_returns import bootstrap_bars, discount_table_, new_discount_table
 from foxhunt.train.member_policy import MemberPolicies
@@ -358,6 +353,7 @@ class DQNTrainer:
         t2 = time.perf_counter()
         self.steps_done += done
         figures: list[EpochFigures | None] = [None] * self.size
+        histories: dict[int, FoldHistory | None] = {}
         for i in range(self.size) if active is None else active:
             if self.failures[i] is not None:
                 continue
@@ -370,16 +366,11 @@ class DQNTrainer:
             self.histories[i].record_epoch(t1 - t0, t2 - t1, loss, q_mean, q_max)
             # Each member's own samples over the shared step time: a population's total is the sum.
             speed = done * self.config.batch_size / max(t2 - t1, 1e-9)
-            member = EpochFigures(epoch, loss, eps[i], done, t1 - t0, t2 - t1, speed, q_mean, q_max)
-            if self.diagnostics and diagnose:
-                started = time.perf_counter()
-                read = record_diagnostics(self.histories[i], self.policies.epoch_diagnostics(i), started)
-                member = replace(member, **read)
-            if self.policies.selecting:
-                tail = self.policies.tail_score(i)
-                self.selection.observe(i, epoch, tail, self.networks[i])
-                member = replace(member, tail_sharpe=tail)
-            figures[i] = member
+            figures[i] = EpochFigures(epoch, loss, eps[i], done, t1 - t0, t2 - t1, speed, q_mean, q_max)
+            histories[i] = self.histories[i] if self.diagnostics and diagnose else None
+        # The diagnostics (when due) and the tail score (when selecting): one host read for all members.
+        for i, read in self.policies.epoch_figures(epoch, histories).items():
+            figures[i] = replace(cast(EpochFigures, figures[i]), **read)
         return figures
 
     @torch.no_grad()

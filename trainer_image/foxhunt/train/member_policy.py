@@ -10,15 +10,22 @@ inside the captured step.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import torch
 from torch import nn
 
 from foxhunt.config import DQNConfig, trading_cost
-from foxhunt.train.device_data import DeviceData, FoldWindow
-from foxhunt.train.diagnostics import greedy_diagnostics
-from foxhunt.train.policy import greedy_rollout, periods_per_year, score_positions
+from foxhunt.train.device_data import DeviceData, FoldWindow, chunk_rows
+from foxhunt.train.diagnostics import (
+    FoldHistory,
+    epoch_policy_tensor,
+    epoch_reads,
+    greedy_diagnostics,
+    keep_diagnostics,
+)
+from foxhunt.train.policy import greedy_maps, greedy_rollout, periods_per_year, score_positions
 from foxhunt.train.selection import (
     SelectionChoice,
     TailSelection,
@@ -63,9 +70,54 @@ class MemberPolicies:
         """Model selection on the training slice's held-back tail is on (a setting every member shares)."""
         return self.configs[0].select_tail_share > 0.0
 
+    def epoch_figures(self, epoch: int, histories: dict[int, FoldHistory | None]) -> dict[int, dict]:
+        """After epoch `epoch`, what each member of `histories` shows by its greedy policy, keyed as
+        EpochFigures' fields: the diagnostics where its history is given (appended to it, with the
+        members' shared seconds), the tail score when selecting (observed by the selection); nothing at
+        all when neither is due. The same figures as `epoch_diagnostics` and `tail_score`, from one
+        rollout scan per member and ONE host transfer for all of them (diagnostics.epoch_policy_tensor)."""
+        due = [i for i, history in histories.items() if history is not None or self.selecting]
+        if not due:
+            return {i: {} for i in histories}
+        started = time.perf_counter()
+        vectors = [self._epoch_tensor(i, diagnose=histories[i] is not None) for i in due]
+        values = torch.cat(vectors).tolist()  # the one host transfer
+        reads, at = {}, 0
+        for i, vector in zip(due, vectors, strict=True):
+            diagnose = histories[i] is not None
+            reads[i] = epoch_reads(values[at : at + vector.numel()], diagnose=diagnose, tail=self.selecting)
+            at += vector.numel()
+        seconds = time.perf_counter() - started
+        for i, read in reads.items():
+            history = histories[i]
+            if history is not None:
+                keep_diagnostics(history, read, seconds)
+            if self.selecting:
+                self.selection.observe(i, epoch, read["tail_sharpe"], self.networks[i])
+        return {i: reads.get(i, {}) for i in histories}
+
+    def _epoch_tensor(self, member: int, *, diagnose: bool) -> torch.Tensor:
+        """Member `member`'s epoch figures on the device (the tail's greedy maps as the fold keeps them)."""
+        net, window, features = self.networks[member], self.window, self.data.features
+        tail = None
+        if self.selecting:
+            start, end = window.learn_end, window.fold.train_end
+
+            def tail_maps() -> torch.Tensor:
+                return greedy_maps(
+                    net, features[start:end], window.mean, window.std, chunk_rows(features.device)
+                )
+
+            tail = (start, score_as_kept(net, self.abstain_margin(member), tail_maps))
+        cost = self.evaluation_cost(member=member)
+        return epoch_policy_tensor(
+            net, self.data, window.mean, window.std, window.fold, cost, diagnose=diagnose, tail=tail
+        )
+
     def tail_score(self, member: int) -> float:
         """Member `member`'s greedy policy now, as the fold would keep it, scored on the held-back tail of
-        the training slice: net Sharpe after the evaluation cost, entered from flat (outside the step)."""
+        the training slice: net Sharpe after the evaluation cost, entered from flat (outside the step).
+        The per-call specification of `epoch_figures`' tail score."""
         fold = self.window.fold
 
         def tail_sharpe() -> float:

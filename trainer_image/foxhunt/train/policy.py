@@ -47,10 +47,11 @@ def greedy_maps(
     maps = torch.empty((n, N_ACTIONS), dtype=torch.long, device=features.device)
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
-        rows = features[lo:hi]
+        # policy_state's normalisation once per chunk, then its position column per incoming position.
+        normalised = (features[lo:hi] - mean) / std
         for p in range(N_ACTIONS):
-            position = torch.full((hi - lo,), float(p - 1), device=features.device)
-            maps[lo:hi, p] = qnet(policy_state(rows, position, mean, std)).argmax(dim=1)
+            position = torch.full((hi - lo, 1), float(p - 1), device=features.device)
+            maps[lo:hi, p] = qnet(torch.cat([normalised, position], dim=-1)).argmax(dim=1)
     return maps
 
 
@@ -73,9 +74,8 @@ def rollout_positions(maps: torch.Tensor, start_index: int) -> torch.Tensor:
     composed = maps
     shift = 1
     while shift < n:
-        nxt = composed.clone()
-        nxt[..., shift:, :] = torch.gather(composed[..., shift:, :], -1, composed[..., :-shift, :])
-        composed = nxt
+        later = torch.gather(composed[..., shift:, :], -1, composed[..., :-shift, :])
+        composed = torch.cat([composed[..., :shift, :], later], dim=-2)
         shift *= 2
     return composed[..., start_index]
 

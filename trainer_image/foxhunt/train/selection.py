@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import torch
 from torch import nn
@@ -26,6 +27,7 @@ from foxhunt.train.policy import FLAT, N_ACTIONS
 
 # Smallest tail worth scoring: below this many bars a Sharpe is noise; the selection is off.
 MIN_TAIL_ROWS = 64
+Scored = TypeVar("Scored")
 
 
 def head_end(fold_range: FoldRange, tail_share: float) -> int:
@@ -134,9 +136,9 @@ def abstain_margin(config: DQNConfig, evaluation_cost: float) -> float:
 
 
 @torch.no_grad()
-def score_as_kept(net: nn.Module, margin: float, score: Callable[[], float]) -> float:
+def score_as_kept(net: nn.Module, margin: float, score: Callable[[], Scored]) -> Scored:
     """`score()` of `net`'s greedy policy as the fold would keep it (abstaining by `margin`); `net` is
-    unchanged afterwards."""
+    unchanged afterwards (`score` may return the greedy maps themselves, read later)."""
     bias = linears(net)[-1].bias  # type: ignore[arg-type]
     kept = bias.detach().clone()
     abstain_(net, margin)
