@@ -37,6 +37,7 @@ from foxhunt.evaluate import sharpe as sr
 from foxhunt.evaluate.execution import ExecutionRows
 from foxhunt.evaluate.metrics import Evaluation, Metrics  # their own module; callers import them from here
 from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
+from foxhunt.evaluate.series import SeriesFigures, series_figures, stacked_figures
 from foxhunt.evaluate.standing import Standing  # its own module; the reports import it from here
 
 MODEL = "model"
@@ -54,6 +55,7 @@ class Scoring:
     block: int = 0  # bootstrap block length in bars; 0: round(T^(1/3))
     seed: int = 0  # seed of the bootstrap's block starts
     execution: ExecutionRows | None = None  # per-row costs and fills of the run's execution model
+    device: str | None = None  # None: a window's series scored on the host; a torch device: there (to 1e-9)
 
     def __post_init__(self) -> None:
         for name in ("cost", "spread"):
@@ -77,50 +79,48 @@ def record_metrics(
     benchmark_per_period: float = 0.0,
     draws: np.ndarray | None = None,
     turnover: float | None = None,
+    figures: SeriesFigures | None = None,
 ) -> Metrics:
     """The metrics of one P&L series of `record` (gross or net); `draws`: its bootstrap Sharpe ratios
-    (`bootstrap_draws`), `turnover`: its total |Δposition|, when already computed."""
+    (`bootstrap_draws`), `turnover`: its total |Δposition|, `figures`: its `series_figures`, when already
+    computed."""
     n = pnl.size
     periods = record.periods_per_year()
     root = math.sqrt(periods)
-    per_period, skew, kurt, hac = sr.series_statistics(pnl)
-    exact = n > 0 and bool(np.all(pnl == pnl[0]))  # a flat policy: Sharpe 0 with no uncertainty
+    f = series_figures(pnl, record.positions != 0) if figures is None else figures
+    per_period = f.sharpe
 
     def psr(benchmark: float) -> float:
-        if exact:
+        if f.constant:
             return float(per_period > benchmark)
-        return sr.probabilistic_sharpe_ratio(per_period, benchmark, n, skew, kurt)
+        return sr.probabilistic_sharpe_ratio(per_period, benchmark, n, f.skewness, f.kurtosis)
 
     if draws is None:
         draws = bootstrap_draws(pnl, scoring)
     low, high = sr.percentile_interval(draws, scoring.level)
-    equity = np.cumsum(pnl)
-    peak = np.maximum.accumulate(np.concatenate([[0.0], equity]))[1:]
-    in_market = record.positions != 0
     changes = record.position_changes().sum() if turnover is None else turnover
-    log_return = float(pnl.sum())
     return Metrics(
         n_bars=n,
         periods_per_year=periods,
         sharpe=per_period * root,
         sharpe_per_period=per_period,
-        sharpe_se=0.0 if exact else sr.lo_standard_error(per_period, n) * root,
-        sharpe_se_hac=hac * root,
+        sharpe_se=0.0 if f.constant else sr.lo_standard_error(per_period, n) * root,
+        sharpe_se_hac=f.hac_error * root,
         sharpe_ci_low=low * root,
         sharpe_ci_high=high * root,
         psr_zero=psr(0.0),
         psr_benchmark=psr(benchmark_per_period),
         benchmark_sharpe=benchmark_per_period * root,
-        skewness=skew,
-        kurtosis=kurt,
-        log_return=log_return,
-        total_return=math.expm1(log_return),
-        annual_return=math.expm1(log_return / n * periods) if n else 0.0,
-        max_drawdown=float(-np.expm1(-(peak - equity).max())) if n else 0.0,
+        skewness=f.skewness,
+        kurtosis=f.kurtosis,
+        log_return=f.log_return,
+        total_return=math.expm1(f.log_return),
+        annual_return=math.expm1(f.log_return / n * periods) if n else 0.0,
+        max_drawdown=f.max_drawdown,
         turnover=float(changes),
         turnover_per_year=float(changes) / n * periods if n else 0.0,
         exposure=float(np.abs(record.positions).mean()) if n else 0.0,
-        hit_rate=float((pnl[in_market] > 0).mean()) if in_market.any() else 0.0,
+        hit_rate=f.hit_rate,
     )
 
 
@@ -151,7 +151,7 @@ def score_records(
     records: Mapping[str, Record], scoring: Scoring, benchmark: Evaluation | None = None
 ) -> dict[str, Scored]:
     """`score_record` of each record, by name: the gross and net P&L of every record of one length
-    bootstrapped together (`sharpe.stacked_bootstrap_sharpes`), each figure as if scored alone."""
+    scored together (`series.stacked_figures`, on `scoring.device`), each figure as if scored alone."""
     gross_bench = benchmark.gross.sharpe_per_period if benchmark else 0.0
     net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
     series = {}
@@ -160,22 +160,24 @@ def score_records(
         net = record.pnl(scoring.cost_per_unit, scoring.execution, changes)
         series[name] = (record.gross_pnl(scoring.execution), net, changes.sum())
     draws: dict[str, np.ndarray] = {}
+    figures: dict[str, list[SeriesFigures]] = {}
     for length in {len(record) for record in records.values()}:
         names = [name for name, record in records.items() if len(record) == length]
         rows = [pnl for name in names for pnl in series[name][:2]]  # gross, net of each record in turn
+        in_market = [records[name].positions != 0 for name in names for _ in range(2)]
         own = {"resamples": scoring.resamples, "block": scoring.block, "seed": scoring.seed}
-        if scoring.resamples > 0:
-            stacked = sr.stacked_bootstrap_sharpes(np.stack(rows), **own)
-        else:  # a search scores without resamples: nothing to stack
-            stacked = np.zeros((len(rows), 0))
+        found, stacked = stacked_figures(np.stack(rows), np.stack(in_market), device=scoring.device, **own)
         draws.update(zip(names, stacked.reshape(len(names), 2, -1), strict=True))
+        figures.update((name, found[2 * i : 2 * i + 2]) for i, name in enumerate(names))
     out = {}
     for name, record in records.items():
         gross, net, turnover = series[name]
         (gross_draws, net_draws) = draws[name]
         evaluation = Evaluation(
-            gross=record_metrics(record, gross, scoring, gross_bench, gross_draws, turnover),
-            net=record_metrics(record, net, scoring, net_bench, net_draws, turnover),
+            gross=record_metrics(
+                record, gross, scoring, gross_bench, gross_draws, turnover, figures[name][0]
+            ),
+            net=record_metrics(record, net, scoring, net_bench, net_draws, turnover, figures[name][1]),
         )
         out[name] = Scored(evaluation, net_draws, net)
     return out

@@ -43,9 +43,17 @@ BaselinePositions = Mapping[str, object]  # baseline name → positions over a v
 
 
 def run_scoring(config: EvalConfig, seed: int, data=None) -> Scoring:
-    """How a run scores its records: its evaluation costs, the bootstrap seeded with the run's seed, and
-    the execution model's per-row costs over `data` (the loaded arrays: timestamp, targets, features)."""
-    return Scoring(cost=config.cost, spread=config.spread, seed=seed, execution=execution_rows(config, data))
+    """How a run scores its records: its evaluation costs, the bootstrap seeded with the run's seed, the
+    execution model's per-row costs over `data` (the loaded arrays: timestamp, targets, features), and on
+    the data's CUDA device when it has one (the series' figures to 1e-9 of the host's, `evaluate.series`)."""
+    device = getattr(getattr(data, "features", None), "device", None)
+    return Scoring(
+        cost=config.cost,
+        spread=config.spread,
+        seed=seed,
+        execution=execution_rows(config, data),
+        device=str(device) if device is not None and device.type == "cuda" else None,
+    )
 
 
 def execution_rows(config: EvalConfig, data) -> ExecutionRows | None:
