@@ -45,6 +45,26 @@ def timed(call) -> tuple[float, float]:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
+def largest_difference(got, want) -> float:
+    """The largest relative difference between two evaluations' float figures (absolute where the wanted
+    one is 0; two NaNs agree), walking their dataclasses and mappings."""
+    import dataclasses
+    import math
+
+    if dataclasses.is_dataclass(want):
+        fields = dataclasses.fields(want)
+        return max(
+            (largest_difference(getattr(got, f.name), getattr(want, f.name)) for f in fields), default=0.0
+        )
+    if isinstance(want, dict):
+        return max((largest_difference(got[k], want[k]) for k in want), default=0.0)
+    if isinstance(want, float):
+        if math.isnan(want) and math.isnan(got):
+            return 0.0
+        return abs(got - want) / (abs(want) if want != 0 else 1.0)
+    return 0.0 if got == want else math.inf
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the fold, time its parts cold and warm, print and write the figures."""
     import torch
@@ -67,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     features = torch.from_numpy(table.features).to(device)
     targets = torch.from_numpy(table.targets).to(device)
     positions = np.random.default_rng(0).integers(-1, 2, args.val_bars).astype(np.float64)
-    scoring = Scoring(cost=1e-4, seed=0)
+    host_scoring = Scoring(cost=1e-4, seed=0)
+    # Where `foxhunt train` scores: a run on a GPU scores its windows there (`run_scores.run_scoring`).
+    scoring = Scoring(cost=1e-4, seed=0, device=str(device) if device.type == "cuda" else None)
 
     def sync() -> None:
         if device.type == "cuda":
@@ -117,6 +139,17 @@ def main(argv: list[str] | None = None) -> int:
             f"median of {args.repeats})",
             flush=True,
         )
+    agreement = None
+    if scoring.device is not None:  # the device's figures against the host's, the target's 1e-9
+        records = {
+            name: fold_record(0, fold.val_start, pos, table.timestamp, table.targets[:, 0])
+            for name, pos in {MODEL: positions, **others}.items()
+        }
+        got, want = evaluate_window(records, scoring, 0), evaluate_window(records, host_scoring, 0)
+        agreement = largest_difference(got, want)
+        print(
+            f"device against host: largest relative difference {agreement:.2e} over every figure", flush=True
+        )
     result = {
         "benchmark": "fold_scoring",
         "commit": git_commit(),
@@ -128,6 +161,8 @@ def main(argv: list[str] | None = None) -> int:
         "train_rows": fold.train_rows,
         "val_bars": fold.val_rows,
         "resamples": scoring.resamples,
+        "scoring_device": scoring.device or "host",
+        "device_vs_host_largest_relative_difference": agreement,
         "repeats": args.repeats,
         "seconds": figures,
     }
