@@ -249,6 +249,11 @@ def epoch_policy_tensor(
     return torch.cat(reads) if reads else torch.zeros(0, dtype=torch.float64, device=device)
 
 
+def epoch_vector_size(*, diagnose: bool, tail: bool) -> int:
+    """How many values `epoch_policy_tensor` gives: the action shares and three figures, then the tail's."""
+    return (N_ACTIONS + 3 if diagnose else 0) + (1 if tail else 0)
+
+
 def epoch_reads(values: list[float], *, diagnose: bool, tail: bool) -> dict:
     """`epoch_policy_tensor`'s values, read on the host, keyed as EpochFigures' fields."""
     plain: dict = {}

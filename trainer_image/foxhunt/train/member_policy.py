@@ -22,9 +22,11 @@ from foxhunt.train.diagnostics import (
     FoldHistory,
     epoch_policy_tensor,
     epoch_reads,
+    epoch_vector_size,
     greedy_diagnostics,
     keep_diagnostics,
 )
+from foxhunt.train.epoch_graph import ReplayedFigures
 from foxhunt.train.policy import greedy_maps, greedy_rollout, periods_per_year, score_positions
 from foxhunt.train.selection import (
     SelectionChoice,
@@ -59,6 +61,7 @@ class MemberPolicies:
             raise ValueError(f"{len(networks)} networks for {len(configs)} members' settings")
         self.networks, self.configs, self.window, self.data = list(networks), configs, window, data
         self.selection, self.eval_cost, self.eval_spread = selection, eval_cost, eval_spread
+        self.replayed = ReplayedFigures(data.features.device)  # the epoch figures' CUDA graph, per fold
 
     @property
     def size(self) -> int:
@@ -80,13 +83,13 @@ class MemberPolicies:
         if not due:
             return {i: {} for i in histories}
         started = time.perf_counter()
-        vectors = [self._epoch_tensor(i, diagnose=histories[i] is not None) for i in due]
-        values = torch.cat(vectors).tolist()  # the one host transfer
+        flags = [histories[i] is not None for i in due]
+        values = self.figures_vector(due, flags).tolist()  # the one host transfer
         reads, at = {}, 0
-        for i, vector in zip(due, vectors, strict=True):
-            diagnose = histories[i] is not None
-            reads[i] = epoch_reads(values[at : at + vector.numel()], diagnose=diagnose, tail=self.selecting)
-            at += vector.numel()
+        for i, diagnose in zip(due, flags, strict=True):
+            size = epoch_vector_size(diagnose=diagnose, tail=self.selecting)
+            reads[i] = epoch_reads(values[at : at + size], diagnose=diagnose, tail=self.selecting)
+            at += size
         seconds = time.perf_counter() - started
         for i, read in reads.items():
             history = histories[i]
@@ -95,6 +98,35 @@ class MemberPolicies:
             if self.selecting:
                 self.selection.observe(i, epoch, read["tail_sharpe"], self.networks[i])
         return {i: reads.get(i, {}) for i in histories}
+
+    def figures_vector(
+        self, due: Sequence[int], diagnose: Sequence[bool], *, graphed: bool = True
+    ) -> torch.Tensor:
+        """The epoch figures of members `due` (with the diagnostics where `diagnose` says) end to end on the
+        device; on a GPU replayed from one CUDA graph per fold and setting (epoch_graph), unless not `graphed`."""
+
+        def compute() -> torch.Tensor:
+            return torch.cat([self._epoch_tensor(i, diagnose=d) for i, d in zip(due, diagnose, strict=True)])
+
+        if not graphed:
+            return compute()
+        fold = self.window.fold
+        key = (
+            (
+                fold.fold,
+                fold.train_start,
+                fold.train_end,
+                fold.val_start,
+                fold.val_end,
+                self.window.learn_end,
+            ),
+            tuple(due),
+            tuple(diagnose),
+            tuple((self.evaluation_cost(member=i), self.abstain_margin(i)) for i in due),
+            tuple(next(self.networks[i].parameters()).data_ptr() for i in due),
+            self.selecting,
+        )
+        return self.replayed.run(key, compute)
 
     def _epoch_tensor(self, member: int, *, diagnose: bool) -> torch.Tensor:
         """Member `member`'s epoch figures on the device (the tail's greedy maps as the fold keeps them)."""
