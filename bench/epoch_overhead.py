@@ -4,8 +4,9 @@ seconds, per epoch of one member.
 
 Paths: `per_call` is what an epoch ran before (epoch_diagnostics + its read, then tail_score: one rollout
 per range, the tail's full metrics beside buy-and-hold and flat, four host reads); `merged` is
-`MemberPolicies.epoch_figures` (one scan, one read), also with only one of the two due; `neither` is an
-epoch that needs none. The shape: real EURUSD minute bars (tests/data), one fold of `--train-days` and
+`MemberPolicies.epoch_figures` (one scan, one read) run eagerly, also with only one of the two due;
+`graphed` the same replayed from its CUDA graph (what a GPU run does from a fold's second epoch; on a GPU
+only); `neither` is an epoch that needs none. The shape: real EURUSD minute bars (tests/data), one fold of `--train-days` and
 `--val-days`, the default select_tail_share; the network of `--hidden` (the trainer is not trained: the
 work does not depend on the weights). On a GPU the ops are the kernel launches that bound it.
 
@@ -77,11 +78,18 @@ def per_call(trainer: DQNTrainer, diagnose: bool, tail: bool) -> None:
         trainer.policies.tail_score(0)
 
 
-def merged(trainer: DQNTrainer, diagnose: bool, tail: bool) -> None:
+def merged(trainer: DQNTrainer, diagnose: bool, tail: bool, graphed: bool = False) -> None:
     trainer.configs[0] = DQNConfig(
         **{**trainer.configs[0].__dict__, "select_tail_share": 0.25 if tail else 0.0}
     )
+    replayed = getattr(trainer.policies, "replayed", None)  # absent before the epoch graph
+    if replayed is not None:
+        replayed.graphed = graphed and trainer.device.type == "cuda"
     trainer.policies.epoch_figures(0, {0: FoldHistory() if diagnose else None})
+
+
+def graphed(trainer: DQNTrainer, diagnose: bool, tail: bool) -> None:
+    merged(trainer, diagnose, tail, graphed=True)
 
 
 def measure(trainer: DQNTrainer, path, diagnose: bool, tail: bool, repeats: int) -> dict:
@@ -89,7 +97,8 @@ def measure(trainer: DQNTrainer, path, diagnose: bool, tail: bool, repeats: int)
         path(trainer, diagnose, tail)
         synchronize(trainer.device)
 
-    work()  # warm
+    work()  # warm (with the epoch graph: its eager first call)
+    work()  # with the epoch graph: its capture
     with OpCount() as count:
         work()
     reads = count_host_reads(work)
@@ -145,6 +154,8 @@ def main() -> None:
         result[f"per_call_{case}"] = measure(trainer, per_call, diagnose, tail, args.repeats)
         if hasattr(trainer.policies, "epoch_figures"):
             result[f"merged_{case}"] = measure(trainer, merged, diagnose, tail, args.repeats)
+        if hasattr(trainer.policies, "replayed") and device.type == "cuda":
+            result[f"graphed_{case}"] = measure(trainer, graphed, diagnose, tail, args.repeats)
     if hasattr(trainer.policies, "epoch_figures"):
         result["merged_neither"] = measure(trainer, merged, False, False, args.repeats)
     for key, value in result.items():
