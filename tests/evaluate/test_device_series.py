@@ -156,3 +156,17 @@ def test_a_run_scores_on_its_datas_cuda_device_and_on_the_host_otherwise():
 
     assert run_scoring(EvalConfig(), 0).device is None
     assert run_scoring(EvalConfig(), 0, Loaded()).device is None  # CPU data: numpy, bit for bit as before
+
+
+def test_a_device_that_fails_leaves_the_window_to_the_host(stack, monkeypatch, caplog):
+    series, in_market = stack
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory")
+
+    monkeypatch.setattr(device_series, "device_figures", out_of_memory)
+    own = {"resamples": 10, "block": 0, "seed": 1}
+    got = stacked_figures(series, in_market, device="cuda:0", **own)
+    want = stacked_figures(series, in_market, **own)
+    assert got[0] == want[0] and np.array_equal(got[1], want[1])
+    assert "scoring this window on the host" in caplog.text

@@ -23,3 +23,61 @@ def test_the_cache_keeps_the_newest_keys_only():
     for key in range(KEEP + 2):
         _keep(kept, key, key)
     assert list(kept) == list(range(2, KEEP + 2))
+
+
+class FakeGraph:
+    """Stands in for a captured CUDA graph: counts its replays."""
+
+    def __init__(self) -> None:
+        self.replays = 0
+
+    def replay(self) -> None:
+        self.replays += 1
+
+
+def counting_compute():
+    calls: list[int] = []
+
+    def compute() -> torch.Tensor:
+        calls.append(1)
+        return torch.tensor([float(len(calls))])
+
+    return calls, compute
+
+
+def test_a_key_runs_eagerly_then_is_captured_then_replays(monkeypatch):
+    from foxhunt.train import epoch_graph
+
+    graphs: list[FakeGraph] = []
+
+    def capture(compute):
+        graphs.append(FakeGraph())
+        return graphs[-1], compute()
+
+    monkeypatch.setattr(epoch_graph, "_capture", capture)
+    replayed = ReplayedFigures(torch.device("cpu"))
+    replayed.graphed = True  # as on a GPU
+    calls, compute = counting_compute()
+    for _ in range(4):
+        replayed.run("fold 0", compute)
+    assert len(calls) == 2 and replayed.captures == 1 and graphs[0].replays == 2
+    replayed.run("fold 1", compute)  # another fold: eager again, its own capture next time
+    replayed.run("fold 1", compute)
+    assert len(calls) == 4 and replayed.captures == 2
+    replayed.run("fold 0", compute)  # still kept: replayed
+    assert len(calls) == 4 and graphs[0].replays == 3
+
+
+def test_a_failed_capture_leaves_the_trainer_computing_eagerly(monkeypatch, caplog):
+    from foxhunt.train import epoch_graph
+
+    def capture(compute):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(epoch_graph, "_capture", capture)
+    replayed = ReplayedFigures(torch.device("cpu"))
+    replayed.graphed = True
+    calls, compute = counting_compute()
+    values = [replayed.run("fold 0", compute).item() for _ in range(4)]
+    assert values == [1.0, 2.0, 3.0, 4.0] and not replayed.graphed and replayed.captures == 0
+    assert "capture failed" in caplog.text

@@ -10,11 +10,14 @@ device's agree with them to 1e-9 (float64 sums in another order), `tests/evaluat
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
 
 from foxhunt.evaluate import sharpe as sr
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,13 @@ def stacked_figures(
     if device is not None and series.shape[1] >= 2:
         from foxhunt.evaluate.device_series import device_figures  # torch: only where the device scores
 
-        scored = device_figures(series, in_market, resamples=resamples, block=block, seed=seed, device=device)
+        try:
+            scored = device_figures(
+                series, in_market, resamples=resamples, block=block, seed=seed, device=device
+            )
+        except RuntimeError as error:  # out of device memory, say: the host gives the same figures, slower
+            log.warning("scoring on %s failed (%s); scoring this window on the host", device, error)
+            scored = None
         if scored is not None:  # None: a series is not finite, which the host's special cases handle
             return scored
     figures = [series_figures(pnl, mask) for pnl, mask in zip(series, in_market, strict=True)]

@@ -11,9 +11,12 @@ GPU every call runs eagerly.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Hashable
 
 import torch
+
+log = logging.getLogger(__name__)
 
 KEEP = 4  # keys kept at once: a fold's with and without the diagnostics, and the last fold's until they go
 
@@ -40,13 +43,32 @@ class ReplayedFigures:
         if key not in self.seen:
             _keep(self.seen, key, None)
             return compute()
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            output = compute()
-        graph.replay()
+        try:
+            graph, output = _capture(compute)
+        except RuntimeError as error:  # an op that cannot be captured: this trainer computes eagerly from now
+            log.warning("epoch figures: CUDA graph capture failed (%s); computing them eagerly", error)
+            self.graphed = False
+            self.graphs.clear()
+            return compute()
         _keep(self.graphs, key, (graph, output))  # the oldest graph and its memory go past KEEP
         self.captures += 1
         return output
+
+
+def _capture(compute: Callable[[], torch.Tensor]) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+    """`compute` warmed up on a side stream (as the trainer's step and the MLP baselines are), captured, and
+    replayed once; the capture checks this thread's calls only (telemetry threads keep running)."""
+    current = torch.cuda.current_stream()
+    side = torch.cuda.Stream()
+    side.wait_stream(current)
+    with torch.cuda.stream(side):
+        compute()
+    current.wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+        output = compute()
+    graph.replay()
+    return graph, output
 
 
 def _keep(kept: dict, key: Hashable, value) -> None:

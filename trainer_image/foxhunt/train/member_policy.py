@@ -110,21 +110,17 @@ class MemberPolicies:
 
         if not graphed:
             return compute()
-        fold = self.window.fold
+        fold, window = self.window.fold, self.window
         key = (
-            (
-                fold.fold,
-                fold.train_start,
-                fold.train_end,
-                fold.val_start,
-                fold.val_end,
-                self.window.learn_end,
-            ),
+            (fold.fold, fold.train_start, fold.train_end, fold.val_start, fold.val_end, window.learn_end),
             tuple(due),
             tuple(diagnose),
             tuple((self.evaluation_cost(member=i), self.abstain_margin(i)) for i in due),
-            tuple(next(self.networks[i].parameters()).data_ptr() for i in due),
             self.selecting,
+            # Every tensor the graph reads, by address and shape: a network rebuilt for another trial's
+            # shape is a new key even where the allocator hands it a freed address.
+            tuple((t.data_ptr(), tuple(t.shape)) for i in due for t in self.networks[i].parameters()),
+            tuple(t.data_ptr() for t in (window.mean, window.std, self.data.features, self.data.targets)),
         )
         return self.replayed.run(key, compute)
 
