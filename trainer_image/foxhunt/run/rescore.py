@@ -5,7 +5,8 @@ that fold's own validation dates (its walk-forward window, from its first to its
 from flat, so every bar is still out of sample for the model that trades it; the stitched record
 joins those windows exactly as a run does. The ridge baseline is fitted on the new fxcache's bars in
 the fold's training dates. On the run's own fxcache this reproduces the run's fold and stitched
-figures exactly (same bars, same costs, the bootstrap seeded with the run's seed); on another
+figures exactly on the run's device (same bars, same costs, the bootstrap seeded with the run's seed;
+to 1e-9 across devices, `evaluate.series`); on another
 instrument over the same dates it is the same walk-forward on that instrument's bars. A fold whose
 dates hold fewer than two bars of the new fxcache (validation or training) is skipped and named; an
 fxcache with no bars in any fold's dates is refused (exit 2).
