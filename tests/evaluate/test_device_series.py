@@ -6,48 +6,17 @@ import dataclasses
 
 import numpy as np
 import pytest
-from support.data_files import EURUSD
+from support.eurusd_windows import COST, STITCHED_FOLDS, eurusd_arrays, stitched_plans, window_records
 from support.plain_scoring import differences
 
-from foxhunt.data.bars import read_bars
-from foxhunt.data.features import FEATURE_NAMES, compute_features
-from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate import device_series
-from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, ScoreMemo, Scoring, evaluate_run, evaluate_window
-from foxhunt.evaluate.records import fold_record
+from foxhunt.evaluate.evaluation import ScoreMemo, Scoring, evaluate_run, evaluate_window
 from foxhunt.evaluate.series import series_figures, stacked_figures
-
-COST = 1e-4
-START, VAL = 20_000, 6_000
 
 
 @pytest.fixture(scope="module")
 def eurusd():
-    table = compute_features(read_bars([str(EURUSD)]))
-    return table.timestamp, table.features, table.targets
-
-
-def policies(features: np.ndarray, start: int, bars: int) -> dict[str, np.ndarray]:
-    """Policies with every kind of P&L: against and with the last return, flat, always long, rarely
-    trading (the 60-bar return's sign), long a third of the time."""
-    rows = slice(start, start + bars)
-    last = np.sign(features[rows, FEATURE_NAMES.index("log_return_1")]).astype(np.float64)
-    return {
-        MODEL: -last,
-        BUY_AND_HOLD: np.ones(bars),
-        "flat": np.zeros(bars),
-        "last_return_sign": last,
-        "slow_sign": np.sign(features[rows, FEATURE_NAMES.index("log_return_60")]).astype(np.float64),
-        "third_long": (np.arange(bars) % 3 == 0).astype(np.float64),
-    }
-
-
-def window_records(eurusd, start: int = START, bars: int = VAL, fold: int = 0):
-    timestamp, features, targets = eurusd
-    return {
-        name: fold_record(fold, start, pos, timestamp, targets[:, 0])
-        for name, pos in policies(features, start, bars).items()
-    }
+    return eurusd_arrays()
 
 
 @pytest.fixture(scope="module")
@@ -125,13 +94,8 @@ def test_a_window_scored_on_the_device_equals_the_host_in_every_figure(eurusd):
 
 def test_a_stitched_run_scored_on_the_device_equals_the_host_in_every_figure(eurusd):
     timestamp, features, targets = eurusd
-    folds = [
-        FoldRange(0, 0, START - 60, START, START + 3_000, 0.0),
-        FoldRange(1, 0, START + 1_940, START + 2_000, START + 5_000, 0.0),
-        FoldRange(2, 0, START + 5_940, START + 6_000, START + 8_500, 0.0),
-    ]
-    plans = {f.fold: policies(features, f.val_start, f.val_rows) for f in folds}
-    model = {fold: plan.pop(MODEL) for fold, plan in plans.items()}
+    folds = STITCHED_FOLDS
+    model, plans = stitched_plans(features)
     host = Scoring(cost=COST, resamples=100, seed=6)
 
     def run(scoring: Scoring):

@@ -4,48 +4,25 @@ EURUSD bars: every figure of the window's and the stitched run's evaluation to 1
 
 import numpy as np
 import pytest
-from support.data_files import EURUSD
+from support.eurusd_windows import (
+    COST,
+    START,
+    STITCHED_FOLDS,
+    VAL,
+    eurusd_arrays,
+    stitched_plans,
+    window_records,
+)
 from support.plain_scoring import differences, materialised_bootstrap, plain_window
 
-from foxhunt.data.bars import read_bars
-from foxhunt.data.features import FEATURE_NAMES, compute_features
-from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate import sharpe as sr
-from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, ScoreMemo, Scoring, evaluate_run, evaluate_window
+from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring, evaluate_run, evaluate_window
 from foxhunt.evaluate.records import fold_record
-
-COST = 1e-4
-START, VAL = 20_000, 6_000  # the window's first row in the EURUSD slice, and its bars
 
 
 @pytest.fixture(scope="module")
 def eurusd():
-    table = compute_features(read_bars([str(EURUSD)]))
-    return table.timestamp, table.features, table.targets
-
-
-def policies(features: np.ndarray, start: int, bars: int) -> dict[str, np.ndarray]:
-    """The model (against the last return) and baselines with every kind of P&L: flat, always long,
-    trading every bar, trading rarely (the sign of the 60-bar return), and long a third of the time."""
-    rows = slice(start, start + bars)
-    last = np.sign(features[rows, FEATURE_NAMES.index("log_return_1")]).astype(np.float64)
-    slow = np.sign(features[rows, FEATURE_NAMES.index("log_return_60")]).astype(np.float64)
-    return {
-        MODEL: -last,
-        BUY_AND_HOLD: np.ones(bars),
-        "flat": np.zeros(bars),
-        "last_return_sign": last,
-        "slow_sign": slow,
-        "third_long": (np.arange(bars) % 3 == 0).astype(np.float64),
-    }
-
-
-def window_records(eurusd, start: int = START, bars: int = VAL, fold: int = 0):
-    timestamp, features, targets = eurusd
-    return {
-        name: fold_record(fold, start, pos, timestamp, targets[:, 0])
-        for name, pos in policies(features, start, bars).items()
-    }
+    return eurusd_arrays()
 
 
 @pytest.fixture(scope="module")
@@ -101,14 +78,8 @@ def test_a_window_without_resamples_equals_the_plain_scoring(eurusd):
 
 def test_the_stitched_run_and_its_folds_equal_the_plain_scoring(eurusd):
     timestamp, features, targets = eurusd
-    # Overlapping windows (the later fold takes the shared bars) and a gap before the last one.
-    folds = [
-        FoldRange(0, 0, START - 60, START, START + 3_000, 0.0),
-        FoldRange(1, 0, START + 1_940, START + 2_000, START + 5_000, 0.0),
-        FoldRange(2, 0, START + 5_940, START + 6_000, START + 8_500, 0.0),
-    ]
-    plans = {f.fold: policies(features, f.val_start, f.val_rows) for f in folds}
-    model = {fold: plan.pop(MODEL) for fold, plan in plans.items()}
+    folds = STITCHED_FOLDS
+    model, plans = stitched_plans(features)
     scoring = Scoring(cost=COST, resamples=100, seed=6)
     run = evaluate_run(features, targets, timestamp, folds, model, scoring, baselines=plans, memo=ScoreMemo())
     assert not differences(run.stitched, plain_window(run.records, scoring))
