@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from foxhunt.evaluate import sharpe as sr
-from foxhunt.evaluate.series import SeriesFigures
+from foxhunt.evaluate.metrics import SeriesFigures
 
 _GATHER_CELLS = 1 << 25  # block sums gathered at once (256 MB of float64): bounds the bootstrap's memory
 

@@ -35,9 +35,9 @@ import numpy as np
 from foxhunt.config import trading_cost
 from foxhunt.evaluate import sharpe as sr
 from foxhunt.evaluate.execution import ExecutionRows
-from foxhunt.evaluate.metrics import Evaluation, Metrics  # their own module; callers import them from here
+from foxhunt.evaluate.metrics import Evaluation, Metrics, SeriesFigures  # callers import them from here
 from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
-from foxhunt.evaluate.series import SeriesFigures, series_figures, stacked_figures
+from foxhunt.evaluate.series import series_figures, stacked_figures
 from foxhunt.evaluate.standing import Standing  # its own module; the reports import it from here
 
 MODEL = "model"
@@ -172,12 +172,10 @@ def score_records(
     out = {}
     for name, record in records.items():
         gross, net, turnover = series[name]
-        (gross_draws, net_draws) = draws[name]
+        (gross_draws, net_draws), (gross_figures, net_figures) = draws[name], figures[name]
         evaluation = Evaluation(
-            gross=record_metrics(
-                record, gross, scoring, gross_bench, gross_draws, turnover, figures[name][0]
-            ),
-            net=record_metrics(record, net, scoring, net_bench, net_draws, turnover, figures[name][1]),
+            gross=record_metrics(record, gross, scoring, gross_bench, gross_draws, turnover, gross_figures),
+            net=record_metrics(record, net, scoring, net_bench, net_draws, turnover, net_figures),
         )
         out[name] = Scored(evaluation, net_draws, net)
     return out

@@ -1,4 +1,5 @@
-"""The figures of one scored record: `Metrics` per cost level, `Evaluation` before and after costs.
+"""The figures of one scored record: `Metrics` per cost level, `Evaluation` before and after costs, and
+the `SeriesFigures` of one P&L series they are built from.
 
 Conventions (units, annualisation, costs) are in `foxhunt.evaluate.evaluation`, which computes them.
 """
@@ -41,3 +42,17 @@ class Evaluation:
 
     gross: Metrics
     net: Metrics
+
+
+@dataclass(frozen=True)
+class SeriesFigures:
+    """One P&L series' figures before annualisation (`evaluation.record_metrics` annualises them)."""
+
+    sharpe: float  # per period, population std
+    skewness: float
+    kurtosis: float  # not excess
+    hac_error: float  # `sharpe.hac_standard_error`, per period
+    constant: bool  # every bar's P&L the same (a flat policy): Sharpe 0 with no uncertainty
+    log_return: float  # sum of the per-bar log P&L
+    max_drawdown: float  # largest fall from a peak of wealth, as a fraction of the peak
+    hit_rate: float  # share of the bars in the market with positive P&L

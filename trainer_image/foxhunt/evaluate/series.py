@@ -11,27 +11,13 @@ device's agree with them to 1e-9 (float64 sums in another order), `tests/evaluat
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import numpy as np
 
 from foxhunt.evaluate import sharpe as sr
+from foxhunt.evaluate.metrics import SeriesFigures  # its own module: device_series builds them too
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SeriesFigures:
-    """One P&L series' figures before annualisation (`evaluation.record_metrics` annualises them)."""
-
-    sharpe: float  # per period, population std
-    skewness: float
-    kurtosis: float  # not excess
-    hac_error: float  # `sharpe.hac_standard_error`, per period
-    constant: bool  # every bar's P&L the same (a flat policy): Sharpe 0 with no uncertainty
-    log_return: float  # sum of the per-bar log P&L
-    max_drawdown: float  # largest fall from a peak of wealth, as a fraction of the peak
-    hit_rate: float  # share of the bars in the market with positive P&L
 
 
 def series_figures(pnl: np.ndarray, in_market: np.ndarray) -> SeriesFigures:
