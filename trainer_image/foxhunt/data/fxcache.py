@@ -268,6 +268,17 @@ def _open_local(uri: str, path: Path) -> FxCache:
         raise FxCacheError(f"{uri}: corrupt fxcache: {' '.join(str(exc).split())}") from exc
 
 
+def _mapped_values(array: pa.Array, dtype: type) -> np.ndarray:
+    """A read-only numpy view of a null-free primitive Arrow array's values, in the mapped file itself.
+
+    Arrow's own `to_numpy` imports pandas on its first call (0.3 s of a run's load, for nothing here);
+    the values buffer read directly is the same zero-copy view."""
+    itemsize = np.dtype(dtype).itemsize
+    if array.type.bit_width != 8 * itemsize:
+        raise TypeError(f"a {array.type} column read as {np.dtype(dtype)}")
+    return np.frombuffer(array.buffers()[1], dtype=dtype, count=len(array), offset=array.offset * itemsize)
+
+
 def _load_mapped(uri: str, path: Path, source: pa.MemoryMappedFile) -> FxCache:
     try:
         reader = pa.ipc.open_file(source)
@@ -286,9 +297,9 @@ def _load_mapped(uri: str, path: Path, source: pa.MemoryMappedFile) -> FxCache:
     n = batch.num_rows
     if n != metadata["rows"]:
         raise FxCacheError(f"{uri}: {n} rows, metadata says {metadata['rows']}")
-    timestamp = columns["timestamp"].to_numpy(zero_copy_only=True)
-    features = columns["features"].flatten().to_numpy(zero_copy_only=True).reshape(n, len(FEATURE_NAMES))
-    targets = columns["targets"].flatten().to_numpy(zero_copy_only=True).reshape(n, len(TARGET_NAMES))
+    timestamp = _mapped_values(columns["timestamp"], np.int64)
+    features = _mapped_values(columns["features"].flatten(), np.float32).reshape(n, len(FEATURE_NAMES))
+    targets = _mapped_values(columns["targets"].flatten(), np.float32).reshape(n, len(TARGET_NAMES))
     checksum = columns_checksum(timestamp, features, targets)
     if checksum != metadata["checksum"]:
         raise FxCacheError(
