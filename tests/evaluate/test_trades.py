@@ -93,3 +93,42 @@ def test_daily_and_monthly_tables_sum_by_utc_day_and_month():
     assert float(feb[3]) == pytest.approx(math.expm1(pnl[3:].sum()))
     monthly = period_table(record, pnl, RETURNS, "M").splitlines()
     assert [line.split(",")[0] for line in monthly[1:]] == ["2024-01", "2024-02"]
+
+
+def test_trades_parquet_holds_every_value_and_numpys_types():
+    n = 11  # booleans pack to bits: more than one byte, not a multiple of 8
+    table = {
+        "entry": np.arange(n, dtype=np.int64) * 60_000_000_000,
+        "exit": np.arange(n, dtype=np.int64) * 60_000_000_000 + 1,
+        "side": np.where(np.arange(n) % 2 == 0, 1, -1).astype(np.int8),
+        "pnl": np.linspace(-1e-3, 2e-3, n),
+        "closed": np.arange(n) % 3 != 1,
+        "fold": np.arange(n, dtype=np.int64) // 4,
+    }
+    got = pq.read_table(io.BytesIO(trades_parquet(table)))
+    for name in ("side", "pnl", "closed", "fold"):
+        assert got.column(name).to_pylist() == table[name].tolist(), name
+    assert got.column("entry").cast("int64").to_pylist() == table["entry"].tolist()
+    types = {f.name: str(f.type) for f in got.schema}
+    assert types == {
+        "entry": "timestamp[ns, tz=UTC]",
+        "exit": "timestamp[ns, tz=UTC]",
+        "side": "int8",
+        "pnl": "double",
+        "closed": "bool",
+        "fold": "int64",
+    }
+
+
+def test_writing_the_trades_imports_no_pandas():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np; from foxhunt.evaluate.trades import trades_parquet; "
+        "trades_parquet({'entry': np.arange(3), 'closed': np.ones(3, bool), 'pnl': np.zeros(3)}); "
+        "print('pandas' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
