@@ -7,6 +7,7 @@ import sys
 from dataclasses import MISSING, fields
 
 import pytest
+from support.fresh_process import loaded_after
 
 import foxhunt
 from foxhunt.cli.commands import run_config
@@ -180,14 +181,8 @@ def test_no_field_default_is_missing(cls):
 
 
 def test_building_the_parser_imports_nothing_heavy():
-    code = (
-        "import sys; from foxhunt.cli.parser import build_parser; build_parser(); "
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "{'torch','numpy','scipy','pyarrow','matplotlib'}))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"
+    heavy = ["torch", "numpy", "scipy", "pyarrow", "matplotlib"]
+    assert loaded_after("from foxhunt.cli.parser import build_parser; build_parser()", heavy) == []
 
 
 def test_version_prints_the_package_version_without_loading_torch():

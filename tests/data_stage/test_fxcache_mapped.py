@@ -1,12 +1,10 @@
 """The fxcache's columns are read straight from the mapped Arrow buffers: the values Arrow's own
 `to_numpy` gives, at any offset, without the pandas import that `to_numpy` costs a run's load."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pyarrow as pa
 import pytest
+from support.fresh_process import loaded_after
 from support.fxcache_cases import make_table, write_good
 
 from foxhunt.data.fxcache import _mapped_values
@@ -32,10 +30,5 @@ def test_a_column_of_another_width_is_refused():
 def test_loading_an_fxcache_imports_no_pandas(tmp_path):
     path = tmp_path / "cache.arrow"
     write_good(path, make_table())
-    code = (
-        "import sys; from foxhunt.data.fxcache import read_fxcache; "
-        f"cache = read_fxcache({str(path)!r}); print(len(cache), 'pandas' in sys.modules)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["500", "False"]
+    code = f"from foxhunt.data.fxcache import read_fxcache; assert len(read_fxcache({str(path)!r})) == 500"
+    assert loaded_after(code, ["pandas", "pyarrow"]) == ["pyarrow"]
