@@ -3,12 +3,13 @@ the same figures as the per-call functions, on real EURUSD bars, epoch by epoch.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 from support.data_files import EURUSD
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from foxhunt.config import DQNConfig, FoldConfig
 from foxhunt.data.bars import read_bars_file
@@ -18,6 +19,9 @@ from foxhunt.train.device_data import to_device
 from foxhunt.train.diagnostics import FoldHistory, record_diagnostics, rollouts_from_flat
 from foxhunt.train.dqn import DQNTrainer
 from foxhunt.train.policy import FLAT, rollout_positions
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from epoch_overhead import OpCount  # noqa: E402  (the benchmark's own op counter)
 
 EPOCHS = 4
 SMALL = DQNConfig(hidden=32, batch_size=512, steps_per_epoch=15)
@@ -93,16 +97,6 @@ def test_a_populations_epoch_reads_the_host_once_for_every_member(eurusd, monkey
         want["tail_sharpe"] = trainer.policies.tail_score(member)
         assert member_figures is not None
         assert {key: getattr(member_figures, key) for key in want} == want
-
-
-class OpCount(TorchDispatchMode):
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops += 1
-        return func(*args, **(kwargs or {}))
 
 
 def test_an_epoch_with_neither_due_runs_nothing(eurusd):
