@@ -91,6 +91,24 @@ def test_the_next_state_is_the_next_row_with_the_action_taken_as_position(device
     torch.testing.assert_close(y, torch.tensor(expected, dtype=torch.float32, device=device))
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_step_reads_the_states_of_the_folds_own_rows_from_its_train_start(device):
+    # A fold whose training slice starts at row 5: replay index i is bar 5 + i, its next state bar 6 + i.
+    # Q_a = (x0 + 8) + 16 · (position + 8) + bias_a tells the row read. Catches: rows read from 0 (every
+    # fold after the first pairs its rewards with another bar's states).
+    x0 = np.array([0, 1, -1, 2, -2, 3, -3, 1, 0, 2, 1, 0.0])
+    trainer = tiny_trainer(x0, np.zeros(12), device)
+    trainer.window.set_fold_range(FoldRange(1, 5, 9, 9, 12, 1.0))
+    readout_net(trainer.networks[0], 1.0, 16.0, [0.0, 0.0, 0.0])
+    readout_net(target_network(trainer), 1.0, 16.0, [0.0, 0.0, 0.0])
+    fill_replay(trainer, [1.0, 0.0, -1.0], [1, 2, 0], [0.0, 0.0, 0.0])
+    q, y, _ = member_q_and_target(trainer, draw_for(trainer, [0, 1, 2]))
+    states = [(x0[5 + i] + OFFSET) + 16.0 * (p + OFFSET) for i, p in enumerate([1.0, 0.0, -1.0])]
+    next_states = [0.9 * ((x0[6 + i] + OFFSET) + 16.0 * (p + OFFSET)) for i, p in enumerate([0.0, 1.0, -1.0])]
+    torch.testing.assert_close(q, torch.tensor(states, dtype=torch.float32, device=device))
+    torch.testing.assert_close(y, torch.tensor(next_states, dtype=torch.float32, device=device))
+
+
 # ---- reward and replay -----------------------------------------------------------------------------
 def test_reward_is_new_position_times_return_less_cost_on_the_change_then_scaled():
     position = torch.tensor([-1.0, 0.0, 1.0, 1.0, 0.0])
