@@ -2,6 +2,7 @@
 bit for bit on the CPU, and each as a plain-torch Double DQN written apart from the trainer does
 (support/reference_dqn.py: a check that does not compare the trainer with itself)."""
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -194,6 +195,37 @@ def test_the_cpu_update_is_torch_adam_bit_for_bit_for_every_member(lrs):
             alone.grad = g[i].clone()
             adam.step()
         assert torch.equal(params[0][i], alone.detach())
+
+
+def test_the_cpu_update_clips_the_gradient_before_adam():
+    # One weight, clip 1, lr 0.1: gradient 4 is clipped to 1, then 0.5 passes. Adam's first step is
+    # lr · sign, the second lr · m̂ / (√v̂ + eps) with m = 0.9 · 0.1 · 1 + 0.1 · 0.5 = 0.14 and
+    # v = 0.999 · 0.001 · 1 + 0.001 · 0.25 = 0.001249: 0.1 · (0.14 / 0.19) / √(0.001249 / 0.001999).
+    # Catches: the CPU path without the clip (m = 0.41, v = 0.016234: a second step of 0.0757, not 0.0932).
+    weight, clip, no_decay = [torch.zeros(1, 1)], torch.tensor(1.0), torch.tensor(0.0)
+    moments = ([torch.zeros(1, 1)], [torch.zeros(1, 1)])
+    for step, g in enumerate((4.0, 0.5), start=1):
+        exact_member_update(weight, [torch.tensor([[g]])], *moments, step, 0, 0.1, clip, no_decay)
+    second = 0.1 * (0.14 / 0.19) / (math.sqrt(0.001249 / 0.001999) + 1e-8)
+    assert weight[0].item() == pytest.approx(-(0.1 + second), rel=1e-5)
+
+
+def test_the_cpu_update_adds_the_weight_decay_once_as_torch_adam_does():
+    # torch.optim.Adam(weight_decay=λ) adds λ · w to the gradient once before its moments.
+    # Catches: the decay doubled (or applied again as a decoupled AdamW step), or left out.
+    gen = torch.Generator().manual_seed(1)
+    start = torch.randn(1, 4, 3, generator=gen)
+    grads = [torch.randn(1, 4, 3, generator=gen) for _ in range(5)]
+    params, moments = [start.clone()], ([torch.zeros_like(start)], [torch.zeros_like(start)])
+    no_clip, decay = torch.tensor(1e9), torch.tensor(0.5)
+    for step, g in enumerate(grads, start=1):
+        exact_member_update(params, [g.clone()], *moments, step, 0, 1e-2, no_clip, decay)
+    alone = torch.nn.Parameter(start[0].clone())
+    adam = torch.optim.Adam([alone], lr=1e-2, weight_decay=0.5, foreach=True)
+    for g in grads:
+        alone.grad = g[0].clone()
+        adam.step()
+    torch.testing.assert_close(params[0][0], alone.detach(), rtol=0, atol=1e-7)
 
 
 def test_gradient_clip_reads_each_members_own_norm():
