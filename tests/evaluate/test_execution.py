@@ -107,6 +107,18 @@ def test_financing_is_charged_per_rollover_held():
     np.testing.assert_allclose(short, [-1e-4, 0.0])  # |position|: a short pays as a long does
 
 
+def test_the_session_trades_monday_to_friday_and_widens_on_saturday_and_sunday():
+    # One bar at 14:00 UTC on each day of the week of Monday 2024-01-01, inside the hours "08:00-20:00"
+    # (inside them on any clock within six hours of UTC). Closes 100: half a point is 0.005, ×3 outside.
+    # Catches: the weekday rule shifted by a day (Sunday to Thursday, or Tuesday to Saturday, trading).
+    week = np.array([utc(f"2024-01-0{day}T14:00") for day in range(1, 8)])
+    settings = ExecutionSettings(
+        spread_points=1.0, first_close=100.0, session="08:00-20:00", off_session_factor=3
+    )
+    rows = execution.rows(settings, week, np.zeros(7))
+    np.testing.assert_allclose(rows.change_cost, [0.005] * 5 + [0.015] * 2)
+
+
 def test_a_session_that_wraps_midnight():
     ts = np.array([utc("2024-01-02T23:00"), utc("2024-01-02T05:59"), utc("2024-01-02T06:00")])
     assert execution.in_session(ts, "22:00-06:00").tolist() == [True, True, False]

@@ -3,7 +3,8 @@
 import json
 
 import numpy as np
-from support.run_cases import TINY_DQN, quick_argv, train_argv
+import torch
+from support.run_cases import ONE_FOLD, TINY_DQN, quick_argv, train_argv
 
 from foxhunt.cli import main
 
@@ -42,6 +43,18 @@ def test_seeds_side_by_side_keep_member_zero_as_the_run_and_report_the_spread(
     assert spread["sharpe"]["11"] == stitched["policies"]["model"]["net"]["sharpe"]
     assert spread["median"] == float(np.median(list(spread["sharpe"].values())))
     assert "seed_spread" not in json.loads((one / "summary.json").read_text())
+
+
+def test_each_extra_seed_trains_as_a_run_of_its_own_seed(tiny_fxcache, tiny_params, tmp_path):
+    # --seeds 2 from seed 11: seed_12's fold is bit for bit a run with --seed 12, and not the seed-11 one.
+    # Catches: every member trained from the run's seed (the folders named by seed, the weights all alike).
+    both, alone = tmp_path / "both", tmp_path / "alone"
+    assert main(train_argv(tiny_fxcache, both, tiny_params, *ONE_FOLD, "--seeds", "2")) == 0
+    assert main(train_argv(tiny_fxcache, alone, tiny_params, *ONE_FOLD, "--seed", "12")) == 0
+    extra, own = (torch.load(d / "fold_0" / "weights.pt") for d in (both / "seed_12", alone))
+    assert extra.keys() == own.keys() and all(torch.equal(extra[k], own[k]) for k in own)
+    first = torch.load(both / "fold_0" / "weights.pt")
+    assert not torch.equal(first["0.weight"], extra["0.weight"])
 
 
 def test_each_fold_reports_the_epoch_chosen_on_the_training_tail(tiny_fxcache, tmp_path):
