@@ -33,10 +33,13 @@ from foxhunt_workflows.cluster_secrets import STUDY_SECRET
 from foxhunt_workflows.params import (
     DQN_PARAMS_FILE,
     PIPELINE_TEMPLATE,
+    PRECOMPUTE_INPUTS,
     PRECOMPUTE_TEMPLATE,
+    RUN_SETTINGS,
     SEARCH_SPACE_FILE,
+    TRAIN_INPUTS,
     TRAIN_TEMPLATE,
-    TRAINER_SETTINGS,
+    TRIAL_WORKER_INPUTS,
     WorkflowParameter,
     parameter,
     pipeline_defaults,
@@ -53,17 +56,6 @@ PIPELINE_ENTRYPOINT = "pipeline"
 # The key in the study Secret that holds the PostgreSQL URL (SQLAlchemy form).
 STUDY_STORAGE = STUDY_SECRET.key("FOXHUNT_STUDY_STORAGE")
 
-# The fold, seed, evaluation and log settings, passed to `foxhunt train` flag for flag.
-RUN_SETTINGS: tuple[str, ...] = TRAINER_SETTINGS[3:]
-PRECOMPUTE_INPUTS: tuple[str, ...] = ("bars-uri", "fxcache-uri", "image")
-TRAIN_INPUTS: tuple[str, ...] = (
-    "fxcache-uri", "output-uri", "model", "epochs", "trials", "dqn-params", "hyperopt-params-uri",
-    *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
-)  # fmt: skip
-TRIAL_WORKER_INPUTS: tuple[str, ...] = (
-    "fxcache-uri", "output-uri", "model", "epochs", "trials", "trial-population", "search-space",
-    "study-storage-secret", "dqn-params", "hyperopt-params-uri", *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
-)  # fmt: skip
 # Inputs the pipeline fills for each trial worker; they are not workflow parameters.
 WORKER_INDEX = WorkflowParameter(
     "worker", "0", "Index of this trial worker, 0 to trial-workers - 1", {"type": "integer", "minimum": 0}
