@@ -42,6 +42,7 @@ SEARCH_SPACE_FILE = f"{INPUTS_DIR}/search-space.json"
 TRAINER_SETTINGS: tuple[str, ...] = (
     "model", "epochs", "trials", "seed", "train-days", "val-days", "step-days", "window", "purge-bars",
     "min-train-rows", "min-val-rows", "max-folds", "holdout-days", "eval-cost", "eval-spread", "log-format",
+    "metrics-keep-seconds",
 )  # fmt: skip
 # The fold, seed, evaluation and log settings, passed to `foxhunt train` flag for flag.
 RUN_SETTINGS: tuple[str, ...] = TRAINER_SETTINGS[3:]
@@ -55,7 +56,9 @@ TRIAL_WORKER_INPUTS: tuple[str, ...] = (
     "study-storage-secret", "dqn-params", "hyperopt-params-uri", *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
 )  # fmt: skip
 # Where a pod's default differs from a local run's, on purpose: a pod's log is read by a collector.
-POD_DEFAULTS = {"log-format": "json"}
+# A pod deletes its run's Pushgateway group after a success (the templates pass --delete-metrics-group):
+# 60 s outlasts the common scrape intervals (15 s to 1 min), so Prometheus holds the final values.
+POD_DEFAULTS = {"log-format": "json", "metrics-keep-seconds": "60"}
 # Parameters whose value becomes a word of a pod's `foxhunt` command line (a test keeps this equal to
 # the rendered containers' args).
 COMMAND_LINE_PARAMETERS = frozenset(

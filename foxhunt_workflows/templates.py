@@ -148,7 +148,7 @@ def train_step(options: RenderOptions) -> Container:
     step.args = [
         "train", "--fxcache", ref("fxcache-uri"), "--out", ref("output-uri"), "--model", ref("model"),
         "--epochs", ref("epochs"), "--trials", ref("trials"), "--hyperopt-params", ref("hyperopt-params-uri"),
-        "--device", "cuda", *_settings_flags(ref),
+        "--device", "cuda", "--delete-metrics-group", *_settings_flags(ref),
     ]  # fmt: skip
     step.env += [  # type: ignore[operator]
         Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
@@ -196,7 +196,8 @@ def trial_worker_step(options: RenderOptions) -> Container:
         "--epochs", ref("epochs"), "--trials", ref("trials"), "--search-space", SEARCH_SPACE_FILE,
         "--study-storage", f"$({STUDY_STORAGE.env})", "--study-name", ref("study-name"),
         "--population", ref("trial-population"),
-        "--hyperopt-params", ref("hyperopt-params-uri"), "--device", "cuda", *_settings_flags(ref),
+        "--hyperopt-params", ref("hyperopt-params-uri"), "--device", "cuda", "--delete-metrics-group",
+        *_settings_flags(ref),
     ]  # fmt: skip
     step.env += [  # type: ignore[operator]
         Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
