@@ -104,7 +104,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if search is not None:
         _study_lines(settings, summary, args.out)
         return 0
-    _closing_lines(settings, summary, f"outputs: {args.out} (summary.json, manifest.json, run.png, fold_N/)")
+    _closing_lines(settings, summary, args.out, "summary.json, manifest.json, run.png, fold_N/")
     return 0
 
 
@@ -131,10 +131,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     if search is not None:
         _study_lines(settings, summary, where)
         return 0
-    outputs = (
-        f"outputs: {where} (summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports)"
-    )
-    _closing_lines(settings, summary, outputs)
+    files = "summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports"
+    _closing_lines(settings, summary, where, files)
     return 0
 
 
@@ -177,13 +175,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _closing_lines(settings: RunConfig, summary, outputs: str) -> None:
+def _closing_lines(settings: RunConfig, summary, where: str, files: str) -> None:
     """The fold table and where the outputs are, on the run's console (text, or JSON lines)."""
+    from foxhunt import out_dir
     from foxhunt.evaluate.reports import fold_table
     from foxhunt.run.lifecycle import console
 
+    if summary.holdout is not None:  # the headline's files, named where a reader looks for outputs
+        files += (
+            f", {out_dir.HOLDOUT_REPORT} (the headline), {out_dir.HOLDOUT_PICTURE}, {out_dir.HOLDOUT_DIR}/"
+        )
     emit = console(settings.log_format, summary.run_id)
-    for line in [*fold_table(summary).splitlines(), outputs]:
+    for line in [*fold_table(summary).splitlines(), f"outputs: {where} ({files})"]:
         emit(line)
 
 

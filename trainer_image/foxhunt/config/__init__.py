@@ -207,11 +207,16 @@ class RunConfig:
         "Run id, the metrics' grouping key (unset: $FOXHUNT_RUN_ID, the Argo workflow name, or generated).",
     )
     metrics_port: int | None = setting(None, "Also serve live /metrics on this port.", low=1, high=65535)
-    delete_metrics_group: bool = setting(False, "Delete the run's Pushgateway group after its final push.")
+    delete_metrics_group: bool = setting(
+        False,
+        "Delete the run's Pushgateway group once it succeeded, --metrics-keep-seconds after its final "
+        "push (a failed or interrupted run keeps its group).",
+    )
     metrics_keep_seconds: float = setting(
         30.0,
-        "Wait before deleting the group, so Prometheus scrapes the final "
-        "values (at least one scrape interval).",
+        "Seconds from the final push to deleting the run's Pushgateway group (--delete-metrics-group, "
+        "which the workflow templates set), so Prometheus scrapes the final values: at least one "
+        "scrape interval.",
         low=0,
         high=86_400,
         unit="seconds",

@@ -295,9 +295,28 @@ def evaluation_table(rows: list[TableRow]) -> str:
     return "\n".join(lines)
 
 
+def holdout_row(holdout: dict) -> TableRow:
+    """The table row of the held-out final period (`RunSummary.holdout`, foxhunt.run.holdout's figures)."""
+    return TableRow(
+        "held-out",
+        holdout["start"],
+        holdout["end"],
+        holdout["n_bars"],
+        holdout["net_return"],
+        holdout["max_drawdown"],
+        holdout["net_sharpe"],
+        holdout["net_sharpe_se"],
+        holdout["buy_and_hold_sharpe"],
+        holdout["best_baseline"],
+        holdout["best_baseline_sharpe"],
+    )
+
+
 def fold_table(summary: RunSummary) -> str:
-    """The run's table: one row per fold, then the stitched record's row when the run has one."""
+    """The run's table: a row per fold, the stitched record's when the run has one, then the held-out headline's."""
     rows = [_report_row(r) for r in summary.folds]
     if summary.stitched is not None:
         rows.append(window_row("stitched", summary.stitched))
+    if summary.holdout is not None:
+        rows.append(holdout_row(summary.holdout))
     return evaluation_table(rows)

@@ -85,7 +85,11 @@ def _window_figures(window) -> dict[str, Any]:
         "net_sharpe_se": net.sharpe_se,
         "psr_zero": net.psr_zero,
         "net_return": net.total_return,
+        "max_drawdown": net.max_drawdown,
         "n_bars": net.n_bars,
+        "buy_and_hold_sharpe": window.policies["buy_and_hold"].net.sharpe,
+        "best_baseline": window.best_baseline,
+        "best_baseline_sharpe": window.policies[window.best_baseline].net.sharpe,
         "verdicts": {name: s.verdict for name, s in window.standings.items()},
     }
 
@@ -160,6 +164,7 @@ def run_holdout(
     )
     _draw(run, data, outcome, fold, scoring, title)
     run.summary.holdout = {k: v for k, v in record.items() if k != "evaluation"}
+    run.metrics.holdout_evaluated(run.summary.holdout)
     for line in lines:
         run.progress(line)
     return run.summary.holdout

@@ -183,7 +183,9 @@ class Run:
             self.metrics.run_finished(status)
             summary.push_failures = self.metrics.push_failures
             self._write_summary(fresh=True)
-            if self.config.delete_metrics_group and self.metrics.pushgateway:
+            # Only a succeeded run's group goes: a failed one is what FoxhuntRunFailed reads (its
+            # runbook deletes it once handled), and an interrupted one's retry (same run id) takes it over.
+            if self.config.delete_metrics_group and self.metrics.pushgateway and status == "succeeded":
                 # Prometheus keeps only what it scraped: give it a scrape of the final values first.
                 self.progress(
                     f"deleting metrics group run_id={summary.run_id} in "
