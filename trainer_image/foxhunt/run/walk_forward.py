@@ -70,6 +70,7 @@ def run_folds(
     )
     built = time.perf_counter()
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
+    scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
     trainer = DQNTrainer(
         data,
         settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
@@ -77,12 +78,12 @@ def run_folds(
         seed=settings.seed,
         eval_cost=settings.eval.cost,
         eval_spread=settings.eval.spread,
+        execution=scoring.execution,
         member_seeds=seeds,
     )
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     other_seeds: dict[int, dict[int, FoldOutcome]] = {i: {} for i in outs if i}
     progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
-    scoring = run_scoring(settings.eval, settings.seed, data)
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     outcomes: dict[int, FoldOutcome] = {}
     for fold_range in folds:
