@@ -68,9 +68,9 @@ def run_folds(
     step_cache = compile_cache.for_run(
         settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, progress
     )
+    scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
     built = time.perf_counter()
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
-    scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
     trainer = DQNTrainer(
         data,
         settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
