@@ -4,12 +4,14 @@ London session, slippage, next-open fills and financing), on real EURUSD bars.""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import replace
 
 import pytest
 import torch
 from support.data_files import EURUSD
+from support.trainer_cases import DEVICES
 
 from foxhunt.config import DQNConfig, EvalConfig, FoldConfig
 from foxhunt.data.bars import read_bars_file
@@ -37,13 +39,20 @@ EXECUTION = EvalConfig(
 SMALL = DQNConfig(hidden=32, batch_size=512, steps_per_epoch=15, abstain_cost_multiple=0.0)
 
 
-@pytest.fixture(scope="module")
-def tail_case():
+@functools.cache
+def eurusd_fold():
     table = compute_features(read_bars_file(str(EURUSD))[0])
     fold = generate_walk_forward_indices(
         table.timestamp, FoldConfig(train_days=20, val_days=5, step_days=5, max_folds=1)
     )[0]
-    data = to_device(table.features, table.targets, table.timestamp, torch.device("cpu"))
+    return table, fold
+
+
+@functools.cache
+def tail_case(device: str):
+    """A trainer one epoch into the fold on `device`, its greedy tail record, √(tail bars a year), the data."""
+    table, fold = eurusd_fold()
+    data = to_device(table.features, table.targets, table.timestamp, torch.device(device))
     trainer = DQNTrainer(
         data,
         SMALL,
@@ -65,20 +74,23 @@ def tail_case():
 
 def evaluation_sharpe(record, data, execution: bool, annualise: float) -> float:
     """The evaluation's net Sharpe of `record`, annualised as the tail gate is (the tail's own bars a year)."""
-    scoring = replace(run_scoring(EXECUTION, 0, data), resamples=0)
+    scoring = replace(run_scoring(EXECUTION, 0, data), resamples=0, device=None)
     if not execution:
         scoring = replace(scoring, execution=None)
     return score(record, scoring).net.sharpe_per_period * annualise
 
 
-def test_the_tail_policy_trades_and_holds_over_rollovers(tail_case):
-    _, record, _, _ = tail_case
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_tail_policy_trades_and_holds_over_rollovers(device):
+    _, record, _, _ = tail_case(device)
     assert record.position_changes().sum() > 20 and (record.positions != 0).mean() > 0.2
 
 
-def test_the_tail_score_is_the_evaluations_net_sharpe_under_the_execution_model(tail_case):
-    # Catches: the tail scored with the flat cost alone (the simplified model), which differs here.
-    trainer, record, annualise, data = tail_case
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_tail_score_is_the_evaluations_net_sharpe_under_the_execution_model(device):
+    # Catches: the tail scored with the flat cost alone (the simplified model), which differs here. On
+    # CUDA the epoch's figure is replayed from a captured graph that reads the execution rows.
+    trainer, record, annualise, data = tail_case(device)
     want = evaluation_sharpe(record, data, execution=True, annualise=annualise)
     simplified = evaluation_sharpe(record, data, execution=False, annualise=annualise)
     assert abs(want - simplified) > 0.5
