@@ -12,13 +12,21 @@ return from close_t to close_{t+1}):
   g_t = log(open_{t+1} / close_t): q_t is held from close_t to open_{t+1}, p_t from there on.
 
 c_t is the flat cost per unit of change plus the execution model's per-row change cost, f_t the
-financing of the rollovers in (ts_t, ts_{t+1}] (`evaluate.execution.rollovers`). Which position pays f_t:
-bars are stamped by their open, and a rollover instant R (on the minute grid) is charged to the position
-held through the last trade before R. The rollovers in (ts_t, ts_{t+1}] are those after bar t's close
-(the last trade before ts_t + 1 bar ≤ R) and no later than bar t+1's open (a trade stamped R is the
-next day's). Over that span close fills hold p_t (filled at close_t), and next-open fills still hold q_t
-(p_t fills at open_{t+1}, at or after R). So with next-open fills a position changed at the bar before a
-rollover pays the OLD position's financing, and the new one pays from the next rollover on.
+financing of the rollovers in (ts_t, ts_{t+1}] (`evaluate.execution.rollovers`).
+
+Which position pays f_t. Bars are stamped by their open: bar t trades in [ts_t, ts_t + one bar), and its
+close is the last trade before ts_t + one bar. A rollover instant R lies on the bars' grid (17:00 New
+York, a whole minute) and finances the position held through the last trade before R. A rollover in
+(ts_t, ts_{t+1}] comes after bar t's close (ts_t + one bar ≤ R) and no later than bar t+1's opening
+trade (a trade stamped R is after the rollover). Between those two trades
+
+* close fills hold p_t (filled at close_t): p_t pays;
+* next-open fills still hold q_t (p_t is filled at open_{t+1}): q_t pays, and p_t from the next
+  rollover on.
+
+So a position changed at the close that ends on a rollover, or just before a break that holds one (an
+index CFD's daily break), pays the old position's financing with next-open fills and the new one's
+with close fills.
 
 The execution rows are the per-row arrays of `evaluate.execution.rows` (None: the flat cost alone).
 """
