@@ -121,7 +121,12 @@ class EvalConfig:
         low=0,
         unit="price",
     )
-    session: str = setting("", "Main session HH:MM-HH:MM UTC, Monday to Friday ('' = every bar).")
+    session: str = setting(
+        "", "Main session HH:MM-HH:MM, Monday to Friday, on session_zone's clock ('' = every bar)."
+    )
+    session_zone: str = setting(
+        "UTC", "IANA time zone of the session's hours and weekdays (follows its daylight saving)."
+    )
     off_session_factor: float = setting(
         1.0, "How many times wider every spread is outside the main session.", low=1
     )
@@ -130,7 +135,10 @@ class EvalConfig:
         "close", "Fill at the decision bar's close, or at the next bar's open.", choices=FILLS
     )
     financing: float = setting(
-        0.0, "Overnight financing: yearly rate on |position| per daily rollover held.", low=0, unit="per year"
+        0.0,
+        "Overnight financing: yearly rate on |position| per 17:00 New York rollover held.",
+        low=0,
+        unit="per year",
     )
 
     def __post_init__(self) -> None:
@@ -146,6 +154,7 @@ class EvalConfig:
             spread_points=self.spread_points,
             first_close=self.first_close,
             session=self.session,
+            session_zone=self.session_zone,
             off_session_factor=self.off_session_factor,
             slippage=self.slippage,
             fill=self.fill,

@@ -68,6 +68,7 @@ def run_folds(
     step_cache = compile_cache.for_run(
         settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, progress
     )
+    scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
     built = time.perf_counter()
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
     trainer = DQNTrainer(
@@ -77,12 +78,12 @@ def run_folds(
         seed=settings.seed,
         eval_cost=settings.eval.cost,
         eval_spread=settings.eval.spread,
+        execution=scoring.execution,
         member_seeds=seeds,
     )
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     other_seeds: dict[int, dict[int, FoldOutcome]] = {i: {} for i in outs if i}
     progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
-    scoring = run_scoring(settings.eval, settings.seed, data)
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     outcomes: dict[int, FoldOutcome] = {}
     for fold_range in folds:
