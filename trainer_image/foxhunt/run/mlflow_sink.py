@@ -9,6 +9,10 @@ the training loop, keeps the run free of MLflow: a tracking server that is slow 
 a fold, and a resumed run is recorded whole.
 
 `mlflow` (the `mlflow` extra, mlflow-skinny) is imported only when a record is written.
+
+`foxhunt train` and `pipeline` also write the run while it goes (`mlflow_live.LiveRecord`: params,
+commit, each epoch's and fold's figures, each fold's weights); the record then completes that MLflow
+run (pictures, summary, stitched figures, status) instead of creating one.
 """
 
 from __future__ import annotations
