@@ -102,7 +102,7 @@ class LiveRecord:
         self.epochs_logged = 0
         self.folds_logged: list[int] = []
         self._client: Any = None
-        self._queue: queue.Queue[Callable[[], None]] = queue.Queue()
+        self._queue: queue.Queue[Callable[[], None] | None] = queue.Queue()  # None: the worker ends
         self._worker = threading.Thread(target=self._work, name="foxhunt-mlflow", daemon=True)
 
     @property
@@ -133,6 +133,7 @@ class LiveRecord:
         """Let the queue drain for at most `flush_seconds` (the status is the end-of-run record's)."""
         if self._worker.is_alive():
             self.left_behind = not self.flush(self.flush_seconds)
+            self._queue.put(None)  # the worker ends once it gets there (a slow store: later, on its own)
 
     def flush(self, timeout: float) -> bool:
         """Wait until what is queued by now has been written (or failed); False after `timeout` seconds."""
@@ -144,6 +145,8 @@ class LiveRecord:
     def _work(self) -> None:
         while True:
             call = self._queue.get()
+            if call is None:
+                return
             try:
                 call()
             except Exception as exc:  # noqa: BLE001 (a store's failure never reaches the run)
