@@ -52,6 +52,19 @@ def test_a_study_of_three_trials_leaves_a_table_a_folder_per_trial_and_a_deflate
     assert read_json(three_trials / "summary.json")["folds_planned"] == 3 * 2  # trials × folds
 
 
+def test_the_studys_dsr_and_pbo_are_its_user_attributes_read_back_through_optuna(three_trials):
+    import optuna
+
+    summary = read_json(three_trials / "study.json")
+    storage = f"sqlite:///{three_trials / 'study.sqlite3'}"
+    attrs = optuna.load_study(study_name=summary["study_name"], storage=storage).user_attrs
+    selection = summary["selection"]
+
+    assert attrs["dsr"] == selection["dsr"] and attrs["dsr_trial"] == selection["trial"]
+    assert attrs["pbo"] == selection["overfitting"]["pbo"]
+    assert attrs["dsr"] is not None and attrs["pbo"] is not None
+
+
 def test_the_manifest_records_every_fold_of_every_trial_with_its_checksums(three_trials):
     manifest = read_json(three_trials / "manifest.json")
     assert sorted(manifest["trials"]) == ["0", "1", "2"] and manifest["run"]["folds"] == {}

@@ -93,14 +93,27 @@ def mlflow_uri(args: argparse.Namespace) -> str | None:
     return tracking_uri(args.mlflow_uri)
 
 
+def live_record(uri: str | None):
+    """The MLflow run written while the run goes, for the store `uri` (None without `--mlflow-uri`)."""
+    if uri is None:
+        return None
+    from foxhunt.run.mlflow_live import LiveRecord
+
+    return LiveRecord(uri)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
     from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import train
 
-    with recorded_in_mlflow(mlflow_uri(args), args.out, settings.log_format):
-        summary = train(args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings))
+    uri = mlflow_uri(args)
+    live = live_record(uri)
+    with recorded_in_mlflow(uri, args.out, settings.log_format, live):
+        summary = train(
+            args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings), sink=live
+        )
     if search is not None:
         _study_lines(settings, summary, args.out)
         return 0
@@ -115,7 +128,9 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import pipeline
 
-    with recorded_in_mlflow(mlflow_uri(args), args.out, settings.log_format):
+    uri = mlflow_uri(args)
+    live = live_record(uri)
+    with recorded_in_mlflow(uri, args.out, settings.log_format, live):
         summary = pipeline(
             args.bars,
             args.out,
@@ -126,6 +141,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
             timestamp_unit=args.timestamp_unit,
             search=search,
             plan_search=search_planner(settings),
+            sink=live,
         )
     where = args.out if storage.local_path(args.out) is None else os.path.abspath(args.out)
     if search is not None:

@@ -41,6 +41,8 @@ from foxhunt.train.diagnostics import diagnostics_due
 from foxhunt.train.epoch_figures import EpochFigures
 
 Progress = Callable[[str], None]
+# Told of each finished epoch: fold, epoch, epochs, and each member's figures (None: the member failed).
+EpochHook = Callable[[int, int, int, list[EpochFigures | None]], None]
 
 
 def _print(msg: str) -> None:
@@ -88,6 +90,7 @@ def train_fold(
     scoring: Scoring,
     memo: ScoreMemo | None = None,
     diagnostics_every: int = 1,
+    on_epoch: EpochHook | None = None,
 ) -> dict[int, FoldOutcome | TrainingDiverged]:
     """One fold for the members named in `outs` (member → its output folder): reset → train → validate →
     save → report. Per member its outcome, or the divergence that stopped it.
@@ -95,7 +98,8 @@ def train_fold(
     A run trains member 0 of a population of one; a search, a trial or a batch of trials as members.
     `check` runs at every epoch boundary (a stop signal raises there); validation scores the greedy
     positions beside the baselines with `scoring`, looking up in `memo` the records scored before.
-    The greedy policy's diagnostics run every `diagnostics_every` epochs and after the last one.
+    The greedy policy's diagnostics run every `diagnostics_every` epochs and after the last one;
+    `on_epoch` is told of each epoch's figures as it ends (a run's live record).
     """
     fold_start = time.perf_counter()
     phases = start_fold(trainer, fold_range)  # reset, normalize
@@ -110,6 +114,8 @@ def train_fold(
             if member is not None:
                 history[i].append(epoch_stats(member))
         progress(_epoch_line(fold_range.fold, epoch, epochs, [figures[i] for i in outs]))
+        if on_epoch is not None:
+            on_epoch(fold_range.fold, epoch, epochs, list(figures))
     check()
     live = [i for i in outs if trainer.failures[i] is None]
     # The best tail epoch's weights, or flat (select_tail_share).

@@ -104,6 +104,7 @@ def run_folds(
             scoring=scoring,
             memo=memo,
             diagnostics_every=settings.diagnostics_every,
+            on_epoch=run.epoch_finished,
         )
         outcome = members[0]
         if isinstance(outcome, TrainingDiverged):

@@ -56,7 +56,14 @@ from foxhunt.search.storage import (
     redacted,
     sync_study_file,
 )
-from foxhunt.search.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, trial_pruner
+from foxhunt.search.study import (
+    ERROR_ATTR,
+    TrialOutcome,
+    is_finished,
+    open_study,
+    record_selection,
+    trial_pruner,
+)
 from foxhunt.search.telemetry import TrialMetrics
 from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import DeviceData, TrainingDiverged
@@ -288,6 +295,8 @@ def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path |
     summary = write_study_outputs(
         study, run.out_uri, planned_trials=run.config.trials, base=run.config.dqn, trainers=built
     )
+    selection = summary.selection  # DSR and PBO on the study, for optuna-dashboard
+    record_selection(study, selection.dsr, selection.overfitting.get("pbo"), selection.trial)
     if synced is not None:
         sync_study_file(synced, run.out_uri)
     return summary
