@@ -90,6 +90,6 @@ def test_importing_the_plot_module_does_not_import_matplotlib():
 
 
 def test_the_return_axis_reads_as_percent_of_cumulative_return():
-    from foxhunt.evaluate.plot import _percent
+    from foxhunt.evaluate.plot import percent_label
 
-    assert [_percent(v) for v in (0.9, 1.0, 1.25, 20.0)] == ["-10%", "+0%", "+25%", "+1,900%"]
+    assert [percent_label(v) for v in (0.9, 1.0, 1.25, 20.0)] == ["-10%", "+0%", "+25%", "+1,900%"]

@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 
+from foxhunt import out_dir
 from foxhunt.config import PIPELINE_DQN, DQNConfig, RunConfig, override
 from foxhunt.config.flags import FLAGS, flag_of, run_config_from_flags
 from foxhunt.errors import BadInput, ConfigError, UsageError
@@ -93,6 +94,21 @@ def mlflow_uri(args: argparse.Namespace) -> str | None:
     return tracking_uri(args.mlflow_uri)
 
 
+def _pictures(settings: RunConfig) -> str:
+    """The pictures a run draws, for its `outputs:` line."""
+    names = [
+        out_dir.RUN_PICTURE,
+        out_dir.POSITIONS_PICTURE,
+        out_dir.LEARNING_PICTURE,
+        out_dir.TIMINGS_PICTURE,
+    ]
+    if settings.seeds > 1:
+        names.append(out_dir.SEEDS_PICTURE)
+    if settings.folds.holdout_days > 0:
+        names.append(out_dir.HOLDOUT_PICTURE)
+    return ", ".join(names)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
@@ -104,7 +120,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     if search is not None:
         _study_lines(settings, summary, args.out)
         return 0
-    _closing_lines(settings, summary, f"outputs: {args.out} (summary.json, manifest.json, run.png, fold_N/)")
+    _closing_lines(
+        settings,
+        summary,
+        f"outputs: {args.out} (summary.json, manifest.json, {_pictures(settings)}, fold_N/)",
+    )
     return 0
 
 
@@ -132,7 +152,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         _study_lines(settings, summary, where)
         return 0
     outputs = (
-        f"outputs: {where} (summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports)"
+        f"outputs: {where} (summary.json, {_pictures(settings)}, features.fxcache, fold_N/weights.pt, norm stats, "
+        "reports)"
     )
     _closing_lines(settings, summary, outputs)
     return 0
