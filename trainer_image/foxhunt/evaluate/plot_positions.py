@@ -115,7 +115,9 @@ def positions_figure(picture: PositionsPicture, title: str):
                       ha="center", fontsize=7, style="italic", gid=f"flat fold {fold.fold}")  # fmt: skip
         ax_p.axvline(start, color="grey", linewidth=0.5)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.subplots_adjust(
+        left=0.08, right=0.98, top=0.87, bottom=0.06, hspace=0.25
+    )  # cheaper than tight_layout
     return fig
 
 
