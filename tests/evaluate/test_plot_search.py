@@ -21,22 +21,23 @@ def net(sharpe: float, se_hac: float, exposure: float = 0.5) -> dict:
 
 
 def write_study(out, pbo=0.25, dsr=0.4) -> None:
-    """Three trials: 0 complete, 1 complete and best, 2 pruned after one fold; trial 0 never traded."""
+    """Three trials: 3 complete, 7 complete and best, 9 pruned after one fold; trial 3 never traded (numbers are
+    not places in the table; the best comes first)."""
     trials = [
-        {"number": 0, "state": "COMPLETE", "objective": 0.0, "folder": "trials/0000",
-         "report": {"objective": {"name": "stitched_sharpe", "value": 0.0}, "fold_net_sharpe": {"0": 0.0, "1": 0.0},
-                    "stitched": {"net": net(0.0, 0.0, exposure=0.0)}}},
-        {"number": 1, "state": "COMPLETE", "objective": 2.0, "folder": "trials/0001",
+        {"number": 7, "state": "COMPLETE", "objective": 2.0, "folder": "trials/0007",
          "report": {"objective": {"name": "stitched_sharpe", "value": 2.0}, "fold_net_sharpe": {"0": 1.0, "1": 3.0},
                     "stitched": {"net": net(2.0, 0.5)}}},
-        {"number": 2, "state": "PRUNED", "objective": None, "folder": "trials/0002",
+        {"number": 3, "state": "COMPLETE", "objective": 0.0, "folder": "trials/0003",
+         "report": {"objective": {"name": "stitched_sharpe", "value": 0.0}, "fold_net_sharpe": {"0": 0.0, "1": 0.0},
+                    "stitched": {"net": net(0.0, 0.0, exposure=0.0)}}},
+        {"number": 9, "state": "PRUNED", "objective": None, "folder": "trials/0009",
          "report": {"objective": {"name": "stitched_sharpe", "value": None}, "fold_net_sharpe": {"0": -4.0}}},
     ]  # fmt: skip
     for t in trials:
         (out / t["folder"]).mkdir(parents=True)
         (out / t["folder"] / "trial.json").write_text(json.dumps(t.pop("report")))
     (out / "trials.json").write_text(json.dumps(trials))
-    study = {"study_name": "s", "best": {"number": 1, "objective": 2.0},
+    study = {"study_name": "s", "best": {"number": 7, "objective": 2.0},
              "selection": {"dsr": dsr, "overfitting": {"pbo": pbo}}}  # fmt: skip
     (out / "study.json").write_text(json.dumps(study))
 
@@ -57,9 +58,9 @@ def marks(fig) -> dict:
 def test_each_complete_trial_is_drawn_at_its_objective_with_its_hac_interval(tmp_path):
     write_study(tmp_path)
     found = marks(trials_figure(read_trials_picture(str(tmp_path))))
-    assert set(found) == {"trial 0", "trial 1"}  # the pruned trial has no objective
-    x, y, span, _ = found["trial 1"]
-    assert (x, y) == (1, 2.0)
+    assert set(found) == {"trial 3", "trial 7"}  # the pruned trial has no objective
+    x, y, span, _ = found["trial 7"]
+    assert (x, y) == (7, 2.0)
     assert np.allclose(span, [2.0 - Z * 0.5, 2.0 + Z * 0.5])
 
 
@@ -67,9 +68,9 @@ def test_the_best_trial_is_marked_apart_from_the_others(tmp_path):
     write_study(tmp_path)
     fig = trials_figure(read_trials_picture(str(tmp_path)))
     found = marks(fig)
-    assert found["trial 1"][3] == "*" and found["trial 0"][3] == "o"
+    assert found["trial 7"][3] == "*" and found["trial 3"][3] == "o"
     texts = {t.get_gid(): t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid()}
-    assert texts["best"] == "best: trial 1"
+    assert texts["best"] == "best: trial 7"
 
 
 def test_a_trial_that_never_traded_and_a_pruned_one_are_said_in_words(tmp_path):
@@ -83,7 +84,7 @@ def test_pbo_and_dsr_are_in_the_title_when_defined_and_left_out_when_not(tmp_pat
     write_study(tmp_path / "a")
     write_study(tmp_path / "b", pbo=None, dsr=None)
     title = trials_figure(read_trials_picture(str(tmp_path / "a"))).get_suptitle()
-    assert "PBO 0.25" in title and "DSR 0.40" in title and "best trial 1" in title
+    assert "PBO 0.25" in title and "DSR 0.40" in title and "best trial 7" in title
     title = trials_figure(read_trials_picture(str(tmp_path / "b"))).get_suptitle()
     assert "PBO" not in title and "DSR" not in title
 

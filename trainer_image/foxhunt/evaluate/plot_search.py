@@ -57,7 +57,7 @@ def objective_interval(objective: str, report: Mapping[str, Any]) -> tuple[float
         return None, None
     if objective.startswith("stitched_sharpe"):
         se = net.get("sharpe_se_hac") if _finite(net.get("sharpe_se_hac")) else net.get("sharpe_se")
-        width = Z * se if _finite(se) else None
+        width = Z * se if isinstance(se, int | float) and math.isfinite(se) else None
     elif objective == "mean_fold_sharpe":
         folds = [float(v) for v in report.get("fold_net_sharpe", {}).values() if _finite(v)]
         mean = sum(folds) / len(folds) if folds else math.nan
@@ -114,12 +114,12 @@ def read_trials_picture(out_uri: str) -> TrialsPicture:
 def _draw_objectives(ax, picture: TrialsPicture) -> None:
     done = [t for t in picture.trials if t.objective is not None]
     for t in done:
-        best = t.number == picture.best
+        best, value = t.number == picture.best, float(t.objective or 0.0)
         color = BEST_COLOR if best else LINE_COLORS[0]
         err = None
         if t.low is not None and t.high is not None:
-            err = [[t.objective - t.low], [t.high - t.objective]]
-        ax.errorbar([t.number], [t.objective], yerr=err, fmt="*" if best else "o", color=color, capsize=3,
+            err = [[value - t.low], [t.high - value]]
+        ax.errorbar([t.number], [value], yerr=err, fmt="*" if best else "o", color=color, capsize=3,
                     markersize=12 if best else 5, gid=f"trial {t.number}")  # fmt: skip
         if best:
             ax.annotate(f"best: trial {t.number}", (t.number, t.objective), fontsize=8, color=BEST_COLOR,
