@@ -116,3 +116,12 @@ def test_a_search_writes_trials_png(tiny_fxcache, tiny_params, tmp_path, no_push
     assert main(search_argv(tiny_fxcache, out, tiny_params, 2)) == 0
     assert (out / "trials.png").read_bytes()[:4] == b"\x89PNG"
     assert render_trials_png(str(out))[:4] == b"\x89PNG"
+
+
+def test_a_study_whose_every_complete_trial_stayed_flat_says_so_in_its_title():
+    from foxhunt.evaluate.plot_search import TrialPoint, TrialsPicture, trials_title
+
+    flat = [TrialPoint(k, "COMPLETE", 0.0, 0.0, 0.0, flat=True) for k in range(2)]
+    assert "every complete trial's policy stayed flat" in trials_title(TrialsPicture("s", "o", flat, 0))
+    mixed = [*flat, TrialPoint(2, "COMPLETE", 1.0, 0.5, 1.5)]
+    assert "flat" not in trials_title(TrialsPicture("s", "o", mixed, 2))

@@ -54,3 +54,12 @@ def test_a_run_with_seeds_writes_seeds_png(quick_run, tiny_fxcache, tiny_params,
     assert main(quick_argv(tiny_fxcache, out, tiny_params, "--seeds", "2", "--max-folds", "1")) == 0
     assert (out / "seeds.png").read_bytes()[:4] == b"\x89PNG"
     assert render_seeds_png(picture(), SPREAD, "t")[:4] == b"\x89PNG"
+
+
+def test_seeds_the_gate_held_flat_say_so_and_the_title_says_every_seed_is_flat():
+    from foxhunt.evaluate.plot import FLAT_GATE
+    from foxhunt.evaluate.plot_seeds import spread_title
+
+    flat = {11: FLAT_GATE, 12: FLAT_GATE, 13: FLAT_GATE}
+    assert spread_title(SPREAD, flat) == f"3 seeds, every one {FLAT_GATE} in any fold"
+    assert "median" in spread_title(SPREAD, {11: "", 12: FLAT_GATE, 13: FLAT_GATE})

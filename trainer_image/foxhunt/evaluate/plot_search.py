@@ -161,6 +161,8 @@ def trials_title(picture: TrialsPicture) -> str:
         parts.append(f"PBO {picture.pbo:.2f}")
     if picture.dsr is not None:
         parts.append(f"DSR {picture.dsr:.2f}")
+    if done and all(t.flat for t in picture.trials if t.objective is not None):
+        parts.append("every complete trial's policy stayed flat")
     return "; ".join(parts)
 
 

@@ -40,11 +40,15 @@ class SeedsPicture:
     flat: Mapping[int, str] | None = None  # seed → why it never traded, in words ("" or absent: it traded)
 
 
-def seeds_picture(evaluations: Mapping[int, RunEvaluation]) -> SeedsPicture:
-    """The seeds' stitched records (seed → its run evaluation, the run's own seed first), net of costs."""
+def seeds_picture(
+    evaluations: Mapping[int, RunEvaluation], selections: Mapping[int, Sequence[Mapping | None]] | None = None
+) -> SeedsPicture:
+    """The seeds' stitched records (seed → its run evaluation, the run's own seed first), net of costs;
+    `selections`: per seed its folds' tail selections, which say why a seed that never traded is flat."""
     from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL
     from foxhunt.evaluate.plot import flat_words
 
+    chosen = selections or {}
     seeds = list(evaluations)
     first = evaluations[seeds[0]]
     return SeedsPicture(
@@ -52,7 +56,10 @@ def seeds_picture(evaluations: Mapping[int, RunEvaluation]) -> SeedsPicture:
         seeds,
         {s: e.records[MODEL].pnl(e.cost_per_unit, e.execution) for s, e in evaluations.items()},
         first.records[BUY_AND_HOLD].pnl(first.cost_per_unit, first.execution),
-        {s: flat_words(e.stitched.policies[MODEL].net.exposure) for s, e in evaluations.items()},
+        {
+            s: flat_words(e.stitched.policies[MODEL].net.exposure, chosen.get(s, ()))
+            for s, e in evaluations.items()
+        },
     )
 
 
@@ -100,6 +107,8 @@ def spread_title(spread: Mapping, flat: Mapping[int, str] | None = None) -> str:
     """The seeds' spread in one line: median and IQR of the stitched net Sharpe, each seed's (a seed that
     never traded as "flat", not as a Sharpe of 0.00)."""
     flat = flat or {}
+    if spread["seeds"] and all(flat.get(int(s)) for s in spread["seeds"]):
+        return f"{len(spread['seeds'])} seeds, every one {flat[int(spread['seeds'][0])]} in any fold"
     each = ", ".join(f"{s} flat" if flat.get(int(s)) else f"{s} {v:.2f}" for s, v in spread["sharpe"].items())
     return (
         f"{len(spread['seeds'])} seeds, stitched net Sharpe median {spread['median']:.2f}, "

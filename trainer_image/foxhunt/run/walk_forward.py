@@ -170,9 +170,11 @@ def _seed_spread(
     try:
         from foxhunt.evaluate.plot_seeds import render_seeds_png, seeds_picture
 
-        png = render_seeds_png(
-            seeds_picture(evaluations), summary.seed_spread, f"foxhunt run {summary.run_id}"
-        )
+        selections = {seeds[0]: [o.report.selection for o in outcomes.values()]}
+        for i, by_fold in other_seeds.items():
+            selections[seeds[i]] = [o.report.selection for o in by_fold.values()]
+        picture = seeds_picture(evaluations, selections)
+        png = render_seeds_png(picture, summary.seed_spread, f"foxhunt run {summary.run_id}")
     except ImportError as exc:  # a slim image without matplotlib still reports in JSON
         run.progress(f"{out_dir.SEEDS_PICTURE} not drawn: {exc}")
         return
