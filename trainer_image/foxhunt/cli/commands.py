@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 
+from foxhunt import out_dir
 from foxhunt.config import PIPELINE_DQN, DQNConfig, RunConfig, override
 from foxhunt.config.flags import FLAGS, flag_of, run_config_from_flags
 from foxhunt.errors import BadInput, ConfigError, UsageError
@@ -102,6 +103,19 @@ def live_record(uri: str | None):
     return LiveRecord(uri)
 
 
+def _pictures(settings: RunConfig) -> str:
+    """The pictures a run draws, for its `outputs:` line."""
+    names = [
+        out_dir.RUN_PICTURE,
+        out_dir.POSITIONS_PICTURE,
+        out_dir.LEARNING_PICTURE,
+        out_dir.TIMINGS_PICTURE,
+    ]
+    if settings.seeds > 1:
+        names.append(out_dir.SEEDS_PICTURE)
+    return ", ".join(names)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
@@ -117,7 +131,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     if search is not None:
         _study_lines(settings, summary, args.out)
         return 0
-    _closing_lines(settings, summary, args.out, "summary.json, manifest.json, run.png, fold_N/")
+    _closing_lines(
+        settings, summary, args.out, f"summary.json, manifest.json, {_pictures(settings)}, fold_N/"
+    )
     return 0
 
 
@@ -147,7 +163,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     if search is not None:
         _study_lines(settings, summary, where)
         return 0
-    files = "summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports"
+    files = f"summary.json, {_pictures(settings)}, features.fxcache, fold_N/weights.pt, norm stats, reports"
     _closing_lines(settings, summary, where, files)
     return 0
 

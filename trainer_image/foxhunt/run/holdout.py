@@ -171,19 +171,25 @@ def run_holdout(
 
 
 def _draw(run, data, outcome, fold: FoldRange, scoring, title: str) -> None:
-    """`holdout.png`: the model's and buy-and-hold's net wealth over the held-out period, its Sharpe."""
-    from foxhunt.evaluate.evaluation import fold_record, host_array
+    """`holdout.png`: the model's, buy-and-hold's and the best baseline's (named in its title) net wealth
+    over the held-out period, its Sharpe."""
+    from foxhunt.evaluate.evaluation import BUY_AND_HOLD, fold_record, host_array
 
     try:
         from foxhunt.evaluate.plot import EquityLine, RunPicture, fold_sharpe, render_run_png
 
         returns = host_array(data.targets[:, 0])
+        window = outcome.report.evaluation
+        policies = [("model", outcome.positions), ("buy and hold", np.ones(fold.val_rows))]
+        if window.best_baseline != BUY_AND_HOLD:
+            best = window.best_baseline
+            policies.append((f"best baseline: {best}", host_array(outcome.baselines[best])))
         lines = []
-        for label, positions in (("model", outcome.positions), ("buy and hold", np.ones(fold.val_rows))):
+        for label, positions in policies:
             record = fold_record(fold.fold, fold.val_start, positions, data.timestamp, returns)
             lines.append(EquityLine(label, record.pnl(scoring.cost_per_unit, scoring.execution)))
-        window = outcome.report.evaluation
-        picture = RunPicture(np.asarray(data.timestamp[fold.val_slice]), lines, [fold_sharpe(window)], None)
+        sharpe = fold_sharpe(window, [outcome.report.selection])
+        picture = RunPicture(np.asarray(data.timestamp[fold.val_slice]), lines, [sharpe], None)
         png = render_run_png(picture, title, record_title=f"{HEADLINE}: never seen by any fold or trial")
     except ImportError as exc:  # a slim image without matplotlib still reports in JSON
         run.progress(f"{HOLDOUT_PICTURE} not drawn: {exc}")

@@ -45,7 +45,15 @@ TRACKING_SCHEMES = ("file", "sqlite", "postgresql", "mysql", "mssql", "http", "h
 RUN_STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "interrupted": "KILLED", "running": "FAILED"}
 # A trial still RUNNING in the table when its process ended was stopped with it.
 TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED", "RUNNING": "KILLED"}
-PICTURES = (out_dir.RUN_PICTURE, out_dir.TIMINGS_PICTURE, out_dir.HOLDOUT_PICTURE)
+PICTURES = (
+    out_dir.RUN_PICTURE,
+    out_dir.TIMINGS_PICTURE,
+    out_dir.HOLDOUT_PICTURE,
+    out_dir.LEARNING_PICTURE,
+    out_dir.POSITIONS_PICTURE,
+    out_dir.SEEDS_PICTURE,
+    out_dir.TRIALS_PICTURE,
+)
 STUDY_FILES = (out_dir.STUDY_SUMMARY, out_dir.BEST_PARAMS, out_dir.TRIALS_CSV)
 QUIET_LOGGERS = ("mlflow.store.db.utils", "alembic")
 # MLflow's per-call limits on a batch.

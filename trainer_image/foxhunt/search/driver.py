@@ -267,6 +267,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             )
         metrics.update_study(study)
         summary = save()
+    _draw_trials(run)
     if summary.best is None:
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, summary.best, run.out_uri))
@@ -300,6 +301,18 @@ def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path |
     if synced is not None:
         sync_study_file(synced, run.out_uri)
     return summary
+
+
+def _draw_trials(run: Run) -> None:
+    """`trials.png` from the study's files, once the trials are done (drawing after each would cost seconds)."""
+    try:
+        from foxhunt.evaluate.plot_search import render_trials_png
+
+        png = render_trials_png(run.out_uri)
+    except ImportError as exc:  # a slim image without matplotlib still reports in JSON
+        run.progress(f"{out_dir.TRIALS_PICTURE} not drawn: {exc}")
+        return
+    storage.write_bytes(storage.join(run.out_uri, out_dir.TRIALS_PICTURE), png)
 
 
 def _save_on_the_way_out(run: Run, save: Callable[[], Any]) -> None:

@@ -394,6 +394,6 @@ def study_lines(out_uri: str) -> list[str]:
             f"{row['number']:>5} {row['state'].lower():<9} {objective:>10} {row['folds_run']:>5} "
             f"{seconds:>8} {_warning(row):<9} {settings}"
         )
-    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, manifest.json, summary.json"
+    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, {out_dir.TRIALS_PICTURE}, manifest.json, summary.json"
     lines.append(f"outputs: {out_uri} ({files}, {TRIALS_DIR}/NNNN/fold_F/, {TRIALS_DIR}/NNNN/trial.json)")
     return lines
