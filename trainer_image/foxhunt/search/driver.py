@@ -310,12 +310,9 @@ def _trial_line(study: optuna.Study, trial: FrozenTrial, planned: int) -> str:
 
 def _closing_line(summary: StudySummary, best: BestTrial, out_uri: str) -> str:
     selection = summary.selection
-    dsr_text = (
-        selection.dsr_reading or f"deflated Sharpe ratio {selection.dsr:.3f}"
-        if selection.dsr is not None
-        else f"no deflated Sharpe ratio ({selection.reason})"
-    )
-    dsr_text += "; " + selection.overfitting.get("reading", f"no PBO ({selection.overfitting.get('reason')})")
+    dsr_text = selection.dsr_reading or f"DSR undefined: {selection.reason}"
+    overfitting = selection.overfitting
+    dsr_text += "; " + overfitting.get("reading", f"PBO undefined: {overfitting.get('reason')}")
     return (
         f"study {summary.study_name}: {summary.finished_trials}/{summary.planned_trials} trials finished; "
         f"best trial {best.number} objective {best.objective:.4g}; {dsr_text}; "
