@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from foxhunt import storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
+from foxhunt.evaluate.reports import flat_run_reading
 from foxhunt.evaluate.run_scores import (
     run_pictures,
     run_scoring,
@@ -175,7 +176,8 @@ def _evaluate_run(
     evaluation = stitch_outcomes(data, folds, outcomes, scoring, memo)
     summary.stitched = evaluation.stitched
     run.metrics.run_evaluated(evaluation.stitched)
-    for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level):
+    flat = flat_run_reading(summary.folds)  # a run that never traded says so, in words
+    for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level, flat):
         progress(line)
     for name, table in run_tables(evaluation).items():  # trades.parquet, daily.csv, monthly.csv
         storage.write_bytes(storage.join(run.out_uri, name), table)
