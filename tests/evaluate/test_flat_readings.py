@@ -9,7 +9,7 @@ import json
 from support.evaluation_cases import flat_window, window
 from test_reports import report, summary
 
-from foxhunt.evaluate.reports import RunSummary, fold_table, flat_fold_note, flat_run_reading
+from foxhunt.evaluate.reports import RunSummary, flat_fold_note, flat_run_reading, fold_table
 from foxhunt.evaluate.run_scores import stitched_report
 
 
@@ -73,3 +73,12 @@ def test_summary_json_keeps_the_figures_and_adds_the_words_of_a_flat_run():
     assert data["stitched"]["policies"]["model"]["net"]["psr_zero"] == 0.0  # the figure stays a number
     assert RunSummary.from_dict(data) == flat_run
     assert "flat_reading" not in summary().to_dict()
+
+
+def test_the_summary_file_as_written_holds_the_words_of_a_flat_run():
+    # The file renders its folds apart from the rest: catches the words lost there.
+    from foxhunt.run.summary_file import SummaryText
+
+    flat_run = summary(folds=[gated(0, -1.5, 0.8), gated(1, -2.0, 0.9)], stitched=flat_window(-1, n=480))
+    written = json.loads(SummaryText().render(flat_run))
+    assert written == flat_run.to_dict() and written["flat_reading"].startswith("flat in every fold")

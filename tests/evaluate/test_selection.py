@@ -124,7 +124,11 @@ def test_pbo_is_not_read_below_the_minimum_of_folds(n_folds):
 
 def test_pbo_states_its_trials_folds_and_splits():
     got = selection.overfitting_record(HAND, [0, 1, 2, 3], [0, 2, 3])
-    assert got["pbo"] == pytest.approx(1 / 3) and got["folds_used"] == [0, 1, 2, 3] and got["folds_left_out"] == []
+    assert (
+        got["pbo"] == pytest.approx(1 / 3)
+        and got["folds_used"] == [0, 1, 2, 3]
+        and got["folds_left_out"] == []
+    )
     assert "over 3 trials, folds 0–3; 6 splits of 4 groups, so PBO moves in steps of 1/6" in got["reading"]
 
 

@@ -314,7 +314,9 @@ def _gate_words(selection: dict) -> str:
     """What the tail selection found, from a fold's `selection` record."""
     if selection.get("selected_epoch") is None:
         return f"no epoch was scored on the training tail (gate {selection['gate_sharpe']:.2f})"
-    return f"learned tail Sharpe {selection['tail_sharpe']:.2f} against a gate of {selection['gate_sharpe']:.2f}"
+    return (
+        f"learned tail Sharpe {selection['tail_sharpe']:.2f} against a gate of {selection['gate_sharpe']:.2f}"
+    )
 
 
 def _held_nothing(report: FoldReport) -> bool:

@@ -133,7 +133,12 @@ def overfitting_record(results: np.ndarray, folds: Sequence[int], trials: Sequen
     `trials`) with its reading, the folds used and left out and the splits; or `pbo` None and the reason
     (fewer than MIN_PBO_FOLDS folds, a result not finite, every trial's record the same)."""
     m = np.asarray(results, dtype=np.float64)
-    base: dict[str, Any] = {"pbo": None, "folds": list(folds), "trials": list(trials), "n_trials": len(trials)}
+    base: dict[str, Any] = {
+        "pbo": None,
+        "folds": list(folds),
+        "trials": list(trials),
+        "n_trials": len(trials),
+    }
     if len(folds) < MIN_PBO_FOLDS:
         reason = (
             f"{len(folds)} fold(s): PBO is read from {MIN_PBO_FOLDS} or more; with fewer, CSCV has 2 groups whose "
@@ -199,9 +204,7 @@ def dsr_reading(dsr: float | None, n_trials: int, selection_share: float | None)
         return "DSR undefined (the best trial's returns are too skewed for the test)"
     if selection_share is None:
         return f"DSR {dsr:.2f}: the best trial's Sharpe is negative; there is nothing to deflate"
-    share = (
-        f"; the best of {n_trials} trials tried with no skill would reach {selection_share:.0%} of this Sharpe"
-    )
+    share = f"; the best of {n_trials} trials tried with no skill would reach {selection_share:.0%} of this Sharpe"
     if dsr >= DSR_SIGNIFICANT:
         return f"DSR {dsr:.2f}: the best Sharpe survives the selection of {n_trials} trials{share}"
     if dsr < DSR_SELECTION:

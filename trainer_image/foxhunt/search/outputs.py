@@ -189,12 +189,14 @@ class StudySummary:
     warned_trials: dict[str, list[int]] = field(default_factory=dict)  # trials by warning
     trainers: dict[str, int] | None = None  # builds, graph captures and compiles of this process
     holdout: dict[str, Any] | None = None  # the chosen settings on the untouched final period
+    # What trades.parquet, daily.csv and monthly.csv hold: the held-out period's record, or the best trial's
+    headline_tables: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of `study.json`."""
         data = asdict(self)
         data["selection"] = self.selection.to_dict()
-        for optional in ("trainers", "holdout"):
+        for optional in ("trainers", "holdout", "headline_tables"):
             if data[optional] is None:
                 del data[optional]
         return data
@@ -284,5 +286,11 @@ def study_lines(out_uri: str) -> list[str]:
             f"{seconds:>8} {_warning(row):<9} {settings}"
         )
     files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, manifest.json, summary.json"
+    try:
+        headline = json.loads(storage.read_bytes(storage.join(out_uri, SUMMARY))).get("headline_tables")
+    except FileNotFoundError:
+        headline = None
+    if headline:
+        files += f", {', '.join(headline['files'])} ({headline['record']})"
     lines.append(f"outputs: {out_uri} ({files}, {TRIALS_DIR}/NNNN/fold_F/, {TRIALS_DIR}/NNNN/trial.json)")
     return lines
