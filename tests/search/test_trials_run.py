@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import shutil
 import sqlite3
 import sys
@@ -70,6 +71,17 @@ def test_a_search_without_a_holdout_writes_the_best_trials_trades_daily_and_mont
         trial["stitched"]["net"]["log_return"], abs=1e-9
     )
     assert (three_trials / "trades.parquet").stat().st_size > 0
+
+
+def test_every_json_a_search_writes_is_strict_json(three_trials):
+    # Trials score without the bootstrap: their intervals are undefined, written null, never a bare NaN.
+    def refuse(token):
+        raise ValueError(f"not strict JSON: {token}")
+
+    written = sorted(three_trials.rglob("*.json"))
+    assert len(written) > 10
+    for path in written:
+        json.loads(path.read_text(), parse_constant=refuse)
 
 
 def test_the_manifest_records_every_fold_of_every_trial_with_its_checksums(three_trials):

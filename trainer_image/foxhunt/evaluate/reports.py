@@ -13,13 +13,42 @@ and each baseline's figures after costs, as earlier releases wrote them.
 
 from __future__ import annotations
 
+import json
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from foxhunt.config import PHASES
 from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
 from foxhunt.redaction import scrub_record
+
+
+def finite_json(value):
+    """`value` with every NaN or infinite float made None: strict JSON has no NaN or Infinity, and null says
+    "undefined" (an interval not computed, a tail that was never scored). Dicts, lists and tuples are walked."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):  # numpy's integers too, which json does not take
+        return int(value)
+    if isinstance(value, numbers.Real):  # floats, numpy's too
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def json_bytes(value, indent: int | None = 2) -> bytes:
+    """`value` as strict JSON text (`finite_json`), indented, with a final newline."""
+    return (json.dumps(finite_json(value), indent=indent, allow_nan=False) + "\n").encode()
+
+
+def _metrics(data: dict) -> Metrics:
+    # A figure written as null (undefined, `finite_json`) is NaN again in memory.
+    return Metrics(**{k: math.nan if v is None else v for k, v in data.items()})
+
 
 RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")  # how a run ends
 RUN_STATUSES: tuple[str, ...] = ("running", *RUN_ENDINGS)
@@ -40,7 +69,7 @@ def window_from_dict(data: dict) -> WindowEvaluation:
         end_ns=int(data["end_ns"]),
         n_bars=int(data["n_bars"]),
         policies={
-            name: Evaluation(gross=Metrics(**e["gross"]), net=Metrics(**e["net"]))
+            name: Evaluation(gross=_metrics(e["gross"]), net=_metrics(e["net"]))
             for name, e in data["policies"].items()
         },
         standings={name: Standing(**s) for name, s in data["standings"].items()},

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from foxhunt.evaluate.reports import FoldReport, RunSummary, flat_run_reading
+from foxhunt.evaluate.reports import FoldReport, RunSummary, finite_json, flat_run_reading
 from foxhunt.redaction import scrub_record
 
 INDENT = "  "
@@ -35,7 +35,7 @@ def readable_json(value, depth: int = 0) -> str:
         and any(isinstance(v, (dict, list, tuple)) for v in value)
     ):
         return "[\n" + ",\n".join(f"{inner}{readable_json(v, depth + 1)}" for v in value) + f"\n{pad}]"
-    return json.dumps(value)
+    return json.dumps(finite_json(value), allow_nan=False)  # strict JSON: an undefined figure is null
 
 
 class SummaryText:

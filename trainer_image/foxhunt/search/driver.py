@@ -14,8 +14,6 @@ record (`evaluation`, without the bootstrap: a cheap objective). Its outputs are
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -41,6 +39,7 @@ from foxhunt.config.search import (
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import RunFailure
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo
+from foxhunt.evaluate.reports import json_bytes
 from foxhunt.evaluate.run_scores import fold_flags, run_scoring
 from foxhunt.run.fold_loop import FoldOutcome, stitch_outcomes
 from foxhunt.run.holdout import holdout_range, run_holdout
@@ -111,17 +110,6 @@ def objective_value(name: str, evaluation: RunEvaluation) -> float:
     raise ValueError(f"unknown objective {name!r}")
 
 
-def _finite(value: Any) -> Any:
-    # JSON has no NaN: figures that are undefined (an interval without the bootstrap) become null.
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 class TrialScoring:
     """What the trials of a study share (the run, its data and folds, the scoring), and the records of
     each trial: its folds in the manifest, its stitched score, its `trial.json`."""
@@ -185,8 +173,8 @@ class TrialScoring:
             stitched=None if evaluation is None else evaluation.stitched.policies[MODEL],
             best_baseline=None if evaluation is None else evaluation.stitched.best_baseline,
         )
-        data = json.dumps(_finite(report.to_dict()), indent=2, allow_nan=False) + "\n"
-        storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data.encode())
+        data = json_bytes(report.to_dict())  # strict JSON: undefined figures (no bootstrap) are null
+        storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data)
 
 
 @contextmanager
@@ -297,8 +285,7 @@ def _headline(
         run.progress(f"headline files ({summary.headline_tables['record']}): {', '.join(TABLE_FILES)}")
     except FileNotFoundError as exc:  # a shared study: another worker, another --out, ran the best trial
         run.progress(f"headline files not written: best trial {best.number}'s folds are not in --out ({exc})")
-    data_json = json.dumps(_finite(summary.to_dict()), indent=2, allow_nan=False) + "\n"
-    storage.write_bytes(storage.join(run.out_uri, out_dir.STUDY_SUMMARY), data_json.encode())
+    storage.write_bytes(storage.join(run.out_uri, out_dir.STUDY_SUMMARY), json_bytes(summary.to_dict()))
 
 
 def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> StudySummary:

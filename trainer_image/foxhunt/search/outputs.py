@@ -21,6 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 from foxhunt import out_dir, storage
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.evaluation import Evaluation
+from foxhunt.evaluate.reports import json_bytes
 from foxhunt.search.selection_check import SelectionCheck, selection_check
 from foxhunt.search.study import ERROR_ATTR, FOLDS_ATTR, WORKER_ATTR, is_finished, is_surplus
 
@@ -237,7 +238,7 @@ def study_summary(
 
 
 def _dumps(value: Any) -> bytes:
-    return (json.dumps(value, indent=2, allow_nan=False) + "\n").encode()
+    return json_bytes(value)  # strict JSON: an undefined figure is null
 
 
 def write_study_outputs(
