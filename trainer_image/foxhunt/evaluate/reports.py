@@ -18,6 +18,7 @@ import math
 import numbers
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
 from foxhunt.config import PHASES
 from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
@@ -45,9 +46,10 @@ def json_bytes(value, indent: int | None = 2) -> bytes:
     return (json.dumps(finite_json(value), indent=indent, allow_nan=False) + "\n").encode()
 
 
-def _metrics(data: dict) -> Metrics:
+def _metrics(data: dict[str, Any]) -> Metrics:
     # A figure written as null (undefined, `finite_json`) is NaN again in memory.
-    return Metrics(**{k: math.nan if v is None else v for k, v in data.items()})
+    figures: dict[str, Any] = {k: math.nan if v is None else v for k, v in data.items()}
+    return Metrics(**figures)
 
 
 RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")  # how a run ends

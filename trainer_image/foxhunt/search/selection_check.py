@@ -93,7 +93,7 @@ def selection_check(study: optuna.Study) -> SelectionCheck:
         inputs = dsr_inputs(sharpes)
     except ValueError:
         inputs = None
-    known = {"n_tried": n_tried, "counted": counted, "overfitting": overfitting}
+    known: dict[str, Any] = {"n_tried": n_tried, "counted": counted, "overfitting": overfitting}
     if best is None or "sharpe" not in best.user_attrs or inputs is None:
         reason = "needs two or more complete trials that report a Sharpe ratio"
         return SelectionCheck(reason=reason, dsr_reading=f"DSR undefined: {reason}", **known)
