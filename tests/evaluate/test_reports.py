@@ -242,3 +242,36 @@ def test_the_table_ends_with_the_held_out_headlines_row():
 
 def test_a_run_without_a_held_out_period_has_no_held_out_row():
     assert [line.split()[0] for line in fold_table(summary()).splitlines()[2:]] == ["0", "1"]
+
+
+def test_json_bytes_writes_strict_json_with_undefined_figures_as_null():
+    import numpy as np
+
+    from foxhunt.evaluate.reports import json_bytes
+
+    value = {
+        "ci": [math.nan, math.inf],
+        "tail": -math.inf,
+        "n": np.int64(3),
+        "x": np.float32(0.5),
+        "ok": True,
+    }
+    text = json_bytes(value).decode()
+    assert "NaN" not in text and "Infinity" not in text
+    assert json.loads(text) == {"ci": [None, None], "tail": None, "n": 3, "x": 0.5, "ok": True}
+
+
+def test_a_fold_report_with_undefined_figures_is_strict_json_and_reads_back_nan():
+    from foxhunt.evaluate.reports import json_bytes
+
+    w = window(0)
+    net = dataclasses.replace(w.policies[MODEL].net, sharpe_ci_low=math.nan, sharpe_ci_high=math.nan)
+    policies = {**w.policies, MODEL: dataclasses.replace(w.policies[MODEL], net=net)}
+    original = dataclasses.replace(report(), evaluation=dataclasses.replace(w, policies=policies))
+
+    def strict(token):
+        raise ValueError(f"not strict JSON: {token}")
+
+    data = json.loads(json_bytes(original.to_dict()), parse_constant=strict)
+    back = FoldReport.from_dict(data).evaluation.policies[MODEL].net
+    assert math.isnan(back.sharpe_ci_low) and back.sharpe == net.sharpe

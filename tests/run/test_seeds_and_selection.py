@@ -89,3 +89,24 @@ def test_a_flat_fold_names_its_gate_and_carries_no_warning_of_the_policy_it_does
         assert report["selection"]["gate_sharpe"] == 1e3 and report["warnings"] == []
         assert f"fold {fold} member 0: epoch" in console.out + console.err
     assert "gate 1000.00); the policy is flat: no edge found" in console.out + console.err
+
+
+def test_a_run_flat_in_every_fold_says_so_with_each_folds_tail_sharpe_and_gate(
+    tiny_fxcache, tmp_path, capsys
+):
+    # Catches: the run's console reading `PSR(>0) 0.00` and `hit rate 0.0%` for a run that never traded.
+    out = tmp_path / "out"
+    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0)
+    assert main(train_argv(tiny_fxcache, out, params, "--epochs", "1")) == 0
+    console = capsys.readouterr().out
+    figures = ", ".join(
+        f"{r['selection']['tail_sharpe']:.2f} against 1000.00 (fold {fold})"
+        for fold, r in fold_reports(out).items()
+    )
+    words = f"flat in every fold: the gate found no edge; learned tail Sharpe {figures}"
+    assert words in console and "PSR(>0)" not in console and "hit rate 0.0%" not in console
+    assert json.loads((out / "summary.json").read_text())["flat_reading"] == words
+    table = [
+        line for line in console.splitlines() if "flat: the gate found no edge; learned tail Sharpe" in line
+    ]
+    assert len(table) == 3  # each fold's row of the table says it in words

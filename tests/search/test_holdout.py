@@ -139,6 +139,22 @@ def test_the_held_out_headline_is_reported_beside_the_in_search_figure(two_searc
     assert (outs["real"] / "holdout.png").stat().st_size > 0
 
 
+def test_a_search_with_a_holdout_writes_the_held_out_periods_trades_daily_and_monthly(two_searches):
+    # Catches: the files of the best trial's in-search record standing for the headline.
+    outs, start, rows = two_searches
+    study = json.loads((outs["real"] / "study.json").read_text())
+    assert study["headline_tables"]["record"].startswith("the held-out final period")
+    daily = list(csv.DictReader(io.StringIO((outs["real"] / "daily.csv").read_text())))
+    monthly = list(csv.DictReader(io.StringIO((outs["real"] / "monthly.csv").read_text())))
+    assert sum(int(d["bars"]) for d in daily) == rows - start  # the held-out bars, and only they
+    holdout = json.loads((outs["real"] / "holdout.json").read_text())
+    compounded = np.prod([1 + float(m["return"]) for m in monthly]) - 1
+    assert compounded == pytest.approx(holdout["net_return"], abs=1e-9)  # the headline's own net return
+    trades = pq.read_table(outs["real"] / "trades.parquet")
+    first = np.datetime64(holdout["start"].rstrip("Z"), "ns").astype(np.int64)
+    assert trades.num_rows == 0 or trades.column("entry").cast(pa.int64()).to_numpy().min() >= first
+
+
 def test_a_plain_run_reports_its_settings_on_the_held_out_period(tiny_fxcache, tiny_params, tmp_path, capsys):
     out = tmp_path / "out"
     assert (

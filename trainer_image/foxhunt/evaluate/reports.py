@@ -13,12 +13,44 @@ and each baseline's figures after costs, as earlier releases wrote them.
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+import numbers
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
 
 from foxhunt.config import PHASES
 from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
 from foxhunt.redaction import scrub_record
+
+
+def finite_json(value):
+    """`value` with every NaN or infinite float made None: strict JSON has no NaN or Infinity, and null says
+    "undefined" (an interval not computed, a tail that was never scored). Dicts, lists and tuples are walked."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):  # numpy's integers too, which json does not take
+        return int(value)
+    if isinstance(value, numbers.Real):  # floats, numpy's too
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def json_bytes(value, indent: int | None = 2) -> bytes:
+    """`value` as strict JSON text (`finite_json`), indented, with a final newline."""
+    return (json.dumps(finite_json(value), indent=indent, allow_nan=False) + "\n").encode()
+
+
+def _metrics(data: dict[str, Any]) -> Metrics:
+    # A figure written as null (undefined, `finite_json`) is NaN again in memory.
+    figures: dict[str, Any] = {k: math.nan if v is None else v for k, v in data.items()}
+    return Metrics(**figures)
+
 
 RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")  # how a run ends
 RUN_STATUSES: tuple[str, ...] = ("running", *RUN_ENDINGS)
@@ -39,7 +71,7 @@ def window_from_dict(data: dict) -> WindowEvaluation:
         end_ns=int(data["end_ns"]),
         n_bars=int(data["n_bars"]),
         policies={
-            name: Evaluation(gross=Metrics(**e["gross"]), net=Metrics(**e["net"]))
+            name: Evaluation(gross=_metrics(e["gross"]), net=_metrics(e["net"]))
             for name, e in data["policies"].items()
         },
         standings={name: Standing(**s) for name, s in data["standings"].items()},
@@ -219,6 +251,9 @@ class RunSummary:
         """The JSON shape of `summary.json`; `error` and `precompute` only when set."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["warnings"] = self.warnings
+        reading = flat_run_reading(self.folds)
+        if reading is not None:  # derived, as the warnings are: words beside the figures of a flat run
+            data["flat_reading"] = reading
         data["folds"] = [r.to_dict() for r in self.folds]
         data["stitched"] = None if self.stitched is None else window_to_dict(self.stitched)
         for optional in ("error", "precompute", "holdout", "seed_spread"):
@@ -251,6 +286,7 @@ class TableRow:
     buy_and_hold: float  # its net Sharpe on the same bars
     best_baseline: str
     best_sharpe: float
+    note: str = ""  # words after the figures: a fold that was flat, and why
 
 
 def window_row(label: str, window: WindowEvaluation) -> TableRow:
@@ -274,8 +310,8 @@ def window_row(label: str, window: WindowEvaluation) -> TableRow:
 
 
 def _report_row(report: FoldReport) -> TableRow:
-    """A fold's row of the table, from its evaluation."""
-    return window_row(str(report.fold), report.evaluation)
+    """A fold's row of the table, from its evaluation, with a flat fold's words."""
+    return replace(window_row(str(report.fold), report.evaluation), note=flat_fold_note(report))
 
 
 def evaluation_table(rows: list[TableRow]) -> str:
@@ -290,7 +326,7 @@ def evaluation_table(rows: list[TableRow]) -> str:
         lines.append(
             f"{r.label:>8}  {r.first_bar[:16]:<16}  {r.last_bar[:16]:<16}  {r.bars:>9,}  "
             f"{r.net_return:>+10.2%}  {r.max_drawdown:>7.2%}  {r.sharpe:>6.2f} ± {se}  {r.buy_and_hold:>7.2f}  "
-            f"{r.best_baseline:<16}  {r.best_sharpe:>7.2f}"
+            f"{r.best_baseline:<16}  {r.best_sharpe:>7.2f}" + (f"  {r.note}" if r.note else "")
         )
     return "\n".join(lines)
 
@@ -316,7 +352,50 @@ def fold_table(summary: RunSummary) -> str:
     """The run's table: a row per fold, the stitched record's when the run has one, then the held-out headline's."""
     rows = [_report_row(r) for r in summary.folds]
     if summary.stitched is not None:
-        rows.append(window_row("stitched", summary.stitched))
+        note = "flat in every fold" if flat_run_reading(summary.folds) else ""
+        rows.append(replace(window_row("stitched", summary.stitched), note=note))
     if summary.holdout is not None:
         rows.append(holdout_row(summary.holdout))
     return evaluation_table(rows)
+
+
+# ---- flat folds in words ---------------------------------------------------------------------------
+def _gate_words(selection: dict) -> str:
+    """What the tail selection found, from a fold's `selection` record."""
+    if selection.get("selected_epoch") is None:
+        return f"no epoch was scored on the training tail (gate {selection['gate_sharpe']:.2f})"
+    return (
+        f"learned tail Sharpe {selection['tail_sharpe']:.2f} against a gate of {selection['gate_sharpe']:.2f}"
+    )
+
+
+def _held_nothing(report: FoldReport) -> bool:
+    return report.evaluation.policies[MODEL].net.exposure == 0
+
+
+def flat_fold_note(report: FoldReport) -> str:
+    """A fold whose model held no position, in words (why: the tail gate, or the policy itself); "" else."""
+    selection = report.selection or {}
+    if selection.get("went_flat"):
+        return f"flat: the gate found no edge; {_gate_words(selection)}"
+    return "flat: the policy took no position" if _held_nothing(report) else ""
+
+
+def flat_run_reading(folds: Sequence[FoldReport]) -> str | None:
+    """A run whose model held no position in any fold, in words, with each fold's tail Sharpe against its
+    gate; None when some fold traded. (Its PSR 0 and hit rate 0% are figures of a record with no trade,
+    not a fault.)"""
+    if not folds or not all(map(_held_nothing, folds)):
+        return None
+    selections = [r.selection or {} for r in folds]
+    if not all(s.get("went_flat") for s in selections):
+        return "flat in every fold: the policy took no position"
+    if len(folds) == 1:
+        return f"flat in every fold: the gate found no edge; {_gate_words(selections[0])}"
+    figures = ", ".join(
+        f"{s['tail_sharpe']:.2f} against {s['gate_sharpe']:.2f} (fold {r.fold})"
+        if s.get("selected_epoch") is not None
+        else f"none scored, gate {s['gate_sharpe']:.2f} (fold {r.fold})"
+        for r, s in zip(folds, selections, strict=True)
+    )
+    return f"flat in every fold: the gate found no edge; learned tail Sharpe {figures}"

@@ -148,12 +148,18 @@ def run_tables(run: RunEvaluation) -> dict[str, bytes]:
     """`trades.parquet`, `daily.csv` and `monthly.csv` of the stitched model record, net of the run's costs."""
     from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL
 
-    record = run.records[MODEL]
-    execution = run.execution
-    model = record.pnl(run.cost_per_unit, execution)
-    bench = run.records[BUY_AND_HOLD].pnl(run.cost_per_unit, execution)
+    return record_tables(run.records[MODEL], run.records[BUY_AND_HOLD], run.cost_per_unit, run.execution)
+
+
+def record_tables(
+    record: Record, benchmark: Record, cost_per_unit: float, execution: ExecutionRows | None = None
+) -> dict[str, bytes]:
+    """`trades.parquet`, `daily.csv` and `monthly.csv` of a model record, beside buy-and-hold's `benchmark`
+    on the same bars, net of `cost_per_unit` and the execution model's costs."""
+    model = record.pnl(cost_per_unit, execution)
+    bench = benchmark.pnl(cost_per_unit, execution)
     return {
-        TRADES_FILE: trades_parquet(trade_table(record, run.cost_per_unit, execution)),
+        TRADES_FILE: trades_parquet(trade_table(record, cost_per_unit, execution)),
         DAILY_FILE: period_table(record, model, bench, "D").encode(),
         MONTHLY_FILE: period_table(record, model, bench, "M").encode(),
     }

@@ -9,14 +9,13 @@ stitched record has no `stitched_sharpe`, and the template's default (empty) sta
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 from foxhunt import out_dir, storage
 from foxhunt.evaluate.evaluation import MODEL
-from foxhunt.evaluate.reports import RunSummary
+from foxhunt.evaluate.reports import RunSummary, json_bytes
 
 OUTPUTS_ENV = "FOXHUNT_OUTPUTS_DIR"
 SUMMARY_URI_FILE = "summary_uri"
@@ -42,7 +41,7 @@ def write_argo_outputs(summary: RunSummary, out_uri: str, progress: Callable[[st
     if not folder:
         return []
     files: dict[str, bytes] = {
-        SUMMARY_FILE: (json.dumps(summary.to_dict(), indent=2) + "\n").encode(),
+        SUMMARY_FILE: json_bytes(summary.to_dict()),
         SUMMARY_URI_FILE: summary_uri(out_uri).encode(),
     }
     if summary.stitched is not None:

@@ -24,7 +24,7 @@ from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import RunEvaluation, ScoreMemo, Scoring
-from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport
+from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport, json_bytes
 from foxhunt.evaluate.run_scores import (
     POSITIONS_FILE,
     evaluate_fold,
@@ -50,7 +50,7 @@ def _print(msg: str) -> None:
 
 
 def _json_bytes(payload: dict) -> bytes:
-    return (json.dumps(payload, indent=2) + "\n").encode()
+    return json_bytes(payload)  # strict JSON: an undefined figure (no bootstrap, no tail scored) is null
 
 
 def fold_dates(fold_range: FoldRange, timestamp: np.ndarray) -> FoldDates:

@@ -17,7 +17,6 @@ verdicts, is the run's headline, written to `holdout.json`, `holdout.png`, `summ
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -198,4 +197,6 @@ def _draw(run, data, outcome, fold: FoldRange, scoring, title: str) -> None:
 
 
 def _dumps(value: Any) -> bytes:
-    return (json.dumps(value, indent=2, default=float) + "\n").encode()
+    from foxhunt.evaluate.reports import json_bytes
+
+    return json_bytes(value)

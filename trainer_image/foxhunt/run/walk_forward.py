@@ -11,6 +11,7 @@ from foxhunt import out_dir, storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.plot import flat_words
+from foxhunt.evaluate.reports import flat_run_reading
 from foxhunt.evaluate.run_scores import (
     run_pictures,
     run_scoring,
@@ -190,7 +191,8 @@ def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scorin
     evaluation = stitch_outcomes(data, folds, outcomes, scoring, memo)
     summary.stitched = evaluation.stitched
     run.metrics.run_evaluated(evaluation.stitched)
-    for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level):
+    flat = flat_run_reading(summary.folds)  # a run that never traded says so, in words
+    for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level, flat):
         progress(line)
     for name, table in run_tables(evaluation).items():  # trades.parquet, daily.csv, monthly.csv
         storage.write_bytes(storage.join(run.out_uri, name), table)
