@@ -249,6 +249,19 @@ def largest_difference(got, want) -> float:
     return 0.0 if got == want else math.inf
 
 
+def cold_and_warm(call, repeats: int, forget) -> dict:
+    """`call()` once cold, then `repeats` times warm (median, min, max), wall and CPU seconds; `forget()`
+    before each (the bootstrap's kept block draws: a new fold is a new window length)."""
+    timed = []
+    for _ in range(repeats + 1):
+        forget()
+        wall, cpu = time.perf_counter(), time.process_time()
+        call()
+        timed.append((time.perf_counter() - wall, time.process_time() - cpu))
+    return {"cold_seconds": timed[0][0], "cold_cpu_seconds": timed[0][1],
+            "warm": h.spread(w for w, _ in timed[1:]), "warm_cpu": h.spread(c for _, c in timed[1:])}  # fmt: skip
+
+
 def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
     """One fold's validation work after training, in this process: baselines, scoring, both (cold, warm)."""
     import numpy as np
@@ -291,15 +304,10 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
     for name, call in calls.items():
         if name == "scoring":
             others.update(fold_baselines(features, targets, fold, score))
-        timed = []
-        for _ in range(args.repeats + 1):  # the first is cold; the kept block draws forgotten each time
-            sharpe.bootstrap_starts.cache_clear()  # a new fold is a new window length
-            wall, cpu = time.perf_counter(), time.process_time()
-            call()
-            timed.append((time.perf_counter() - wall, time.process_time() - cpu))
-        seconds[name] = {"cold_seconds": timed[0][0], "cold_cpu_seconds": timed[0][1],
-                         "warm": h.spread(w for w, _ in timed[1:]), "warm_cpu": h.spread(c for _, c in timed[1:])}  # fmt: skip
-        print(f"{name}: cold {timed[0][0]:.3f}s, warm {seconds[name]['warm']['median']:.3f}s", flush=True)
+        seconds[name] = cold_and_warm(call, args.repeats, sharpe.bootstrap_starts.cache_clear)
+        print(
+            f"{name}: cold {seconds[name]['cold_seconds']:.3f}s, warm {seconds[name]['warm']['median']:.3f}s"
+        )
     if score.device is not None:  # the device's figures against the host's, to 1e-9
         host = evaluate_window(records(), Scoring(cost=1e-4, seed=0), 0)
         record["device_vs_host_largest_relative_difference"] = largest_difference(
