@@ -21,15 +21,13 @@ def _study(folder: Path, durations: list[float | None], folds: list[int], finish
     return folder
 
 
-def test_a_studys_rates_are_per_hour_of_its_wall_and_count_only_trials_that_ran(tmp_path):
-    out = _study(tmp_path / "s", [10.0, 20.0, None], [3, 1, 0], finished=2)
+def test_rates_are_per_hour_of_the_wall_trials_as_the_study_counts_them_folds_as_they_ran(tmp_path):
+    out = _study(tmp_path / "s", [10.0, 20.0, None], [3, 1, 0], finished=3)
     figures = search.study_figures(out, wall=60.0)
-    assert figures["trials_per_hour"] == pytest.approx(120.0) and figures["folds_per_hour"] == pytest.approx(
-        240.0
-    )
-    assert figures["trial_seconds_median"] == 15.0 and figures["outside_trials_seconds"] == pytest.approx(
-        30.0
-    )
+    assert figures["trials_per_hour"] == pytest.approx(180.0)
+    assert figures["folds_per_hour"] == pytest.approx(240.0)
+    assert figures["trial_seconds_median"] == 15.0
+    assert figures["outside_trials_seconds"] == pytest.approx(30.0)
     assert figures["best_objective"] == 1.25
 
 

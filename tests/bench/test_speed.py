@@ -42,6 +42,16 @@ def test_the_train_command_carries_the_folds_and_diagnostics_every_only_when_ask
     assert _config_of(speed.train_command(Path("f"), Path("o"), 5, "cpu")).folds == FoldConfig()
 
 
+def test_the_seeds_ratio_is_the_median_wall_of_k_seeds_over_one_seeds_of_the_runs_that_succeeded():
+    one = [{"exit_code": 0, "wall_seconds": w} for w in (30.0, 34.0, 32.0)]
+    many = [{"exit_code": 0, "wall_seconds": w} for w in (40.0, 41.0)] + [
+        {"exit_code": 1, "wall_seconds": 1.0}
+    ]
+    got = speed.seeds_ratio(one, many, 3)
+    assert got["measured"] == pytest.approx(40.5 / 32.0) and got["target"] == 1.3 and got["met"]
+    assert speed.seeds_ratio(one, [{"exit_code": 1, "wall_seconds": 9.0}], 3)["measured"] is None
+
+
 @dataclass(frozen=True)
 class Figures:
     sharpe: float

@@ -62,6 +62,17 @@ def test_an_older_pipeline_file_is_met_at_its_target(tmp_path):
     assert found["pipeline_wall_seconds"]["met"] and "taskset -c 0,1" in found["pipeline_wall_seconds"]["how"]
 
 
+def test_an_older_trials_file_is_judged_on_population_8_with_more_trials_per_hour_better(tmp_path):
+    record = {"commit": "abc1234", "shape": {"pruner": "none"}, "populations": {
+        "1": {"trials_per_hour_vs_first": 1.0}, "8": {"trials_per_hour_vs_first": 1.41}}}  # fmt: skip
+    entry = t.gathered([_write(tmp_path, "trials_gpu-h200-2026-12-03-abc1234.json", record)])[
+        "trials_per_hour_ratio"
+    ]
+    assert entry["measured"] == 1.41 and entry["higher_is_better"] and entry["met"] is False
+    record["populations"]["8"]["trials_per_hour_vs_first"] = 1.6
+    assert t.gathered([_write(tmp_path, "trials_gpu-x.json", record)])["trials_per_hour_ratio"]["met"]
+
+
 def test_a_row_no_file_gives_is_not_measured_and_a_later_file_wins_a_row(tmp_path):
     assert len([line for line in t.table({}).splitlines() if "not measured" in line]) == len(t.ROWS)
     older = _harness_record(
