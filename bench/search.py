@@ -3,7 +3,8 @@
     python bench/search.py trials [--trials 20] [--populations 1,8] [--pruner median]   (the plan's shape)
     python bench/search.py search --bars .gpu/data/EURUSD_M1_2018_2019.parquet [--trials 64] [--population 8]
     CPU checks: trials --bars 20000 --trials 2 --epochs 1 --populations 1,2 --device cpu;
-                search --bars 20000 --trials 2 --epochs 1 --population 2 --holdout-days 0 --device cpu
+                search --bars 200000 --trials 2 --epochs 1 --population 2 --holdout-days 0 --device cpu
+                -- --train-days 60 --val-days 20 --max-folds 2
 
 trials: the plan's shape (4.7M generated bars, 3 expanding folds, batch 8192, 10 epochs a fold), one
 `foxhunt train --trials N --population P` study per P, each a fresh process on a fresh pod; trials and
@@ -119,7 +120,7 @@ def search(args: argparse.Namespace, work: Path, record: dict) -> None:
             raise SystemExit(f"precompute {args.bars} failed: {done['error_tail']}")
     record["shape"] = {"bars": Path(args.bars).name, "trials": args.trials, "population": args.population,
                        "epochs": args.epochs, "holdout_days": args.holdout_days, "pruner": args.pruner}  # fmt: skip
-    flags = ("--population", str(args.population), "--holdout-days", str(args.holdout_days))
+    flags = ("--population", str(args.population), "--holdout-days", str(args.holdout_days), *args.extra)
     runs = [study(args, work, fxcache, f"search{i}", *flags) for i in range(args.repeats)]
     record["runs"] = runs
     wall = h.spread(r["wall_seconds"] for r in runs if r["exit_code"] == 0)
@@ -150,6 +151,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     s.add_argument("--population", type=int, default=8)
     s.add_argument("--holdout-days", type=float, default=90.0)
     s.add_argument("--pruner", default="none")
+    s.add_argument("extra", nargs="*", help="more `foxhunt train` arguments (after --)")
     for parser in (t, s):
         parser.add_argument("--compile-cache", default="auto", help="the studies' --compile-cache")
     return p.parse_args(argv)

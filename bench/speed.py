@@ -5,7 +5,8 @@
     python bench/speed.py seeds [--seeds 3] [--repeats 3]
     python bench/speed.py pipeline [--repeats 3] [--cores 0,1]
     python bench/speed.py scoring [--val-bars 185000] [--repeats 3] [--device cuda]
-    CPU checks: plan/seeds --bars 20000 --epochs 1 --repeats 1 --device cpu; real --bars tests/data/<file>
+    CPU checks: plan/seeds --bars 20000 --epochs 1 --repeats 1 --device cpu;
+                real --bars tests/data/<file> --epochs 1 --repeats 1 --device cpu -- --train-days 60 --val-days 20
 
 plan: the original plan's shape (4.7M generated bars, 3 expanding folds of ≈4.0M/4.19M/4.37M training rows,
 batch 8192, 50 epochs): `first` a first-ever run (no compile cache anywhere), `cached` cold processes on
@@ -168,7 +169,7 @@ def real(args: argparse.Namespace, work: Path, record: dict) -> None:
     if done["exit_code"] != 0:
         raise SystemExit(f"precompute {args.bars} failed: {done['error_tail']}")
     record["shape"] = {"bars_file": Path(args.bars).name, "precompute_seconds": time.perf_counter() - started}
-    run = Runner(args, work, fxcache, ["--compile-cache", "auto"])
+    run = Runner(args, work, fxcache, ["--compile-cache", "auto", *args.extra])
     record["first_ever"] = run.first_ever()
     runs = h.repeat(args.repeats, lambda i: run("cached"), "cached")
     record["cached"] = {"runs": runs, "medians": h.medians(runs, RUN_KEYS)}
@@ -347,6 +348,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sub.choices["real"].add_argument(
         "--bars", required=True, help="a minute-bar file foxhunt precompute reads"
     )
+    sub.choices["real"].add_argument("extra", nargs="*", help="more `foxhunt train` arguments (after --)")
     sub.choices["seeds"].add_argument("--seeds", type=int, default=3, help="K of `--seeds K`")
     sub.choices["pipeline"].add_argument(
         "--cores", default="0,1", help="taskset core list; empty: not pinned"
