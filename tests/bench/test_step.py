@@ -1,5 +1,5 @@
-"""bench/population_gpu.py: a tiny CPU run writes every figure, the aggregate throughput and speedups are
-computed from the repeats it records, and the verdict is the best population's against 1.5×."""
+"""bench/step.py: a tiny CPU run writes every figure, the aggregate throughput and speedups are computed from
+the repeats it records, the verdict is the best population's against 1.5×, and the targets are issue 36's."""
 
 import argparse
 import json
@@ -14,13 +14,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-import population_gpu  # noqa: E402
-import population_report  # noqa: E402
+import step  # noqa: E402
 
 from foxhunt.config import DQNConfig  # noqa: E402
 from foxhunt.train.settings import check_population  # noqa: E402
 
-TINY = ["--device", "cpu", "--rows", "4000", "--batch", "256", "--hidden", "16"]
+TINY = ["population", "--device", "cpu", "--rows", "4000", "--batch", "256", "--hidden", "16"]
 TINY += ["--sizes", "1,2", "--repeats", "2", "--replays", "2"]
 
 
@@ -30,7 +29,7 @@ def report(tmp_path_factory):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny products: threads only contend on a shared machine
     try:
-        assert population_gpu.main([*TINY, "--out", str(out)]) == 0
+        assert step.main([*TINY, "--out", str(out)]) == 0
     finally:
         torch.set_num_threads(threads)
     return json.loads(out.read_text())
@@ -43,7 +42,11 @@ def by_name(report: dict) -> dict:
 def test_a_cpu_run_records_provenance_and_every_trainer(report):
     assert report["complete"] is True
     assert report["commit"] and report["device"] and report["torch"] == torch.__version__
-    assert report["date"][:4].isdigit() and report["device_tag"] == "cpu"
+    assert (
+        report["date"][:4].isdigit()
+        and report["device_type"] == "cpu"
+        and report["benchmark"] == "population_gpu"
+    )
     assert {"build_cold_seconds", "step", "epoch"} <= set(report["labels"])
     assert [(r["kind"], r["size"]) for r in report["trainers"]] == [
         ("lone", 1),
@@ -115,8 +118,8 @@ def measured(size: int, step_rate: float, collect: float, diagnostics: float, ep
 def test_compare_gives_aggregate_ratios_and_the_share_of_the_step_gain_an_epoch_keeps():
     lone = measured(1, step_rate=100.0, collect=1.0, diagnostics=0.1, epoch_rate=50.0)
     pair = measured(2, step_rate=300.0, collect=1.5, diagnostics=0.2, epoch_rate=100.0)
-    population_report.compare(lone, lone)
-    population_report.compare(pair, lone)
+    step.compare(lone, lone)
+    step.compare(pair, lone)
     assert pair["step"]["speedup_vs_lone"] == pytest.approx(3.0)
     assert pair["collect"]["speedup_vs_lone"] == pytest.approx(2 * 1.0 / 1.5)  # two members' collections
     assert pair["diagnostics"]["per_member_vs_lone"] == pytest.approx(2.0)  # per member: not batched
@@ -147,7 +150,7 @@ def record(kind: str, size: int, speedup: float) -> dict:
 )
 def test_the_verdict_takes_the_fastest_population_never_the_lone_trainer(speedups, best, met):
     records = [record("lone", 1, 1.0), *(record("population", p, s) for p, s in speedups.items())]
-    verdict = population_report.verdict(records)
+    verdict = step.verdict(records)
     assert verdict["best_size"] == best
     assert verdict["speedup"] == speedups[best]
     assert verdict["met"] is met
@@ -155,36 +158,38 @@ def test_the_verdict_takes_the_fastest_population_never_the_lone_trainer(speedup
 
 
 def test_the_target_is_met_at_exactly_one_and_a_half():
-    assert population_report.verdict([record("population", 2, 1.5)])["met"] is True
+    assert step.verdict([record("population", 2, 1.5)])["met"] is True
 
 
 def test_members_share_the_shape_and_differ_in_their_shape_free_settings():
     base = DQNConfig(batch_size=512, hidden=64)
-    members = population_gpu.member_configs(base, 4)
+    members = step.member_configs(base, 4)
     check_population(members)
     for name in ("lr", "gamma", "tau"):
         assert len({getattr(m, name) for m in members}) == 4
     assert all(replace(m, lr=base.lr, gamma=base.gamma, tau=base.tau) == base for m in members)
-    assert population_gpu.member_configs(base, 1) == [base]
+    assert step.member_configs(base, 1) == [base]
 
 
 def test_sizes_are_comma_separated_positive_integers():
-    assert population_gpu.sizes("1,2,4,8") == [1, 2, 4, 8]
+    assert step.sizes("1,2,4,8") == [1, 2, 4, 8]
     for bad in ("0,2", "two", ""):
         with pytest.raises(argparse.ArgumentTypeError, match="expected"):
-            population_gpu.sizes(bad)
+            step.sizes(bad)
 
 
 def test_cuda_without_a_gpu_exits_2_naming_the_cpu_check(monkeypatch, capsys):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    assert population_gpu.main(["--device", "cuda"]) == 2
+    assert step.main(["lone", "--device", "cuda"]) == 2
     assert "--device cpu" in capsys.readouterr().err
 
 
-def test_the_default_out_names_the_device_the_day_and_the_commit():
-    report = {"commit": "0123456789abcdef-dirty", "device_tag": "h200", "date": "2026-12-03T10:00:00+00:00"}
-    out = population_report.default_out(report)
-    assert out.name == "population_gpu-h200-2026-12-03-0123456-dirty.json"
-    assert out.parent.name == "results"
-    assert population_report.device_tag("NVIDIA H200", "cuda") == "h200"
-    assert population_report.device_tag("AMD EPYC", "cpu") == "cpu"
+def test_the_targets_are_the_lone_step_and_the_best_populations_samples_per_second(report):
+    trainers = by_name(report)
+    lone = report["targets"]["lone_step_seconds"]
+    assert lone["measured"] == trainers["lone"]["step"]["seconds_per_step_median"]
+    assert lone["target"] == 0.20e-3 and lone["met"] is (lone["measured"] <= 0.20e-3)
+    best = max(trainers["P=1"]["step"]["samples_per_second"], trainers["P=2"]["step"]["samples_per_second"])
+    population = report["targets"]["population_samples_per_second"]
+    assert population["measured"] == best and population["higher_is_better"] is True
+    assert population["met"] is (best >= 200e6)

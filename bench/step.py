@@ -1,29 +1,20 @@
-"""Populations benchmark (issue 13): P trials as one batched model against one trial at a time.
+"""The trainer's step: the lone trainer's step time and a population's aggregate gradient samples/s.
 
-    python bench/population_gpu.py                  (the H200 shape: 4M training rows, batch 8192, P = 1, 2, 4, 8)
-    python bench/population_gpu.py --device cpu --rows 20000 --batch 256 --hidden 32 --sizes 1,2 \
-        --repeats 2 --replays 2 --out /tmp/population.json                                 (CPU check)
+    python bench/step.py lone                       (the lone trainer at the default settings, 4M rows)
+    python bench/step.py population [--sizes 1,2,4,8,32,64]
+    CPU check: --device cpu --rows 4000 --batch 256 --hidden 16 --sizes 1,2 --repeats 2 --replays 2
 
-Equal work on both sides: the same batch, hidden width and data (synthetic float32 features (n, 42)
-and targets (n, 4) made on the device; one fold of `--rows` training rows, a purge gap and
-validation rows in the proportions of perf_targets.issue_folds). The lone `DQNTrainer` runs the
-default settings; a `DQNTrainer` of P runs P members with distinct shape-free settings (lr,
-gamma, tau spread around the defaults), so no member's work can be shared with another's.
-
-For the lone trainer and each P: (1) warm step throughput: R replays of `step.run()` between two
-synchronizes, K repeats, median seconds per step, aggregate gradient samples/s = P × batch × steps /
-seconds and its ratio to the lone trainer's; (2) one epoch's collection (median of K) and every
-member's diagnostics as an epoch runs them (`epoch_figures`, one host read) + a synchronize; (3) whole epochs (`train_epoch`, median of K) with
-diagnostics and, on a second build with `diagnostics=False`, without, as aggregate samples/s per
-epoch: how much of the step's gain survives the epoch; (4) build seconds, cold (this shape never
-compiled in this process: fresh Inductor and Triton caches for the run) and again with the caches warm.
-
-One JSON (commit, device, torch, date, labels saying what is cold and what warm, medians and every
-repeat) rewritten after each trainer, a table printed as it goes, and a verdict computed from the
-figures: does the best P reach 1.5× the lone trainer's aggregate gradient samples/s? The ratios, the
-verdict and the table's lines are in population_report.py. At the defaults the run is estimated at
-3–4 minutes on an H200 (not yet measured), most of it the ten builds' compiles; --sizes, --rows,
---repeats and --replays shrink it.
+One process, synthetic float32 data made on the device (features (n, 42), 1-bar returns (n, 4); one fold of
+`--rows` training rows, a 60-bar purge and validation rows in the plan's proportions). The lone `DQNTrainer`
+runs the default settings; a `DQNTrainer` of P members runs distinct shape-free settings (lr, gamma, tau),
+so no member's work can be shared. Per trainer: (1) the warm step: R replays of `step.run()` between two
+synchronizes, K repeats, median seconds per step; aggregate gradient samples/s = P × batch × steps / seconds;
+(2) one epoch's collection and every member's diagnostics as an epoch runs them; (3) whole epochs
+(`train_epoch`) with diagnostics and, on a second build without, as aggregate samples/s; (4) the build,
+cold (dynamo reset, empty Inductor and Triton caches of the run's own) and again with the caches warm.
+Every ratio is P × the lone trainer's seconds over the population's; `verdict` says whether the best P
+reaches issue 13's 1.5×, and the `targets` block holds issue 36's: the lone step ≤ 0.20 ms, the best
+population ≥ 200M gradient samples/s.
 """
 
 from __future__ import annotations
@@ -31,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import json
 import math
 import os
 import shutil
@@ -40,13 +30,11 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, replace
-from datetime import datetime, timezone
 from pathlib import Path
 
+import harness as h
 import numpy as np
 import torch
-from population_report import HEADER, LABELS, compare, default_out, device_tag, table_line, verdict
-from provenance import device_name, git_commit
 
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
@@ -54,9 +42,22 @@ from foxhunt.train import DeviceData, DQNTrainer, resolve_device, synchronize
 
 N_FEATURES, N_TARGETS = 42, 4
 MINUTE_NS = 60_000_000_000
-VAL_SHARE = 0.185 / 4.0  # validation rows per training row, as issue_folds' 185k after 4.0M
+VAL_SHARE = 0.185 / 4.0  # validation rows per training row, as the plan's 185k after 4.0M
 PURGE_BARS = 60
 WARM_REPLAYS = 10  # replays after build and collection before any step is timed
+TARGET_SPEEDUP = 1.5  # issue 13: a population's aggregate gradient samples/s against one trial at a time
+TARGET_STEP_SECONDS = 0.20e-3  # issue 36: the lone trainer's step
+TARGET_SAMPLES_PER_SECOND = 200e6  # issue 36: the best population's aggregate gradient samples/s
+LABELS = {
+    "build_cold_seconds": "construction (compile and CUDA-graph capture on CUDA, warm-up, first reset); dynamo "
+    "reset before it, empty Inductor and Triton caches",
+    "build_warm_cache_seconds": "the same shape built again (diagnostics=False): the caches warm",
+    "step": "warm: R replays between two synchronizes, K repeats, median",
+    "collect": "warm: one epoch's collection after one untimed one; median of K",
+    "diagnostics": "warm: every member's diagnostics as an epoch runs them, one host read; median of K",
+    "epoch": "warm: train_epoch's wall after one untimed epoch; median of K",
+    "speedup_vs_lone": "P × the lone trainer's seconds over the population's: aggregate throughput ratio",
+}
 
 
 def sizes(text: str) -> list[int]:
@@ -72,7 +73,8 @@ def sizes(text: str) -> list[int]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=None, help="the JSON (default bench/results/population_gpu-…json)")
+    p.add_argument("what", choices=("lone", "population"), help="the lone trainer only, or populations too")
+    p.add_argument("--out", default=None, help="the JSON (default bench/results/step-…json)")
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
     p.add_argument("--rows", type=int, default=4_000_000, help="training rows of the fold")
     p.add_argument("--batch", type=int, default=DQNConfig().batch_size)
@@ -272,73 +274,111 @@ def fresh_compile_caches(device: torch.device):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def provenance(args: argparse.Namespace, device: torch.device, fold: FoldRange) -> dict:
-    name = device_name(device)
+def compare(record: dict, lone: dict) -> None:
+    """Each throughput against the lone trainer's: P × its seconds over ours (aggregate ratio)."""
+    size = record["size"]
+    record["step"]["speedup_vs_lone"] = (
+        record["step"]["samples_per_second"] / lone["step"]["samples_per_second"]
+    )
+    record["collect"]["speedup_vs_lone"] = (
+        size * lone["collect"]["seconds_median"] / record["collect"]["seconds_median"]
+    )
+    record["diagnostics"]["per_member_vs_lone"] = (
+        record["diagnostics"]["per_member_seconds_median"] / lone["diagnostics"]["per_member_seconds_median"]
+    )
+    for key in ("epoch_with_diagnostics", "epoch_without_diagnostics"):
+        ours, theirs = record[key], lone[key]
+        ours["speedup_vs_lone"] = ours["samples_per_second"] / theirs["samples_per_second"]
+    step_gain = record["step"]["speedup_vs_lone"] - 1.0
+    kept = (
+        (record["epoch_without_diagnostics"]["speedup_vs_lone"] - 1.0) / step_gain if step_gain > 0 else None
+    )
+    record["step_gain_kept_in_epoch"] = kept  # share of the step's gain left in a diagnostics-free epoch
+
+
+def verdict(records: list[dict], target: float = TARGET_SPEEDUP) -> dict:
+    """Whether the best population reaches `target` × the lone trainer's aggregate gradient samples/s."""
+    populations = [r for r in records if r["kind"] == "population"]
+    best = max(populations, key=lambda r: r["step"]["speedup_vs_lone"])
+    speedup = best["step"]["speedup_vs_lone"]
+    epoch = best["epoch_with_diagnostics"]["speedup_vs_lone"]
     return {
-        "benchmark": "population",
-        "commit": git_commit(),
-        "device": name,
-        "device_type": device.type,
-        "device_tag": device_tag(name, device.type),
-        "torch": torch.__version__,
-        "python": sys.version.split()[0],
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cold": "only build.cold_seconds; every other figure is warm (see labels)",
-        "labels": LABELS,
-        "dqn": asdict(DQNConfig(batch_size=args.batch, hidden=args.hidden)),  # the lone trainer's settings
-        "shape": {
-            "train_rows": fold.train_rows,
-            "val_rows": fold.val_rows,
-            "batch_size": args.batch,
-            "hidden": args.hidden,
-            "sizes": args.sizes,
-            "repeats": args.repeats,
-            "replays": args.replays,
-            "data": "synthetic: features N(0, 1) (n, 42), targets N(0, 1e-4) (n, 4), float32, made on the device",
-        },
-        "complete": False,
+        "target": target,
+        "metric": "aggregate gradient samples/s of warm step replays, population over the lone trainer",
+        "best_size": best["size"],
+        "speedup": speedup,
+        "met": speedup >= target,
+        "by_size": {str(r["size"]): r["step"]["speedup_vs_lone"] for r in populations},
+        "best_epoch_speedup_with_diagnostics": epoch,
+        "best_epoch_speedup_without_diagnostics": best["epoch_without_diagnostics"]["speedup_vs_lone"],
+        "epoch_met": epoch >= target,
     }
 
 
-def save(report: dict, out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
+HEADER = (
+    f"{'trainer':<10}{'build s':>14}{'step ms':>9}{'grad samples/s':>16}{'×lone':>7}{'collect ms':>12}"
+    f"{'diag ms/mbr':>12}{'epoch ×lone diag/plain':>24}"
+)
+
+
+def table_line(r: dict) -> str:
+    """One trainer's figures on one line of the table."""
+    build = f"{r['build']['cold_seconds']:.1f}/{r['build']['warm_cache_seconds']:.1f}"
+    gains = "/".join(
+        f"{r[k]['speedup_vs_lone']:.2f}×" for k in ("epoch_with_diagnostics", "epoch_without_diagnostics")
+    )
+    return (
+        f"{r['trainer']:<10}{build:>14}{r['step']['seconds_per_step_median'] * 1e3:>9.3f}"
+        f"{r['step']['samples_per_second']:>16,.0f}{r['step']['speedup_vs_lone']:>6.2f}×"
+        f"{r['collect']['seconds_median'] * 1e3:>12.1f}{r['diagnostics']['per_member_seconds_median'] * 1e3:>12.2f}"
+        f"{gains:>24}"
+    )
+
+
+def targets(records: list[dict]) -> dict:
+    """Issue 36's two figures of the step: the lone trainer's step seconds, the best population's samples/s."""
+    lone = records[0]["step"]["seconds_per_step_median"]
+    found = {
+        "lone_step_seconds": h.target(lone, TARGET_STEP_SECONDS, how="the lone trainer's warm step, median")
+    }
+    populations = [r for r in records if r["kind"] == "population"]
+    if populations:
+        best = max(populations, key=lambda r: r["step"]["samples_per_second"])
+        found["population_samples_per_second"] = h.target(
+            best["step"]["samples_per_second"], TARGET_SAMPLES_PER_SECOND, higher=True,
+            how=f"P = {best['size']}, warm step replays ({best['step']['speedup_vs_lone']:.2f}× the lone trainer)",
+        )  # fmt: skip
+    return found
 
 
 def run(args: argparse.Namespace, device: torch.device) -> Path:
     """Measure the lone trainer, then each population; the JSON after each, the table as it goes."""
     data, fold = synthetic_data(args.rows, device, args.seed)
-    report = provenance(args, device, fold)
-    out = Path(args.out) if args.out else default_out(report)
-    print(f"{report['device']}, torch {report['torch']}, commit {report['commit']}", flush=True)
-    print(
-        f"{fold.train_rows:,} training rows, {fold.val_rows:,} validation rows, batch {args.batch}",
-        flush=True,
+    record = h.provenance("step" if args.what == "lone" else "population_gpu", device.type)
+    record.update(
+        labels=LABELS, complete=False, dqn=asdict(DQNConfig(batch_size=args.batch, hidden=args.hidden))
     )
+    record["shape"] = {"train_rows": fold.train_rows, "val_rows": fold.val_rows, "batch_size": args.batch,
+                       "hidden": args.hidden, "sizes": args.sizes if args.what == "population" else [],
+                       "repeats": args.repeats, "replays": args.replays}  # fmt: skip
+    out = h.default_out(record) if args.out is None else Path(args.out)
     base = DQNConfig(batch_size=args.batch, hidden=args.hidden)
-    report["trainers"] = records = []
-    for size in [None, *args.sizes]:
+    record["trainers"] = records = []
+    for size in [None, *record["shape"]["sizes"]]:
         name = "lone" if size is None else f"P={size}"
         print(f"measuring {name} …", flush=True)
-        record = measure_trainer(name, member_configs(base, size or 1), size is None, data, fold, args)
-        compare(record, records[0] if records else record)
-        records.append(record)
-        if len(records) == 1:
-            print(HEADER, flush=True)
-        print(table_line(record), flush=True)
-        save(report, out)
-    report["verdict"] = verdict(records)
-    report["complete"] = True
-    save(report, out)
-    v = report["verdict"]
-    print(
-        f"best P={v['best_size']}: {v['speedup']:.2f}× the lone trainer's gradient samples/s "
-        f"(target {v['target']:g}×: {'met' if v['met'] else 'not met'}); whole epoch "
-        f"{v['best_epoch_speedup_with_diagnostics']:.2f}× with diagnostics, "
-        f"{v['best_epoch_speedup_without_diagnostics']:.2f}× without",
-        flush=True,
-    )
-    print(f"wrote {out}", flush=True)
+        trainer = measure_trainer(name, member_configs(base, size or 1), size is None, data, fold, args)
+        compare(trainer, records[0] if records else trainer)
+        records.append(trainer)
+        print(*([HEADER] if len(records) == 1 else []), table_line(trainer), sep="\n", flush=True)
+        record["targets"] = targets(records)
+        h.write(record, out)
+    if len(records) > 1:
+        record["verdict"] = verdict(records)
+    record["complete"] = True
+    h.write(record, out)
+    for key, t in record["targets"].items():
+        print(f"{key}: {t['measured']:.4g} (target {t['target']:g}: {'met' if t['met'] else 'not met'})")
     return out
 
 
@@ -348,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         device = resolve_device(args.device)
     except ValueError as error:
-        print(f"population_gpu: {error} (--device cpu runs the CPU check)", file=sys.stderr)
+        print(f"step: {error} (--device cpu runs the CPU check)", file=sys.stderr)
         return 2
     with fresh_compile_caches(device):
         run(args, device)
