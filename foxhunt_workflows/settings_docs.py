@@ -10,6 +10,7 @@ cannot say other than the code; a test keeps the committed page equal to `settin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from foxhunt.config import PIPELINE_DQN, PIPELINE_EPOCHS, PIPELINE_FOLDS, RunConfig
@@ -41,7 +42,7 @@ def cell(text: str) -> str:
     return text.replace("|", "\\|") if text else "none"
 
 
-def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
     """A Markdown table."""
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     return lines + ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
@@ -50,7 +51,7 @@ def table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 def flag_rows() -> list[tuple[str, ...]]:
     """One row per `foxhunt train` flag: flag, field, doc, allowed values, train's and pipeline's default."""
     pipeline = RunConfig(epochs=PIPELINE_EPOCHS, folds=PIPELINE_FOLDS)
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for flag, path in FLAGS.items():
         doc, allowed, default = field_facts(field_at(path))
         _, _, in_pipeline = field_facts(field_at(path), value_at(pipeline, path))
@@ -60,7 +61,7 @@ def flag_rows() -> list[tuple[str, ...]]:
 
 def dqn_rows() -> list[tuple[str, ...]]:
     """One row per DQN setting: key, doc, allowed values, train's and pipeline's default."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for name in DQNConfig.__dataclass_fields__:
         doc, allowed, default = field_facts(field_at(f"dqn.{name}"))
         _, _, in_pipeline = field_facts(field_at(f"dqn.{name}"), getattr(PIPELINE_DQN, name))
@@ -70,7 +71,12 @@ def dqn_rows() -> list[tuple[str, ...]]:
 
 def search_lines() -> list[str]:
     """The search's options: objectives, pruners, population and the default space."""
-    lines = ["## Search (`--trials N`, N > 0)", "", "`--objective` (default `" + DEFAULT_OBJECTIVE + "`):", ""]
+    lines = [
+        "## Search (`--trials N`, N > 0)",
+        "",
+        "`--objective` (default `" + DEFAULT_OBJECTIVE + "`):",
+        "",
+    ]
     lines += [f"- `{name}`: {what}" for name, what in OBJECTIVES.items()]
     lines += ["", f"`--pruner` (default `{DEFAULT_PRUNER}`):", ""]
     lines += [f"- `{name}`: {what}" for name, what in PRUNERS.items()]
@@ -100,7 +106,9 @@ def parameter_rows() -> list[tuple[str, ...]]:
 def settings_page() -> str:
     """The whole page."""
     lines = [INTRO, "## `foxhunt train` and `foxhunt pipeline` flags", ""]
-    lines += table(("flag", "setting", "what it does", "allowed", "train default", "pipeline default"), flag_rows())
+    lines += table(
+        ("flag", "setting", "what it does", "allowed", "train default", "pipeline default"), flag_rows()
+    )
     lines += [
         "",
         "## DQN settings",

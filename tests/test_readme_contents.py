@@ -37,7 +37,8 @@ def test_the_readme_points_at_nothing_outside_the_repository():
 def test_every_heading_the_contents_line_links_exists():
     anchors = re.findall(r"\]\(#([a-z0-9-]+)\)", README)
     headings = {
-        re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", README, re.M)
+        re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", README, re.M)
     }
 
     assert anchors and [a for a in anchors if a not in headings] == []

@@ -20,7 +20,9 @@ def row_of(page: str, first_cell: str) -> list[str]:
 
 
 def test_the_committed_settings_page_is_the_generators_output():
-    assert (REPO / PAGE).read_text() == settings_page(), f"run: python -m foxhunt_workflows.settings_docs {PAGE}"
+    assert (REPO / PAGE).read_text() == settings_page(), (
+        f"run: python -m foxhunt_workflows.settings_docs {PAGE}"
+    )
 
 
 def test_the_page_has_a_row_for_every_flag_dqn_key_and_workflow_parameter():
