@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PROSE = ("README.md", "CHANGELOG.md", "CONTRIBUTING.md", "helm/foxhunt/README.md", "bench/README.md")
+PROSE = (
+    "README.md",
+    "CHANGELOG.md",
+    "CONTRIBUTING.md",
+    "helm/foxhunt/README.md",
+    "bench/README.md",
+    *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")),
+)
 # A dotted name; one followed by "/" is a Kubernetes label or annotation key (foxhunt.io/gpu-pool), no module.
 DOTTED = re.compile(r"\b(foxhunt(?:_workflows)?(?:\.[A-Za-z_][A-Za-z0-9_]*)+)(?![A-Za-z0-9_./])")
 STAGES = ("data", "train", "evaluate", "run", "search", "storage", "cli")

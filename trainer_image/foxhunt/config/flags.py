@@ -128,11 +128,20 @@ def run_config_from_flags(values: dict[str, object], base: RunConfig | None = No
     return replace(base, **top)  # type: ignore[arg-type]  # the values were checked field by field
 
 
+def field_facts(f: Field, value: Any = MISSING) -> tuple[str, str, str]:
+    """A config field's doc, allowed values in words (with its unit) and a value as a flag string: the
+    field's default unless `value` is given ("none" when unset; a nested config's class name)."""
+    if value is MISSING:
+        value = field_default(f)
+        if f.default is MISSING:
+            return f.metadata["doc"], expectation(f), type(value).__name__
+    return f.metadata["doc"], expectation(f), flag_value(value) or "none"
+
+
 def describe(cls: type) -> list[str]:
     """One line per field of a config class: name, doc, allowed values and default."""
     lines = []
     for f in fields(cls):
-        default = field_default(f)
-        shown = type(default).__name__ if f.default is MISSING else flag_value(default) or "none"
-        lines.append(f"{f.name}: {f.metadata['doc']} Allowed: {expectation(f)}. Default: {shown}.")
+        doc, allowed, shown = field_facts(f)
+        lines.append(f"{f.name}: {doc} Allowed: {allowed}. Default: {shown}.")
     return lines
