@@ -39,7 +39,7 @@ def test_train_without_numpy_exits_2_naming_numpy_and_the_install_line(monkeypat
     assert main(["train", "--fxcache", str(tmp_path / "in.fxcache"), "--out", str(tmp_path / "run")]) == 2
     assert capsys.readouterr().err == (
         "foxhunt train: error: foxhunt train needs the train extra, and numpy is not installed: "
-        "pip install 'foxhunt[train]'\n"
+        "pip install '.[train]' (in the foxhunt checkout)\n"
     )
     assert list(tmp_path.iterdir()) == []
 
@@ -48,7 +48,7 @@ def test_render_without_hera_exits_2_with_the_install_line(monkeypatch, capsys, 
     without(monkeypatch, "hera")
 
     assert main(["workflows", "render", "--out", str(tmp_path / "out")]) == 2
-    assert "pip install 'foxhunt[render]'" in capsys.readouterr().err
+    assert "pip install '.[render]' (in the foxhunt checkout)" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 

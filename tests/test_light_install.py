@@ -130,7 +130,7 @@ def test_workflows_render_without_the_render_extra_exits_2_with_the_install_line
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
         "foxhunt workflows render: error: foxhunt workflows render needs the render extra, and hera is not "
-        "installed: pip install 'foxhunt[render]'"
+        "installed: pip install '.[render]' (in the foxhunt checkout)"
     ]
     assert not (tmp_path / "out").exists()
 
@@ -168,7 +168,7 @@ def test_a_training_command_without_the_train_extra_exits_2_with_the_install_lin
     assert line.startswith(
         f"foxhunt {command}: error: foxhunt {command} needs the train extra, and torch, numpy,"
     )
-    assert line.endswith("are not installed: pip install 'foxhunt[train]'")
+    assert line.endswith("are not installed: pip install '.[train]' (in the foxhunt checkout)")
     assert list(tmp_path.iterdir()) == []
 
 

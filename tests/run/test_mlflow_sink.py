@@ -186,7 +186,7 @@ def test_without_the_mlflow_extra_the_flag_exits_2_with_the_install_line(monkeyp
     assert main(["pipeline", "--out", str(tmp_path / "run"), "--mlflow-uri"]) == 2
     assert capsys.readouterr().err == (
         "foxhunt pipeline: error: foxhunt pipeline --mlflow-uri needs the mlflow extra, and mlflow is not "
-        "installed: pip install 'foxhunt[mlflow]'\n"
+        "installed: pip install '.[mlflow]' (in the foxhunt checkout)\n"
     )
     assert list(tmp_path.iterdir()) == []
 

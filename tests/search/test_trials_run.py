@@ -316,7 +316,7 @@ def test_a_search_where_optuna_is_not_installed_exits_2_naming_the_extra(
 ):
     monkeypatch.setitem(sys.modules, "foxhunt.search.driver", None)  # what a missing Optuna makes of it
     assert main(search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 2)) == 2
-    assert "foxhunt[train]" in capsys.readouterr().err
+    assert "pip install '.[train]'" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 

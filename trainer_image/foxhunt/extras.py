@@ -33,8 +33,9 @@ REQUIRED_MODULES: dict[str, tuple[str, ...]] = {
 
 
 def install_line(extra: str) -> str:
-    """The pip command that installs `extra` (quoted for a POSIX shell)."""
-    return f"pip install 'foxhunt[{extra}]'"
+    """The pip command that installs `extra` from a foxhunt checkout (quoted for a POSIX shell): the
+    project is installed from its repository, not from a package registry."""
+    return f"pip install '.[{extra}]' (in the foxhunt checkout)"
 
 
 def needs_note(extra: str) -> str:
