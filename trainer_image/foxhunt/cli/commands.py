@@ -80,7 +80,10 @@ def search_planner(settings: RunConfig):
     try:
         from foxhunt.search.driver import plan_search  # Optuna: imported by a search only
     except ImportError as exc:
-        raise UsageError(f"--trials needs the search's packages (the train extra: pip install '.[train]' in the foxhunt checkout): {exc}") from exc
+        raise UsageError(
+            f"--trials needs the search's packages (the train extra: pip install '.[train]' in the "
+            f"foxhunt checkout): {exc}"
+        ) from exc
     return plan_search
 
 
