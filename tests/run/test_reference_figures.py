@@ -54,7 +54,7 @@ def reference_fxcache(tmp_path_factory):
 
 @pytest.mark.parametrize("name", ["study", "study_population"])
 def test_a_small_study_reproduces_the_recorded_figures(name, reference_fxcache, tmp_path):
-    differences = _differences(run_reference(name, tmp_path, reference_fxcache, forked=True), RECORDED[name])
+    differences = _differences(run_reference(name, tmp_path, reference_fxcache), RECORDED[name])
     assert not differences, f"{len(differences)} differences:\n" + "\n".join(differences[:40])
 
 
