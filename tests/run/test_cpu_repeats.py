@@ -20,10 +20,10 @@ from support.run_cases import TrainProcess, completed_folds
 
 pytestmark = pytest.mark.slow
 
-EPOCHS = 6
-# Two folds of 30 training days (43,200 bars each) of a network small enough for seconds per fold.
+EPOCHS = 4
+# Two folds of 25 training days (36,000 bars each) of a network small enough for seconds per fold.
 ARGS = (
-    "--epochs", str(EPOCHS), "--train-days", "30", "--val-days", "5", "--step-days", "5",
+    "--epochs", str(EPOCHS), "--train-days", "25", "--val-days", "5", "--step-days", "5",
     "--max-folds", "2", "--device", "cpu", "--seed", "7",
 )  # fmt: skip
 PARAMS = {"dqn": {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4}}
