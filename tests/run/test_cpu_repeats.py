@@ -21,9 +21,10 @@ from support.run_cases import TrainProcess, completed_folds
 pytestmark = pytest.mark.slow
 
 EPOCHS = 4
-# Two folds of 25 training days (36,000 bars each) of a network small enough for seconds per fold.
+# Two folds of 35 training days (about 38,000 bars each, past the grain) of a network small enough for
+# seconds per fold.
 ARGS = (
-    "--epochs", str(EPOCHS), "--train-days", "25", "--val-days", "5", "--step-days", "5",
+    "--epochs", str(EPOCHS), "--train-days", "35", "--val-days", "5", "--step-days", "5",
     "--max-folds", "2", "--device", "cpu", "--seed", "7",
 )  # fmt: skip
 PARAMS = {"dqn": {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4}}
