@@ -1,3 +1,9 @@
+# The CLI's numeric mode (MKL_CBWR, foxhunt/config/numerics.py) before anything here loads torch: MKL reads
+# it once, at its first call, and the in-process runs, the fork server and every subprocess inherit it.
+from foxhunt.config.numerics import pin_cpu_numerics
+
+pin_cpu_numerics()
+
 # Fails the session if any test opens a file outside the repository (tests/support/outside_reads.py).
 from support.outside_reads import outside_reads, pytest_runtest_setup, pytest_sessionfinish  # noqa
 

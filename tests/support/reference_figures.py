@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -34,6 +35,20 @@ RUNS = {
     "study_population": ("train", *STUDY_ARGS, "--trials", "4", "--population", "2"),
 }
 TINY_BARS, TINY_SEED = 20_000, 3
+# The portable numeric mode every reference run takes, whatever the outer environment says: ATen's AVX2
+# kernels, MKL's AVX2 branch in its strict reproducible mode, oneDNN capped at AVX2, and numpy's AVX-512
+# loops off (its names for them in numpy 1.26 and 2.x; an unknown name is ignored). Every x86-64 CPU with
+# AVX2 then computes the same bits: by default each library picks AVX-512 kernels on one CPU and AVX2 on
+# another, which round differently (numpy's AVX-512 loops move 12 of the 8.4 million features of a
+# 200,000-bar sample fxcache by one float32 ulp, and training carries that into every figure).
+# Variables that would move MKL off that branch are dropped.
+PORTABLE_NUMERICS = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "AVX2,STRICT",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512F AVX512CD AVX512_SKX AVX512_CLX AVX512_CNL AVX512_ICL AVX512_SPR",
+}
+DROPPED_NUMERICS = ("MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE")
 # Leaves that measure time, name the run, its place or its files, or repeat figures held elsewhere
 # (the fold report's `validation` repeats its `evaluation`'s numbers).
 SKIPPED_KEYS = {
@@ -80,35 +95,47 @@ def run_figures(out: Path) -> dict[str, object]:
     return figures
 
 
-def make_tiny_fxcache(path: Path) -> Path:
-    """The study's fxcache: 20,000 generated bars (tests/run_cases.py's tiny_fxcache)."""
-    from foxhunt.run.precompute import precompute
+def portable_env() -> dict[str, str]:
+    """This process's environment in the portable numeric mode, for a reference run's process."""
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED_NUMERICS}
+    return {**env, **PORTABLE_NUMERICS}
 
-    precompute(None, str(path), sample_bars=TINY_BARS, seed=TINY_SEED, progress=lambda _: None)
+
+def make_tiny_fxcache(path: Path) -> Path:
+    """The study's fxcache: 20,000 generated bars (tests/run_cases.py's tiny_fxcache), made in a process of
+    its own in the portable numeric mode (its features go through numpy's vector loops)."""
+    code = (
+        "import sys; from foxhunt.run.precompute import precompute; "
+        f"precompute(None, sys.argv[1], sample_bars={TINY_BARS}, seed={TINY_SEED}, progress=lambda _: None)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=portable_env(),
+    )
+    assert done.returncode == 0, done.stderr
     return path
 
 
-def run_reference(
-    name: str, work: Path, fxcache: Path | None = None, *, forked: bool = False
-) -> dict[str, object]:
-    """Run reference run `name` under `work` with `python -m foxhunt`, or with `forked` as a process forked
-    from one that has imported torch (tests/support/forked_runs.py, in a test session); its figures."""
+def run_reference(name: str, work: Path, fxcache: Path | None = None) -> dict[str, object]:
+    """Run reference run `name` under `work` as a fresh `python -m foxhunt` in the portable numeric mode (a
+    process forked from one that has loaded torch would keep that one's kernels); its figures."""
     out = work / name
     argv = [*RUNS[name], "--out", str(out)]
     if name != "pipeline":
         params = work / "params.json"
         params.write_text(json.dumps(STUDY_PARAMS))
         argv += ["--fxcache", str(fxcache), "--hyperopt-params", str(params)]
-    if forked:
-        from support.forked_runs import start_foxhunt
-
-        console = work / f"{name}.log"
-        assert start_foxhunt(argv, console).wait(timeout=900) == 0, console.read_text()
-    else:
-        done = subprocess.run(
-            [sys.executable, "-m", "foxhunt", *argv], capture_output=True, text=True, timeout=900
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "foxhunt", *argv],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=portable_env(),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
     return run_figures(out)
 
 
@@ -122,11 +149,14 @@ class DefaultPipeline:
 
 @pytest.fixture(scope="session")
 def default_pipeline(tmp_path_factory) -> DefaultPipeline:
-    """`foxhunt pipeline` from the console script in a fresh folder, once a session: the console script's
-    test and the default pipeline's recorded figures read the same run (about 30 s of CPU each time)."""
+    """`foxhunt pipeline` from the console script in a fresh folder, once a session, in the portable numeric
+    mode: the console script's test and the default pipeline's recorded figures read the same run (about
+    30 s of CPU each time)."""
     work = tmp_path_factory.mktemp("default-pipeline")
     exe = shutil.which("foxhunt") or str(Path(sys.executable).parent / "foxhunt")
-    done = subprocess.run([exe, "pipeline"], cwd=work, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [exe, "pipeline"], cwd=work, capture_output=True, text=True, timeout=900, env=portable_env()
+    )
     return DefaultPipeline(done, work / "foxhunt-out")
 
 

@@ -14,6 +14,7 @@ import traceback
 
 from foxhunt import redaction
 from foxhunt.cli.parser import build_parser
+from foxhunt.config.numerics import pin_cpu_numerics
 from foxhunt.errors import EXIT_FAILURE, EXIT_USAGE, FoxhuntError, RunInterrupted
 from foxhunt.extras import require_extra
 
@@ -22,6 +23,8 @@ DEBUG_ENV = "FOXHUNT_DEBUG"  # set to 1 for the traceback of an unexpected error
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script: every error ends as one line on stderr and an exit code."""
+    # Before any command imports torch: MKL reads its numeric mode once, at its first call.
+    pin_cpu_numerics()
     parser = build_parser()
     args = parser.parse_args(argv)
     name = f"foxhunt {args.command}"

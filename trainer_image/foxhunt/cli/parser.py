@@ -13,6 +13,10 @@ from foxhunt.config.setting import expectation
 from foxhunt.extras import needs_note
 
 DESCRIPTION = "The `foxhunt` command: precompute, train, pipeline, evaluate, workflows render, submit."
+EPILOG = (
+    "A CPU run repeats bit for bit at any thread count: the command sets MKL_CBWR=AVX2,STRICT (MKL's "
+    "reproducible mode) unless the environment sets MKL_CBWR (README, Reproducibility)."
+)
 _GROUPS = {"folds": "walk-forward folds", "eval": "evaluation (fixed per run, never searched)"}
 _PYTHON_TYPES = {"int": int, "float": float, "str": str}
 
@@ -120,7 +124,7 @@ def _add_bar_reading(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every sub-command."""
-    parser = argparse.ArgumentParser(prog="foxhunt", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="foxhunt", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"foxhunt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
+from foxhunt.train.reductions import fixed_sum
+
 RIDGE_LAMBDA = 1e-2  # penalty per row on standardised features: (Z'Z / n + λI) w = Z'y / n
 _CHUNK_ROWS = 1 << 20  # rows per float64 block of the normal equations: bounds device memory
 
@@ -52,7 +54,7 @@ def normal_equations(features: torch.Tensor, targets: Sequence[torch.Tensor]) ->
     for lo in range(0, n, _CHUNK_ROWS):
         sum_x += features[lo : lo + _CHUNK_ROWS].double().sum(0)
         for total, target in zip(sum_y, targets, strict=True):
-            total += target[lo : lo + _CHUNK_ROWS].double().sum()
+            total += fixed_sum(target[lo : lo + _CHUNK_ROWS].double())
     mean, y_means = sum_x / n, [total / n for total in sum_y]
     gram = torch.zeros((k, k), dtype=torch.float64, device=dev)
     crosses = [torch.zeros(k, dtype=torch.float64, device=dev) for _ in targets]

@@ -100,6 +100,7 @@ def ridge_penalty(features: torch.Tensor, target: torch.Tensor, horizon: int) ->
     mean squared error on the tail (the first of equals); `ridge.RIDGE_LAMBDA` when the slice is
     too short for a tail. The rows' normal equations are formed once for all the penalties."""
     from foxhunt.evaluate.ridge import RIDGE_LAMBDA, normal_equations, predict_ridges, solve_ridge
+    from foxhunt.train.reductions import fixed_mean
 
     split = split_for_tail(features.shape[0], horizon)
     if split is None:
@@ -108,7 +109,7 @@ def ridge_penalty(features: torch.Tensor, target: torch.Tensor, horizon: int) ->
     equations = normal_equations(features[:fit_rows], [target[:fit_rows]])
     fits = [solve_ridge(equations, 0, lam) for lam in RIDGE_LAMBDAS]
     tail_y = target[tail_start:].double()
-    errors = [float(((pred - tail_y) ** 2).mean()) for pred in predict_ridges(fits, features[tail_start:])]
+    errors = [float(fixed_mean((pred - tail_y) ** 2)) for pred in predict_ridges(fits, features[tail_start:])]
     return RIDGE_LAMBDAS[errors.index(min(errors))]
 
 
@@ -174,6 +175,8 @@ def _fit_mlp(
 ) -> MLPFit:
     import torch
 
+    from foxhunt.train.reductions import fixed_mean, fixed_std
+
     n, k = features.shape
     if n < 1:
         raise ValueError("the MLP needs at least 1 training row")
@@ -184,7 +187,7 @@ def _fit_mlp(
     mean, std = x64.mean(0), x64.std(0, unbiased=False)
     std = torch.where(std > 1e-8, std, torch.ones_like(std))
     y64 = target[:fit_rows].double()
-    y_mean, y_std = float(y64.mean()), float(y64.std(unbiased=False)) or 1.0
+    y_mean, y_std = float(fixed_mean(y64)), float(fixed_std(y64)) or 1.0
     mean, std = mean.float(), std.float()
 
     def scaled_target(rows) -> torch.Tensor:
@@ -214,7 +217,8 @@ def _fit_mlp(
 
     def tail_loss() -> float:
         with torch.no_grad():
-            return float(torch.nn.functional.mse_loss(net(tail_z).squeeze(1), tail_y))
+            # fixed_mean: a long tail's mean would otherwise round by the CPU's thread count
+            return float(fixed_mean((net(tail_z).squeeze(1) - tail_y) ** 2))
 
     if split is None:  # too short for a tail: the step-0 model, which predicts the training mean
         net.eval()

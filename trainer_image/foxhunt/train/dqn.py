@@ -39,6 +39,7 @@ from foxhunt.train.held_returns import bootstrap_bars, discount_table_, new_disc
 from foxhunt.train.member_policy import MemberPolicies
 from foxhunt.train.networks import build_qnet, linears, member_network
 from foxhunt.train.policy import policy_state
+from foxhunt.train.reductions import fixed_mean
 from foxhunt.train.replay import Replay
 from foxhunt.train.selection import TailSelection, head_end
 from foxhunt.train.settings import StepSettings, check_population, check_shape_free
@@ -80,7 +81,8 @@ def huber_loss(q: torch.Tensor, y: torch.Tensor, delta: torch.Tensor) -> torch.T
     """Mean Huber (smooth L1) loss over the batch (the last dimension) with a knee at `delta`."""
     diff = q - y
     size = diff.abs()
-    return torch.where(size < delta, 0.5 * diff * diff / delta, size - 0.5 * delta).mean(dim=-1)
+    # fixed_mean: a batch past ATen's grain would otherwise round by the CPU's thread count (reductions.py)
+    return fixed_mean(torch.where(size < delta, 0.5 * diff * diff / delta, size - 0.5 * delta))
 
 
 class DQNTrainer:
@@ -294,7 +296,9 @@ class DQNTrainer:
         q, y, q_all = self.q_and_target(u)
         losses = huber_loss(q, y, self.settings.huber_delta.unsqueeze(1))
         q_abs = q_all.detach().abs()
-        return losses.sum(), torch.stack([losses.detach(), q_abs.mean(dim=(1, 2)), q_abs.amax(dim=(1, 2))])
+        return losses.sum(), torch.stack(
+            [losses.detach(), fixed_mean(q_abs.flatten(1)), q_abs.amax(dim=(1, 2))]
+        )
 
     def zero_grad(self) -> None:
         # None, not zeros: backward writes each gradient (no add to zeros); captured, in the graph's pool.

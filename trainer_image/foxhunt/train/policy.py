@@ -17,6 +17,7 @@ from torch import nn
 from foxhunt.config import NS_PER_YEAR
 from foxhunt.data.pnl import ExecutionRows, net_pnl
 from foxhunt.train.device_data import chunk_rows
+from foxhunt.train.reductions import fixed_mean, fixed_std, fixed_sum
 
 N_ACTIONS = 3
 FLAT = 1  # action index of the flat position
@@ -134,9 +135,9 @@ def periods_per_year(timestamp: np.ndarray) -> float:
 
 def annualised_sharpe(pnl: torch.Tensor, periods: float) -> torch.Tensor:
     """Mean over standard deviation of per-bar returns, times sqrt(bars per year); 0 when flat."""
-    pnl = pnl.double()
-    mean = pnl.mean()
-    std = pnl.std(correction=0)
+    pnl = pnl.double().reshape(-1)
+    mean = fixed_mean(pnl)  # fixed: the same bits at any CPU thread count (reductions.py)
+    std = fixed_std(pnl)
     return torch.where(std > 0, mean / std * math.sqrt(periods), torch.zeros_like(mean))
 
 
@@ -156,12 +157,12 @@ def policy_metric_tensors(
     zero = torch.zeros((), dtype=torch.float64, device=pnl.device)
     return {
         "sharpe": annualised_sharpe(pnl, periods),
-        "total_return": pnl.sum(),
+        "total_return": fixed_sum(pnl),
         "max_drawdown": drawdown.double(),
-        "turnover": changes.sum().double(),
+        "turnover": fixed_sum(changes).double(),
         "hit_rate": torch.where(active.sum() > 0, hits / active.sum().clamp(min=1), zero).double(),
         "gross_sharpe": annualised_sharpe(gross, periods),
-        "gross_return": gross.sum(),
+        "gross_return": fixed_sum(gross),
         "exposure": positions.abs().double().mean() if n else zero,
     }
 

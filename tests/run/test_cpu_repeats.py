@@ -1,0 +1,109 @@
+"""A CPU run repeats bit for bit: the same command in fresh processes gives the same weights and figures at
+2 threads, at 1 thread, and after a SIGKILL inside fold 1 and the same command again (issue 32).
+
+The folds' training slices are longer than ATen's grain (32,768 elements), so the in-sample Sharpe, the
+baselines' means and the evaluation's sums are the long reductions that torch splits across threads;
+the processes run `python -m foxhunt` with the intra-op thread count set through OMP_NUM_THREADS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.reference_figures import run_figures
+from support.run_cases import TrainProcess, completed_folds
+
+pytestmark = pytest.mark.slow
+
+EPOCHS = 4
+# Two folds of 35 training days (about 38,000 bars each, past the grain) of a network small enough for
+# seconds per fold.
+ARGS = (
+    "--epochs", str(EPOCHS), "--train-days", "35", "--val-days", "5", "--step-days", "5",
+    "--max-folds", "2", "--device", "cpu", "--seed", "7",
+)  # fmt: skip
+PARAMS = {"dqn": {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4}}
+BARS = 60_000
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory) -> tuple[Path, Path]:
+    """An fxcache of 60,000 generated bars and the small network's parameters file."""
+    from foxhunt.run.precompute import precompute
+
+    work = tmp_path_factory.mktemp("repeats")
+    fxcache, params = work / "bars.fxcache", work / "params.json"
+    precompute(None, str(fxcache), sample_bars=BARS, seed=5, progress=lambda _: None)
+    params.write_text(json.dumps(PARAMS))
+    return fxcache, params
+
+
+def start(inputs: tuple[Path, Path], out: Path, threads: int) -> TrainProcess:
+    """`python -m foxhunt train` in a fresh process with `threads` intra-op threads; console beside `out`."""
+    fxcache, params = inputs
+    argv = ["train", "--fxcache", str(fxcache), "--hyperopt-params", str(params), "--out", str(out), *ARGS]
+    env = {k: v for k, v in os.environ.items() if k not in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID")}
+    env.update(OMP_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
+    console = out.with_suffix(".log")
+    with console.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "foxhunt", *argv], stdout=sink, stderr=subprocess.STDOUT, env=env
+        )
+    return TrainProcess(process, console)  # type: ignore[arg-type]  (a Popen answers as a ForkedProcess)
+
+
+def only_folds(figures: dict[str, object]) -> dict[str, object]:
+    """Every fold's weights digests, positions digest and report figures (the run's own files set aside:
+    a resumed run's summary names the folds it resumed)."""
+    return {k: v for k, v in figures.items() if k.startswith("fold_")}
+
+
+def finished(inputs: tuple[Path, Path], out: Path, threads: int) -> dict[str, object]:
+    run = start(inputs, out, threads)
+    assert run.finish() == 0, run.output()
+    return run_figures(out)
+
+
+@pytest.fixture(scope="module")
+def at_two_threads(inputs, tmp_path_factory) -> dict[str, object]:
+    """The uninterrupted run's figures at 2 threads."""
+    return finished(inputs, tmp_path_factory.mktemp("two") / "out", threads=2)
+
+
+def _differences(got: dict, want: dict) -> list[str]:
+    keys = sorted(got.keys() | want.keys())
+    return [f"{k}: {got.get(k)!r} != {want.get(k)!r}" for k in keys if got.get(k) != want.get(k)]
+
+
+def test_the_same_training_twice_at_two_threads_gives_every_weight_and_figure_bit_for_bit(
+    inputs, at_two_threads, tmp_path
+):
+    again = finished(inputs, tmp_path / "out", threads=2)
+    assert sum(":" in k for k in again) == 2 * 6  # both folds' six weight tensors are compared
+    assert not _differences(again, at_two_threads), "\n".join(_differences(again, at_two_threads)[:20])
+
+
+def test_one_thread_gives_the_two_thread_run_bit_for_bit(inputs, at_two_threads, tmp_path):
+    alone = finished(inputs, tmp_path / "out", threads=1)
+    assert not _differences(alone, at_two_threads), "\n".join(_differences(alone, at_two_threads)[:20])
+
+
+def test_a_cpu_run_killed_inside_fold_1_at_two_threads_resumes_to_the_uninterrupted_run(
+    inputs, at_two_threads, tmp_path
+):
+    out = tmp_path / "out"
+    first = start(inputs, out, threads=2)
+    first.wait_for("fold 1 epoch 2/")
+    first.process.kill()
+    first.finish()
+    assert completed_folds(out) == [0]  # killed inside fold 1, after fold 0 completed
+    second = start(inputs, out, threads=2)
+    assert second.finish() == 0, second.output()
+    assert "fold 0 skipped: completed by an earlier attempt" in second.output()
+    resumed, uninterrupted = only_folds(run_figures(out)), only_folds(at_two_threads)
+    assert not _differences(resumed, uninterrupted), "\n".join(_differences(resumed, uninterrupted)[:20])
