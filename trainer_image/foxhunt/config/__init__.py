@@ -240,7 +240,8 @@ class RunConfig:
 
 
 # Settings that shape the results: a resumed run must have the same ones (the manifest compares them).
-RESULT_SETTINGS: tuple[str, ...] = ("model", "epochs", "seed", "trials", "folds", "dqn", "eval")
+# `seeds` too: a resume takes over every seed's folds, so they must be the same seeds.
+RESULT_SETTINGS: tuple[str, ...] = ("model", "epochs", "seed", "seeds", "trials", "folds", "dqn", "eval")
 
 # Pipeline defaults (`foxhunt pipeline`, the local run on generated bars): about 25 s on 2 CPU cores.
 # Without a --hyperopt-params file its DQN settings differ from `train`'s GPU defaults where half a

@@ -23,7 +23,7 @@ from foxhunt.config import RESULT_SETTINGS
 from foxhunt.errors import UsageError
 from foxhunt.redaction import scrub_record
 from foxhunt.run.manifest_schema import validate
-from foxhunt.run.out_folder import overwrite_plan, remove_planned
+from foxhunt.run.out_folder import folds_folder, overwrite_plan, remove_planned
 
 MANIFEST_NAME = out_dir.MANIFEST
 MANIFEST_FORMAT = 1
@@ -161,12 +161,13 @@ def verify_fold(out_uri: str, record: FoldRecord) -> str | None:
 
 
 def run_outputs(out_uri: str) -> list[str]:
-    """Names in `out_uri` that a run wrote: the run files, fold folders and trial folders (`trials/0007`)."""
+    """Names in `out_uri` that a run wrote: the run files, fold folders, an extra seed's and the holdout's
+    folders (`seed_12`, `holdout`) and trial folders (`trials/0007`)."""
     found = set()
     for name in storage.list_prefix(out_uri):
         top, _, rest = name.partition("/")
         trial = rest.partition("/")[0]
-        if top in RUN_FILES or OUTPUT_FOLDER.fullmatch(top):
+        if top in RUN_FILES or OUTPUT_FOLDER.fullmatch(top) or (rest and folds_folder(top)):
             found.add(top)
         elif top == TRIALS_FOLDER and TRIAL_FOLDER.fullmatch(trial):
             found.add(f"{top}/{trial}")
