@@ -37,6 +37,18 @@ def pushgateway_problem(url: str) -> str | None:
     return None
 
 
+def pushgateway_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """`url` without its userinfo, and the (user, password) it carried for HTTP basic auth (None
+    without userinfo). Percent-encoded characters are decoded; a user alone has an empty password."""
+    scheme, sep, body = url.rpartition("://") if "://" in url else ("", "", url)
+    userinfo, at, rest = body.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    plain = f"{scheme}{sep}{rest}"
+    return plain, (urllib.parse.unquote(user), urllib.parse.unquote(password))
+
+
 def check_pushgateway(url: str | None) -> str | None:
     """`url` when it is usable as a Pushgateway; ConfigError (exit 2, the URL redacted) when not."""
     if url:

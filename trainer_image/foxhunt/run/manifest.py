@@ -82,7 +82,8 @@ class Manifest:
             "device": self.device,
         }
         for name in RESULT_SETTINGS:
-            flat.update(_flatten(self.config.get(name), name))
+            # As written (URLs redacted): a setting redacted in the file compares equal to the live one.
+            flat.update(_flatten(scrub_record(self.config.get(name), registered=False), name))
         flat.update(_flatten(self.search, "search") if self.search else {})
         return flat
 
@@ -92,7 +93,10 @@ class Manifest:
         data["trials"] = {
             str(k): {"folds": {str(f): r for f, r in v["folds"].items()}} for k, v in data["trials"].items()
         }
-        return (json.dumps(scrub_record(data), indent=2) + "\n").encode()  # no password in a setting
+        # No password in a setting: URLs (with or without a scheme) are redacted by their structure.
+        # Registered secrets are not looked for: a setting that spells one (`fill: close`) stays as it
+        # is, so the file reads the same whatever secrets the next attempt has, and it resumes.
+        return (json.dumps(scrub_record(data, registered=False), indent=2) + "\n").encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Manifest:
