@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from support import strict_json
 from support.run_cases import completed_folds, copy_run, fold_outputs, quick_argv
 
 from foxhunt.cli import main
@@ -117,11 +118,11 @@ def test_a_finished_run_started_again_trains_nothing_and_keeps_its_results(
     quick_run, tiny_fxcache, tiny_params, tmp_path, capsys
 ):
     out = copy_run(quick_run, tmp_path / "out")
-    first = json.loads((out / "summary.json").read_text())
+    first = strict_json.read(out / "summary.json")
     capsys.readouterr()
     assert main(quick_argv(tiny_fxcache, out, tiny_params)) == 0
     assert " epoch " not in capsys.readouterr().out
-    again = json.loads((out / "summary.json").read_text())
+    again = strict_json.read(out / "summary.json")
     assert again["resumed_folds"] == [0, 1, 2]
     assert again["folds"] == first["folds"]
 

@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+from support import strict_json
 from support.run_cases import TINY_DQN, quick_argv, train_argv
 
 from foxhunt.cli import main
@@ -18,8 +19,7 @@ def _params(tmp_path, **dqn) -> str:
 
 def fold_reports(out) -> dict[int, dict]:
     return {
-        int(d.name.split("_")[1]): json.loads((d / "report.json").read_text())
-        for d in sorted(out.glob("fold_*"))
+        int(d.name.split("_")[1]): strict_json.read(d / "report.json") for d in sorted(out.glob("fold_*"))
     }
 
 
@@ -36,12 +36,12 @@ def test_seeds_side_by_side_keep_member_zero_as_the_run_and_report_the_spread(
         assert np.array_equal(_positions(one, fold), _positions(three, fold))
     assert (three / "seed_12" / "fold_2" / "positions.npy").exists()
     assert (three / "seed_13" / "fold_2" / "weights.pt").exists()
-    spread = json.loads((three / "summary.json").read_text())["seed_spread"]
+    spread = strict_json.read(three / "summary.json")["seed_spread"]
     assert spread["seeds"] == [11, 12, 13]
-    stitched = json.loads((one / "summary.json").read_text())["stitched"]
+    stitched = strict_json.read(one / "summary.json")["stitched"]
     assert spread["sharpe"]["11"] == stitched["policies"]["model"]["net"]["sharpe"]
     assert spread["median"] == float(np.median(list(spread["sharpe"].values())))
-    assert "seed_spread" not in json.loads((one / "summary.json").read_text())
+    assert "seed_spread" not in strict_json.read(one / "summary.json")
 
 
 def test_each_fold_reports_the_epoch_chosen_on_the_training_tail(tiny_fxcache, tmp_path):

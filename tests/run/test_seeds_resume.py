@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support import strict_json
 from support.run_cases import ONE_FOLD, copy_run, train_argv
 
 from foxhunt.cli import main
@@ -69,7 +70,7 @@ def test_a_deleted_fold_is_trained_again_and_the_spread_keeps_every_seed(
 
     assert code == 0, console
     assert "fold 0 skipped" in console and "fold 1: fold_1/weights.pt is missing" in console
-    spread = json.loads((out / "summary.json").read_text())["seed_spread"]
+    spread = strict_json.read(out / "summary.json")["seed_spread"]
     assert spread["seeds"] == [11, 12]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from support import strict_json
 from support.forked_runs import ForkedProcess, start_foxhunt
 
 EPOCHS = 24
@@ -93,7 +94,7 @@ class QuickRun:
 
     @property
     def summary(self) -> dict:
-        return json.loads((self.out / "summary.json").read_text())
+        return strict_json.read(self.out / "summary.json")
 
 
 @pytest.fixture(scope="session")
@@ -187,7 +188,7 @@ def fold_outputs(out: Path) -> dict[int, dict]:
     folds = {}
     for fold_dir in sorted(out.glob("fold_*")):
         fold = int(fold_dir.name.split("_")[1])
-        report = json.loads((fold_dir / "report.json").read_text())
+        report = strict_json.read(fold_dir / "report.json")
         folds[fold] = {
             "validation": validation_figures(report),
             "loss": report["loss"],

@@ -37,6 +37,12 @@ MAX_ROWS = 10**9
 MAX_FOLDS = 100_000
 MAX_EPOCHS = 100_000
 MAX_TRIALS = 100_000
+# The execution model's upper bounds: past them every figure is noise or overflows (1e300 slippage
+# gives NaN Sharpes). Slippage and the spread in returns share MAX_COST (100% of the position per
+# change); financing is at most 100% a year; a session's spread at most 100 times the main one.
+MAX_FINANCING = 1.0
+MAX_OFF_SESSION_FACTOR = 100.0
+MAX_PRICE = 1e9  # a close, and a spread, in price points
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,8 @@ class FoldConfig:
     )
     holdout_days: float = setting(
         0.0,
-        "The last days that no fold and no trial sees; the headline is measured on them (0: none).",
+        "The last days that no fold and no trial sees; the headline is measured on them (0: none). They "
+        "must hold at least min_val_rows bars, as a fold's validation must (checked on the data).",
         low=0,
         high=MAX_DAYS,
         unit="days",
@@ -111,26 +118,38 @@ class EvalConfig:
     # The execution model (foxhunt.evaluate.execution): fixed for a run, never searched.
     spread_points: float = setting(
         0.0,
-        "Full bid-ask spread in price points (needs first_close); half per unit of change.",
+        "Full bid-ask spread in price points (needs first_close); half per unit of change. At most "
+        "first_close × MAX_COST (a spread of 100% of the price).",
         low=0,
+        high=MAX_PRICE,
         unit="points",
     )
     first_close: float = setting(
         0.0,
         "Close of the first loaded bar: the price level that turns points into returns.",
         low=0,
+        high=MAX_PRICE,
         unit="price",
     )
     session: str = setting("", "Main session HH:MM-HH:MM UTC, Monday to Friday ('' = every bar).")
     off_session_factor: float = setting(
-        1.0, "How many times wider every spread is outside the main session.", low=1
+        1.0,
+        "How many times wider every spread is outside the main session.",
+        low=1,
+        high=MAX_OFF_SESSION_FACTOR,
     )
-    slippage: float = setting(0.0, "Slippage per unit of position change.", low=0, unit="log-return units")
+    slippage: float = setting(
+        0.0, "Slippage per unit of position change.", low=0, high=MAX_COST, unit="log-return units"
+    )
     fill: str = setting(
         "close", "Fill at the decision bar's close, or at the next bar's open.", choices=FILLS
     )
     financing: float = setting(
-        0.0, "Overnight financing: yearly rate on |position| per daily rollover held.", low=0, unit="per year"
+        0.0,
+        "Overnight financing: yearly rate on |position| per daily rollover held.",
+        low=0,
+        high=MAX_FINANCING,
+        unit="per year",
     )
 
     def __post_init__(self) -> None:
@@ -139,6 +158,13 @@ class EvalConfig:
             self.execution_settings()
         except ValueError as exc:
             raise ConfigError("eval config", "execution", str(exc)) from None
+        if self.spread_points > 0 and self.spread_points > self.first_close * MAX_COST:
+            raise ConfigError(
+                "eval config",
+                "spread_points",
+                f"{self.spread_points:g} points is more than the price ({self.first_close:g}) itself: "
+                f"at most first_close × {MAX_COST:g}",
+            )
 
     def execution_settings(self) -> ExecutionSettings:
         """The execution model's settings (`foxhunt.evaluate.execution`)."""

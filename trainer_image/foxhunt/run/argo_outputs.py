@@ -9,12 +9,11 @@ stitched record has no `stitched_sharpe`, and the template's default (empty) sta
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.evaluate.evaluation import MODEL
 from foxhunt.evaluate.reports import RunSummary
 
@@ -42,7 +41,7 @@ def write_argo_outputs(summary: RunSummary, out_uri: str, progress: Callable[[st
     if not folder:
         return []
     files: dict[str, bytes] = {
-        SUMMARY_FILE: (json.dumps(summary.to_dict(), indent=2) + "\n").encode(),
+        SUMMARY_FILE: (strict_json.dumps(summary.to_dict(), indent=2) + "\n").encode(),
         SUMMARY_URI_FILE: summary_uri(out_uri).encode(),
     }
     if summary.stitched is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.config import PHASES
 from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
@@ -48,7 +48,7 @@ def _print(msg: str) -> None:
 
 
 def _json_bytes(payload: dict) -> bytes:
-    return (json.dumps(payload, indent=2) + "\n").encode()
+    return (strict_json.dumps(payload, indent=2) + "\n").encode()
 
 
 def fold_dates(fold_range: FoldRange, timestamp: np.ndarray) -> FoldDates:

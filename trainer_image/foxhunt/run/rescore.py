@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.config import EvalConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import BadInput, UsageError
@@ -218,7 +218,7 @@ def write_saved_run_score(score: SavedRunScore, out_uri: str) -> list[str]:
     """Write `evaluation.json` and (with matplotlib) `run.png` into `out_uri`."""
     from foxhunt.evaluate.run_scores import run_pictures
 
-    written = {out_dir.EVALUATION: (json.dumps(score.to_dict(), indent=2) + "\n").encode()}
+    written = {out_dir.EVALUATION: (strict_json.dumps(score.to_dict(), indent=2) + "\n").encode()}
     try:
         written.update(run_pictures(score.evaluation, [], f"{score.run} on {score.fxcache}"))
     except ImportError:

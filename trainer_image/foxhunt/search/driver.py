@@ -14,8 +14,6 @@ record (`evaluation`, without the bootstrap: a cheap objective). Its outputs are
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -29,7 +27,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.config import DQNConfig, RunConfig, override
 from foxhunt.config.search import (
     DEFAULT_SEARCH_SPACE,
@@ -110,15 +108,6 @@ def objective_value(name: str, evaluation: RunEvaluation) -> float:
     raise ValueError(f"unknown objective {name!r}")
 
 
-def _finite(value: Any) -> Any:
-    # JSON has no NaN: figures that are undefined (an interval without the bootstrap) become null.
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 class TrialScoring:
     """What the trials of a study share (the run, its data and folds, the scoring), and the records of
     each trial: its folds in the manifest, its stitched score, its `trial.json`."""
@@ -182,7 +171,7 @@ class TrialScoring:
             stitched=None if evaluation is None else evaluation.stitched.policies[MODEL],
             best_baseline=None if evaluation is None else evaluation.stitched.best_baseline,
         )
-        data = json.dumps(_finite(report.to_dict()), indent=2, allow_nan=False) + "\n"
+        data = strict_json.dumps(report.to_dict(), indent=2) + "\n"
         storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data.encode())
 
 
@@ -276,7 +265,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         )  # fmt: skip
         storage.write_bytes(
             storage.join(run.out_uri, out_dir.STUDY_SUMMARY),
-            (json.dumps(summary.to_dict(), indent=2) + "\n").encode(),
+            (strict_json.dumps(summary.to_dict(), indent=2) + "\n").encode(),
         )
     return summary
 

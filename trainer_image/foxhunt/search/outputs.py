@@ -20,7 +20,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.evaluation import Evaluation
 from foxhunt.evaluate.selection import dsr_inputs, dsr_reading, pbo_reading, probability_of_overfitting
@@ -346,7 +346,7 @@ def study_summary(
 
 
 def _dumps(value: Any) -> bytes:
-    return (json.dumps(value, indent=2, allow_nan=False) + "\n").encode()
+    return (strict_json.dumps(value, indent=2) + "\n").encode()
 
 
 def write_study_outputs(
