@@ -40,6 +40,14 @@ def _hyperopt_dqn(uri: str | None, without_file: DQNConfig | None = None) -> DQN
 def run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig that the parsed flags describe; a bad value is a UsageError naming its flag."""
     values = {flag: getattr(args, flag.replace("-", "_")) for flag in FLAGS}
+    if args.hyperopt_params and getattr(args, "out", None):
+        # Before the file is read: an input inside --out is one a later --overwrite would remove.
+        from foxhunt.run.out_folder import check_inputs_outside
+
+        try:
+            check_inputs_outside(args.out, [args.hyperopt_params])
+        except UsageError as exc:
+            raise UsageError(f"--hyperopt-params {exc}") from None
     dqn = _hyperopt_dqn(args.hyperopt_params, PIPELINE_DQN if args.command == "pipeline" else None)
     try:
         return run_config_from_flags(values, dqn=dqn)

@@ -178,12 +178,27 @@ def run_outputs(out_uri: str) -> list[str]:
     return sorted(found)
 
 
+def checked_overwrite_plan(out_uri: str) -> list[str]:
+    """What `--overwrite` would remove (foxhunt.run.out_folder.overwrite_plan); UsageError when that is
+    anything but no manifest.json is there: files named like a run's outputs (`daily.csv`, `run.png`)
+    without a manifest may be the user's own, and a name alone does not prove a run wrote them."""
+    plan = overwrite_plan(out_uri)
+    if plan and not storage.exists(storage.join(out_uri, MANIFEST_NAME)):
+        shown = ", ".join(plan[:3]) + (f" and {len(plan) - 3} more" if len(plan) > 3 else "")
+        raise UsageError(
+            f"{out_uri}: --overwrite refused: it holds {shown} but no {MANIFEST_NAME}, so nothing shows "
+            "a foxhunt run wrote them; move them away or use another --out"
+        )
+    return plan
+
+
 def remove_run_outputs(out_uri: str) -> list[str]:
     """Delete every file an earlier run wrote in `out_uri`, one by one (not the lock, not the pipeline's
     fxcache, not other files); UsageError, with nothing removed, when its folders hold a file no run
-    wrote or a symbolic link (foxhunt.run.out_folder). Returns the run outputs found, as `run_outputs`."""
+    wrote or a symbolic link (foxhunt.run.out_folder), or when there is no manifest to show a run wrote
+    them (`checked_overwrite_plan`). Returns the run outputs found, as `run_outputs`."""
     found = run_outputs(out_uri)
-    remove_planned(out_uri, overwrite_plan(out_uri))
+    remove_planned(out_uri, checked_overwrite_plan(out_uri))
     return found
 
 
@@ -192,7 +207,7 @@ def check_out_before_work(out_uri: str, manifest: Manifest, overwrite: bool) -> 
     fxcache, which is not read yet: foreign files under --overwrite, another run's outputs without a
     manifest, an unreadable manifest, other settings. UsageError (exit 2)."""
     if overwrite:
-        overwrite_plan(out_uri)
+        checked_overwrite_plan(out_uri)
         return
     recorded = _recorded(out_uri)
     if recorded is None:
