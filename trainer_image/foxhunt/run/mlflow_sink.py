@@ -27,7 +27,9 @@ from foxhunt import out_dir, storage
 from foxhunt.errors import RunFailure, UsageError
 from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
 from foxhunt.evaluate.reports import RunSummary
+from foxhunt.redaction import redact_url
 from foxhunt.run.lifecycle import console
+from foxhunt.run.mlflow_store import bound_retries, store_problem
 
 # `--mlflow-uri` without a value: $MLFLOW_TRACKING_URI, else a local file store `./mlruns` (what
 # `mlflow ui --backend-store-uri ./mlruns` shows): nothing to set up, one folder to copy or delete.
@@ -48,18 +50,34 @@ PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000
 
 
 def tracking_uri(value: str) -> str:
-    """The tracking URI that `--mlflow-uri VALUE` names; '' (the flag alone) is the local default store.
+    """The tracking URI that `--mlflow-uri VALUE` names; '' (the flag alone) is $MLFLOW_TRACKING_URI,
+    else the local default store.
 
-    A plain path is a file store there; `file:` alone is `./mlruns`. UsageError (exit 2) for a scheme
-    MLflow has no store for."""
+    A plain path is a file store there; `file:` alone is `./mlruns`. UsageError (exit 2), naming the
+    flag or the variable, for a scheme MLflow has no store for or a store that cannot take the record
+    (foxhunt.run.mlflow_store.store_problem): checked before any work."""
+    source = "--mlflow-uri"
     if value == "":
-        return os.environ.get("MLFLOW_TRACKING_URI") or f"file:{os.path.abspath(DEFAULT_FILE_STORE)}"
-    scheme = urlsplit(value).scheme
+        value, source = os.environ.get("MLFLOW_TRACKING_URI", ""), "$MLFLOW_TRACKING_URI"
+    uri = _resolved(value, source)
+    problem = store_problem(uri)
+    if problem:
+        raise UsageError(f"{source}: {redact_url(uri, bare_host=False)} {problem}")
+    return uri
+
+
+def _resolved(value: str, source: str) -> str:
+    if value == "":
+        return f"file:{os.path.abspath(DEFAULT_FILE_STORE)}"
+    try:
+        scheme = urlsplit(value).scheme
+    except ValueError:  # `http://[::1`: a bracket left open
+        raise UsageError(f"{source}: {redact_url(value, bare_host=False)} is not a URL") from None
     if scheme == "":
         return f"file:{os.path.abspath(value)}"
     if scheme not in TRACKING_SCHEMES:
         raise UsageError(
-            f"--mlflow-uri: no MLflow store for the scheme {scheme}:, expected a path or one of "
+            f"{source}: no MLflow store for the scheme {scheme}:, expected a path or one of "
             f"{', '.join(s + ':' for s in TRACKING_SCHEMES)}"
         )
     if scheme == "file" and urlsplit(value).path == "":
@@ -104,6 +122,7 @@ def record_run(uri: str, out_uri: str, log_format: str = "text") -> str:
         return line
     if urlsplit(uri).scheme == "file":  # asked for by name: MLflow 3 refuses its file store otherwise
         os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+    bound_retries()  # an unreachable server: seconds of tries, not MLflow's minutes
     from mlflow.tracking import MlflowClient
 
     for name in QUIET_LOGGERS:  # their INFO lines (creating the store's tables) are not the run's
