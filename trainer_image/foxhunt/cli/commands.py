@@ -147,11 +147,11 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from foxhunt.config import EvalConfig
     from foxhunt.evaluate.run_scores import stitched_report
     from foxhunt.run.rescore import (
         check_evaluate_out,
         read_run_summary,
+        run_eval_config,
         score_saved_run,
         write_saved_run_score,
     )
@@ -159,13 +159,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     check_evaluate_out(args.run, args.out)
     eval_config = None
     if args.eval_cost is not None or args.eval_spread is not None:
-        run_costs = read_run_summary(args.run).eval_config
         chosen = {"cost": args.eval_cost, "spread": args.eval_spread}
-        try:
-            # The run's execution model stays; only the costs named here change.
-            eval_config = EvalConfig(**{**run_costs, **{k: v for k, v in chosen.items() if v is not None}})
-        except ConfigError as exc:
-            raise ConfigError(exc.section, exc.path, f"(--eval-{exc.path}) {exc.problem}") from exc
+        eval_config = run_eval_config(args.run, read_run_summary(args.run).eval_config, chosen)
     score = score_saved_run(
         args.run,
         args.fxcache,
