@@ -7,6 +7,7 @@ import json
 import math
 
 import pytest
+from support import strict_json
 from support.evaluation_cases import window
 
 from foxhunt.config import PHASES
@@ -170,6 +171,26 @@ def test_a_window_evaluation_reads_back_equal_through_json():
 def test_a_fold_report_with_its_evaluation_and_warnings_reads_back_equal():
     original = dataclasses.replace(report(), evaluation=window(0, seed=4), warnings=["fold 0: collapsed"])
     assert FoldReport.from_dict(json.loads(json.dumps(original.to_dict()))) == original
+
+
+def test_a_figure_that_is_not_finite_is_written_as_null_and_read_back_as_nan():
+    from foxhunt import strict_json as writer
+
+    original = window(0, seed=4)
+    net = dataclasses.replace(original.policies[MODEL].net, sharpe_ci_low=math.nan, sharpe_ci_high=math.inf)
+    nan_window = dataclasses.replace(
+        original,
+        policies={**original.policies, MODEL: dataclasses.replace(original.policies[MODEL], net=net)},
+    )
+
+    text = writer.dumps(window_to_dict(nan_window))
+    read = window_from_dict(strict_json.loads(text))
+
+    assert strict_json.loads(text)["policies"][MODEL]["net"]["sharpe_ci_low"] is None
+    assert math.isnan(read.policies[MODEL].net.sharpe_ci_low) and math.isnan(
+        read.policies[MODEL].net.sharpe_ci_high
+    )
+    assert read.policies[MODEL].net.sharpe == original.policies[MODEL].net.sharpe
 
 
 def test_a_summary_lists_every_folds_warnings_and_its_stitched_record():

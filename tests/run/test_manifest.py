@@ -161,4 +161,4 @@ def test_an_s3_out_resumes_refuses_and_overwrites_like_a_local_one(
     assert main([*argv, "--max-folds", "2", "--overwrite"]) == 0
     names = storage.list_prefix(out)
     assert not any(n.startswith("fold_2/") for n in names) and "run.lock" not in names
-    assert json.loads(storage.read_bytes(storage.join(out, "summary.json")))["folds_planned"] == 2
+    assert strict_json.loads(storage.read_bytes(storage.join(out, "summary.json")))["folds_planned"] == 2

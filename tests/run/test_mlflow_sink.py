@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import tomllib
 from mlflow.tracking import MlflowClient
+from support import strict_json
 
 from foxhunt import extras
 from foxhunt.cli import main
@@ -38,7 +39,7 @@ def only_run(store: str):
 
 
 def read_json(path: Path) -> dict:
-    return json.loads(path.read_text())
+    return strict_json.read(path)
 
 
 def test_the_runs_settings_are_its_params(recorded):

@@ -171,7 +171,7 @@ def test_train_reads_an_s3_fxcache_and_writes_every_output_to_s3(seaweed_s3, tmp
         ]
     )
     assert code == 0
-    summary = json.loads(storage.read_bytes(storage.join(out_uri, "summary.json")))
+    summary = strict_json.loads(storage.read_bytes(storage.join(out_uri, "summary.json")))
     assert summary["status"] == "succeeded" and len(summary["folds"]) == 2
     local_summary = strict_json.read(local / "summary.json")
     assert [f["evaluation"] for f in summary["folds"]] == [f["evaluation"] for f in local_summary["folds"]]

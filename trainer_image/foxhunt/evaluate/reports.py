@@ -31,18 +31,25 @@ def window_to_dict(window: WindowEvaluation) -> dict:
     return {"start": iso_utc(window.start_ns), "end": iso_utc(window.end_ns), **asdict(window)}
 
 
+def _not_finite_as_nan(figures: dict) -> dict:
+    """A figure the file holds as null (strict JSON has no NaN: foxhunt.strict_json) read as NaN again."""
+    return {key: math.nan if value is None else value for key, value in figures.items()}
+
+
 def window_from_dict(data: dict) -> WindowEvaluation:
-    """Read what `window_to_dict` wrote."""
+    """Read what `window_to_dict` wrote (null figures as NaN)."""
     return WindowEvaluation(
         fold=int(data["fold"]),
         start_ns=int(data["start_ns"]),
         end_ns=int(data["end_ns"]),
         n_bars=int(data["n_bars"]),
         policies={
-            name: Evaluation(gross=Metrics(**e["gross"]), net=Metrics(**e["net"]))
+            name: Evaluation(
+                gross=Metrics(**_not_finite_as_nan(e["gross"])), net=Metrics(**_not_finite_as_nan(e["net"]))
+            )
             for name, e in data["policies"].items()
         },
-        standings={name: Standing(**s) for name, s in data["standings"].items()},
+        standings={name: Standing(**_not_finite_as_nan(s)) for name, s in data["standings"].items()},
         best_baseline=data["best_baseline"],
     )
 
