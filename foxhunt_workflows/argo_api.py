@@ -252,6 +252,22 @@ def _exchange(server, method, path, body, timeouts, deadline, what) -> tuple[int
         connection.close()
 
 
+def _json_object(server: ArgoServer, status: int, answer: bytes, what: str) -> dict[str, Any]:
+    """The answer's JSON object; ArgoError when it is no JSON, no object, or nested too deep."""
+    too_deep = ArgoError(f"{what}: {server.url} answered JSON nested over {MAX_JSON_DEPTH} deep: refused")
+    try:
+        data = json.loads(answer)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError:
+        raise ArgoError(f"{what}: {server.url} answered {status} with something other than JSON") from None
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise too_deep
+    if not isinstance(data, dict):
+        raise ArgoError(f"{what}: {server.url} answered {status} with JSON that is not an object")
+    return data
+
+
 def request_json(
     server: ArgoServer,
     method: str,
@@ -274,20 +290,14 @@ def request_json(
         raise
     except DeadlineExceeded:
         raise DeadlineExceeded(f"{what}: the --timeout ran out") from None
-    except AnswerTimeout:
+    except (AnswerTimeout, TimeoutError) as error:
+        whole = " (in full)" if isinstance(error, AnswerTimeout) else ""
         if deadline.remaining() == 0:
             raise DeadlineExceeded(
-                f"{what}: no answer (in full) from {server.url} before the --timeout ran out"
+                f"{what}: no answer{whole} from {server.url} before the --timeout ran out"
             ) from None
-        raise TransientError(
-            f"{what}: no answer (in full) from {server.url} within the --read-timeout ({timeouts.read:g} s)"
-        ) from None
-    except TimeoutError:
-        if deadline.remaining() == 0:
-            raise DeadlineExceeded(
-                f"{what}: no answer from {server.url} before the --timeout ran out"
-            ) from None
-        raise TransientError(f"{what}: no answer from {server.url} within the time allowed") from None
+        within = f"the --read-timeout ({timeouts.read:g} s)" if whole else "the time allowed"
+        raise TransientError(f"{what}: no answer{whole} from {server.url} within {within}") from None
     except ssl.SSLError as error:
         if "WRONG_VERSION_NUMBER" in str(error) or "record layer" in str(error):
             raise ArgoError(f"{what}: {server.url} speaks http, not https: set ARGO_SECURE=false") from None
@@ -313,18 +323,7 @@ def request_json(
         raise TransientError(f"{what}: cannot reach {server.url}: {reason}") from None
     if status >= 400:
         raise _status_error(server, status, answer, what)
-    too_deep = ArgoError(f"{what}: {server.url} answered JSON nested over {MAX_JSON_DEPTH} deep: refused")
-    try:
-        data = json.loads(answer)
-    except RecursionError:
-        raise too_deep from None
-    except ValueError:
-        raise ArgoError(f"{what}: {server.url} answered {status} with something other than JSON") from None
-    if json_depth(data) > MAX_JSON_DEPTH:
-        raise too_deep
-    if not isinstance(data, dict):
-        raise ArgoError(f"{what}: {server.url} answered {status} with JSON that is not an object")
-    return data
+    return _json_object(server, status, answer, what)
 
 
 __all__ = [

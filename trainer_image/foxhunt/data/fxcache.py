@@ -28,10 +28,8 @@ CHECKSUM_ALGORITHM = "sha256-tree-16MiB"
 # order, so the value does not depend on the number of threads.
 CHECKSUM_CHUNK_BYTES = 16 * 1024 * 1024
 FINITE_CHUNK_ROWS = 1 << 18
-# The largest magnitude a feature or target may have. Every feature precompute writes is scale-free:
-# returns and log ratios (|x| < 10), RSI and stochastics (0-100), z-scores, sin/cos, the log of a gap
-# in minutes (< 15): none comes near 1e6. A value past it is no feature precompute wrote, and a column
-# of 1e30 would dominate the normaliser's variance and every update (float32 overflows at 3.4e38).
+# The largest magnitude of a feature or target: every one precompute writes is scale-free (returns, log
+# ratios, RSI 0-100, z-scores, sin/cos, log minutes): none nears 1e6; 1e30 would swamp every update.
 MAX_ABS_VALUE = 1e6
 # A copy of some metadata as the object's user metadata, so that `fxcache_matches` needs only a HEAD.
 # It is a claim, used for nothing but that skip decision: never for a path, never instead of the checks.
@@ -157,11 +155,8 @@ def _check_content(uri: str, timestamp: np.ndarray, features: np.ndarray, target
         too_large = _first_too_large(values, MAX_ABS_VALUE)
         if too_large is not None:
             row, column = too_large
-            raise FxCacheError(
-                f"{uri}: column {names[column]} holds {float(values[row, column]):g} at row {row}, past "
-                f"±{MAX_ABS_VALUE:g} (every feature precompute writes is a return, ratio or score far "
-                "inside it): not an fxcache precompute wrote"
-            )
+            shown = f"{float(values[row, column]):g} at row {row}, past ±{MAX_ABS_VALUE:g}"
+            raise FxCacheError(f"{uri}: column {names[column]} holds {shown}: no value precompute writes")
 
 
 def _encode_metadata(metadata: dict) -> dict[bytes, bytes]:
