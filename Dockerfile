@@ -44,8 +44,9 @@ RUN /opt/foxhunt/bin/pip wheel --no-deps --wheel-dir /wheels /src \
 FROM ${BASE_IMAGE}${BASE_DIGEST} AS runtime
 
 ENV DEBIAN_FRONTEND=noninteractive
+# tzdata: the IANA time zones the execution model reads (`--eval-session-zone`, the 17:00 New York rollover).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends python3 ca-certificates \
+    && apt-get install -y --no-install-recommends python3 ca-certificates tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --gid 10001 foxhunt \
     && useradd --uid 10001 --gid 10001 --no-create-home --home-dir /tmp --shell /usr/sbin/nologin foxhunt \

@@ -1,25 +1,25 @@
 #!/usr/bin/env bash
-# One GPU session: the CUDA tests, issue 15's targets, the trials and populations benchmarks; results land in $OUT.
+# One GPU session: the CUDA tests and the benchmarks that track targets; each step writes STEP.json and STEP.log in $OUT.
 # Run from the repo root on the GPU machine (default OUT: /tmp/foxhunt-gpu):
-#   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD) bash bench/gpu_run.sh [tests] [perf] [trials] [population] [walk] [sb3]
-# Default: tests perf trials population. Each log starts with the device, torch and the commit measured.
-# At most eight files come back from a device session, so each step writes one log (and one JSON):
-#   tests  → gpu_tests.log
-#   perf   → perf_targets.json, perf_targets.log      (PERF_ARGS, e.g. "--variants --adopt-best" or "--quick")
-#   trials → trials_gpu.json, trials_gpu.log          (only when bench/trials_gpu.py exists; TRIALS_ARGS)
-#   population → population_gpu.json, population_gpu.log  (POPULATION_ARGS, e.g. "--sizes 1,4 --repeats 3")
-#   real   → real_shape.json, real_shape.log          (issue 23's real-data shape; REAL_BARS, REAL_ARGS)
-#   scoring → fold_scoring.json, fold_scoring.log     (one fold's validation work, baselines fitted on the GPU)
-#   epoch  → epoch_overhead.json, epoch_overhead.log  (an epoch's diagnostics and tail score, per call and merged)
-#   walk   → walk_forward.json, walk_forward.log      (the older walk-forward benchmark)
-#   sb3    → peer_sb3.json, peer_sb3.log
-# Time on an H200: tests ≈ 3–5 min, perf ≈ 4 min (≈ 6–7 with --variants), population ≈ 3–4 min
-# (estimated); run them as separate commands when one command may last 10 minutes at most.
+#   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD) bash bench/gpu_run.sh [STEP …]      (default: tests plan trials population)
+# Steps (the older names still work: perf = plan, epoch = step):
+#   tests      → tests.log                      pytest tests_gpu (the log headed by device, torch, commit)
+#   plan       → plan.json, plan.log            bench/speed.py plan        (PLAN_ARGS, or PERF_ARGS)
+#   real       → real.json, real.log            bench/speed.py real        (REAL_BARS, REAL_ARGS)
+#   seeds      → seeds.json, seeds.log          bench/speed.py seeds       (SEEDS_ARGS)
+#   scoring    → scoring.json, scoring.log      bench/speed.py scoring --device cuda (SCORING_ARGS)
+#   step       → step.json, step.log            bench/step.py lone         (STEP_ARGS)
+#   population → population.json, …log         bench/step.py population   (POPULATION_ARGS, e.g. "--sizes 1,8,32,64")
+#   trials     → trials.json, trials.log        bench/search.py trials     (TRIALS_ARGS)
+#   search     → search.json, search.log        bench/search.py search     (REAL_BARS, SEARCH_ARGS)
+#   learner    → learner.json, learner.log      bench/learner.py control   (LEARNER_ARGS)
+# At most eight files come back from a device call and one call lasts at most 10 minutes: four steps a call at
+# most, fewer for the long ones. Then, here: python bench/targets.py $OUT/*.json --out … --readme bench/README.md
 set -uo pipefail
 OUT=${OUT:-/tmp/foxhunt-gpu}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-export PYTHONPATH="$PWD/trainer_image${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$PWD/trainer_image:$PWD/bench${PYTHONPATH:+:$PYTHONPATH}"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH="$PYTHONPATH:/tmp/site"
@@ -28,17 +28,19 @@ if [[ -z "${FOXHUNT_GIT_COMMIT:-}" ]]; then
   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 fi
 export FOXHUNT_GIT_COMMIT
-# The shipped image has bytecode for every package (pip compiles it at install); where torch's install here
-# has none (a read-only tree), compile it once into a prefix the measured processes read (perf_runs.pod_env).
+REAL_BARS=${REAL_BARS:-.gpu/data/EURUSD_M1_2018_2019.parquet}
+steps=${*:-tests plan trials population}
+steps=" $(echo " $steps " | sed -e 's/ perf / plan /g; s/ epoch / step /g') "
+# The shipped image has bytecode for every package (pip compiles it at install); where torch's install here has
+# none (a read-only tree), compile it once into a prefix the measured processes read (harness.pod_env).
 torch_dir=$(python3 -c "import os, torch; print(os.path.dirname(torch.__file__))")
-if [[ " ${*:-perf} " =~ " "(perf|real|trials|population)" " ]] && ! ls "$torch_dir"/__pycache__/__init__.*.pyc >/dev/null 2>&1; then
+if [[ "$steps" =~ " "(plan|real|seeds|trials|search|learner)" " ]] && ! ls "$torch_dir"/__pycache__/__init__.*.pyc >/dev/null 2>&1; then
   export FOXHUNT_BENCH_PYCACHE=${FOXHUNT_BENCH_PYCACHE:-/tmp/foxhunt-pycache}
   started=$(date +%s)
   PYTHONPYCACHEPREFIX=$FOXHUNT_BENCH_PYCACHE python3 -m compileall -q -j 0 "$(dirname "$torch_dir")" \
     trainer_image $(ls -d /tmp/site 2>/dev/null) >/dev/null 2>&1
   echo "# bytecode: torch had none; compiled into $FOXHUNT_BENCH_PYCACHE in $(( $(date +%s) - started ))s"
 fi
-steps=${*:-tests perf trials population}
 
 header() {  # device, driver, torch, python and the commit, at the top of every log
   echo "# commit: $FOXHUNT_GIT_COMMIT"
@@ -50,49 +52,25 @@ header() {  # device, driver, torch, python and the commit, at the top of every 
 }
 
 status=0
-if [[ " $steps " == *" tests "* ]]; then
-  { header pytest tests_gpu; python3 -m pytest tests_gpu -q -p no:cacheprovider -rA 2>&1; } \
-    | tee "$OUT/gpu_tests.log" || status=1
-fi
-if [[ " $steps " == *" perf "* ]]; then
-  { header perf_targets.py ${PERF_ARGS:-}
-    python3 bench/perf_targets.py --out "$OUT/perf_targets.json" ${PERF_ARGS:-} 2>&1; } \
-    | tee "$OUT/perf_targets.log" || status=1
-fi
-if [[ " $steps " == *" trials "* && -f bench/trials_gpu.py ]]; then
-  { header trials_gpu.py ${TRIALS_ARGS:-}
-    python3 bench/trials_gpu.py --out "$OUT/trials_gpu.json" ${TRIALS_ARGS:-} 2>&1; } \
-    | tee "$OUT/trials_gpu.log" || status=1
-fi
-if [[ " $steps " == *" population "* ]]; then
-  { header population_gpu.py ${POPULATION_ARGS:-}
-    python3 bench/population_gpu.py --out "$OUT/population_gpu.json" ${POPULATION_ARGS:-} 2>&1; } \
-    | tee "$OUT/population_gpu.log" || status=1
-fi
-if [[ " $steps " == *" real "* ]]; then
-  { header real_shape.py ${REAL_ARGS:-}
-    python3 bench/real_shape.py --bars "${REAL_BARS:-.gpu/data/EURUSD_M1_2018_2019.parquet}" \
-      --out "$OUT/real_shape.json" ${REAL_ARGS:-} 2>&1; } | tee "$OUT/real_shape.log" || status=1
-fi
-if [[ " $steps " == *" scoring "* ]]; then
-  { header fold_scoring.py --device cuda
-    python3 bench/fold_scoring.py --device cuda --out "$OUT/fold_scoring.json" 2>&1; } \
-    | tee "$OUT/fold_scoring.log" || status=1
-fi
-if [[ " $steps " == *" epoch "* ]]; then
-  { header epoch_overhead.py --device cuda
-    python3 bench/epoch_overhead.py --device cuda --out "$OUT/epoch_overhead.json" 2>&1; } \
-    | tee "$OUT/epoch_overhead.log" || status=1
-fi
-if [[ " $steps " == *" walk "* ]]; then
-  { header walk_forward_gpu.py ${WALK_ARGS:-}
-    python3 bench/walk_forward_gpu.py --eurusd "${EURUSD:-.gpu/EURUSD_M1_2018_2019.parquet}" \
-      --out "$OUT/walk_forward.json" ${WALK_ARGS:-} 2>&1; } | tee "$OUT/walk_forward.log" || status=1
-fi
-if [[ " $steps " == *" sb3 "* && -f bench/peer_sb3.py ]]; then
-  { header peer_sb3.py
-    python3 bench/peer_sb3.py --device cuda --out "$OUT/peer_sb3.json" \
-      ${SB3_ARGS:---bars 200000 --sb3-timesteps 30000 --sb3-big-timesteps 12288 --fox-epochs 5} 2>&1; } \
-    | tee "$OUT/peer_sb3.log" || status=1
-fi
+bench() {  # bench STEP SCRIPT ARGS…: the benchmark's JSON and log under $OUT
+  local step=$1; shift
+  { header "$@"; python3 "$@" --out "$OUT/$step.json" 2>&1; } | tee "$OUT/$step.log" || status=1
+}
+for step in $steps; do
+  case $step in
+    tests) { header pytest tests_gpu; python3 -m pytest tests_gpu -q -p no:cacheprovider -rA 2>&1; } \
+             | tee "$OUT/tests.log" || status=1 ;;
+    plan) bench plan bench/speed.py plan ${PLAN_ARGS:-${PERF_ARGS:-}} ;;
+    real) bench real bench/speed.py real --bars "$REAL_BARS" ${REAL_ARGS:-} ;;
+    seeds) bench seeds bench/speed.py seeds ${SEEDS_ARGS:-} ;;
+    scoring) bench scoring bench/speed.py scoring --device cuda ${SCORING_ARGS:-} ;;
+    step) bench step bench/step.py lone ${STEP_ARGS:-} ;;
+    population) bench population bench/step.py population ${POPULATION_ARGS:-} ;;
+    trials) bench trials bench/search.py trials ${TRIALS_ARGS:-} ;;
+    search) bench search bench/search.py search --bars "$REAL_BARS" ${SEARCH_ARGS:-} ;;
+    learner) bench learner bench/learner.py control ${LEARNER_ARGS:-} ;;
+    walk|sb3) echo "# $step: retired in issue 33 (bench/walk_forward_gpu.py, bench/peer_sb3.py); git history keeps them" ;;
+    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner)" >&2; status=1 ;;
+  esac
+done
 exit $status

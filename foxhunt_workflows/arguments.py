@@ -19,6 +19,7 @@ import yaml
 from foxhunt import config
 from foxhunt.config import flags
 from foxhunt.errors import ConfigError, UsageError
+from foxhunt_workflows.cluster_secrets import STUDY_SECRET
 from foxhunt_workflows.params import TRAINER_SETTINGS
 from foxhunt_workflows.schema import SCHEMA_ANNOTATION, allowed, value_problem
 
@@ -218,7 +219,7 @@ def _check_trials(effective: Mapping[str, str], spec: TemplateParameters) -> Non
     if not effective.get("study-storage-secret", "").strip():
         raise SubmitUsageError(
             f"trials={effective['trials']} needs a study storage: pass -p study-storage-secret=NAME, "
-            "a Secret whose key `url` holds the PostgreSQL URL of the study"
+            f"a Secret whose key `{STUDY_SECRET.keys[0].key}` holds the PostgreSQL URL of the study"
         )
 
 

@@ -13,12 +13,13 @@ import math
 import os
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import yaml
 
 from foxhunt.extras import needs_note
-from foxhunt_workflows.params import PIPELINE_TEMPLATE, TEMPLATES, parameter
+from foxhunt_workflows.params import PIPELINE_TEMPLATE, TEMPLATES, parameter, parameters_help
 
 EXIT_USAGE = 2
 
@@ -51,14 +52,22 @@ def _add_submit(subparsers: argparse._SubParsersAction) -> None:
     submit = subparsers.add_parser(
         "submit",
         help="submit a WorkflowTemplate to an Argo Server (like argo submit --from workflowtemplate/...)",
-        description="Server and credentials come from ARGO_SERVER, ARGO_TOKEN, ARGO_NAMESPACE, ARGO_SECURE "
-        "and ARGO_INSECURE_SKIP_VERIFY, as for the argo CLI. Every parameter is checked against the "
-        "template's schema (the trainer's own bounds and choices, from foxhunt.config) before anything "
-        "is sent. bars-uri, fxcache-uri and output-uri have no default: name them with -p.",
+        description=textwrap.fill(
+            "Server and credentials come from ARGO_SERVER, ARGO_TOKEN, ARGO_NAMESPACE, ARGO_SECURE "
+            "and ARGO_INSECURE_SKIP_VERIFY, as for the argo CLI; without ARGO_NAMESPACE (or -n) the namespace "
+            "is the current kube context's (KUBECONFIG, else ~/.kube/config), else default. Every parameter "
+            "is checked against the template's schema (the trainer's own bounds and choices, from "
+            "foxhunt.config) before anything is sent. bars-uri, fxcache-uri and output-uri have no default: "
+            "name them with -p.",
+            width=100,
+        ),
+        epilog=parameters_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = submit.add_argument
-    add("--from", dest="template", choices=TEMPLATES, default=PIPELINE_TEMPLATE, metavar="TEMPLATE",
-        help=f"the WorkflowTemplate: {', '.join(TEMPLATES)} (default: {PIPELINE_TEMPLATE})")  # fmt: skip
+    add("--from", dest="template", default=PIPELINE_TEMPLATE, metavar="TEMPLATE",
+        help=f"the WorkflowTemplate, as NAME or workflowtemplate/NAME (argo's form): {', '.join(TEMPLATES)} "
+        f"(default: {PIPELINE_TEMPLATE})")  # fmt: skip
     for name in SHORTCUTS:
         p = parameter(name)
         add(f"--{name}", default=None, metavar=name.upper().replace("-", "_"),
@@ -75,7 +84,8 @@ def _add_submit(subparsers: argparse._SubParsersAction) -> None:
         help="parameters from a YAML or JSON mapping (-p and the flags above win)")  # fmt: skip
     add("-l", "--label", action="append", default=[], metavar="KEY=VALUE",
         help="workflow label, checked as Kubernetes checks labels; repeatable")  # fmt: skip
-    add("-n", "--namespace", default=None, help="namespace (default: ARGO_NAMESPACE, else default)")
+    add("-n", "--namespace", default=None,
+        help="namespace (default: ARGO_NAMESPACE, else the current kube context's, else default)")  # fmt: skip
     add("-o", "--output", choices=OUTPUTS, default=None,
         help="name: only the workflow's name; json or yaml: the Workflow (with --wait, the finished one). "
         "Without -o, --wait prints the finished workflow's phase and outputs as JSON on stdout")  # fmt: skip
@@ -134,6 +144,36 @@ _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 # given 1e308 s overflows). --timeout covers a whole --wait for a long study.
 MOST_SECONDS = {"timeout": 7 * 86400.0, "poll": 3600.0, "connect_timeout": 600.0, "read_timeout": 600.0}
 
+# `argo submit --from KIND/NAME`: the kinds that name a WorkflowTemplate (argo accepts the short form).
+_TEMPLATE_KINDS = ("workflowtemplate", "wftmpl")
+
+
+def template_name(value: str) -> str:
+    """The template `--from` names: `NAME` or `workflowtemplate/NAME`; any other kind or name is refused."""
+    kind, slash, name = value.rpartition("/")
+    if slash and kind.lower() not in _TEMPLATE_KINDS:
+        raise _usage_error(
+            f"--from {value}: foxhunt submits WorkflowTemplates only (workflowtemplate/NAME or NAME), "
+            f"not a {kind}"
+        )
+    if name not in TEMPLATES:
+        raise _usage_error(f"--from {value}: no template {name!r}; one of {', '.join(TEMPLATES)}")
+    return name
+
+
+def submission_namespace(args: argparse.Namespace) -> tuple[str, str]:
+    """The namespace to submit to and where it came from: -n, ARGO_NAMESPACE, the kube context, default."""
+    from foxhunt_workflows.kubeconfig import KubeconfigError, context_namespace
+
+    if args.namespace is not None:
+        return args.namespace, "-n"
+    if os.environ.get("ARGO_NAMESPACE"):
+        return os.environ["ARGO_NAMESPACE"], "ARGO_NAMESPACE"
+    try:
+        return context_namespace(os.environ)
+    except KubeconfigError as error:
+        raise _usage_error(f"{error}; set ARGO_NAMESPACE or pass -n") from None
+
 
 def _check_flags(args: argparse.Namespace) -> None:
     for flag, most in MOST_SECONDS.items():
@@ -144,13 +184,14 @@ def _check_flags(args: argparse.Namespace) -> None:
             )
         if value is not None and value > most:
             raise _usage_error(f"--{flag.replace('_', '-')} must be at most {most:g} s, got {value:g}")
-    namespace, source = (args.namespace, "-n") if args.namespace is not None else (
-        os.environ.get("ARGO_NAMESPACE"), "ARGO_NAMESPACE")  # fmt: skip
-    if namespace and not _NAMESPACE.fullmatch(namespace):
+    args.template = template_name(args.template)
+    namespace, source = submission_namespace(args)
+    if not _NAMESPACE.fullmatch(namespace):
         raise _usage_error(
             f"{source} {namespace!r}: a namespace is at most 63 lower-case letters, digits and '-', "
             "starting and ending with a letter or digit"
         )
+    args.namespace = namespace
     if args.dry_run and args.server_dry_run:
         raise _usage_error("--dry-run and --server-dry-run: choose one")
     if args.wait and (args.dry_run or args.server_dry_run):
@@ -241,8 +282,9 @@ def _print_workflow(workflow: dict, output: str, shown=lambda text: text) -> Non
 def _print_dry_run(args: argparse.Namespace, params: dict[str, str]) -> int:
     from foxhunt_workflows.arguments import workflow_manifest
 
-    namespace = args.namespace or os.environ.get("ARGO_NAMESPACE") or "default"
-    _print_workflow(workflow_manifest(args.template, namespace, params, args.label), args.output or "yaml")
+    _print_workflow(
+        workflow_manifest(args.template, args.namespace, params, args.label), args.output or "yaml"
+    )
     return 0
 
 

@@ -42,9 +42,23 @@ SEARCH_SPACE_FILE = f"{INPUTS_DIR}/search-space.json"
 TRAINER_SETTINGS: tuple[str, ...] = (
     "model", "epochs", "trials", "seed", "train-days", "val-days", "step-days", "window", "purge-bars",
     "min-train-rows", "min-val-rows", "max-folds", "holdout-days", "eval-cost", "eval-spread", "log-format",
+    "metrics-keep-seconds",
+)  # fmt: skip
+# The fold, seed, evaluation and log settings, passed to `foxhunt train` flag for flag.
+RUN_SETTINGS: tuple[str, ...] = TRAINER_SETTINGS[3:]
+PRECOMPUTE_INPUTS: tuple[str, ...] = ("bars-uri", "fxcache-uri", "image")
+TRAIN_INPUTS: tuple[str, ...] = (
+    "fxcache-uri", "output-uri", "model", "epochs", "trials", "dqn-params", "hyperopt-params-uri",
+    *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
+)  # fmt: skip
+TRIAL_WORKER_INPUTS: tuple[str, ...] = (
+    "fxcache-uri", "output-uri", "model", "epochs", "trials", "trial-population", "search-space",
+    "study-storage-secret", "dqn-params", "hyperopt-params-uri", *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
 )  # fmt: skip
 # Where a pod's default differs from a local run's, on purpose: a pod's log is read by a collector.
-POD_DEFAULTS = {"log-format": "json"}
+# A pod deletes its run's Pushgateway group after a success (the templates pass --delete-metrics-group):
+# 60 s outlasts the common scrape intervals (15 s to 1 min), so Prometheus holds the final values.
+POD_DEFAULTS = {"log-format": "json", "metrics-keep-seconds": "60"}
 # Parameters whose value becomes a word of a pod's `foxhunt` command line (a test keeps this equal to
 # the rendered containers' args).
 COMMAND_LINE_PARAMETERS = frozenset(
@@ -184,3 +198,47 @@ def pipeline_defaults() -> dict[str, str]:
 def required_parameters() -> tuple[str, ...]:
     """The `train-pipeline` parameters without a default: every submission names them."""
     return tuple(p.name for p in pipeline_parameters() if p.default is None)
+
+
+def template_parameter_names(template: str) -> tuple[str, ...]:
+    """The workflow parameters `template` takes, in its declaration order (the single steps take their inputs)."""
+    names = {PIPELINE_TEMPLATE: pipeline_parameter_names(), TRAIN_TEMPLATE: TRAIN_INPUTS}
+    return {**names, PRECOMPUTE_TEMPLATE: PRECOMPUTE_INPUTS}[template]
+
+
+# `submit --help` shows a long default (the search space) by its start.
+_HELP_DEFAULT_CHARS = 60
+HELP_ELLIPSIS = "..."
+
+
+def shown_default(p: WorkflowParameter) -> str:
+    """How `submit --help` shows a parameter's default: `NAME=VALUE`, or `NAME (required)`."""
+    if p.default is None:
+        return f"{p.name} (required)"
+    value = p.default
+    if len(value) > _HELP_DEFAULT_CHARS:
+        value = value[: _HELP_DEFAULT_CHARS - len(HELP_ELLIPSIS)] + HELP_ELLIPSIS
+    return f"{p.name}={value}"
+
+
+def parameters_help(width: int = 100) -> str:
+    """`submit --help`'s list of every template parameter: default, allowed values, description."""
+    import textwrap
+
+    lines = [f"parameters of {PIPELINE_TEMPLATE} (-p NAME=VALUE; shown with their defaults):"]
+    for p in pipeline_parameters():
+        lines.append(f"  {shown_default(p)}")
+        lines += textwrap.wrap(
+            p.help, width, initial_indent=" " * 6, subsequent_indent=" " * 6, break_on_hyphens=False
+        )
+    for template in (TRAIN_TEMPLATE, PRECOMPUTE_TEMPLATE):
+        names = ", ".join(template_parameter_names(template))
+        lines += textwrap.wrap(
+            f"--from {template} takes: {names}.", width, subsequent_indent="  ", break_on_hyphens=False
+        )
+        for (step, name), description in STEP_DESCRIPTIONS.items():
+            if step == template:
+                lines += textwrap.wrap(
+                    f"{name} there: {description}.", width, initial_indent="  ", subsequent_indent="  "
+                )
+    return "\n".join(lines)

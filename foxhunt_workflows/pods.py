@@ -22,6 +22,7 @@ from hera.workflows import (
 )
 from hera.workflows import models as m
 
+from foxhunt_workflows.cluster_secrets import COMPILE_CACHE_SECRET, S3_SECRET
 from foxhunt_workflows.params import pipeline_defaults
 
 CACHE_DIR = "/cache"
@@ -70,10 +71,10 @@ class RenderOptions:
     # GKE users want cloud.google.com/gke-nodepool; a neutral key keeps the default portable.
     gpu_pool_label: str = "foxhunt.io/gpu-pool"
     service_account: str = "foxhunt-workflow"
-    s3_secret: str = "foxhunt-s3"
+    s3_secret: str = S3_SECRET.name
     # Key of the compile-cache signatures (FOXHUNT_COMPILE_CACHE_KEY): a Secret the data bucket's writers
     # cannot read. Optional: without it a pod keeps no compile cache and compiles afresh.
-    compile_cache_secret: str = "foxhunt-compile-cache"
+    compile_cache_secret: str = COMPILE_CACHE_SECRET.name
     run_as_user: int = 10001
     precompute_resources: Resources = field(
         default_factory=lambda: Resources(
@@ -135,24 +136,16 @@ def common_env(options: RenderOptions, run_id: str = "{{workflow.name}}") -> lis
         Env(name="MPLCONFIGDIR", value=f"{TMP_DIR}/matplotlib"),
         Env(name="FOXHUNT_RUN_ID", value=run_id),
     ]
-    # boto3 reads these itself; they come only from the Secret, never from parameters or the image.
-    for key, optional in (
-        ("AWS_ACCESS_KEY_ID", False),
-        ("AWS_SECRET_ACCESS_KEY", False),
-        ("AWS_ENDPOINT_URL", True),
-        ("AWS_REGION", True),
+    # boto3 reads the S3 variables itself; they come only from the Secrets, never from parameters or
+    # the image (cluster_secrets.py names each Secret's keys).
+    for secret_name, secret in (
+        (options.s3_secret, S3_SECRET),
+        (options.compile_cache_secret, COMPILE_CACHE_SECRET),
     ):
-        env.append(
-            SecretEnv(name=key, secret_name=options.s3_secret, secret_key=key, optional=optional or None)
-        )
-    env.append(
-        SecretEnv(
-            name="FOXHUNT_COMPILE_CACHE_KEY",
-            secret_name=options.compile_cache_secret,
-            secret_key="key",
-            optional=True,
-        )
-    )
+        env += [
+            SecretEnv(name=k.env, secret_name=secret_name, secret_key=k.key, optional=k.optional or None)
+            for k in secret.keys
+        ]
     return env
 
 

@@ -29,13 +29,17 @@ from hera.workflows import (
 )
 from hera.workflows import models as m
 
+from foxhunt_workflows.cluster_secrets import STUDY_SECRET
 from foxhunt_workflows.params import (
     DQN_PARAMS_FILE,
     PIPELINE_TEMPLATE,
+    PRECOMPUTE_INPUTS,
     PRECOMPUTE_TEMPLATE,
+    RUN_SETTINGS,
     SEARCH_SPACE_FILE,
+    TRAIN_INPUTS,
     TRAIN_TEMPLATE,
-    TRAINER_SETTINGS,
+    TRIAL_WORKER_INPUTS,
     WorkflowParameter,
     parameter,
     pipeline_defaults,
@@ -50,19 +54,8 @@ TRAIN_STEP = "train"
 TRIAL_WORKER = "trial-worker"
 PIPELINE_ENTRYPOINT = "pipeline"
 # The key in the study Secret that holds the PostgreSQL URL (SQLAlchemy form).
-STUDY_SECRET_KEY = "url"
+STUDY_STORAGE = STUDY_SECRET.key("FOXHUNT_STUDY_STORAGE")
 
-# The fold, seed, evaluation and log settings, passed to `foxhunt train` flag for flag.
-RUN_SETTINGS: tuple[str, ...] = TRAINER_SETTINGS[3:]
-PRECOMPUTE_INPUTS: tuple[str, ...] = ("bars-uri", "fxcache-uri", "image")
-TRAIN_INPUTS: tuple[str, ...] = (
-    "fxcache-uri", "output-uri", "model", "epochs", "trials", "dqn-params", "hyperopt-params-uri",
-    *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
-)  # fmt: skip
-TRIAL_WORKER_INPUTS: tuple[str, ...] = (
-    "fxcache-uri", "output-uri", "model", "epochs", "trials", "trial-population", "search-space",
-    "study-storage-secret", "dqn-params", "hyperopt-params-uri", *RUN_SETTINGS, "gpu-pool", "pushgateway", "image",
-)  # fmt: skip
 # Inputs the pipeline fills for each trial worker; they are not workflow parameters.
 WORKER_INDEX = WorkflowParameter(
     "worker", "0", "Index of this trial worker, 0 to trial-workers - 1", {"type": "integer", "minimum": 0}
@@ -155,7 +148,7 @@ def train_step(options: RenderOptions) -> Container:
     step.args = [
         "train", "--fxcache", ref("fxcache-uri"), "--out", ref("output-uri"), "--model", ref("model"),
         "--epochs", ref("epochs"), "--trials", ref("trials"), "--hyperopt-params", ref("hyperopt-params-uri"),
-        "--device", "cuda", *_settings_flags(ref),
+        "--device", "cuda", "--delete-metrics-group", *_settings_flags(ref),
     ]  # fmt: skip
     step.env += [  # type: ignore[operator]
         Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
@@ -201,14 +194,15 @@ def trial_worker_step(options: RenderOptions) -> Container:
     step.args = [
         "train", "--fxcache", ref("fxcache-uri"), "--out", ref("output-uri"), "--model", ref("model"),
         "--epochs", ref("epochs"), "--trials", ref("trials"), "--search-space", SEARCH_SPACE_FILE,
-        "--study-storage", "$(FOXHUNT_STUDY_STORAGE)", "--study-name", ref("study-name"),
+        "--study-storage", f"$({STUDY_STORAGE.env})", "--study-name", ref("study-name"),
         "--population", ref("trial-population"),
-        "--hyperopt-params", ref("hyperopt-params-uri"), "--device", "cuda", *_settings_flags(ref),
+        "--hyperopt-params", ref("hyperopt-params-uri"), "--device", "cuda", "--delete-metrics-group",
+        *_settings_flags(ref),
     ]  # fmt: skip
     step.env += [  # type: ignore[operator]
         Env(name="FOXHUNT_PUSHGATEWAY", value=ref("pushgateway")),
         Env(name="FOXHUNT_TRIAL_WORKER", value=ref("worker")),
-        SecretEnv(name="FOXHUNT_STUDY_STORAGE", secret_name=ref("study-storage-secret"), secret_key=STUDY_SECRET_KEY),
+        SecretEnv(name=STUDY_STORAGE.env, secret_name=ref("study-storage-secret"), secret_key=STUDY_STORAGE.key),
     ]  # fmt: skip
     return step
 

@@ -147,6 +147,8 @@ ROWS = [
     Row("val_days_10000", lambda c: longer_validation(train()(c)), 2, r"val_days 10000 is longer than the data"),
     Row("compile_cache_unsigned", train("--compile-cache", "/tmp/steps"), 2, r"FOXHUNT_COMPILE_CACHE_KEY is not set",
         env={"FOXHUNT_COMPILE_CACHE_KEY": None}),
+    Row("compile_cache_key_short", train(), 2, r"FOXHUNT_COMPILE_CACHE_KEY is set but is 5 bytes; a signing key needs at least 16",
+        env={"FOXHUNT_COMPILE_CACHE_KEY": "short"}),
     Row("fxcache_inside_out", train(fxcache=fxcache_inside_out), 2, r"in\.fxcache: an input inside --out"),
 ]
 # fmt: on

@@ -1,4 +1,4 @@
-"""The README's first command says how long its install takes: the figure bench/install_time.py measured last."""
+"""The README's first command says how long its install takes: the figure `bench/data.py install` measured last."""
 
 import json
 import re
@@ -8,7 +8,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
-import install_time  # noqa: E402
+import data as install_time  # noqa: E402
 
 README = (REPO / "README.md").read_text().splitlines()
 STATED = re.compile(r"the install takes about (\d+) s\b")
@@ -20,7 +20,7 @@ def newest_record() -> dict:
     records = [
         json.loads(p.read_text()) for p in sorted((REPO / "bench" / "results").glob("install_time-*.json"))
     ]
-    assert records, "no bench/results/install_time-*.json: run bench/install_time.py"
+    assert records, "no bench/results/install_time-*.json: run `bench/data.py install`"
     return max(records, key=lambda record: record["date"])
 
 

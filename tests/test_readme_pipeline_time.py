@@ -1,4 +1,4 @@
-"""The README's run time of the default `foxhunt pipeline` is the figure bench/pipeline_cpu.py measured last."""
+"""The README's run time of the default `foxhunt pipeline` is the figure `bench/speed.py pipeline` measured last."""
 
 import json
 import re
@@ -12,7 +12,7 @@ ROUNDING = 1  # the README gives the median wall to the nearest second
 def newest_record() -> dict:
     """The pipeline_cpu JSON measured last (by its date)."""
     records = [json.loads(p.read_text()) for p in (REPO / "bench" / "results").glob("pipeline_cpu-*.json")]
-    assert records, "no bench/results/pipeline_cpu-*.json: run bench/pipeline_cpu.py"
+    assert records, "no bench/results/pipeline_cpu-*.json: run bench/speed.py pipeline"
     return max(records, key=lambda record: record["date"])
 
 

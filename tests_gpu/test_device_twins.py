@@ -7,6 +7,7 @@ from test_dqn_core import *  # noqa: F403
 from test_greedy_policy import *  # noqa: F403
 from test_networks import *  # noqa: F403
 from test_population_trainer import *  # noqa: F403
+from test_tail_execution import *  # noqa: F403
 from test_trainer import *  # noqa: F403
 from test_trainer_warmup import *  # noqa: F403
 from test_trials_run import *  # noqa: F403

@@ -94,6 +94,8 @@ def test_dashboard_has_a_panel_for_each_run_figure():
         "stitched Sharpe's standard error": lambda e: "foxhunt_stitched_validation_sharpe_se" in e,
         "each fold's best baseline": lambda e: "foxhunt_fold_best_baseline_sharpe" in e,
         "each fold's validation dates": lambda e: "foxhunt_fold_info" in e and "val_start, val_end" in e,
+        "the held-out headline": lambda e: "foxhunt_holdout_net_sharpe{" in e,
+        "the held-out headline's interval": lambda e: "foxhunt_holdout_net_sharpe_ci_low{" in e,
     }
     missing = [name for name, matches in wanted.items() if not any(matches(e) for e in exprs)]
     assert missing == []

@@ -63,6 +63,19 @@ def test_the_interval_and_p_value_of_a_hand_sized_case():
     assert test.p_value == pytest.approx(np.mean(np.abs(draws - diff) >= abs(diff)))
 
 
+def test_the_p_value_is_the_centred_two_sided_share_of_resampled_differences():
+    # Model [1, 3]: Sharpe 2; baseline [1, −1]: Sharpe 0; difference 2. Six resampled differences
+    # (−0.5, 1, 2.5, 3, 4.5, 5): three lie at least 2 from the estimate (−0.5, 4.5, 5), so p = 3/6.
+    # Catches: the uncentred one-sided share (differences ≤ 0: 1/6), the centred one-sided one (2/6);
+    # the hand-sized case above has p = 0 under every rule, so it cannot tell them apart.
+    model, baseline = np.array([1.0, 3.0]), np.array([1.0, -1.0])
+    draws = np.array([-0.5, 1.0, 2.5, 3.0, 4.5, 5.0])
+    above = paired.sharpe_difference(model, baseline, resamples=6, draws=(draws, np.zeros(6)))
+    below = paired.sharpe_difference(baseline, model, resamples=6, draws=(np.zeros(6), draws))
+    assert (above.difference, below.difference) == (2.0, -2.0)
+    assert above.p_value == below.p_value == 0.5
+
+
 def test_the_verdict_follows_the_interval():
     # Catches: a verdict from the point difference alone.
     rng = np.random.default_rng(5)

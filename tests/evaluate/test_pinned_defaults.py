@@ -50,6 +50,19 @@ def test_between_windows_that_start_on_the_same_bar_the_later_fold_trades():
         assert stitched.fold.tolist() == [3] * 50 and stitched.positions.tolist() == [-1.0] * 50
 
 
+def test_a_bar_goes_to_the_latest_started_window_whatever_the_fold_numbers():
+    # Fold 5's window starts at row 0, fold 4's at row 20; rows 20-49 are in both. The later-started
+    # window (fold 4) trades them, in either input order. Catches: the fold number ranked before the
+    # window start (fold 5 would take rows 20-49), or the window start left out of the ordering.
+    returns = np.full(50, 1e-3)
+    early_start = fold_record(5, 0, np.ones(50), minutes(50), returns)
+    late_start = fold_record(4, 20, -np.ones(30), minutes(50), returns)
+    for order in ([early_start, late_start], [late_start, early_start]):
+        stitched = stitch(order)
+        assert stitched.fold.tolist() == [5] * 20 + [4] * 30
+        assert stitched.positions.tolist() == [1.0] * 20 + [-1.0] * 30
+
+
 def test_the_ridge_baseline_trades_on_the_cost_per_unit_as_its_threshold():
     features, targets, _, folds = synthetic_run()
     fold, cost = folds[1], 2e-4

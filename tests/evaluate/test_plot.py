@@ -90,6 +90,46 @@ def test_importing_the_plot_module_does_not_import_matplotlib():
 
 
 def test_the_return_axis_reads_as_percent_of_cumulative_return():
-    from foxhunt.evaluate.plot import _percent
+    from foxhunt.evaluate.plot import percent_label
 
-    assert [_percent(v) for v in (0.9, 1.0, 1.25, 20.0)] == ["-10%", "+0%", "+25%", "+1,900%"]
+    assert [percent_label(v) for v in (0.9, 1.0, 1.25, 20.0)] == ["-10%", "+0%", "+25%", "+1,900%"]
+
+
+def test_run_png_says_a_flat_fold_in_words_and_draws_no_sharpe_mark_for_it():
+    from foxhunt.evaluate.plot import FLAT_GATE, run_figure
+
+    rng = np.random.default_rng(0)
+    n = 6000
+    features = torch.from_numpy(rng.normal(size=(n, len(FEATURE_NAMES))).astype(np.float32))
+    targets = torch.from_numpy(rng.normal(2e-5, 4e-4, size=(n, 4)).astype(np.float32))
+    timestamp = T0 + np.arange(n, dtype=np.int64) * MINUTE
+    folds = [FoldRange(k, 1000 * k, 2000 + 1000 * k, 2000 + 1000 * k, 3000 + 1000 * k, 0.0) for k in range(4)]
+    model = {f.fold: torch.sign(features[f.val_slice, 5]) * (f.fold != 1) for f in folds}  # fold 1 flat
+    run = evaluate_run(features, targets, timestamp, folds, model, Scoring(resamples=100))
+    selections = {f.fold: {"went_flat": f.fold == 1} for f in folds}
+    fig = run_figure(run_picture(run, selections), "t")
+    texts = {t.get_gid(): t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid()}
+    assert texts == {"flat fold 1": f"fold 1\n{FLAT_GATE}"}
+    sharpe_axes = fig.axes[2]
+    marks = sharpe_axes.containers[0].lines[0]  # the model's per-fold errorbar marks
+    assert len(marks.get_xdata()) == 3
+
+
+def test_run_png_of_a_record_that_never_traded_says_so_instead_of_a_zero_sharpe():
+    from foxhunt.evaluate.plot import FLAT_GATE, run_figure
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    features = torch.from_numpy(rng.normal(size=(n, len(FEATURE_NAMES))).astype(np.float32))
+    targets = torch.from_numpy(rng.normal(2e-5, 4e-4, size=(n, 4)).astype(np.float32))
+    timestamp = T0 + np.arange(n, dtype=np.int64) * MINUTE
+    folds = [FoldRange(k, 1000 * k, 2000 + 1000 * k, 2000 + 1000 * k, 3000 + 1000 * k, 0.0) for k in range(2)]
+    run = evaluate_run(features, targets, timestamp, folds, {f.fold: torch.zeros(1000) for f in folds},
+                       Scoring(resamples=100))  # fmt: skip
+    picture = run_picture(run, {0: {"went_flat": True}, 1: {"went_flat": True}})
+    fig = run_figure(picture, "t")
+    texts = {t.get_gid(): t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid()}
+    assert texts["flat stitched"] == f"stitched record {FLAT_GATE} in any fold"
+    labels = [label for ax in fig.axes for label in ax.get_legend_handles_labels()[1]]
+    assert not any(label.startswith("stitched 0.00") for label in labels)
+    assert picture.lines[0].label == f"model ({FLAT_GATE} in any fold)"

@@ -237,3 +237,59 @@ def test_the_table_ends_with_the_stitched_row():
     assert len(lines) == 5
     assert lines[-1].split()[:4] == ["stitched", "2024-01-01T00:00", "2024-01-01T07:59", "480"]
     assert lines[-1].split()[6] == f"{stitched.policies[MODEL].net.sharpe:.2f}"
+
+
+def test_the_table_ends_with_the_held_out_headlines_row():
+    holdout = {
+        "start": "2024-01-05T00:00:00+00:00",
+        "end": "2024-01-06T23:59:00+00:00",
+        "n_bars": 2880,
+        "net_return": 0.0123,
+        "max_drawdown": 0.0456,
+        "net_sharpe": 1.75,
+        "net_sharpe_se": 0.625,
+        "buy_and_hold_sharpe": -0.25,
+        "best_baseline": "momentum",
+        "best_baseline_sharpe": 0.5,
+    }
+    lines = fold_table(summary(stitched=window(-1, n=480), holdout=holdout)).splitlines()
+
+    assert lines[-2].split()[0] == "stitched"
+    assert lines[-1].split() == [
+        "held-out", "2024-01-05T00:00", "2024-01-06T23:59", "2,880", "+1.23%", "4.56%",
+        "1.75", "±", "0.62", "-0.25", "momentum", "0.50",
+    ]  # fmt: skip
+
+
+def test_a_run_without_a_held_out_period_has_no_held_out_row():
+    assert [line.split()[0] for line in fold_table(summary()).splitlines()[2:]] == ["0", "1"]
+
+
+def test_json_bytes_writes_strict_json_with_undefined_figures_as_null():
+    import numpy as np
+
+    from foxhunt.strict_json import json_bytes
+
+    value = {
+        "ci": [math.nan, math.inf],
+        "tail": -math.inf,
+        "n": np.int64(3),
+        "x": np.float32(0.5),
+        "ok": True,
+    }
+    text = json_bytes(value).decode()
+    assert "NaN" not in text and "Infinity" not in text
+    assert strict_json.loads(text) == {"ci": [None, None], "tail": None, "n": 3, "x": 0.5, "ok": True}
+
+
+def test_a_fold_report_with_undefined_figures_is_strict_json_and_reads_back_nan():
+    from foxhunt.strict_json import json_bytes
+
+    w = window(0)
+    net = dataclasses.replace(w.policies[MODEL].net, sharpe_ci_low=math.nan, sharpe_ci_high=math.nan)
+    policies = {**w.policies, MODEL: dataclasses.replace(w.policies[MODEL], net=net)}
+    original = dataclasses.replace(report(), evaluation=dataclasses.replace(w, policies=policies))
+
+    data = strict_json.loads(json_bytes(original.to_dict()))
+    back = FoldReport.from_dict(data).evaluation.policies[MODEL].net
+    assert math.isnan(back.sharpe_ci_low) and back.sharpe == net.sharpe

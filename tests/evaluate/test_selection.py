@@ -92,22 +92,88 @@ def test_a_nan_result_is_refused():
         probability_of_overfitting(m)
 
 
+# ---- PBO's record: when it is read, and what it says it used ------------------------------------------
+def test_pbo_of_trials_all_flat_in_every_fold_is_undefined():
+    # Catches: CSCV on tied records, where every split ranks the selected trial at the median (PBO 1.0).
+    got = selection.overfitting_record(np.zeros((4, 3)), [0, 1, 2, 3], [7, 8, 9])
+    assert got["pbo"] is None and "reading" not in got
+    assert "flat in every fold" in got["reason"] and "no ranking" in got["reason"]
+
+
+def test_pbo_of_trials_with_one_and_the_same_record_is_undefined():
+    tied = np.repeat(np.array([[0.5], [-1.0], [2.0], [0.1]]), 3, axis=1)
+    got = selection.overfitting_record(tied, [0, 1, 2, 3], [0, 1, 2])
+    assert got["pbo"] is None and "same per-fold record" in got["reason"]
+
+
+def test_pbo_with_two_trials_tied_and_one_apart_is_read():
+    results = HAND.copy()
+    results[:, 1] = results[:, 0]
+    got = selection.overfitting_record(results, [0, 1, 2, 3], [0, 1, 2])
+    assert got["pbo"] is not None and "reason" not in got
+
+
+@pytest.mark.parametrize("n_folds", [2, 3])
+def test_pbo_is_not_read_below_the_minimum_of_folds(n_folds):
+    # Catches: reading 2 mirror splits (PBO 0, ½ or 1) as a measurement.
+    rng = np.random.default_rng(5)
+    got = selection.overfitting_record(rng.normal(size=(n_folds, 10)), list(range(n_folds)), list(range(10)))
+    assert got["pbo"] is None and got["min_folds"] == selection.MIN_PBO_FOLDS == 4
+    assert "4 or more" in got["reason"] and "mirror" in got["reason"]
+
+
+def test_pbo_states_its_trials_folds_and_splits():
+    got = selection.overfitting_record(HAND, [0, 1, 2, 3], [0, 2, 3])
+    assert (
+        got["pbo"] == pytest.approx(1 / 3)
+        and got["folds_used"] == [0, 1, 2, 3]
+        and got["folds_left_out"] == []
+    )
+    assert "over 3 trials, folds 0–3; 6 splits of 4 groups, so PBO moves in steps of 1/6" in got["reading"]
+
+
+def test_pbo_names_the_earliest_fold_it_leaves_out():
+    # Five folds, 4 groups: fold 10 (the earliest) fills no group. Catches: dropping it silently.
+    rng = np.random.default_rng(6)
+    got = selection.overfitting_record(rng.normal(size=(5, 4)), [10, 11, 12, 13, 14], [0, 1, 2, 3])
+    assert got["folds_used"] == [11, 12, 13, 14] and got["folds_left_out"] == [10]
+    assert "folds 11–14 (fold 10 left out: 5 folds do not fill 4 groups evenly)" in got["reading"]
+
+
 # ---- the DSR's inputs ---------------------------------------------------------------------------------
-def test_the_dsr_counts_and_spreads_the_same_trials():
-    # Five trials tried, two pruned (no Sharpe): N = 3, variance (ddof 1) of .1, .2, .6 = .07.
-    # Catches: N counting the pruned trials (5); ddof 0 (.0467).
+def test_the_dsr_counts_every_trial_tried_and_spreads_those_with_a_sharpe():
+    # Five trials tried, two pruned (no Sharpe): N = 5, variance (ddof 1) of .1, .2, .6 = .07.
+    # Catches: N counting only the trials with a Sharpe (3); ddof 0 (.0467).
     got = dsr_inputs([0.1, None, 0.2, None, 0.6])
-    assert got.n_trials == 3
+    assert got.n_trials == 5 and got.n_with_sharpe == 3
     assert got.sharpe_variance == pytest.approx(0.07)
 
 
-def test_a_non_finite_sharpe_counts_as_none():
-    assert dsr_inputs([0.1, math.nan, 0.3]).n_trials == 2
+def test_a_non_finite_sharpe_counts_as_tried_but_not_in_the_variance():
+    got = dsr_inputs([0.1, math.nan, 0.3])
+    assert got.n_trials == 3 and got.n_with_sharpe == 2 and got.sharpe_variance == pytest.approx(0.02)
 
 
 def test_the_dsr_needs_two_trials_with_a_sharpe():
     with pytest.raises(ValueError, match="two or more"):
         dsr_inputs([0.1, None])
+
+
+@pytest.mark.parametrize(
+    ("best", "sharpes", "words"),
+    [
+        (0.0, [0.0, 0.0, None], "every trial that completed was flat"),
+        (0.0, [0.0, -0.02, None], "best trial's Sharpe is 0"),
+    ],
+)
+def test_the_dsr_of_a_flat_best_trial_is_undefined(best, sharpes, words):
+    # Catches: reading PSR(0 against 0) = 0.50 as a DSR.
+    assert words in selection.dsr_undefined_reason(best, sharpes)
+
+
+@pytest.mark.parametrize(("best", "sharpes"), [(0.01, [0.01, 0.0]), (-0.01, [-0.01, -0.02])])
+def test_the_dsr_of_a_best_trial_that_traded_is_defined(best, sharpes):
+    assert selection.dsr_undefined_reason(best, sharpes) is None
 
 
 # ---- readings ------------------------------------------------------------------------------------------
@@ -130,9 +196,9 @@ def test_pbo_readings_at_their_thresholds(pbo, words):
 )
 def test_dsr_readings_at_their_thresholds(dsr, words):
     got = selection.dsr_reading(dsr, 12, 0.8)
-    assert words in got and "best of 12 trials with no skill would reach 80% of this Sharpe" in got
+    assert words in got and "best of 12 trials tried with no skill would reach 80% of this Sharpe" in got
 
 
-def test_a_dsr_without_a_positive_sharpe_reads_as_nothing_to_deflate():
-    assert "nothing to deflate" in selection.dsr_reading(0.1, 5, None)
+def test_a_dsr_with_a_negative_sharpe_reads_as_nothing_to_deflate():
+    assert "negative; there is nothing to deflate" in selection.dsr_reading(0.1, 5, None)
     assert "undefined" in selection.dsr_reading(None, 5, 0.5)

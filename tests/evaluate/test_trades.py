@@ -55,6 +55,24 @@ def test_the_trades_sum_to_the_records_net_pnl_under_the_execution_model():
     assert got["pnl_before_costs"].sum() == pytest.approx(record.gross_pnl(rows).sum(), rel=1e-12)
 
 
+def test_with_next_open_fills_the_trade_left_at_a_rollover_pays_its_financing():
+    # 2024-01-01 (EST): bar 21:59 closes at the 22:00 UTC rollover, the next opens at 23:00. A reversal decided
+    # at 21:59: with next-open fills the long is still held over the rollover (1e-4); the short fills at
+    # 23:00 and pays nothing. With close fills the short pays it. Catches: financing on the new trade.
+    ts = np.array(
+        [
+            np.datetime64(t, "ns").astype(np.int64)
+            for t in ("2024-01-01T21:58", "2024-01-01T21:59", "2024-01-01T23:00")
+        ]
+    )
+    record = fold_record(0, 0, np.array([1.0, -1.0, -1.0]), ts, np.zeros(3))
+    for fill, long_pays, short_pays in (("next_open", 1e-4, 0.0), ("close", 0.0, 1e-4)):
+        rows = execution.rows(ExecutionSettings(financing=0.0365, fill=fill), ts, np.zeros(3), np.zeros(3))
+        np.testing.assert_allclose(
+            trade_table(record, 0.0, rows)["pnl"], [-long_pays, -short_pays], atol=1e-15
+        )
+
+
 def test_a_position_handed_over_between_folds_is_one_trade():
     early = fold_record(0, 0, np.ones(3), TS, RETURNS)
     late = fold_record(1, 3, np.ones(4), TS, RETURNS)

@@ -176,3 +176,26 @@ def test_the_compile_cache_flag_sets_the_run_setting():
     assert RunConfig().compile_cache == "auto"
     with pytest.raises(ConfigError, match="compile_cache"):
         RunConfig(compile_cache=" ")
+
+
+def test_a_key_set_too_short_is_refused_before_work_with_a_line_that_says_so(monkeypatch):
+    monkeypatch.setenv(compile_cache.KEY_ENV, "x" * (compile_cache.MIN_KEY_BYTES - 1))
+    with pytest.raises(ConfigError, match=r"is set but is 15 bytes; a signing key needs at least 16"):
+        compile_cache.check_setting(compile_cache.AUTO)
+
+
+def test_a_key_of_the_minimum_length_is_accepted(monkeypatch):
+    monkeypatch.setenv(compile_cache.KEY_ENV, "x" * compile_cache.MIN_KEY_BYTES)
+    compile_cache.check_setting(compile_cache.AUTO)
+    assert compile_cache.signing_key() == b"x" * compile_cache.MIN_KEY_BYTES
+
+
+def test_a_short_key_is_no_error_when_the_cache_is_off(monkeypatch):
+    monkeypatch.setenv(compile_cache.KEY_ENV, "short")
+    compile_cache.check_setting(compile_cache.OFF)
+
+
+def test_an_unset_key_leaves_auto_off_without_an_error(monkeypatch):
+    monkeypatch.delenv(compile_cache.KEY_ENV, raising=False)
+    compile_cache.check_setting(compile_cache.AUTO)
+    assert compile_cache.key_state() == "unset"

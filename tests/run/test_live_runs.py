@@ -19,6 +19,7 @@ from support.telemetry_cases import (
 from foxhunt.cli import main
 from foxhunt.errors import UsageError
 from foxhunt.run.pushgateway import resolve_pushgateway, resolve_run_id
+from foxhunt.train import DQNTrainer
 
 pytestmark = pytest.mark.services
 
@@ -105,6 +106,23 @@ def test_a_deleted_group_is_gone_from_the_pushgateway_after_prometheus_scraped_i
     )
     assert [float(r["value"][1]) for r in scraped] == [1.0]
     assert strict_json.read(tmp_path / "out" / "summary.json")["push_failures"] == 0
+
+
+def test_a_failed_run_keeps_its_group_for_the_failure_alert_even_when_asked_to_delete_it(
+    pushgateway, tiny_fxcache, tiny_params, tmp_path, monkeypatch
+):
+    def boom(self, *args, **kwargs):
+        raise ValueError("boom in the trainer")
+
+    monkeypatch.setattr(DQNTrainer, "train_epoch", boom)
+    run_id = unique_run_id("failed")
+    argv = train_argv(
+        tiny_fxcache, tmp_path / "out", tiny_params, "--epochs", "1", "--max-folds", "1",
+        "--pushgateway", pushgateway, "--run-id", run_id, "--delete-metrics-group", "--metrics-keep-seconds", "0",
+    )  # fmt: skip
+
+    assert main(argv) == 1
+    assert value(pushed_samples(pushgateway, run_id), "foxhunt_run_finished", status="failed") == 1
 
 
 @pytest.mark.parametrize("bad", ["..", ".", "a/b", "run id", "x" * 129, "ümlaut"])

@@ -135,7 +135,8 @@ def test_a_file_store_holds_the_same_record(recorded, tmp_path):
     record_run(file_store, str(out))
 
     assert file_store == f"file:{tmp_path / 'mlruns'}"
-    assert only_run(file_store)[1].data.metrics == only_run(store)[1].data.metrics
+    live = only_run(store)[1].data.metrics  # the live record adds each epoch's `fold_N/` figures
+    assert only_run(file_store)[1].data.metrics == {k: v for k, v in live.items() if "/" not in k}
 
 
 def test_an_sqlite_stores_artifacts_lie_beside_its_database(recorded):

@@ -3,8 +3,9 @@
 import json
 
 import numpy as np
+import torch
 from support import strict_json
-from support.run_cases import TINY_DQN, quick_argv, train_argv
+from support.run_cases import ONE_FOLD, TINY_DQN, quick_argv, train_argv
 
 from foxhunt.cli import main
 
@@ -44,6 +45,18 @@ def test_seeds_side_by_side_keep_member_zero_as_the_run_and_report_the_spread(
     assert "seed_spread" not in strict_json.read(one / "summary.json")
 
 
+def test_each_extra_seed_trains_as_a_run_of_its_own_seed(tiny_fxcache, tiny_params, tmp_path):
+    # --seeds 2 from seed 11: seed_12's fold is bit for bit a run with --seed 12, and not the seed-11 one.
+    # Catches: every member trained from the run's seed (the folders named by seed, the weights all alike).
+    both, alone = tmp_path / "both", tmp_path / "alone"
+    assert main(train_argv(tiny_fxcache, both, tiny_params, *ONE_FOLD, "--seeds", "2")) == 0
+    assert main(train_argv(tiny_fxcache, alone, tiny_params, *ONE_FOLD, "--seed", "12")) == 0
+    extra, own = (torch.load(d / "fold_0" / "weights.pt") for d in (both / "seed_12", alone))
+    assert extra.keys() == own.keys() and all(torch.equal(extra[k], own[k]) for k in own)
+    first = torch.load(both / "fold_0" / "weights.pt")
+    assert not torch.equal(first["0.weight"], extra["0.weight"])
+
+
 def test_each_fold_reports_the_epoch_chosen_on_the_training_tail(tiny_fxcache, tmp_path):
     out = tmp_path / "out"
     params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=-1e3)
@@ -76,3 +89,24 @@ def test_a_flat_fold_names_its_gate_and_carries_no_warning_of_the_policy_it_does
         assert report["selection"]["gate_sharpe"] == 1e3 and report["warnings"] == []
         assert f"fold {fold} member 0: epoch" in console.out + console.err
     assert "gate 1000.00); the policy is flat: no edge found" in console.out + console.err
+
+
+def test_a_run_flat_in_every_fold_says_so_with_each_folds_tail_sharpe_and_gate(
+    tiny_fxcache, tmp_path, capsys
+):
+    # Catches: the run's console reading `PSR(>0) 0.00` and `hit rate 0.0%` for a run that never traded.
+    out = tmp_path / "out"
+    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0)
+    assert main(train_argv(tiny_fxcache, out, params, "--epochs", "1")) == 0
+    console = capsys.readouterr().out
+    figures = ", ".join(
+        f"{r['selection']['tail_sharpe']:.2f} against 1000.00 (fold {fold})"
+        for fold, r in fold_reports(out).items()
+    )
+    words = f"flat in every fold: the gate found no edge; learned tail Sharpe {figures}"
+    assert words in console and "PSR(>0)" not in console and "hit rate 0.0%" not in console
+    assert strict_json.read(out / "summary.json")["flat_reading"] == words
+    table = [
+        line for line in console.splitlines() if "flat: the gate found no edge; learned tail Sharpe" in line
+    ]
+    assert len(table) == 3  # each fold's row of the table says it in words

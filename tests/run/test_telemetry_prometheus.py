@@ -53,6 +53,33 @@ def test_the_stitched_sharpe_and_fold_dates_in_prometheus_equal_the_run_report(p
     assert got == {str(f["fold"]): (f["dates"]["val_first_bar"], f["dates"]["val_last_bar"]) for f in folds}
 
 
+def test_the_held_out_headline_in_prometheus_equals_the_run_report(prometheus, pipeline_runs):
+    run = pipeline_runs[0]
+    holdout = run.summary["holdout"]
+    expected = {
+        "foxhunt_holdout_net_sharpe": holdout["net_sharpe"],
+        "foxhunt_holdout_net_sharpe_ci_low": holdout["net_sharpe_ci"][0],
+        "foxhunt_holdout_net_sharpe_ci_high": holdout["net_sharpe_ci"][1],
+        "foxhunt_holdout_net_sharpe_se": holdout["net_sharpe_se"],
+    }
+    for name, figure in expected.items():
+        (series,) = prometheus.wait_for(f'{name}{{run_id="{run.run_id}"}}', 1)
+        assert (series["metric"]["days"], float(series["value"][1])) == (f"{holdout['days']:g}", figure), name
+
+
+def test_the_console_table_ends_with_the_held_out_row_and_names_its_files(pipeline_runs):
+    run = pipeline_runs[0]
+    holdout = run.summary["holdout"]
+    lines = run.output.splitlines()
+    (row,) = [line.split() for line in lines if line.split()[:1] == ["held-out"]]
+    outputs = next(line for line in lines if line.startswith("outputs: "))
+
+    assert row[1:3] == [holdout["start"][:16], holdout["end"][:16]]
+    assert row[6:9] == [f"{holdout['net_sharpe']:.2f}", "±", f"{holdout['net_sharpe_se']:.2f}"]
+    assert row[10:] == [holdout["best_baseline"], f"{holdout['best_baseline_sharpe']:.2f}"]
+    assert "holdout.json (the headline), holdout.png, holdout/" in outputs
+
+
 def test_two_concurrent_runs_are_both_fully_present_in_prometheus(prometheus, pipeline_runs):
     for run in pipeline_runs:
         assert_phases_in_prometheus_equal_the_report(prometheus, run)

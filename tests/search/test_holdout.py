@@ -140,6 +140,22 @@ def test_the_held_out_headline_is_reported_beside_the_in_search_figure(two_searc
     assert (outs["real"] / "holdout.png").stat().st_size > 0
 
 
+def test_a_search_with_a_holdout_writes_the_held_out_periods_trades_daily_and_monthly(two_searches):
+    # Catches: the files of the best trial's in-search record standing for the headline.
+    outs, start, rows = two_searches
+    study = json.loads((outs["real"] / "study.json").read_text())
+    assert study["headline_tables"]["record"].startswith("the held-out final period")
+    daily = list(csv.DictReader(io.StringIO((outs["real"] / "daily.csv").read_text())))
+    monthly = list(csv.DictReader(io.StringIO((outs["real"] / "monthly.csv").read_text())))
+    assert sum(int(d["bars"]) for d in daily) == rows - start  # the held-out bars, and only they
+    holdout = json.loads((outs["real"] / "holdout.json").read_text())
+    compounded = np.prod([1 + float(m["return"]) for m in monthly]) - 1
+    assert compounded == pytest.approx(holdout["net_return"], abs=1e-9)  # the headline's own net return
+    trades = pq.read_table(outs["real"] / "trades.parquet")
+    first = np.datetime64(holdout["start"].rstrip("Z"), "ns").astype(np.int64)
+    assert trades.num_rows == 0 or trades.column("entry").cast(pa.int64()).to_numpy().min() >= first
+
+
 def test_a_plain_run_reports_its_settings_on_the_held_out_period(tiny_fxcache, tiny_params, tmp_path, capsys):
     out = tmp_path / "out"
     assert (
@@ -173,3 +189,33 @@ def test_a_plain_run_reports_its_settings_on_the_held_out_period(tiny_fxcache, t
     assert (
         "in-search figure (net Sharpe of the run's stitched folds; optimistic, not the headline)" in console
     )
+
+
+@pytest.mark.parametrize("best", ["ridge_60", "buy_and_hold"])
+def test_holdout_png_draws_the_best_baseline_its_title_names(best, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import foxhunt.evaluate.plot as plot
+    from foxhunt.evaluate.evaluation import Scoring
+    from foxhunt.run import holdout
+
+    drawn = []
+    monkeypatch.setattr(plot, "fold_sharpe", lambda window, selections=(): None)
+    monkeypatch.setattr(plot, "render_run_png", lambda picture, *_, **__: drawn.append(picture) or b"png")
+    returns = np.random.default_rng(0).normal(0, 1e-3, size=(200, 4))
+    data = SimpleNamespace(targets=returns, timestamp=np.arange(200, dtype=np.int64) * MINUTE)
+    fold = holdout.FoldRange(3, 0, 100, 100, 200, 1.0)
+    outcome = SimpleNamespace(
+        positions=np.zeros(100),
+        baselines={"ridge_60": -np.ones(100), "buy_and_hold": np.ones(100)},
+        report=SimpleNamespace(evaluation=SimpleNamespace(best_baseline=best), selection=None),
+    )
+    run = SimpleNamespace(out_uri=str(tmp_path), progress=print)
+    holdout._draw(run, data, outcome, fold, Scoring(cost=0.0, resamples=0), "t")
+    lines = {line.label: line.log_pnl for line in drawn[0].lines}
+    if best == "buy_and_hold":  # named once, drawn once
+        assert list(lines) == ["model", "buy and hold"]
+    else:
+        assert list(lines) == ["model", "buy and hold", "best baseline: ridge_60"]
+        assert np.allclose(lines["best baseline: ridge_60"], -returns[100:, 0])  # short every bar, no cost
+    assert (tmp_path / "holdout.png").read_bytes() == b"png"

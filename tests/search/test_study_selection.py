@@ -32,8 +32,15 @@ def test_pbo_is_computed_over_the_complete_trials_per_fold_results(tmp_path):
     run_trials(study, 4, one_at_a_time(_reporting([0, None, 1, 2])), space=TEST_SPACE, seed=5)
     found = selection_check(study).overfitting
     assert found["pbo"] == pytest.approx(1 / 3)
-    assert found["trials"] == [0, 2, 3] and found["splits"] == 6 and found["folds_used"] == 4
-    assert "caution" in found["reading"]
+    assert found["trials"] == [0, 2, 3] and found["splits"] == 6 and found["folds_used"] == [0, 1, 2, 3]
+    assert "caution" in found["reading"] and "over 3 trials" in found["reading"]
+
+
+def test_pbo_says_which_trials_it_leaves_out_and_why(tmp_path):
+    study = _study(tmp_path, pruner=optuna.pruners.NopPruner())
+    run_trials(study, 4, one_at_a_time(_reporting([0, None, 1, 2])), space=TEST_SPACE, seed=5)
+    found = selection_check(study).overfitting
+    assert found["left_out"] == {"pruned": [1], "failed": []} and "pruned trial has none" in found["rule"]
 
 
 def test_the_check_says_why_there_is_no_pbo(tmp_path):
@@ -48,7 +55,25 @@ def test_the_dsr_has_its_reading_and_its_rule(tmp_path):
     study = _study(tmp_path, pruner=optuna.pruners.NopPruner())
     run_trials(study, 4, one_at_a_time(_reporting([0, None, 1, 2])), space=TEST_SPACE, seed=5)
     check = selection_check(study)
-    assert check.n_trials == 3 and check.n_tried == 4
+    assert check.n_trials == 4 and check.n_tried == 4 and check.n_with_sharpe == 3
     assert check.dsr_reading.startswith(f"DSR {check.dsr:.2f}: ")
-    assert "best of 3 trials" in check.dsr_reading
-    assert "same trials" in check.dsr_rule
+    assert "best of 4 trials tried" in check.dsr_reading
+    assert "every trial tried" in check.dsr_rule and "pruned" in check.dsr_rule
+
+
+def _flat(number, params, report_fold):
+    """Every trial flat in every fold: net Sharpe 0 reported, a stitched Sharpe of 0."""
+    for fold in range(4):
+        report_fold(fold, 0.0)
+    return TrialOutcome(objective=0.0, sharpe=0.0, n_obs=1000, skew=0.0, kurtosis=3.0)
+
+
+def test_a_search_of_flat_trials_has_no_pbo_and_no_dsr_and_says_why(tmp_path):
+    # Catches: PBO 1.00 ("selection explains this ranking") and DSR 0.50 where nothing traded.
+    study = _study(tmp_path, pruner=optuna.pruners.NopPruner())
+    run_trials(study, 3, one_at_a_time(_flat), space=TEST_SPACE, seed=5)
+    check = selection_check(study)
+    assert check.overfitting["pbo"] is None and "flat in every fold" in check.overfitting["reason"]
+    assert check.dsr is None and "flat" in check.reason and check.dsr_reading.startswith("DSR undefined")
+    data = check.to_dict()
+    assert data["dsr"] is None and data["n_trials"] == 3 and data["sharpe_per_period"] == 0.0

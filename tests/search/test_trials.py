@@ -260,28 +260,30 @@ def _outcome(sharpes):
     return objective
 
 
-def test_the_selection_check_is_the_deflated_sharpe_ratio_of_the_best_trial_among_those_with_a_sharpe(
-    tmp_path,
-):
+def test_the_selection_check_deflates_the_best_trial_by_every_trial_tried_pruned_ones_included(tmp_path):
     study = _study(tmp_path)
     sharpes = [0.01, 0.03, None, 0.02]
     run_trials(study, 4, one_at_a_time(_outcome(sharpes)), space=TEST_SPACE, seed=5)
     check = selection_check(study)
 
-    # Bailey & López de Prado (2014), written out: N = 3 trials with a Sharpe, variance of the same three.
+    # Bailey & López de Prado (2014), written out: N = 4 trials tried (one pruned), variance of the three
+    # with a Sharpe.
     normal, gamma_e = NormalDist(), 0.5772156649015329
     variance = np.var([0.01, 0.03, 0.02], ddof=1)
     expected_max = math.sqrt(variance) * (
-        (1 - gamma_e) * normal.inv_cdf(1 - 1 / 3) + gamma_e * normal.inv_cdf(1 - 1 / (3 * math.e))
-    )
-    z = (0.03 - expected_max) * math.sqrt(5000 - 1) / math.sqrt(1 + 0.3 * 0.03 + (5.0 - 1) / 4 * 0.03**2)
-    assert check.trial == 1 and check.n_trials == 3 and check.n_tried == 4
-    assert check.dsr == pytest.approx(normal.cdf(z), rel=1e-9)
-    assert check.selection_share == pytest.approx(expected_max / 0.03, rel=1e-9)
-    wrong_n = math.sqrt(variance) * (
         (1 - gamma_e) * normal.inv_cdf(1 - 1 / 4) + gamma_e * normal.inv_cdf(1 - 1 / (4 * math.e))
     )
-    assert check.expected_max_sharpe_per_period != pytest.approx(wrong_n, rel=1e-3)
+    z = (0.03 - expected_max) * math.sqrt(5000 - 1) / math.sqrt(1 + 0.3 * 0.03 + (5.0 - 1) / 4 * 0.03**2)
+    assert check.trial == 1 and check.n_trials == 4 and check.n_tried == 4 and check.n_with_sharpe == 3
+    assert check.counted == {"complete": 3, "pruned": 1, "failed": 0}
+    assert check.dsr == pytest.approx(normal.cdf(z), rel=1e-9)
+    assert check.selection_share == pytest.approx(expected_max / 0.03, rel=1e-9)
+    # Catches: N counting only the complete trials (3).
+    completed_only = math.sqrt(variance) * (
+        (1 - gamma_e) * normal.inv_cdf(1 - 1 / 3) + gamma_e * normal.inv_cdf(1 - 1 / (3 * math.e))
+    )
+    assert check.expected_max_sharpe_per_period != pytest.approx(completed_only, rel=1e-3)
+    assert "best of 4 trials tried" in check.dsr_reading
 
 
 def test_the_selection_check_needs_two_complete_trials_with_a_sharpe(tmp_path):

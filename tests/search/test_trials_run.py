@@ -11,6 +11,7 @@ import sys
 from contextlib import closing
 
 import pytest
+from support import strict_json
 from support.search_cases import LR_ONLY, read_json, search_argv, space_file
 from support.trainer_cases import DEVICES
 
@@ -46,10 +47,52 @@ def test_a_study_of_three_trials_leaves_a_table_a_folder_per_trial_and_a_deflate
     study = read_json(three_trials / "study.json")
     best = max(rows, key=lambda r: r["objective"])
     assert study["best"]["number"] == best["number"] and study["finished_trials"] == 3
-    assert study["selection"]["n_trials"] == 3 and 0.0 <= study["selection"]["dsr"] <= 1.0
-    assert study["selection"]["overfitting"]["pbo"] in (0.0, 0.5, 1.0)  # S = 2 over two folds: two splits
-    assert study["selection"]["overfitting"]["reading"].startswith("PBO ")
+    assert study["selection"]["n_trials"] == 3 and study["selection"]["counted"]["complete"] == 3
+    assert study["selection"]["dsr"] is None or 0.0 <= study["selection"]["dsr"] <= 1.0
+    assert study["selection"]["dsr_reading"].startswith("DSR ")
+    overfitting = study["selection"]["overfitting"]  # two folds: below the minimum, not read
+    assert (
+        overfitting["pbo"] is None and "4 or more" in overfitting["reason"] and overfitting["folds"] == [0, 1]
+    )
     assert read_json(three_trials / "summary.json")["folds_planned"] == 3 * 2  # trials × folds
+
+
+def test_the_studys_dsr_and_pbo_are_its_user_attributes_read_back_through_optuna(three_trials):
+    import optuna
+
+    summary = read_json(three_trials / "study.json")
+    storage = f"sqlite:///{three_trials / 'study.sqlite3'}"
+    attrs = optuna.load_study(study_name=summary["study_name"], storage=storage).user_attrs
+    selection = summary["selection"]
+
+    assert attrs["dsr"] == selection["dsr"] and attrs["dsr_trial"] == selection["trial"]
+    assert attrs["pbo"] == selection["overfitting"]["pbo"]
+    # Undefined figures (this 2-fold study is below PBO's minimum of folds) are attributes too, as None.
+    assert {"dsr", "pbo", "dsr_trial"} <= attrs.keys()
+
+
+def test_a_search_without_a_holdout_writes_the_best_trials_trades_daily_and_monthly(three_trials):
+    study = read_json(three_trials / "study.json")
+    best = study["best"]["number"]
+    assert study["headline_tables"]["files"] == ["trades.parquet", "daily.csv", "monthly.csv"]
+    assert f"best trial {best}'s stitched out-of-sample record" in study["headline_tables"]["record"]
+    trial = read_json(three_trials / "trials" / f"{best:04d}" / "trial.json")
+    daily = list(csv.DictReader(io.StringIO((three_trials / "daily.csv").read_text())))
+    monthly = list(csv.DictReader(io.StringIO((three_trials / "monthly.csv").read_text())))
+    # The files are the best trial's record: its bars, and its net log return, day by day.
+    assert sum(int(d["bars"]) for d in daily) == trial["stitched"]["net"]["n_bars"]
+    assert sum(float(m["log_pnl"]) for m in monthly) == pytest.approx(
+        trial["stitched"]["net"]["log_return"], abs=1e-9
+    )
+    assert (three_trials / "trades.parquet").stat().st_size > 0
+
+
+def test_every_json_a_search_writes_is_strict_json(three_trials):
+    # Trials score without the bootstrap: their intervals are undefined, written null, never a bare NaN.
+    written = sorted(three_trials.rglob("*.json"))
+    assert len(written) > 10
+    for path in written:
+        strict_json.read(path)
 
 
 def test_the_manifest_records_every_fold_of_every_trial_with_its_checksums(three_trials):

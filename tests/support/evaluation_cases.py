@@ -23,3 +23,13 @@ def window(fold: int, start: int = 0, n: int = 240, seed: int = 0) -> WindowEval
     }
     records = {name: fold_record(fold, start, pos, timestamp, returns) for name, pos in positions.items()}
     return evaluate_window(records, Scoring(resamples=50), fold)
+
+
+def flat_window(fold: int, start: int = 0, n: int = 240, seed: int = 0) -> WindowEvaluation:
+    """`window` with a model that holds no position (a fold the tail gate made flat)."""
+    rng = np.random.default_rng(seed)
+    timestamp = T0 + np.arange(start + n, dtype=np.int64) * MINUTE
+    returns = rng.normal(1e-5, 4e-4, start + n)
+    positions = {MODEL: np.zeros(n), "buy_and_hold": np.ones(n), "flat": np.zeros(n)}
+    records = {name: fold_record(fold, start, pos, timestamp, returns) for name, pos in positions.items()}
+    return evaluate_window(records, Scoring(resamples=50), fold)

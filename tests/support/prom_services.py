@@ -52,7 +52,8 @@ STARTUP_TIMEOUT_S = 60.0
 PIPELINE_TIMEOUT_S = 300.0
 # Small enough for a few seconds per fold on 2 CPU cores; CPU and a fixed seed make results repeatable.
 PIPELINE_ARGS = tuple(
-    "--sample-bars 60000 --epochs 1 --max-folds 2 --train-days 20 --val-days 5 --step-days 5 --seed 7 --device cpu".split()
+    "--sample-bars 60000 --epochs 1 --max-folds 2 --train-days 20 --val-days 5 --step-days 5 --holdout-days 5 --seed 7 "
+    "--device cpu".split()
 )
 
 

@@ -28,7 +28,7 @@ from support.trainer_cases import DEVICES, MINUTE_NS, target_network
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.train import SHAPE_FIELDS, DQNTrainer, periods_per_year, policy_metrics, td_target, to_device
-from foxhunt.train.dqn import epsilon_schedule
+from foxhunt.train.dqn import epsilon_schedule, huber_loss
 from foxhunt.train.replay import transition_reward
 from foxhunt.train.stacked import polyak_update
 
@@ -89,6 +89,24 @@ def test_the_next_state_is_the_next_row_with_the_action_taken_as_position(device
         0.9 * ((x0[t + 1] + OFFSET) + 16.0 * (p + OFFSET)) for t, p in ((2, 1.0), (4, -1.0), (5, 0.0))
     ]
     torch.testing.assert_close(y, torch.tensor(expected, dtype=torch.float32, device=device))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_step_reads_the_states_of_the_folds_own_rows_from_its_train_start(device):
+    # A fold whose training slice starts at row 5: replay index i is bar 5 + i, its next state bar 6 + i.
+    # Q_a = (x0 + 8) + 16 · (position + 8) + bias_a tells the row read. Catches: rows read from 0 (every
+    # fold after the first pairs its rewards with another bar's states).
+    x0 = np.array([0, 1, -1, 2, -2, 3, -3, 1, 0, 2, 1, 0.0])
+    trainer = tiny_trainer(x0, np.zeros(12), device)
+    trainer.window.set_fold_range(FoldRange(1, 5, 9, 9, 12, 1.0))
+    readout_net(trainer.networks[0], 1.0, 16.0, [0.0, 0.0, 0.0])
+    readout_net(target_network(trainer), 1.0, 16.0, [0.0, 0.0, 0.0])
+    fill_replay(trainer, [1.0, 0.0, -1.0], [1, 2, 0], [0.0, 0.0, 0.0])
+    q, y, _ = member_q_and_target(trainer, draw_for(trainer, [0, 1, 2]))
+    states = [(x0[5 + i] + OFFSET) + 16.0 * (p + OFFSET) for i, p in enumerate([1.0, 0.0, -1.0])]
+    next_states = [0.9 * ((x0[6 + i] + OFFSET) + 16.0 * (p + OFFSET)) for i, p in enumerate([0.0, 1.0, -1.0])]
+    torch.testing.assert_close(q, torch.tensor(states, dtype=torch.float32, device=device))
+    torch.testing.assert_close(y, torch.tensor(next_states, dtype=torch.float32, device=device))
 
 
 # ---- reward and replay -----------------------------------------------------------------------------
@@ -172,6 +190,29 @@ def test_each_training_step_ends_with_the_polyak_step_of_the_target(device):
     after_online = [p.detach() for p in trainer.params]
     for old, new, online in zip(before, trainer.target_params, after_online, strict=True):
         torch.testing.assert_close(new, 0.75 * old + 0.25 * online, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("delta", "errors", "losses"),
+    [
+        (1.0, [0.5, 0.9, 1.5, 3.0], [0.125, 0.405, 1.0, 2.5]),
+        (0.5, [0.25, 0.45, 0.75, 3.0], [0.0625, 0.2025, 0.5, 2.75]),
+    ],
+)
+def test_the_huber_loss_is_quadratic_inside_its_knee_and_linear_outside(delta, errors, losses):
+    # 0.5 · e² / δ for |e| < δ, |e| − δ / 2 beyond: errors either side of the knee, both signs.
+    # Catches: the knee moved to 2δ or δ / 2 (0.9 at δ = 1 gives 0.2025 or 0.775), plain L2 or L1.
+    e = torch.tensor(errors)
+    for sign in (1.0, -1.0):
+        got = huber_loss(sign * e.unsqueeze(1), torch.zeros(4, 1), torch.tensor([delta]))
+        torch.testing.assert_close(got, torch.tensor(losses))
+
+
+def test_the_huber_knee_defaults_to_one_reward_unit():
+    # With the default reward_scale 1e4 a reward unit is 1 bp: TD errors beyond a basis point pull linearly.
+    # Catches: a default knee moved (2.0 or 0.5) that every trainer test, reading the config, lets through.
+    assert DQNConfig().huber_delta == 1.0
+    assert DQNConfig().reward_scale == 1e4
 
 
 # ---- settings as device values ---------------------------------------------------------------------------

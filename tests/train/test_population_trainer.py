@@ -1,18 +1,24 @@
 """Members side by side: a trainer of P members trains each as a trainer of one with its settings does,
-bit for bit on the CPU."""
+bit for bit on the CPU, and each as a plain-torch Double DQN written apart from the trainer does
+(support/reference_dqn.py: a check that does not compare the trainer with itself)."""
 
+import math
 from dataclasses import replace
 
 import pytest
 import torch
+from support.reference_dqn import ReferenceDQN
 from support.trainer_cases import DEVICES, FOLDS, SMALL, planted_arrays
 
 from foxhunt.train import DQNTrainer, to_device
+from foxhunt.train.dqn import fold_seed
 from foxhunt.train.networks import build_qnet
 from foxhunt.train.settings import check_population, padded
 from foxhunt.train.stacked import adam_update, clip_grad_norm_per_member, exact_member_update
 
 # Members that differ in every shape-free setting the step reads, and in the exploration schedule.
+# Member 1's clip (0.1) binds on some steps of FOLDS[1] and not on others (gradient norms 0.05 to 0.3
+# there), so a clip that is never applied changes what it learns.
 MEMBERS = [
     replace(SMALL, lr=3e-4),
     replace(
@@ -21,7 +27,7 @@ MEMBERS = [
         gamma=0.5,
         tau=0.05,
         huber_delta=0.3,
-        grad_clip=0.5,
+        grad_clip=0.1,
         weight_decay=1e-3,
         reward_scale=300.0,
         cost=5e-4,
@@ -57,6 +63,32 @@ def test_each_member_learns_bit_for_bit_what_a_trainer_of_one_with_its_settings_
         for name, value in alone.policies.state_dict_cpu().items():
             assert torch.equal(population.policies.state_dict_cpu(i)[name], value), name
         assert torch.equal(population.policies.greedy_positions(member=i), alone.policies.greedy_positions())
+
+
+def test_each_member_learns_what_a_plain_torch_double_dqn_with_its_settings_learns(data_cpu):
+    # FOLDS[1] starts at row 4000: a step that reads states without the fold's offset pairs every reward
+    # with another bar's state. The reference differs from the trainer in float32 rounding only (its
+    # Huber, clip and Adam are torch's own): weights agree to 1e-5 after 30 steps, while the wrong
+    # versions tried (offset dropped, clip skipped, Huber knee doubled, weight decay doubled) move
+    # some weight by 1e-3 or more.
+    members = [replace(m, select_tail_share=0.0) for m in MEMBERS]  # the reference learns on the whole slice
+    fold = FOLDS[1]
+    population = DQNTrainer(data_cpu, members, max_train_rows=8000, seed=3, diagnostics=False)
+    population.set_fold_range(fold)
+    population.reset_for_fold(fold.fold)
+    population.window.compute_norm_stats()
+    initial = [population.policies.state_dict_cpu(i) for i in range(len(members))]
+    for epoch in range(2):
+        population.train_epoch(epoch, 2)
+    for i, config in enumerate(members):
+        reference = ReferenceDQN(
+            data_cpu.features, data_cpu.targets[:, 0], fold, config, initial[i], fold_seed(3, fold.fold)
+        )
+        reference.train(2)
+        for name, value in reference.online.state_dict().items():
+            torch.testing.assert_close(
+                population.policies.state_dict_cpu(i)[name], value, rtol=0, atol=1e-5, msg=f"{i} {name}"
+            )
 
 
 def test_members_with_different_settings_end_with_different_weights(data_cpu):
@@ -163,6 +195,37 @@ def test_the_cpu_update_is_torch_adam_bit_for_bit_for_every_member(lrs):
             alone.grad = g[i].clone()
             adam.step()
         assert torch.equal(params[0][i], alone.detach())
+
+
+def test_the_cpu_update_clips_the_gradient_before_adam():
+    # One weight, clip 1, lr 0.1: gradient 4 is clipped to 1, then 0.5 passes. Adam's first step is
+    # lr · sign, the second lr · m̂ / (√v̂ + eps) with m = 0.9 · 0.1 · 1 + 0.1 · 0.5 = 0.14 and
+    # v = 0.999 · 0.001 · 1 + 0.001 · 0.25 = 0.001249: 0.1 · (0.14 / 0.19) / √(0.001249 / 0.001999).
+    # Catches: the CPU path without the clip (m = 0.41, v = 0.016234: a second step of 0.0757, not 0.0932).
+    weight, clip, no_decay = [torch.zeros(1, 1)], torch.tensor(1.0), torch.tensor(0.0)
+    moments = ([torch.zeros(1, 1)], [torch.zeros(1, 1)])
+    for step, g in enumerate((4.0, 0.5), start=1):
+        exact_member_update(weight, [torch.tensor([[g]])], *moments, step, 0, 0.1, clip, no_decay)
+    second = 0.1 * (0.14 / 0.19) / (math.sqrt(0.001249 / 0.001999) + 1e-8)
+    assert weight[0].item() == pytest.approx(-(0.1 + second), rel=1e-5)
+
+
+def test_the_cpu_update_adds_the_weight_decay_once_as_torch_adam_does():
+    # torch.optim.Adam(weight_decay=λ) adds λ · w to the gradient once before its moments.
+    # Catches: the decay doubled (or applied again as a decoupled AdamW step), or left out.
+    gen = torch.Generator().manual_seed(1)
+    start = torch.randn(1, 4, 3, generator=gen)
+    grads = [torch.randn(1, 4, 3, generator=gen) for _ in range(5)]
+    params, moments = [start.clone()], ([torch.zeros_like(start)], [torch.zeros_like(start)])
+    no_clip, decay = torch.tensor(1e9), torch.tensor(0.5)
+    for step, g in enumerate(grads, start=1):
+        exact_member_update(params, [g.clone()], *moments, step, 0, 1e-2, no_clip, decay)
+    alone = torch.nn.Parameter(start[0].clone())
+    adam = torch.optim.Adam([alone], lr=1e-2, weight_decay=0.5, foreach=True)
+    for g in grads:
+        alone.grad = g[0].clone()
+        adam.step()
+    torch.testing.assert_close(params[0][0], alone.detach(), rtol=0, atol=1e-7)
 
 
 def test_gradient_clip_reads_each_members_own_norm():

@@ -48,6 +48,18 @@ def test_the_trainer_gates_on_its_own_tail_length_and_bar_frequency():
     assert trainer.policies.tail_gate() == pytest.approx(2.0 * math.sqrt(bars_per_year / tail))
 
 
+def test_the_gate_reads_the_tails_bar_frequency_not_the_whole_datas():
+    # Minute bars, except the held-back tail (rows 4000-4999 of FOLD) at five-minute spacing: the tail
+    # has 365.25 · 1440 / 5 = 105,192 bars a year; the whole data, mostly minutes, about 315,700.
+    # Catches: the gate annualised with the whole data's bars a year (equal only for regular bars).
+    steps = np.ones(6000, dtype=np.int64)
+    steps[4001:5000] = 5
+    timestamp = np.cumsum(steps) * MINUTE_NS
+    trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.25, select_min_t=2.0), timestamp)
+    assert (trainer.window.learn_end, FOLD.train_end) == (4000, 5000)
+    assert trainer.policies.tail_gate() == pytest.approx(2.0 * math.sqrt(365.25 * 1440 / 5 / 1000))
+
+
 def test_a_fold_whose_best_tail_sharpe_is_below_the_gate_is_flat_and_says_its_gate():
     trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.25, select_min_t=2.0))
     trainer.train_epoch(0, 1)

@@ -19,11 +19,12 @@ FOLD = FoldRange(0, 1000, 5000, 5060, 6000, 1.0)
 SMALL = DQNConfig(hidden=8, batch_size=64, steps_per_epoch=3, compile=False)
 
 
-def small_trainer(device: str, config: DQNConfig) -> DQNTrainer:
+def small_trainer(device: str, config: DQNConfig, timestamp: np.ndarray | None = None) -> DQNTrainer:
+    """A trainer on FOLD of 6000 bars of noise; `timestamp` defaults to regular minutes."""
     rng = np.random.default_rng(0)
     features = rng.standard_normal((6000, 5)).astype(np.float32)
     targets = (rng.standard_normal((6000, 4)) * 1e-4).astype(np.float32)
-    timestamp = np.arange(6000, dtype=np.int64) * MINUTE_NS
+    timestamp = np.arange(6000, dtype=np.int64) * MINUTE_NS if timestamp is None else timestamp
     data = to_device(features, targets, timestamp, torch.device(device))
     trainer = DQNTrainer(data, config, max_train_rows=FOLD.train_rows, seed=0, eval_cost=1e-4)
     trainer.set_fold_range(FOLD)

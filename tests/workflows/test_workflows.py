@@ -34,12 +34,15 @@ from foxhunt_workflows.templates import RenderOptions
 SCHEMA_PATH = ARGO_SCHEMA
 WORKFLOW_TEMPLATE = "io.argoproj.workflow.v1alpha1.WorkflowTemplate"
 
+# Flags of the train command that take no value.
+SWITCHES = ("--delete-metrics-group",)
 PIPELINE_PARAMETERS = {
     "model", "epochs", "trials", "gpu-pool", "bars-uri", "fxcache-uri", "output-uri", "pushgateway", "image",
     "train-days", "val-days", "step-days", "window", "max-folds", "holdout-days",
     "trial-workers", "trial-population", "study-storage-secret", "search-space", "dqn-params",
     "hyperopt-params-uri", "seed",
     "purge-bars", "min-train-rows", "min-val-rows", "eval-cost", "eval-spread", "log-format",
+    "metrics-keep-seconds",
 }  # fmt: skip
 
 
@@ -243,7 +246,7 @@ def test_pods_run_the_foxhunt_cli_without_a_shell(documents, name):
 
 
 def test_train_args_carry_the_run_settings(documents):
-    args = only_pod(documents["train"])["container"]["args"]
+    args = [a for a in only_pod(documents["train"])["container"]["args"] if a not in SWITCHES]
     flags = dict(zip(args[1::2], args[2::2], strict=True))
 
     assert flags["--model"] == "{{inputs.parameters.model}}"
@@ -251,6 +254,17 @@ def test_train_args_carry_the_run_settings(documents):
     assert flags["--trials"] == "{{inputs.parameters.trials}}"
     assert flags["--window"] == "{{inputs.parameters.window}}"
     assert flags["--max-folds"] == "{{inputs.parameters.max-folds}}"
+
+
+def test_the_gpu_pods_delete_their_pushgateway_group_after_a_success(documents):
+    pods = [only_pod(documents["train"]), *pod_templates(documents["train-pipeline"])]
+    trainers = [t for t in pods if t["container"]["args"][0] == "train"]
+
+    assert [t["name"] for t in trainers] == ["train", "trial-worker"]
+    for pod in trainers:
+        args = pod["container"]["args"]
+        assert "--delete-metrics-group" in args
+        assert args[args.index("--metrics-keep-seconds") + 1] == "{{inputs.parameters.metrics-keep-seconds}}"
 
 
 def test_train_pod_gets_run_id_and_pushgateway_from_env(documents):

@@ -6,12 +6,13 @@ only: every stage imports it.
 
     --out/
       summary.json  manifest.json  run.lock  run.png  timings.png  features.fxcache (pipeline)
+      learning.png  positions.png  seeds.png (--seeds K)
       trades.parquet  daily.csv  monthly.csv
       holdout.json  holdout.png  holdout/ (--holdout-days: the final period's fold, as fold_N/)
       evaluation.json (foxhunt evaluate)
       fold_N/  weights.pt  norm_stats_foldN.json  positions.npy  report.json
       seed_S/fold_N/ (--seeds K: seed S's folds, as fold_N/)
-      a search:  study.json  trials.csv  trials.json  best_params.json  study.sqlite3
+      a search:  study.json  trials.csv  trials.json  best_params.json  study.sqlite3  trials.png
                  trials/NNNN/  trial.json  fold_N/ (as above)
 """
 
@@ -24,6 +25,9 @@ MANIFEST = "manifest.json"
 LOCK = "run.lock"
 RUN_PICTURE = "run.png"
 TIMINGS_PICTURE = "timings.png"
+LEARNING_PICTURE = "learning.png"  # each fold's loss and Sharpe by epoch, the epoch kept, the gate
+POSITIONS_PICTURE = "positions.png"  # the stitched record's positions and net wealth over its dates
+SEEDS_PICTURE = "seeds.png"  # --seeds K: every seed's stitched wealth and their band
 PIPELINE_FXCACHE = "features.fxcache"
 EVALUATION = "evaluation.json"  # `foxhunt evaluate`'s rescoring of a saved run
 TRADES = "trades.parquet"  # the stitched record's trades
@@ -51,12 +55,17 @@ STUDY_FILE = "study.sqlite3"
 TRIALS_DIR = "trials"
 TRIAL_FOLDER = re.compile(r"\d+")  # trials/NNNN; other folders under trials/ belong to other runs
 TRIAL_REPORT = "trial.json"
+TRIALS_PICTURE = "trials.png"  # each trial's objective with its interval, the best marked
 
 # What a run writes at the top of its --out (besides its input, which may live there too).
 RUN_FILES = (
     MANIFEST,
     SUMMARY,
     RUN_PICTURE,
+    LEARNING_PICTURE,
+    POSITIONS_PICTURE,
+    SEEDS_PICTURE,
+    TRIALS_PICTURE,
     TRIALS_CSV,
     TRIALS_JSON,
     BEST_PARAMS,

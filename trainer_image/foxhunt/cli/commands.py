@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 
+from foxhunt import out_dir
 from foxhunt.config import PIPELINE_DQN, DQNConfig, RunConfig, override
 from foxhunt.config.flags import FLAGS, flag_of, run_config_from_flags
 from foxhunt.errors import BadInput, ConfigError, UsageError
@@ -101,18 +102,46 @@ def mlflow_uri(args: argparse.Namespace) -> str | None:
     return tracking_uri(args.mlflow_uri)
 
 
+def live_record(uri: str | None):
+    """The MLflow run written while the run goes, for the store `uri` (None without `--mlflow-uri`)."""
+    if uri is None:
+        return None
+    from foxhunt.run.mlflow_live import LiveRecord
+
+    return LiveRecord(uri)
+
+
+def _pictures(settings: RunConfig) -> str:
+    """The pictures a run draws, for its `outputs:` line."""
+    names = [
+        out_dir.RUN_PICTURE,
+        out_dir.POSITIONS_PICTURE,
+        out_dir.LEARNING_PICTURE,
+        out_dir.TIMINGS_PICTURE,
+    ]
+    if settings.seeds > 1:
+        names.append(out_dir.SEEDS_PICTURE)
+    return ", ".join(names)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
     from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import train
 
-    with recorded_in_mlflow(mlflow_uri(args), args.out, settings.log_format):
-        summary = train(args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings))
+    uri = mlflow_uri(args)
+    live = live_record(uri)
+    with recorded_in_mlflow(uri, args.out, settings.log_format, live):
+        summary = train(
+            args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings), sink=live
+        )
     if search is not None:
         _study_lines(settings, summary, args.out)
         return 0
-    _closing_lines(settings, summary, f"outputs: {args.out} (summary.json, manifest.json, run.png, fold_N/)")
+    _closing_lines(
+        settings, summary, args.out, f"summary.json, manifest.json, {_pictures(settings)}, fold_N/"
+    )
     return 0
 
 
@@ -123,7 +152,9 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import pipeline
 
-    with recorded_in_mlflow(mlflow_uri(args), args.out, settings.log_format):
+    uri = mlflow_uri(args)
+    live = live_record(uri)
+    with recorded_in_mlflow(uri, args.out, settings.log_format, live):
         summary = pipeline(
             args.bars,
             args.out,
@@ -134,15 +165,14 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
             timestamp_unit=args.timestamp_unit,
             search=search,
             plan_search=search_planner(settings),
+            sink=live,
         )
     where = args.out if storage.local_path(args.out) is None else os.path.abspath(args.out)
     if search is not None:
         _study_lines(settings, summary, where)
         return 0
-    outputs = (
-        f"outputs: {where} (summary.json, run.png, features.fxcache, fold_N/weights.pt, norm stats, reports)"
-    )
-    _closing_lines(settings, summary, outputs)
+    files = f"summary.json, {_pictures(settings)}, features.fxcache, fold_N/weights.pt, norm stats, reports"
+    _closing_lines(settings, summary, where, files)
     return 0
 
 
@@ -180,13 +210,18 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _closing_lines(settings: RunConfig, summary, outputs: str) -> None:
+def _closing_lines(settings: RunConfig, summary, where: str, files: str) -> None:
     """The fold table and where the outputs are, on the run's console (text, or JSON lines)."""
+    from foxhunt import out_dir
     from foxhunt.evaluate.reports import fold_table
     from foxhunt.run.lifecycle import console
 
+    if summary.holdout is not None:  # the headline's files, named where a reader looks for outputs
+        files += (
+            f", {out_dir.HOLDOUT_REPORT} (the headline), {out_dir.HOLDOUT_PICTURE}, {out_dir.HOLDOUT_DIR}/"
+        )
     emit = console(settings.log_format, summary.run_id)
-    for line in [*fold_table(summary).splitlines(), outputs]:
+    for line in [*fold_table(summary).splitlines(), f"outputs: {where} ({files})"]:
         emit(line)
 
 

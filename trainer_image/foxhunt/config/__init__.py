@@ -131,7 +131,12 @@ class EvalConfig:
         high=MAX_PRICE,
         unit="price",
     )
-    session: str = setting("", "Main session HH:MM-HH:MM UTC, Monday to Friday ('' = every bar).")
+    session: str = setting(
+        "", "Main session HH:MM-HH:MM, Monday to Friday, on session_zone's clock ('' = every bar)."
+    )
+    session_zone: str = setting(
+        "UTC", "IANA time zone of the session's hours and weekdays (follows its daylight saving)."
+    )
     off_session_factor: float = setting(
         1.0,
         "How many times wider every spread is outside the main session.",
@@ -146,7 +151,7 @@ class EvalConfig:
     )
     financing: float = setting(
         0.0,
-        "Overnight financing: yearly rate on |position| per daily rollover held.",
+        "Overnight financing: yearly rate on |position| per 17:00 New York rollover held.",
         low=0,
         high=MAX_FINANCING,
         unit="per year",
@@ -172,6 +177,7 @@ class EvalConfig:
             spread_points=self.spread_points,
             first_close=self.first_close,
             session=self.session,
+            session_zone=self.session_zone,
             off_session_factor=self.off_session_factor,
             slippage=self.slippage,
             fill=self.fill,
@@ -233,11 +239,16 @@ class RunConfig:
         "Run id, the metrics' grouping key (unset: $FOXHUNT_RUN_ID, the Argo workflow name, or generated).",
     )
     metrics_port: int | None = setting(None, "Also serve live /metrics on this port.", low=1, high=65535)
-    delete_metrics_group: bool = setting(False, "Delete the run's Pushgateway group after its final push.")
+    delete_metrics_group: bool = setting(
+        False,
+        "Delete the run's Pushgateway group once it succeeded, --metrics-keep-seconds after its final "
+        "push (a failed or interrupted run keeps its group).",
+    )
     metrics_keep_seconds: float = setting(
         30.0,
-        "Wait before deleting the group, so Prometheus scrapes the final "
-        "values (at least one scrape interval).",
+        "Seconds from the final push to deleting the run's Pushgateway group (--delete-metrics-group, "
+        "which the workflow templates set), so Prometheus scrapes the final values: at least one "
+        "scrape interval.",
         low=0,
         high=86_400,
         unit="seconds",

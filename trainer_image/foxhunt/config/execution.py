@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 FILLS = ("close", "next_open")
 
@@ -14,6 +15,7 @@ class ExecutionSettings:
     spread_points: float = 0.0
     first_close: float = 0.0
     session: str = ""
+    session_zone: str = "UTC"
     off_session_factor: float = 1.0
     slippage: float = 0.0
     fill: str = "close"
@@ -30,6 +32,7 @@ class ExecutionSettings:
         if self.spread_points > 0 and not self.first_close > 0:
             raise ValueError("spread_points needs first_close (the close of the first loaded bar) > 0")
         session_minutes(self.session)  # raises on a malformed session
+        check_zone(self.session_zone)
 
     @property
     def is_plain(self) -> bool:
@@ -44,7 +47,8 @@ class ExecutionSettings:
 
 
 def session_minutes(session: str) -> tuple[int, int] | None:
-    """("HH:MM-HH:MM") → (start, end) minutes after midnight UTC; None for "" (every bar is in session)."""
+    """("HH:MM-HH:MM") → (start, end) minutes after local midnight (the session's time zone); None for ""
+    (every bar is in session)."""
     if not session:
         return None
     try:
@@ -57,7 +61,20 @@ def session_minutes(session: str) -> tuple[int, int] | None:
                 raise ValueError
             out.append(h * 60 + m)
     except ValueError:
-        raise ValueError(f"session {session!r}: expected HH:MM-HH:MM in UTC, e.g. 13:30-20:00") from None
+        raise ValueError(f"session {session!r}: expected HH:MM-HH:MM, e.g. 13:30-20:00") from None
     if out[0] == out[1]:
         raise ValueError(f"session {session!r}: start and end are the same minute")
     return out[0], out[1]
+
+
+def check_zone(zone: str) -> None:
+    """Raise ValueError unless `zone` names an IANA time zone this machine knows ("UTC" always does)."""
+    if zone == "UTC":
+        return
+    try:
+        ZoneInfo(zone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"session_zone {zone!r}: not an IANA time zone known here, e.g. America/New_York (the zone data "
+            "comes from the system's tzdata or the `tzdata` Python package)"
+        ) from None

@@ -38,6 +38,7 @@ FLAGS: dict[str, str] = {
     "eval-spread-points": "eval.spread_points",
     "eval-first-close": "eval.first_close",
     "eval-session": "eval.session",
+    "eval-session-zone": "eval.session_zone",
     "eval-off-session-factor": "eval.off_session_factor",
     "eval-slippage": "eval.slippage",
     "eval-fill": "eval.fill",

@@ -25,7 +25,7 @@ for 60 bars), on the default `foxhunt pipeline` windows (3 folds of 20 days, 1 b
 position change) the generator oracle, which holds sign(expected next return), earns an annualised
 Sharpe of about 15 after costs, and the feature oracle (`foxhunt.evaluate.supervised`: the best of ridge and
 an MLP on the features, fitted on each training slice) about 8; buy-and-hold is noise around 0 and
-the sign of the last return loses heavily (bench/feature_oracle.py has the measured figures).
+the sign of the last return loses heavily (`bench/data.py oracle` measures them).
 """
 
 from __future__ import annotations

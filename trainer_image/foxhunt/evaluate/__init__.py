@@ -1,4 +1,4 @@
 """The evaluation stage: out-of-sample records (`records`), their figures (`sharpe`, `evaluation`),
 the baselines beside the model (`baselines`), a fold's and a run's scores (`run_scores`), the typed
-reports (`reports`), pictures (`plot`), loading a saved fold's policy (`fold_policy`) and scoring a
-saved run on another fxcache (`rescore`, the `foxhunt evaluate` command)."""
+reports (`reports`), pictures (`plot`) and loading a saved fold's policy (`fold_policy`); scoring a
+saved run on another fxcache (the `foxhunt evaluate` command) is `foxhunt.run.rescore`."""

@@ -52,6 +52,7 @@ class FoldSharpe:
     high: float
     baseline_sharpe: float = math.nan
     baseline: str = ""
+    flat: str = ""  # why the model never traded the window, in words ("" when it traded)
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,22 @@ class RunPicture:
     stitched: FoldSharpe | None = None
 
 
-def fold_sharpe(window: WindowEvaluation) -> FoldSharpe:
-    """A window's model Sharpe and interval beside its best baseline (net of costs)."""
+FLAT_GATE = "flat: no edge cleared the gate"
+FLAT_UNTRADED = "flat: the policy never left flat"
+
+
+def flat_words(exposure: float, selections: Sequence[Mapping | None] = ()) -> str:
+    """Why a record never traded, in words ("" when it traded): the tail gate held every fold of it flat
+    (each fold's report `selection`), or its policy chose flat on its own."""
+    if exposure > 0.0:
+        return ""
+    gated = bool(selections) and all(s is not None and s.get("went_flat") for s in selections)
+    return FLAT_GATE if gated else FLAT_UNTRADED
+
+
+def fold_sharpe(window: WindowEvaluation, selections: Sequence[Mapping | None] = ()) -> FoldSharpe:
+    """A window's model Sharpe and interval beside its best baseline (net of costs); `selections`: the
+    tail selections of the folds it covers, which say why a window that never traded is flat."""
     from foxhunt.evaluate.evaluation import MODEL
 
     net = window.policies[MODEL].net
@@ -79,29 +94,33 @@ def fold_sharpe(window: WindowEvaluation) -> FoldSharpe:
         net.sharpe_ci_high,
         window.policies[best].net.sharpe,
         best,
+        flat_words(net.exposure, selections),
     )
 
 
-def run_picture(run: RunEvaluation) -> RunPicture:
-    """The model, buy-and-hold and (when it differs) the stitched record's best baseline, net of costs."""
+def run_picture(run: RunEvaluation, selections: Mapping[int, Mapping | None] | None = None) -> RunPicture:
+    """The model, buy-and-hold and (when it differs) the stitched record's best baseline, net of costs;
+    `selections`: each fold's tail selection (fold → its report's `selection`), for the flat folds' words."""
     from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL
 
+    chosen = selections or {}
+    folds = [fold_sharpe(w, [chosen.get(w.fold)]) for w in run.folds]
+    stitched = fold_sharpe(run.stitched, [chosen.get(w.fold) for w in run.folds])
     names = [MODEL, BUY_AND_HOLD]
     if run.stitched.best_baseline not in names:
         names.append(run.stitched.best_baseline)
-    labels = {MODEL: "model", BUY_AND_HOLD: "buy and hold"}
+    model = f"model ({stitched.flat} in any fold)" if stitched.flat else "model"
+    labels = {MODEL: model, BUY_AND_HOLD: "buy and hold"}
     lines = [
         EquityLine(labels.get(n, f"best baseline: {n}"), run.records[n].pnl(run.cost_per_unit, run.execution))
         for n in names
     ]
-    return RunPicture(
-        run.records[MODEL].timestamp, lines, [fold_sharpe(w) for w in run.folds], fold_sharpe(run.stitched)
-    )
+    return RunPicture(run.records[MODEL].timestamp, lines, folds, stitched)
 
 
-def _figure(**kwargs):
+def agg_figure(**kwargs):
     """A figure drawn by the Agg canvas without pyplot: pyplot and its backend machinery cost seconds to import
-    in a fresh process, and a run draws only two pictures, at its end."""
+    in a fresh process, and a run draws only a few pictures, at its end."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -110,17 +129,19 @@ def _figure(**kwargs):
     return fig
 
 
-def _png(fig) -> bytes:
+def png_bytes(fig) -> bytes:
+    """The figure as PNG bytes (written atomically by the caller, `storage.write_bytes`)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
     return buf.getvalue()
 
 
-def _dates(ns) -> np.ndarray:
+def date_axis(ns) -> np.ndarray:
+    """Timestamps (int64 ns UTC) as datetime64, which matplotlib draws on a date axis."""
     return np.asarray(ns, dtype=np.int64).astype("datetime64[ns]")
 
 
-def _thin(values: np.ndarray, reduce: np.ufunc | None = None) -> tuple[np.ndarray, np.ndarray]:
+def thin(values: np.ndarray, reduce: np.ufunc | None = None) -> tuple[np.ndarray, np.ndarray]:
     """At most MAX_POINTS (index, value) pairs: every k-th value, or each bucket reduced by `reduce`."""
     n = values.size
     if n <= MAX_POINTS:
@@ -129,7 +150,7 @@ def _thin(values: np.ndarray, reduce: np.ufunc | None = None) -> tuple[np.ndarra
     return starts, (reduce.reduceat(values, starts) if reduce else values[starts])
 
 
-def _percent(value: float, _position=None) -> str:
+def percent_label(value: float, _position=None) -> str:
     """A wealth level as the cumulative return it is: −10%, +0%, +25%, +1,900% (never 1.9e+03%)."""
     change = (value - 1.0) * 100.0
     return f"{change:+,.0f}%" if abs(change) >= 100 else f"{change:+.3g}%"
@@ -138,20 +159,25 @@ def _percent(value: float, _position=None) -> str:
 def render_run_png(
     picture: RunPicture, title: str, record_title: str = "stitched out-of-sample record"
 ) -> bytes:
-    """PNG bytes: wealth (log scale) by date, the drawdown panel, and per-fold Sharpe with intervals."""
+    """PNG bytes of `run_figure`."""
+    return png_bytes(run_figure(picture, title, record_title))
+
+
+def run_figure(picture: RunPicture, title: str, record_title: str = "stitched out-of-sample record"):
+    """Wealth (log scale) by date, the drawdown panel, and per-fold Sharpe with intervals (flat folds in words)."""
     from matplotlib.ticker import FuncFormatter
 
-    fig = _figure(figsize=(12, 10))
+    fig = agg_figure(figsize=(12, 10))
     ax_w, ax_dd, ax_sr = fig.subplots(3, 1, height_ratios=(3, 1.3, 2), sharex=True)
-    dates = _dates(picture.timestamp)
+    dates = date_axis(picture.timestamp)
     for i, line in enumerate(picture.lines):
         log_wealth = np.cumsum(line.log_pnl)
-        idx, values = _thin(log_wealth)
+        idx, values = thin(log_wealth)
         width, color = (2.0, LINE_COLORS[0]) if i == 0 else (1.1, LINE_COLORS[i % len(LINE_COLORS)])
         ax_w.plot(dates[idx], np.exp(values), color=color, linewidth=width, label=line.label)
         drawdown = np.exp(log_wealth - np.maximum.accumulate(np.maximum(log_wealth, 0.0))) - 1.0
         if i < 2:  # the model's and buy-and-hold's drawdowns; more lines would hide both
-            idx, values = _thin(drawdown, np.minimum)
+            idx, values = thin(drawdown, np.minimum)
             ax_dd.fill_between(
                 dates[idx], values * 100.0, 0.0, color=color, alpha=0.45 if i == 0 else 0.25, label=line.label
             )
@@ -159,11 +185,11 @@ def render_run_png(
         if k % 2:
             for ax in (ax_w, ax_dd, ax_sr):
                 ax.axvspan(
-                    _dates(fold.start_ns), _dates(fold.end_ns), color="#000000", alpha=0.04, linewidth=0
+                    date_axis(fold.start_ns), date_axis(fold.end_ns), color="#000000", alpha=0.04, linewidth=0
                 )
     ax_w.set_yscale("log")
     # Wealth on a log scale, labelled as the cumulative return it is: −10%, +0%, +25% (not 9×10⁻¹).
-    percent = FuncFormatter(_percent)
+    percent = FuncFormatter(percent_label)
     ax_w.yaxis.set_major_formatter(percent)
     ax_w.yaxis.set_minor_formatter(percent)
     ax_w.set_ylabel("cumulative return, net of costs (log scale)")
@@ -174,11 +200,14 @@ def render_run_png(
     _draw_fold_sharpes(ax_sr, picture.folds, picture.stitched)
     fig.suptitle(title)
     fig.tight_layout()
-    return _png(fig)
+    return fig
 
 
 def _draw_fold_sharpes(ax, folds: Sequence[FoldSharpe], stitched: FoldSharpe | None) -> None:
-    if stitched is not None:
+    if stitched is not None and stitched.flat:  # said in words: a Sharpe of 0.00 ± 0.00 reads as a fault
+        ax.text(0.5, 0.9, f"stitched record {stitched.flat} in any fold", transform=ax.transAxes,
+                ha="center", fontsize=9, style="italic", gid="flat stitched")  # fmt: skip
+    elif stitched is not None:
         ax.axhspan(stitched.low, stitched.high, color=LINE_COLORS[0], alpha=0.1, linewidth=0)
         ax.axhline(
             stitched.sharpe,
@@ -187,53 +216,41 @@ def _draw_fold_sharpes(ax, folds: Sequence[FoldSharpe], stitched: FoldSharpe | N
             label=f"stitched {stitched.sharpe:.2f} [{stitched.low:.2f}, {stitched.high:.2f}]",
         )
     if folds:
-        mids = _dates([(f.start_ns + f.end_ns) // 2 for f in folds])
-        sharpe = np.array([f.sharpe for f in folds])
-        errors = np.array([[f.sharpe - f.low for f in folds], [f.high - f.sharpe for f in folds]])
-        ax.errorbar(
-            mids,
-            sharpe,
-            yerr=np.where(np.isfinite(errors), errors, 0.0),
-            fmt="o",
-            color=LINE_COLORS[0],
-            capsize=4,
-            label="model, per fold (interval)",
-        )
-        ax.plot(
-            mids,
-            [f.baseline_sharpe for f in folds],
-            "D",
-            color=LINE_COLORS[2],
-            markersize=5,
-            label="best baseline of the fold",
-        )
+        mids = date_axis([(f.start_ns + f.end_ns) // 2 for f in folds])
+        traded = [i for i, f in enumerate(folds) if not f.flat]
+        if traded:
+            sharpe = np.array([folds[i].sharpe for i in traded])
+            errors = np.array([[folds[i].sharpe - folds[i].low for i in traded],
+                               [folds[i].high - folds[i].sharpe for i in traded]])  # fmt: skip
+            ax.errorbar(mids[traded], sharpe, yerr=np.where(np.isfinite(errors), errors, 0.0), fmt="o",
+                        color=LINE_COLORS[0], capsize=4, label="model, per fold (interval)")  # fmt: skip
+        ax.plot(mids, [f.baseline_sharpe for f in folds], "D", color=LINE_COLORS[2], markersize=5,
+                label="best baseline of the fold")  # fmt: skip
         for mid, f in zip(mids, folds, strict=True):
-            if f.baseline:
-                ax.annotate(
-                    f.baseline,
-                    (mid, f.baseline_sharpe),
-                    fontsize=6,
-                    textcoords="offset points",
-                    xytext=(5, -2),
-                    color=LINE_COLORS[2],
-                )
-            ax.annotate(
-                f"fold {f.fold}",
-                (mid, f.high if math.isfinite(f.high) else f.sharpe),
-                fontsize=7,
-                textcoords="offset points",
-                xytext=(0, 4),
-                ha="center",
-            )
+            _annotate_fold(ax, mid, f)
     ax.axhline(0.0, color="grey", linewidth=0.8)
     ax.set_ylabel("net Sharpe (annualised)")
     ax.set_title("per-fold Sharpe with its bootstrap interval")
     ax.legend(fontsize=8, loc="best")
 
 
+def _annotate_fold(ax, mid, fold: FoldSharpe) -> None:
+    """A fold's name above its interval, its best baseline's beside its mark, and a flat fold's words at 0."""
+    if fold.baseline:
+        ax.annotate(fold.baseline, (mid, fold.baseline_sharpe), fontsize=6, textcoords="offset points",
+                    xytext=(5, -2), color=LINE_COLORS[2])  # fmt: skip
+    if fold.flat:
+        ax.annotate(f"fold {fold.fold}\n{fold.flat}", (mid, 0.0), fontsize=7, textcoords="offset points",
+                    xytext=(0, 4), ha="center", style="italic", gid=f"flat fold {fold.fold}")  # fmt: skip
+        return
+    top = fold.high if math.isfinite(fold.high) else fold.sharpe
+    ax.annotate(f"fold {fold.fold}", (mid, top), fontsize=7, textcoords="offset points", xytext=(0, 4),
+                ha="center")  # fmt: skip
+
+
 def render_timings_png(folds: Sequence[int], phases: Mapping[str, Sequence[float]], title: str) -> bytes:
     """PNG bytes: left, stacked phase seconds per fold; right, each phase per fold on a log scale."""
-    fig = _figure(figsize=(13, 4.8))
+    fig = agg_figure(figsize=(13, 4.8))
     ax_stack, ax_log = fig.subplots(1, 2)
     labels = [str(f) for f in folds]
     bottom = np.zeros(len(folds))
@@ -254,4 +271,4 @@ def render_timings_png(folds: Sequence[int], phases: Mapping[str, Sequence[float
     ax_log.set_title("each phase per fold")
     fig.suptitle(title)
     fig.tight_layout()
-    return _png(fig)
+    return png_bytes(fig)

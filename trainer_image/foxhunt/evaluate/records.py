@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from foxhunt.config import NS_PER_YEAR
-from foxhunt.evaluate.execution import ExecutionRows
+from foxhunt.data.pnl import ExecutionRows, gross_pnl, net_pnl
 
 _YEAR_NS = NS_PER_YEAR
 
@@ -64,24 +64,22 @@ class Record:
         return np.abs(self.positions - self.previous_positions())
 
     def gross_pnl(self, execution: ExecutionRows | None = None) -> np.ndarray:
-        """Per-bar log P&L before costs; with next-open fills the previous position holds over the gap."""
+        """Per-bar log P&L before costs; with next-open fills the previous position holds over the gap
+        (`data.pnl.gross_pnl`)."""
         if execution is None or execution.gap is None:
             return self.positions * self.returns
-        gap = execution.gap[self.index]
-        return self.previous_positions() * gap + self.positions * (self.returns - gap)
+        return gross_pnl(self.positions, self.previous_positions(), self.returns, execution.gap[self.index])
 
     def pnl(
         self, cost_per_unit: float, execution: ExecutionRows | None = None, changes: np.ndarray | None = None
     ) -> np.ndarray:
         """Per-bar log P&L after `cost_per_unit` per unit of position change and the execution model's
-        per-bar costs (session spreads, slippage, financing) when given; `changes`: `position_changes()`,
+        per-bar costs (session spreads, slippage, financing on the position held over each rollover) when
+        given (`data.pnl.net_pnl`, the tail selection's definition too); `changes`: `position_changes()`,
         when already computed."""
-        gross = self.gross_pnl(execution)
-        changes = self.position_changes() if changes is None else changes
-        if execution is None:
-            return gross - cost_per_unit * changes
-        per_unit = cost_per_unit + execution.change_cost[self.index]
-        return gross - per_unit * changes - execution.carry[self.index] * np.abs(self.positions)
+        previous = self.previous_positions()
+        bars = None if execution is None else execution.take(self.index)
+        return net_pnl(self.positions, previous, self.returns, cost_per_unit, bars, changes)
 
     def periods_per_year(self) -> float:
         """The instrument's bars per year over the whole data (the same for every window of it)."""

@@ -14,7 +14,8 @@ and each baseline's figures after costs, as earlier releases wrote them.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from foxhunt.config import PHASES
 from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
@@ -226,6 +227,9 @@ class RunSummary:
         """The JSON shape of `summary.json`; `error` and `precompute` only when set."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["warnings"] = self.warnings
+        reading = flat_run_reading(self.folds)
+        if reading is not None:  # derived, as the warnings are: words beside the figures of a flat run
+            data["flat_reading"] = reading
         data["folds"] = [r.to_dict() for r in self.folds]
         data["stitched"] = None if self.stitched is None else window_to_dict(self.stitched)
         for optional in ("error", "precompute", "holdout", "seed_spread"):
@@ -258,6 +262,7 @@ class TableRow:
     buy_and_hold: float  # its net Sharpe on the same bars
     best_baseline: str
     best_sharpe: float
+    note: str = ""  # words after the figures: a fold that was flat, and why
 
 
 def window_row(label: str, window: WindowEvaluation) -> TableRow:
@@ -281,8 +286,8 @@ def window_row(label: str, window: WindowEvaluation) -> TableRow:
 
 
 def _report_row(report: FoldReport) -> TableRow:
-    """A fold's row of the table, from its evaluation."""
-    return window_row(str(report.fold), report.evaluation)
+    """A fold's row of the table, from its evaluation, with a flat fold's words."""
+    return replace(window_row(str(report.fold), report.evaluation), note=flat_fold_note(report))
 
 
 def evaluation_table(rows: list[TableRow]) -> str:
@@ -297,14 +302,76 @@ def evaluation_table(rows: list[TableRow]) -> str:
         lines.append(
             f"{r.label:>8}  {r.first_bar[:16]:<16}  {r.last_bar[:16]:<16}  {r.bars:>9,}  "
             f"{r.net_return:>+10.2%}  {r.max_drawdown:>7.2%}  {r.sharpe:>6.2f} ± {se}  {r.buy_and_hold:>7.2f}  "
-            f"{r.best_baseline:<16}  {r.best_sharpe:>7.2f}"
+            f"{r.best_baseline:<16}  {r.best_sharpe:>7.2f}" + (f"  {r.note}" if r.note else "")
         )
     return "\n".join(lines)
 
 
+def holdout_row(holdout: dict) -> TableRow:
+    """The table row of the held-out final period (`RunSummary.holdout`, foxhunt.run.holdout's figures)."""
+    return TableRow(
+        "held-out",
+        holdout["start"],
+        holdout["end"],
+        holdout["n_bars"],
+        holdout["net_return"],
+        holdout["max_drawdown"],
+        holdout["net_sharpe"],
+        holdout["net_sharpe_se"],
+        holdout["buy_and_hold_sharpe"],
+        holdout["best_baseline"],
+        holdout["best_baseline_sharpe"],
+    )
+
+
 def fold_table(summary: RunSummary) -> str:
-    """The run's table: one row per fold, then the stitched record's row when the run has one."""
+    """The run's table: a row per fold, the stitched record's when the run has one, then the held-out headline's."""
     rows = [_report_row(r) for r in summary.folds]
     if summary.stitched is not None:
-        rows.append(window_row("stitched", summary.stitched))
+        note = "flat in every fold" if flat_run_reading(summary.folds) else ""
+        rows.append(replace(window_row("stitched", summary.stitched), note=note))
+    if summary.holdout is not None:
+        rows.append(holdout_row(summary.holdout))
     return evaluation_table(rows)
+
+
+# ---- flat folds in words ---------------------------------------------------------------------------
+def _gate_words(selection: dict) -> str:
+    """What the tail selection found, from a fold's `selection` record."""
+    if selection.get("selected_epoch") is None:
+        return f"no epoch was scored on the training tail (gate {selection['gate_sharpe']:.2f})"
+    return (
+        f"learned tail Sharpe {selection['tail_sharpe']:.2f} against a gate of {selection['gate_sharpe']:.2f}"
+    )
+
+
+def _held_nothing(report: FoldReport) -> bool:
+    return report.evaluation.policies[MODEL].net.exposure == 0
+
+
+def flat_fold_note(report: FoldReport) -> str:
+    """A fold whose model held no position, in words (why: the tail gate, or the policy itself); "" else."""
+    selection = report.selection or {}
+    if selection.get("went_flat"):
+        return f"flat: the gate found no edge; {_gate_words(selection)}"
+    return "flat: the policy took no position" if _held_nothing(report) else ""
+
+
+def flat_run_reading(folds: Sequence[FoldReport]) -> str | None:
+    """A run whose model held no position in any fold, in words, with each fold's tail Sharpe against its
+    gate; None when some fold traded. (Its PSR 0 and hit rate 0% are figures of a record with no trade,
+    not a fault.)"""
+    if not folds or not all(map(_held_nothing, folds)):
+        return None
+    selections = [r.selection or {} for r in folds]
+    if not all(s.get("went_flat") for s in selections):
+        return "flat in every fold: the policy took no position"
+    if len(folds) == 1:
+        return f"flat in every fold: the gate found no edge; {_gate_words(selections[0])}"
+    figures = ", ".join(
+        f"{s['tail_sharpe']:.2f} against {s['gate_sharpe']:.2f} (fold {r.fold})"
+        if s.get("selected_epoch") is not None
+        else f"none scored, gate {s['gate_sharpe']:.2f} (fold {r.fold})"
+        for r, s in zip(folds, selections, strict=True)
+    )
+    return f"flat in every fold: the gate found no edge; learned tail Sharpe {figures}"

@@ -173,21 +173,36 @@ def fold_flags(epochs: Sequence[EpochStats]) -> tuple[bool, bool]:
 
 
 # ---- the stitched report as text ---------------------------------------------------------------------
-def stitched_report(stitched: WindowEvaluation, folds: int, level: float = 0.95) -> list[str]:
-    """The stitched record in words: the model's figures after costs, then where it stands against each baseline."""
+def stitched_report(
+    stitched: WindowEvaluation, folds: int, level: float = 0.95, flat: str | None = None
+) -> list[str]:
+    """The stitched record in words: the model's figures after costs, then where it stands against each baseline.
+
+    `flat`: the words of a run whose model held no position in any fold (`reports.flat_run_reading`), said
+    instead of its Sharpe, PSR and hit rate, which are the figures of a record with no trade (0), not readings.
+    """
     from foxhunt.data.bars import iso_utc
 
     net, gross = stitched.policies[MODEL].net, stitched.policies[MODEL].gross
     lines = [
         f"stitched out-of-sample record: {iso_utc(stitched.start_ns)[:16]} → {iso_utc(stitched.end_ns)[:16]}, "
         f"{stitched.n_bars:,} bars from {folds} fold(s)",
-        f"  model after costs: Sharpe {net.sharpe:.2f} ± {net.sharpe_se:.2f} (HAC ± {net.sharpe_se_hac:.2f}; "
-        f"{level:.0%} bootstrap [{net.sharpe_ci_low:.2f}, {net.sharpe_ci_high:.2f}]), "
-        f"PSR(>0) {net.psr_zero:.2f}, PSR(>buy-and-hold) {net.psr_benchmark:.2f}",
-        f"  return {net.total_return:+.2%} ({net.annual_return:+.2%} a year), max drawdown "
-        f"{net.max_drawdown:.2%}, turnover {net.turnover_per_year:,.0f} a year, exposure {net.exposure:.0%}, "
-        f"hit rate {net.hit_rate:.1%}; before costs: Sharpe {gross.sharpe:.2f}, return {gross.total_return:+.2%}",
     ]
+    if flat is not None:
+        lines.append(
+            f"  model: {flat}; it held no position, so it has no Sharpe, PSR or hit rate to read "
+            f"(return {net.total_return:+.2%})"
+        )
+    else:
+        lines += [
+            f"  model after costs: Sharpe {net.sharpe:.2f} ± {net.sharpe_se:.2f} (HAC ± {net.sharpe_se_hac:.2f}; "
+            f"{level:.0%} bootstrap [{net.sharpe_ci_low:.2f}, {net.sharpe_ci_high:.2f}]), "
+            f"PSR(>0) {net.psr_zero:.2f}, PSR(>buy-and-hold) {net.psr_benchmark:.2f}",
+            f"  return {net.total_return:+.2%} ({net.annual_return:+.2%} a year), max drawdown "
+            f"{net.max_drawdown:.2%}, turnover {net.turnover_per_year:,.0f} a year, exposure {net.exposure:.0%}, "
+            f"hit rate {net.hit_rate:.1%}; before costs: Sharpe {gross.sharpe:.2f}, "
+            f"return {gross.total_return:+.2%}",
+        ]
     oracle = feature_oracle({name: ev.net.sharpe for name, ev in stitched.policies.items()})
     if oracle is not None:
         share = f"; the model earns {net.sharpe / oracle[1]:.0%} of it" if oracle[1] > 0 else ""
@@ -226,16 +241,26 @@ def verdict_line(stitched: WindowEvaluation) -> str:
 
 # ---- pictures ----------------------------------------------------------------------------------------
 def run_pictures(run: RunEvaluation | None, reports: Sequence, title: str) -> dict[str, bytes]:
-    """`run.png` (the stitched record, when there is one) and `timings.png` (phase seconds per fold)."""
+    """`run.png` and `positions.png` (the stitched record, when there is one), `timings.png` (phase seconds
+    per fold) and `learning.png` (each fold's learning curve), from the folds' reports when given."""
     from foxhunt.config import PHASES
-    from foxhunt.evaluate.plot import render_run_png, render_timings_png, run_picture
+    from foxhunt.evaluate.plot import render_run_png, run_picture
+    from foxhunt.evaluate.plot_learning import render_learning_png
+    from foxhunt.evaluate.plot_positions import positions_picture, render_positions_png
 
     pictures = {}
+    selections = {r.fold: r.selection for r in reports}
     if run is not None:
-        pictures[out_dir.RUN_PICTURE] = render_run_png(run_picture(run), title)
+        pictures[out_dir.RUN_PICTURE] = render_run_png(run_picture(run, selections), title)
+        pictures[out_dir.POSITIONS_PICTURE] = render_positions_png(
+            positions_picture(run, selections), f"{title}: positions"
+        )
     if reports:
+        from foxhunt.evaluate.plot import render_timings_png
+
         phases = {p: [r.phases[p] for r in reports] for p in PHASES}
         pictures[out_dir.TIMINGS_PICTURE] = render_timings_png(
             [r.fold for r in reports], phases, f"{title}: timings"
         )
+        pictures[out_dir.LEARNING_PICTURE] = render_learning_png(reports, f"{title}: learning")
     return pictures

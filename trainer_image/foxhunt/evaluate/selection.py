@@ -13,10 +13,17 @@ below the out-of-sample median. For trials with no skill PBO is about 1/2 (the i
 coin flip out of sample); near 1 when the in-sample winner is systematically the out-of-sample loser
 (a bet that won one period by losing the other); near 0 when one trial's edge is real.
 
-The DSR rule (`dsr_inputs`): N is the number of trials that produced a Sharpe ratio (a complete
-walk-forward: a stitched out-of-sample record), and the variance is the sample variance (ddof 1) of those
-same N per-period Sharpe ratios. Pruned and failed trials produced none and count in neither: both
-inputs describe one population of trials. (The trials tried, pruned ones included, are reported beside.)
+When PBO is not read (`overfitting_record`): below MIN_PBO_FOLDS folds CSCV has two groups, whose two
+splits mirror each other, so PBO can only be 0, ½ or 1 (over trials with no skill it reads "selection
+explains" about 7 times in 10 and "holds up" 3 in 10: a coin, not a measurement); and when every trial has
+the same per-fold record over the folds used (all flat, or tied) there is no ranking to test, so PBO is
+undefined, not 1. Otherwise the record names the folds used, those left out and the number of splits.
+
+The DSR rule (`dsr_inputs`): N is the number of trials *tried* (complete, pruned and failed by their
+settings: each was a draw the selection chose among, and a search that pruned 40 of 50 trials still
+chose the best of 50), and the variance is the sample variance (ddof 1) of the per-period Sharpe ratios of
+the trials that produced one (a complete walk-forward: a stitched out-of-sample record); a pruned trial has
+none. The DSR is undefined where the best trial's Sharpe is 0 (a flat record: nothing to deflate).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +41,8 @@ OVERFIT_AT = 0.5  # PBO at or above this: the search's choice is no better than 
 HOLDS_UP_BELOW = 0.2  # PBO below this: the choice holds up out of sample
 DSR_SIGNIFICANT = 0.95  # DSR at or above this: the best Sharpe survives the selection
 DSR_SELECTION = 0.5  # DSR below this: selection explains most of the best Sharpe
+# Fewest folds PBO is read from: 4 folds give 4 groups and 6 splits; 2–3 folds give 2 groups, 2 mirror splits.
+MIN_PBO_FOLDS = 4
 
 
 @dataclass(frozen=True)
@@ -98,32 +108,103 @@ def pbo_reading(pbo: float) -> str:
     )
 
 
+def _span(folds: Sequence[int]) -> str:
+    """Fold numbers in words: "folds 1–4", "folds 0, 2, 5", "fold 3"."""
+    if len(folds) == 1:
+        return f"fold {folds[0]}"
+    if list(folds) == list(range(folds[0], folds[-1] + 1)):
+        return f"folds {folds[0]}–{folds[-1]}"
+    return "folds " + ", ".join(map(str, folds))
+
+
+def same_record_reason(results: np.ndarray) -> str | None:
+    """Why PBO is undefined over `results` (rows: folds, columns: trials), or None: every trial has the
+    same per-fold record (all flat, or tied), so no trial ranks above another."""
+    m = np.asarray(results, dtype=np.float64)
+    if not np.all(m == m[:, :1]):
+        return None
+    if not np.any(m):
+        return "every trial was flat in every fold (net Sharpe 0): there is no ranking to test, so PBO is undefined"
+    return "every trial has the same per-fold record (tied): there is no ranking to test, so PBO is undefined"
+
+
+def overfitting_record(results: np.ndarray, folds: Sequence[int], trials: Sequence[int]) -> dict[str, Any]:
+    """PBO by CSCV over `results` (one row per fold number in `folds`, one column per trial number in
+    `trials`) with its reading, the folds used and left out and the splits; or `pbo` None and the reason
+    (fewer than MIN_PBO_FOLDS folds, a result not finite, every trial's record the same)."""
+    m = np.asarray(results, dtype=np.float64)
+    base: dict[str, Any] = {
+        "pbo": None,
+        "folds": list(folds),
+        "trials": list(trials),
+        "n_trials": len(trials),
+    }
+    if len(folds) < MIN_PBO_FOLDS:
+        reason = (
+            f"{len(folds)} fold(s): PBO is read from {MIN_PBO_FOLDS} or more; with fewer, CSCV has 2 groups whose "
+            "2 splits mirror each other, so PBO can only be 0, 0.5 or 1 and trials with no skill read "
+            '"selection explains" about 7 times in 10'
+        )
+        return {**base, "reason": reason, "min_folds": MIN_PBO_FOLDS}
+    if not np.all(np.isfinite(m)):
+        return {**base, "reason": "a fold's result is not finite"}
+    found = probability_of_overfitting(m)
+    left_out = list(folds[: len(folds) - found.folds_used])
+    used = list(folds[len(folds) - found.folds_used :])
+    figures = {"folds_used": used, "folds_left_out": left_out, "groups": found.groups, "splits": found.splits}
+    tied = same_record_reason(m[len(left_out) :])
+    if tied is not None:
+        return {**base, **figures, "reason": tied}
+    scope = f"over {len(trials)} trials, {_span(used)}"
+    if left_out:
+        scope += f" ({_span(left_out)} left out: {len(folds)} folds do not fill {found.groups} groups evenly)"
+    scope += f"; {found.splits} splits of {found.groups} groups, so PBO moves in steps of 1/{found.splits}"
+    return {
+        **base,
+        **figures,
+        "pbo": found.pbo,
+        "reading": f"{pbo_reading(found.pbo)} ({scope})",
+        "logit_median": float(np.median(found.logits)),
+    }
+
+
 @dataclass(frozen=True)
 class DsrInputs:
-    """The Deflated Sharpe Ratio's N and variance, from the same trials."""
+    """The Deflated Sharpe Ratio's N (the trials tried) and variance (of the trials that produced a Sharpe)."""
 
-    n_trials: int
+    n_trials: int  # N: every trial tried, pruned and failed ones included
+    n_with_sharpe: int  # the trials whose Sharpe ratios give the variance
     sharpe_variance: float
 
 
 def dsr_inputs(sharpes: Sequence[float | None]) -> DsrInputs:
-    """N = the trials that produced a (finite) Sharpe ratio; the variance (ddof 1) of those same Sharpe ratios.
+    """N = every trial tried (one entry each); the variance (ddof 1) of the (finite) Sharpe ratios among them.
 
     `sharpes` has one entry per trial tried, None for a trial that produced none (pruned, failed).
     """
     produced = [float(x) for x in sharpes if x is not None and math.isfinite(x)]
     if len(produced) < 2:
         raise ValueError(f"{len(produced)} trial(s) produced a Sharpe ratio: the DSR needs two or more")
-    return DsrInputs(len(produced), float(np.var(produced, ddof=1)))
+    return DsrInputs(len(sharpes), len(produced), float(np.var(produced, ddof=1)))
+
+
+def dsr_undefined_reason(best_sharpe: float, sharpes: Sequence[float | None]) -> str | None:
+    """Why the DSR is undefined, or None: the best trial's Sharpe is 0 (every trial flat, or the best one)."""
+    produced = [x for x in sharpes if x is not None and math.isfinite(x)]
+    if produced and not any(produced):
+        return "every trial that completed was flat (Sharpe 0): there is no Sharpe to deflate"
+    if best_sharpe == 0:
+        return "the best trial's Sharpe is 0 (a flat record): there is nothing to deflate"
+    return None
 
 
 def dsr_reading(dsr: float | None, n_trials: int, selection_share: float | None) -> str:
-    """The DSR in words: how much of the best trial's Sharpe the selection of `n_trials` explains."""
+    """The DSR in words: how much of the best trial's Sharpe the selection of `n_trials` (tried) explains."""
     if dsr is None:
         return "DSR undefined (the best trial's returns are too skewed for the test)"
     if selection_share is None:
-        return f"DSR {dsr:.2f}: the best trial's Sharpe is not positive; there is nothing to deflate"
-    share = f"; the best of {n_trials} trials with no skill would reach {selection_share:.0%} of this Sharpe"
+        return f"DSR {dsr:.2f}: the best trial's Sharpe is negative; there is nothing to deflate"
+    share = f"; the best of {n_trials} trials tried with no skill would reach {selection_share:.0%} of this Sharpe"
     if dsr >= DSR_SIGNIFICANT:
         return f"DSR {dsr:.2f}: the best Sharpe survives the selection of {n_trials} trials{share}"
     if dsr < DSR_SELECTION:

@@ -7,7 +7,8 @@ left open (`closed` false; the accounting charges no closing cost there). Its P&
 of its bars' P&L with every cost split where it belongs: a bar where the position changes from p to q
 pays cost × |p − q| = cost × (|p| + |q|) with positions in {−1, 0, 1}; |p| of it is the old trade's exit,
 |q| the new trade's entry. With next-open fills the gap P&L of such a bar (p × gap) is the old trade's.
-Financing is the trade's whose position is held. So the trades' P&L sums to the record's net P&L with the
+Financing is the trade's whose position is held over the rollover (with next-open fills, at a change,
+the old trade's: `foxhunt.data.pnl`). So the trades' P&L sums to the record's net P&L with the
 bars of no trade (flat, paying nothing) left out.
 
 **Daily and monthly.** Net log P&L of the model summed by UTC calendar day and by month, its simple
@@ -57,6 +58,8 @@ def trade_table(
         per_unit = per_unit + execution.change_cost[record.index]
     carry = execution.carry[record.index] if execution is not None else np.zeros(n)
     changed = pos != prev
+    # Next-open fills: at a change the old position is still held over the bar's rollovers (data.pnl).
+    old_carries = changed if execution is not None and execution.gap is not None else np.zeros(n, bool)
     opens = (pos != 0) & changed
     trade_of_bar = np.cumsum(opens) - 1  # the latest trade opened at or before each bar
     held = pos != 0
@@ -65,7 +68,7 @@ def trade_table(
     net = np.zeros(n_trades)
     # The new position's share of each bar: gross after the fill, its entry cost, its financing.
     new_gross = np.where(changed, pos * (ret - gap), pos * ret)  # unchanged: held over the gap too
-    new_cost = np.where(opens, per_unit * np.abs(pos), 0.0) + carry * np.abs(pos)
+    new_cost = np.where(opens, per_unit * np.abs(pos), 0.0) + np.where(old_carries, 0.0, carry * np.abs(pos))
     np.add.at(gross, trade_of_bar[held], new_gross[held])
     np.add.at(net, trade_of_bar[held], (new_gross - new_cost)[held])
     # The old position's share of a bar where it is left: its gap P&L and its exit cost.
@@ -73,7 +76,8 @@ def trade_table(
     old_trade = trade_of_bar[leaves] - opens[leaves]  # the trade of the bar before
     old_gross = (prev * gap)[leaves]
     np.add.at(gross, old_trade, old_gross)
-    np.add.at(net, old_trade, old_gross - (per_unit * np.abs(prev))[leaves])
+    old_cost = per_unit * np.abs(prev) + np.where(old_carries, carry * np.abs(prev), 0.0)
+    np.add.at(net, old_trade, old_gross - old_cost[leaves])
     first = np.flatnonzero(opens)
     bars = np.bincount(trade_of_bar[held], minlength=n_trades)
     last = first + bars - 1
@@ -144,12 +148,18 @@ def run_tables(run: RunEvaluation) -> dict[str, bytes]:
     """`trades.parquet`, `daily.csv` and `monthly.csv` of the stitched model record, net of the run's costs."""
     from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL
 
-    record = run.records[MODEL]
-    execution = run.execution
-    model = record.pnl(run.cost_per_unit, execution)
-    bench = run.records[BUY_AND_HOLD].pnl(run.cost_per_unit, execution)
+    return record_tables(run.records[MODEL], run.records[BUY_AND_HOLD], run.cost_per_unit, run.execution)
+
+
+def record_tables(
+    record: Record, benchmark: Record, cost_per_unit: float, execution: ExecutionRows | None = None
+) -> dict[str, bytes]:
+    """`trades.parquet`, `daily.csv` and `monthly.csv` of a model record, beside buy-and-hold's `benchmark`
+    on the same bars, net of `cost_per_unit` and the execution model's costs."""
+    model = record.pnl(cost_per_unit, execution)
+    bench = benchmark.pnl(cost_per_unit, execution)
     return {
-        TRADES_FILE: trades_parquet(trade_table(record, run.cost_per_unit, execution)),
+        TRADES_FILE: trades_parquet(trade_table(record, cost_per_unit, execution)),
         DAILY_FILE: period_table(record, model, bench, "D").encode(),
         MONTHLY_FILE: period_table(record, model, bench, "M").encode(),
     }

@@ -2,6 +2,7 @@
 `walk_forward` (a run's folds on its loaded data, then the stitched record, seeds and holdout),
 `fold_loop` (the one loop for each fold: reset → train → validate → save → report), `lifecycle` (the
 run's ways in and out), `manifest`, `lock`, `compile_cache`, `telemetry` (Prometheus), `pushgateway`
-(its URL, the run id, a live run), `argo_outputs`.
+(its URL, the run id, a live run), `argo_outputs`, `rescore` (`foxhunt evaluate`: a saved run scored on
+another fxcache).
 
 The run never imports the search: a search hands the run its plan (`walk_forward.SearchPlan`)."""

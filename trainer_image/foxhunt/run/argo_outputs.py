@@ -41,7 +41,7 @@ def write_argo_outputs(summary: RunSummary, out_uri: str, progress: Callable[[st
     if not folder:
         return []
     files: dict[str, bytes] = {
-        SUMMARY_FILE: (strict_json.dumps(summary.to_dict(), indent=2) + "\n").encode(),
+        SUMMARY_FILE: strict_json.json_bytes(summary.to_dict()),
         SUMMARY_URI_FILE: summary_uri(out_uri).encode(),
     }
     if summary.stitched is not None:

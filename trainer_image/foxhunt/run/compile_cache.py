@@ -60,8 +60,25 @@ def signature(key: bytes, blob: bytes) -> str:
     return hmac.new(key, blob, hashlib.sha256).hexdigest()
 
 
+def key_state() -> str:
+    """How the signing key reads: 'set', 'unset', or 'short' (set, but too short to trust)."""
+    value = os.environ.get(KEY_ENV, "")
+    if not value:
+        return "unset"
+    return "set" if len(value.encode()) >= MIN_KEY_BYTES else "short"
+
+
 def check_setting(setting: str) -> None:
-    """Before work: a folder named with `--compile-cache` needs the signing key (ConfigError, exit 2)."""
+    """Before work: a key set too short to trust is an error (a user meant the cache on); a folder named
+    with `--compile-cache` needs the key (ConfigError, exit 2)."""
+    if setting != OFF and key_state() == "short":
+        length = len(os.environ.get(KEY_ENV, "").encode())
+        raise ConfigError(
+            "run config",
+            "compile_cache",
+            f"{KEY_ENV} is set but is {length} bytes; a signing key needs at least {MIN_KEY_BYTES} "
+            "(e.g. `openssl rand -hex 32`), or unset it to run without a compile cache",
+        )
     if setting not in (AUTO, OFF) and signing_key() is None:
         raise ConfigError(
             "run config",
@@ -225,7 +242,8 @@ class StepCache:
         if folder is None:
             return None
         if signing_key() is None:
-            progress(f"compile cache: off ({KEY_ENV} not set; compiled artifacts load only when signed)")
+            state = "too short" if key_state() == "short" else "not set"
+            progress(f"compile cache: off ({KEY_ENV} {state}; compiled artifacts load only when signed)")
             return None
         started = time.perf_counter()
         uri = storage.join(folder, f"{cache_key(shapes)}.bin")

@@ -41,14 +41,12 @@ from foxhunt.train.diagnostics import diagnostics_due
 from foxhunt.train.epoch_figures import EpochFigures
 
 Progress = Callable[[str], None]
+# Told of each finished epoch: fold, epoch, epochs, and each member's figures (None: the member failed).
+EpochHook = Callable[[int, int, int, list[EpochFigures | None]], None]
 
 
 def _print(msg: str) -> None:
     print(msg, flush=True)
-
-
-def _json_bytes(payload: dict) -> bytes:
-    return (strict_json.dumps(payload, indent=2) + "\n").encode()
 
 
 def fold_dates(fold_range: FoldRange, timestamp: np.ndarray) -> FoldDates:
@@ -88,6 +86,7 @@ def train_fold(
     scoring: Scoring,
     memo: ScoreMemo | None = None,
     diagnostics_every: int = 1,
+    on_epoch: EpochHook | None = None,
 ) -> dict[int, FoldOutcome | TrainingDiverged]:
     """One fold for the members named in `outs` (member → its output folder): reset → train → validate →
     save → report. Per member its outcome, or the divergence that stopped it.
@@ -95,7 +94,8 @@ def train_fold(
     A run trains member 0 of a population of one; a search, a trial or a batch of trials as members.
     `check` runs at every epoch boundary (a stop signal raises there); validation scores the greedy
     positions beside the baselines with `scoring`, looking up in `memo` the records scored before.
-    The greedy policy's diagnostics run every `diagnostics_every` epochs and after the last one.
+    The greedy policy's diagnostics run every `diagnostics_every` epochs and after the last one;
+    `on_epoch` is told of each epoch's figures as it ends (a run's live record).
     """
     fold_start = time.perf_counter()
     phases = start_fold(trainer, fold_range)  # reset, normalize
@@ -110,6 +110,8 @@ def train_fold(
             if member is not None:
                 history[i].append(epoch_stats(member))
         progress(_epoch_line(fold_range.fold, epoch, epochs, [figures[i] for i in outs]))
+        if on_epoch is not None:
+            on_epoch(fold_range.fold, epoch, epochs, list(figures))
     check()
     live = [i for i in outs if trainer.failures[i] is None]
     # The best tail epoch's weights, or flat (select_tail_share).
@@ -201,7 +203,8 @@ def finish_fold(
     )
     for warning in report.warnings:
         progress(f"WARNING {warning}")
-    files[out_dir.FOLD_REPORT] = _json_bytes(report.to_dict())
+    # Strict JSON: an undefined figure (no bootstrap, no tail scored) is null.
+    files[out_dir.FOLD_REPORT] = strict_json.json_bytes(report.to_dict())
     storage.write_bytes(
         storage.join(out_uri, fold_folder(fold), out_dir.FOLD_REPORT), files[out_dir.FOLD_REPORT]
     )
@@ -235,7 +238,7 @@ def save_fold(weights: dict, norm_stats: dict, fold: int, positions, out_uri: st
     norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **norm_stats}
     files = {
         out_dir.WEIGHTS: buf.getvalue(),
-        out_dir.norm_stats_file(fold): _json_bytes(norm),
+        out_dir.norm_stats_file(fold): strict_json.json_bytes(norm),
         POSITIONS_FILE: positions_bytes(positions),
     }
     for name, data in files.items():

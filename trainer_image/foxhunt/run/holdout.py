@@ -90,7 +90,11 @@ def _window_figures(window) -> dict[str, Any]:
         "net_sharpe_se": net.sharpe_se,
         "psr_zero": net.psr_zero,
         "net_return": net.total_return,
+        "max_drawdown": net.max_drawdown,
         "n_bars": net.n_bars,
+        "buy_and_hold_sharpe": window.policies["buy_and_hold"].net.sharpe,
+        "best_baseline": window.best_baseline,
+        "best_baseline_sharpe": window.policies[window.best_baseline].net.sharpe,
         "verdicts": {name: s.verdict for name, s in window.standings.items()},
     }
 
@@ -158,38 +162,41 @@ def run_holdout(
         "evaluation": window_to_dict(window),
         "warnings": outcome.report.warnings,
     }
-    storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), _dumps(record))
+    storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), strict_json.json_bytes(record))
     title = (
         f"HEADLINE: {HEADLINE} {iso_utc(window.start_ns)[:16]} → {iso_utc(window.end_ns)[:16]}, {settings_label}\n"
         f"{verdict_line(window)}"
     )
     _draw(run, data, outcome, fold, scoring, title)
     run.summary.holdout = {k: v for k, v in record.items() if k != "evaluation"}
+    run.metrics.holdout_evaluated(run.summary.holdout)
     for line in lines:
         run.progress(line)
     return run.summary.holdout
 
 
 def _draw(run, data, outcome, fold: FoldRange, scoring, title: str) -> None:
-    """`holdout.png`: the model's and buy-and-hold's net wealth over the held-out period, its Sharpe."""
-    from foxhunt.evaluate.evaluation import fold_record, host_array
+    """`holdout.png`: the model's, buy-and-hold's and the best baseline's (named in its title) net wealth
+    over the held-out period, its Sharpe."""
+    from foxhunt.evaluate.evaluation import BUY_AND_HOLD, fold_record, host_array
 
     try:
         from foxhunt.evaluate.plot import EquityLine, RunPicture, fold_sharpe, render_run_png
 
         returns = host_array(data.targets[:, 0])
+        window = outcome.report.evaluation
+        policies = [("model", outcome.positions), ("buy and hold", np.ones(fold.val_rows))]
+        if window.best_baseline != BUY_AND_HOLD:
+            best = window.best_baseline
+            policies.append((f"best baseline: {best}", host_array(outcome.baselines[best])))
         lines = []
-        for label, positions in (("model", outcome.positions), ("buy and hold", np.ones(fold.val_rows))):
+        for label, positions in policies:
             record = fold_record(fold.fold, fold.val_start, positions, data.timestamp, returns)
             lines.append(EquityLine(label, record.pnl(scoring.cost_per_unit, scoring.execution)))
-        window = outcome.report.evaluation
-        picture = RunPicture(np.asarray(data.timestamp[fold.val_slice]), lines, [fold_sharpe(window)], None)
+        sharpe = fold_sharpe(window, [outcome.report.selection])
+        picture = RunPicture(np.asarray(data.timestamp[fold.val_slice]), lines, [sharpe], None)
         png = render_run_png(picture, title, record_title=f"{HEADLINE}: never seen by any fold or trial")
     except ImportError as exc:  # a slim image without matplotlib still reports in JSON
         run.progress(f"{HOLDOUT_PICTURE} not drawn: {exc}")
         return
     storage.write_bytes(storage.join(run.out_uri, HOLDOUT_PICTURE), png)
-
-
-def _dumps(value: Any) -> bytes:
-    return (strict_json.dumps(value, indent=2, default=float) + "\n").encode()

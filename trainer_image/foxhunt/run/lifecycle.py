@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Literal, Protocol
 
 from foxhunt import out_dir, storage
 from foxhunt.config import RunConfig
@@ -28,6 +28,7 @@ from foxhunt.run.lock import HEARTBEAT_SECONDS, OutLock
 from foxhunt.run.manifest import FoldRecord, Manifest, write_manifest
 from foxhunt.run.summary_file import SummaryText
 from foxhunt.run.telemetry import RunMetrics
+from foxhunt.train.epoch_figures import EpochFigures
 
 log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
@@ -53,6 +54,19 @@ def console(log_format: str, run_id: str) -> Progress:
             print(scrub_text(message), flush=True)
 
     return emit
+
+
+class RunSink(Protocol):
+    """Where a run's progress goes as it happens (the MLflow live record: `run/mlflow_live.py`). Called on
+    the training thread: an implementation returns at once and never raises, so it cannot stop a run."""
+
+    def run_started(self, out_uri: str, summary: RunSummary, manifest: Manifest) -> None: ...
+
+    def epoch_finished(self, fold: int, epoch: int, epochs: int, figures: EpochFigures) -> None: ...
+
+    def fold_finished(self, report: FoldReport, out_uri: str) -> None: ...
+
+    def run_finished(self, status: str) -> None: ...
 
 
 class StopSignals:
@@ -119,12 +133,14 @@ class Run:
         lock: OutLock,
         metrics: RunMetrics,
         progress: Progress,
+        sink: RunSink | None = None,
     ) -> None:
         self.out_uri, self.config, self.summary, self.manifest = out_uri, config, summary, manifest
         self.summary_text = SummaryText()  # each finished fold's text, kept for the next write
         self.lock, self.metrics, self.progress = lock, metrics, progress
         self.signals = StopSignals()
         self.heartbeat = Heartbeat(lock, metrics)
+        self.sink = sink
         self.current_fold: int | None = None
         self._started = time.perf_counter()
 
@@ -136,6 +152,8 @@ class Run:
             self.metrics.run_started()
             self.metrics.folds_planned(self.summary.folds_planned)
             self.heartbeat.start()
+            if self.sink is not None:
+                self.sink.run_started(self.out_uri, self.summary, self.manifest)
         except BaseException as exc:
             self.__exit__(type(exc), exc, exc.__traceback__)
             raise
@@ -153,6 +171,11 @@ class Run:
                 f"{self.lock.uri}: the lock was taken over by another run while this one stalled"
             )
 
+    def epoch_finished(self, fold: int, epoch: int, epochs: int, figures: list[EpochFigures | None]) -> None:
+        """Hand the run's own member's figures of a finished epoch to the sink (member 0; others are seeds)."""
+        if self.sink is not None and figures and figures[0] is not None:
+            self.sink.epoch_finished(fold, epoch, epochs, figures[0])
+
     def fold_finished(self, report: FoldReport, outputs: dict[str, str] | None) -> None:
         """Record a fold: trained here (`outputs`: name → sha256, kept in the manifest) or resumed (None)."""
         if outputs is None:
@@ -164,6 +187,8 @@ class Run:
         self.current_fold = None
         self.metrics.fold_finished(report)
         self._write_summary()
+        if self.sink is not None:
+            self.sink.fold_finished(report, self.out_uri)
 
     def _write_summary(self, *, fresh: bool = False) -> None:
         # Written after every fold: the finished folds' text is reused (summary_file.py says why).
@@ -183,7 +208,9 @@ class Run:
             self.metrics.run_finished(status)
             summary.push_failures = self.metrics.push_failures
             self._write_summary(fresh=True)
-            if self.config.delete_metrics_group and self.metrics.pushgateway:
+            # Only a succeeded run's group goes: a failed one is what FoxhuntRunFailed reads (its
+            # runbook deletes it once handled), and an interrupted one's retry (same run id) takes it over.
+            if self.config.delete_metrics_group and self.metrics.pushgateway and status == "succeeded":
                 # Prometheus keeps only what it scraped: give it a scrape of the final values first.
                 self.progress(
                     f"deleting metrics group run_id={summary.run_id} in "
@@ -192,6 +219,8 @@ class Run:
                 time.sleep(self.config.metrics_keep_seconds)
                 self.metrics.delete_group()
         finally:
+            if self.sink is not None:  # what it still holds reaches the store (for a bounded time)
+                self.sink.run_finished(status)
             self.metrics.close()
             self.lock.release()
 

@@ -9,27 +9,31 @@ the training loop, keeps the run free of MLflow: a tracking server that is slow 
 a fold, and a resumed run is recorded whole.
 
 `mlflow` (the `mlflow` extra, mlflow-skinny) is imported only when a record is written.
+
+`foxhunt train` and `pipeline` also write the run while it goes (`mlflow_live.LiveRecord`: params,
+commit, each epoch's and fold's figures, each fold's weights); the record then completes that MLflow
+run (pictures, summary, stitched figures, status) instead of creating one.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from foxhunt import out_dir, storage
 from foxhunt.errors import RunFailure, UsageError
 from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
-from foxhunt.evaluate.reports import RunSummary
+from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.redaction import redact_url
 from foxhunt.run.lifecycle import console
-from foxhunt.run.mlflow_store import bound_retries, store_problem
+from foxhunt.run.mlflow_store import quiet_mlflow, store_problem
 
 # `--mlflow-uri` without a value: $MLFLOW_TRACKING_URI, else a local file store `./mlruns` (what
 # `mlflow ui --backend-store-uri ./mlruns` shows): nothing to set up, one folder to copy or delete.
@@ -42,11 +46,27 @@ TRACKING_SCHEMES = ("file", "sqlite", "postgresql", "mysql", "mssql", "http", "h
 RUN_STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "interrupted": "KILLED", "running": "FAILED"}
 # A trial still RUNNING in the table when its process ended was stopped with it.
 TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED", "RUNNING": "KILLED"}
-PICTURES = (out_dir.RUN_PICTURE, out_dir.TIMINGS_PICTURE, out_dir.HOLDOUT_PICTURE)
+PICTURES = (
+    out_dir.RUN_PICTURE,
+    out_dir.TIMINGS_PICTURE,
+    out_dir.HOLDOUT_PICTURE,
+    out_dir.LEARNING_PICTURE,
+    out_dir.POSITIONS_PICTURE,
+    out_dir.SEEDS_PICTURE,
+    out_dir.TRIALS_PICTURE,
+)
 STUDY_FILES = (out_dir.STUDY_SUMMARY, out_dir.BEST_PARAMS, out_dir.TRIALS_CSV)
-QUIET_LOGGERS = ("mlflow.store.db.utils", "alembic")
 # MLflow's per-call limits on a batch.
 PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000
+
+
+class LiveRun(Protocol):
+    """The MLflow run the run wrote while it went (`mlflow_live.LiveRecord`), which the record completes."""
+
+    run_id: str | None  # None: it was never created
+
+    @property
+    def complete(self) -> bool: ...  # every fold reached it
 
 
 def tracking_uri(value: str) -> str:
@@ -86,11 +106,14 @@ def _resolved(value: str, source: str) -> str:
 
 
 @contextmanager
-def recorded_in_mlflow(uri: str | None, out_uri: str, log_format: str = "text") -> Iterator[None]:
+def recorded_in_mlflow(
+    uri: str | None, out_uri: str, log_format: str = "text", live: LiveRun | None = None
+) -> Iterator[None]:
     """Record the run in `out_uri` in the MLflow store `uri` once the block ends (nothing when `uri` is
-    None). A run refused before work (UsageError) has nothing to record. After a run that failed or was
-    stopped, a record that cannot be written is reported and the run's own error goes on; after a
-    successful run it is a RunFailure (exit 1)."""
+    None), completing the `live` MLflow run when the run wrote one. A run refused before work
+    (UsageError) has nothing to record. After a run that failed or was stopped, a record that cannot be
+    written is reported and the run's own error goes on; after a successful run it is a RunFailure
+    (exit 1)."""
     if uri is None:
         yield
         return
@@ -100,33 +123,30 @@ def recorded_in_mlflow(uri: str | None, out_uri: str, log_format: str = "text") 
         raise
     except BaseException:
         try:
-            record_run(uri, out_uri, log_format)
+            record_run(uri, out_uri, log_format, live)
         except Exception as exc:  # noqa: BLE001 (reported; the run's own exception goes on)
             console(log_format, "")(f"mlflow: the run was not recorded: {type(exc).__name__}: {exc}")
         raise
     try:
-        record_run(uri, out_uri, log_format)
+        record_run(uri, out_uri, log_format, live)
     except Exception as exc:
         raise RunFailure(
             f"the run's outputs are in {out_uri}, but recording it in MLflow failed: {type(exc).__name__}: {exc}"
         ) from exc
 
 
-def record_run(uri: str, out_uri: str, log_format: str = "text") -> str:
+def record_run(uri: str, out_uri: str, log_format: str = "text", live: LiveRun | None = None) -> str:
     """Write the run (or study) in `out_uri` to the MLflow store `uri`; prints and returns a line saying
-    where (on the run's console, text or JSON)."""
+    where (on the run's console, text or JSON). A `live` run is completed: its params and folds are not
+    written again when every one reached it."""
     summary_uri = storage.join(out_uri, out_dir.SUMMARY)
     if not storage.exists(summary_uri):
         line = f"mlflow: nothing recorded, {summary_uri} does not exist"
         console(log_format, "")(line)
         return line
-    if urlsplit(uri).scheme == "file":  # asked for by name: MLflow 3 refuses its file store otherwise
-        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
-    bound_retries()  # an unreachable server: seconds of tries, not MLflow's minutes
+    quiet_mlflow(uri)  # an unreachable server: seconds of tries, not MLflow's minutes
     from mlflow.tracking import MlflowClient
 
-    for name in QUIET_LOGGERS:  # their INFO lines (creating the store's tables) are not the run's
-        logging.getLogger(name).setLevel(logging.WARNING)
     client = MlflowClient(tracking_uri=uri)
     summary = RunSummary.from_dict(json.loads(storage.read_bytes(summary_uri)))
     name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
@@ -136,14 +156,22 @@ def record_run(uri: str, out_uri: str, log_format: str = "text") -> str:
         if found is not None
         else client.create_experiment(name, artifact_location=artifact_location(uri, name))
     )
-    run = client.create_run(
-        experiment,
-        start_time=_ms(summary.started_at),
-        run_name=summary.run_id,
-        tags={"foxhunt.run_id": summary.run_id, "foxhunt.out": out_uri, "foxhunt.version": summary.version},
-    )
-    run_id = run.info.run_id
-    _log(client, run_id, run_params(summary), run_metrics(summary))
+    run_id = live.run_id if live is not None else None
+    if run_id is None:
+        run_id = client.create_run(
+            experiment,
+            start_time=_ms(summary.started_at),
+            run_name=summary.run_id,
+            tags={
+                "foxhunt.run_id": summary.run_id,
+                "foxhunt.out": out_uri,
+                "foxhunt.version": summary.version,
+            },
+        ).info.run_id
+    if live is not None and live.complete:
+        _log(client, run_id, {}, run_metrics(summary, folds=False))
+    else:
+        _log(client, run_id, run_params(summary), run_metrics(summary))
     _log_files(client, run_id, out_uri, (out_dir.SUMMARY, *PICTURES))
     trials = 0
     if summary.trials > 0:
@@ -187,18 +215,23 @@ def window_metrics(window: WindowEvaluation, prefix: str = "") -> dict[str, floa
     return figures
 
 
-def run_metrics(summary: RunSummary) -> list[tuple[str, float, int]]:
-    """(key, value, step): each fold's figures at step = fold, the stitched record's and the held-out
-    period's at step 0, and the run's timings."""
+def fold_metrics(report: FoldReport) -> dict[str, float]:
+    """A fold's figures: its window's (`window_metrics`) and its timings and final loss."""
+    figures = window_metrics(report.evaluation)
+    figures.update(
+        fold_seconds=report.fold_seconds,
+        samples_per_second=report.samples_per_second,
+        final_loss=report.final_loss,
+    )
+    return figures
+
+
+def run_metrics(summary: RunSummary, folds: bool = True) -> list[tuple[str, float, int]]:
+    """(key, value, step): each fold's figures at step = fold (unless `folds` is False), the stitched
+    record's and the held-out period's at step 0, and the run's timings."""
     rows: list[tuple[str, float, int]] = []
-    for report in summary.folds:
-        figures = window_metrics(report.evaluation)
-        figures.update(
-            fold_seconds=report.fold_seconds,
-            samples_per_second=report.samples_per_second,
-            final_loss=report.final_loss,
-        )
-        rows += [(key, value, report.fold) for key, value in figures.items()]
+    for report in summary.folds if folds else ():
+        rows += [(key, value, report.fold) for key, value in fold_metrics(report).items()]
     if summary.stitched is not None:
         rows += [(k, v, 0) for k, v in window_metrics(summary.stitched, "stitched.").items()]
     rows += [(k, v, 0) for k, v in _numbers(summary.holdout or {}, "holdout.").items()]

@@ -6,11 +6,13 @@ then, hours later. So what can be known from the URI is checked before the first
 it parses (`http://[::1` does not), a port in 1-65535, a host where one is needed, a file store's
 folder that is a folder and can be made or written, an SQLite file that is a database. Whether a
 server answers cannot be known that early (it may start later); after the run, an unreachable one
-gets a few tries within seconds (`BOUNDED_RETRIES`), not MLflow's default of minutes.
+gets a few tries within seconds (`BOUNDED_RETRIES`), not MLflow's default of minutes; so does each
+call of the live record (`mlflow_live.LiveRecord`), which is written to the same checked URI.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -27,6 +29,7 @@ BOUNDED_RETRIES = {
     "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "5",
 }
+QUIET_LOGGERS = ("mlflow.store.db.utils", "alembic")
 
 
 def _folder_problem(folder: Path) -> str | None:
@@ -68,7 +71,16 @@ def store_problem(uri: str) -> str | None:
     return None
 
 
-def bound_retries() -> None:
-    """MLflow's HTTP retries bounded to seconds (BOUNDED_RETRIES), where the environment sets none."""
+def quiet_mlflow(uri: str) -> None:
+    """MLflow's client set up for the store `uri`, for the live record and the end-of-run one alike: the
+    file store asked for by name (MLflow 3 refuses it otherwise), HTTP retries bounded to seconds
+    (BOUNDED_RETRIES, where the environment sets none), no "View run …" lines on stdout (printed for a
+    tracking server), no download progress bars, no table-creation logs."""
+    if urlsplit(uri).scheme == "file":
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
     for name, value in BOUNDED_RETRIES.items():
         os.environ.setdefault(name, value)
+    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
+    for name in QUIET_LOGGERS:  # their INFO lines (creating the store's tables) are not the run's
+        logging.getLogger(name).setLevel(logging.WARNING)

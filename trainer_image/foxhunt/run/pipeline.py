@@ -24,7 +24,7 @@ from foxhunt.run import compile_cache
 from foxhunt.run.argo_outputs import write_argo_outputs
 from foxhunt.run.checkpoint_check import fold_checkpoint_problem
 from foxhunt.run.holdout import planning_rows
-from foxhunt.run.lifecycle import Progress, Run, console, now_iso
+from foxhunt.run.lifecycle import Progress, Run, RunSink, console, now_iso
 from foxhunt.run.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
 from foxhunt.run.manifest import Manifest, check_out_before_work, resume_point
 from foxhunt.run.out_folder import (
@@ -86,6 +86,7 @@ def train(
     summary_extra: dict | None = None,
     search: SearchOptions | None = None,
     plan_search: PlanSearch | None = None,
+    sink: RunSink | None = None,
 ) -> RunSummary:
     """The one-pod run: load the fxcache once, put it on the device once, train every fold on one trainer.
 
@@ -93,7 +94,7 @@ def train(
     there); its result joins `summary_extra` in `summary.json`. With `settings.trials > 0` the run is a
     search (`search`: its options, default ones when None): trials of the whole walk-forward, planned
     by `plan_search` (foxhunt.search.driver.plan_search, handed down by the CLI: the run never imports
-    the search).
+    the search). `sink` (the MLflow live record) is told of the run's start, epochs, folds and end.
     """
     _check_run_paths(None if prepare else fxcache_uri, out_uri, search)
     device, run_id, pushgateway, plan = _check_settings(settings, out_uri, search, plan_search)
@@ -168,7 +169,7 @@ def train(
         raise
     summary = _new_summary(settings, run_id, str(device), fxcache_uri, cache, len(folds), extra)
     try:
-        with Run(out_uri, settings, summary, manifest, lock, metrics, progress) as run:
+        with Run(out_uri, settings, summary, manifest, lock, metrics, progress, sink) as run:
             run_folds(run, cache, folds, done, read_seconds, device, plan)
     finally:  # every way out of the run: Argo's step outputs hold what exists by now
         write_argo_outputs(summary, out_uri, progress)
@@ -210,6 +211,7 @@ def pipeline(
     progress: Progress | None = None,
     search: SearchOptions | None = None,
     plan_search: PlanSearch | None = None,
+    sink: RunSink | None = None,
 ) -> RunSummary:
     """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars
     (`sample_signal=False`: with nothing predictable planted)."""
@@ -233,5 +235,12 @@ def pipeline(
         )
 
     return train(
-        fxcache_uri, out_uri, settings, emit, prepare=prepare, search=search, plan_search=plan_search
+        fxcache_uri,
+        out_uri,
+        settings,
+        emit,
+        prepare=prepare,
+        search=search,
+        plan_search=plan_search,
+        sink=sink,
     )

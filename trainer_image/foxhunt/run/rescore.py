@@ -35,7 +35,13 @@ from foxhunt.config import EvalConfig, config_keys
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import BadInput, ConfigError, UsageError
 from foxhunt.evaluate.evaluation import RunEvaluation
-from foxhunt.evaluate.reports import FoldReport, RunSummary, evaluation_table, window_row, window_to_dict
+from foxhunt.evaluate.reports import (
+    FoldReport,
+    RunSummary,
+    evaluation_table,
+    window_row,
+    window_to_dict,
+)
 from foxhunt.run.manifest import MANIFEST_NAME, Manifest, read_manifest, verify_fold
 from foxhunt.run.out_folder import same_or_inside
 
@@ -251,7 +257,7 @@ def write_saved_run_score(score: SavedRunScore, out_uri: str) -> list[str]:
     """Write `evaluation.json` and (with matplotlib) `run.png` into `out_uri`."""
     from foxhunt.evaluate.run_scores import run_pictures
 
-    written = {out_dir.EVALUATION: (strict_json.dumps(score.to_dict(), indent=2) + "\n").encode()}
+    written = {out_dir.EVALUATION: strict_json.json_bytes(score.to_dict())}
     try:
         written.update(run_pictures(score.evaluation, [], f"{score.run} on {score.fxcache}"))
     except ImportError:

@@ -14,7 +14,7 @@ import json
 from dataclasses import replace
 
 from foxhunt import strict_json
-from foxhunt.evaluate.reports import FoldReport, RunSummary
+from foxhunt.evaluate.reports import FoldReport, RunSummary, flat_run_reading
 from foxhunt.redaction import scrub_record
 
 INDENT = "  "
@@ -37,7 +37,7 @@ def readable_json(value, depth: int = 0) -> str:
         and any(isinstance(v, (dict, list, tuple)) for v in value)
     ):
         return "[\n" + ",\n".join(f"{inner}{readable_json(v, depth + 1)}" for v in value) + f"\n{pad}]"
-    return strict_json.dumps(value)
+    return strict_json.dumps(value)  # strict JSON: an undefined figure is null
 
 
 class SummaryText:
@@ -66,6 +66,9 @@ class SummaryText:
             self._folds.clear()
         head = replace(summary, folds=[]).to_dict()  # every field but the folds, in to_dict's order
         head["warnings"] = scrub_record(summary.warnings)
+        reading = flat_run_reading(summary.folds)  # derived from the folds, as `to_dict` derives it
+        if reading is not None:
+            head["flat_reading"] = reading
         folds = [self.fold_text(report, i) for i, report in enumerate(summary.folds)]
         inner = INDENT * self.FOLD_DEPTH
         listed = "[\n" + ",\n".join(inner + text for text in folds) + f"\n{INDENT}]" if folds else "[]"

@@ -92,6 +92,20 @@ FOLD_GAUGES = (
 )
 
 
+# The held-out final period's gauges (--holdout-days; the run's headline): name → its figure in
+# `RunSummary.holdout` (foxhunt.run.holdout).
+HOLDOUT_GAUGES = {
+    "foxhunt_holdout_net_sharpe": ("Annualised Sharpe after costs", lambda h: h["net_sharpe"]),
+    "foxhunt_holdout_net_sharpe_ci_low": (
+        "Lower bound of the bootstrap interval of the Sharpe",
+        lambda h: h["net_sharpe_ci"][0],
+    ),
+    "foxhunt_holdout_net_sharpe_ci_high": (
+        "Upper bound of the bootstrap interval of the Sharpe",
+        lambda h: h["net_sharpe_ci"][1],
+    ),
+    "foxhunt_holdout_net_sharpe_se": ("Standard error (Lo 2002) of the Sharpe", lambda h: h["net_sharpe_se"]),
+}
 # The stitched record's gauges: name → what it holds.
 STITCHED_GAUGES = {
     "foxhunt_stitched_validation_sharpe": "Annualised Sharpe",
@@ -207,6 +221,20 @@ class RunMetrics:
             name: Gauge(name, f"{what} of the stitched out-of-sample record, after costs.", registry=r)
             for name, what in STITCHED_GAUGES.items()
         }
+        self._holdout = {
+            # Labelled by the period's length: a labelled gauge shows nothing until set, so a run
+            # without --holdout-days pushes no headline rather than a 0 that reads as one.
+            name: (
+                Gauge(
+                    name,
+                    f"{what} on the held-out final period (the run's headline), by its days.",
+                    ["days"],
+                    registry=r,
+                ),
+                read,
+            )
+            for name, (what, read) in HOLDOUT_GAUGES.items()
+        }
         self._stitched_baseline = Gauge(
             "foxhunt_stitched_baseline_sharpe",
             "Sharpe after costs of each baseline over the stitched record's bars.",
@@ -261,6 +289,13 @@ class RunMetrics:
         for name, evaluation in stitched.policies.items():
             if name != MODEL:
                 self._stitched_baseline.labels(name).set(evaluation.net.sharpe)
+        self.push()
+
+    def holdout_evaluated(self, holdout: dict) -> None:
+        """Record the held-out final period's headline (`RunSummary.holdout`) and push."""
+        days = f"{holdout['days']:g}"
+        for gauge, read in self._holdout.values():
+            gauge.labels(days).set(read(holdout))
         self.push()
 
     def run_finished(self, status: str) -> None:

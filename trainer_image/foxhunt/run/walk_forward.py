@@ -10,6 +10,8 @@ from typing import Any, Protocol
 from foxhunt import out_dir, storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
+from foxhunt.evaluate.plot import flat_words
+from foxhunt.evaluate.reports import flat_run_reading
 from foxhunt.evaluate.run_scores import (
     run_pictures,
     run_scoring,
@@ -68,6 +70,7 @@ def run_folds(
     step_cache = compile_cache.for_run(
         settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, progress
     )
+    scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
     built = time.perf_counter()
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
     trainer = DQNTrainer(
@@ -77,12 +80,12 @@ def run_folds(
         seed=settings.seed,
         eval_cost=settings.eval.cost,
         eval_spread=settings.eval.spread,
+        execution=scoring.execution,
         member_seeds=seeds,
     )
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     other_seeds: dict[int, dict[int, FoldOutcome]] = {i: {} for i in outs if i}
     progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
-    scoring = run_scoring(settings.eval, settings.seed, data)
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     outcomes: dict[int, FoldOutcome] = {}
     for fold_range in folds:
@@ -104,6 +107,7 @@ def run_folds(
             scoring=scoring,
             memo=memo,
             diagnostics_every=settings.diagnostics_every,
+            on_epoch=run.epoch_finished,
         )
         outcome = members[0]
         if isinstance(outcome, TrainingDiverged):
@@ -128,9 +132,9 @@ def run_folds(
         )
     summary.graph_captures = trainer.graph_captures
     run.current_fold = None
-    _evaluate_run(run, data, folds, outcomes, scoring, memo)
+    evaluation = _evaluate_run(run, data, folds, outcomes, scoring, memo)
     if len(seeds) > 1:
-        _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring)
+        _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring, evaluation)
     if settings.folds.holdout_days > 0 and summary.stitched is not None:
         in_search = {
             "what": "net Sharpe of the run's stitched folds",
@@ -173,39 +177,57 @@ def _seed_spread(
     other_seeds: dict[int, dict[int, FoldOutcome]],
     seeds: list[int],
     scoring: Scoring,
+    evaluation,
 ) -> None:
-    """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console."""
+    """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console;
+    `seeds.png` draws their stitched records (`evaluation`: the run's own, member 0's)."""
     summary = run.summary
     if summary.stitched is None:
         return
-    net = {seeds[0]: summary.stitched.policies[MODEL].net}
+    evaluations = {seeds[0]: evaluation}
     for i, by_fold in other_seeds.items():
         if len(by_fold) != len(outcomes):  # a seed that diverged in some fold has no stitched record
             continue
-        stitched = stitch_outcomes(data, folds, by_fold, scoring, ScoreMemo(), outcomes).stitched
-        net[seeds[i]] = stitched.policies[MODEL].net
-    summary.seed_spread = seed_spread(net)
+        evaluations[seeds[i]] = stitch_outcomes(data, folds, by_fold, scoring, ScoreMemo(), outcomes)
+    summary.seed_spread = seed_spread({s: e.stitched.policies[MODEL].net for s, e in evaluations.items()})
     for line in spread_lines(summary.seed_spread):
         run.progress(line)
+    try:
+        from foxhunt.evaluate.plot_seeds import render_seeds_png, seeds_picture
+
+        selections = {seeds[0]: [o.report.selection for o in outcomes.values()]}
+        for i, by_fold in other_seeds.items():
+            selections[seeds[i]] = [o.report.selection for o in by_fold.values()]
+        picture = seeds_picture(evaluations, selections)
+        png = render_seeds_png(picture, summary.seed_spread, f"foxhunt run {summary.run_id}")
+    except ImportError as exc:  # a slim image without matplotlib still reports in JSON
+        run.progress(f"{out_dir.SEEDS_PICTURE} not drawn: {exc}")
+        return
+    storage.write_bytes(storage.join(run.out_uri, out_dir.SEEDS_PICTURE), png)
 
 
-def _evaluate_run(
-    run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring, memo: ScoreMemo
-) -> None:
-    """The stitched record into the summary, the metrics and the console; run.png and timings.png."""
+def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring, memo: ScoreMemo):
+    """The stitched record into the summary, the metrics and the console; the run's pictures
+    (`run_scores.run_pictures`). Returns the run's evaluation."""
     summary, progress = run.summary, run.progress
     evaluation = stitch_outcomes(data, folds, outcomes, scoring, memo)
     summary.stitched = evaluation.stitched
     run.metrics.run_evaluated(evaluation.stitched)
-    for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level):
+    flat = flat_run_reading(summary.folds)  # a run that never traded says so, in words
+    for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level, flat):
         progress(line)
     for name, table in run_tables(evaluation).items():  # trades.parquet, daily.csv, monthly.csv
         storage.write_bytes(storage.join(run.out_uri, name), table)
-    title = f"foxhunt run {summary.run_id} on {summary.device}\n{verdict_line(evaluation.stitched)}"
+    net = evaluation.stitched.policies[MODEL].net
+    flat = flat_words(net.exposure, [r.selection for r in summary.folds])
+    # A record that never traded says why, not "model net Sharpe 0.00", which reads as a fault.
+    verdict = f"the model's record is {flat} in any fold" if flat else verdict_line(evaluation.stitched)
+    title = f"foxhunt run {summary.run_id} on {summary.device}\n{verdict}"
     try:
         pictures = run_pictures(evaluation, summary.folds, title)
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
-        progress(f"run.png and timings.png not drawn: {exc}")
-        return
+        progress(f"the run's pictures not drawn: {exc}")
+        return evaluation
     for name, png in pictures.items():
         storage.write_bytes(storage.join(run.out_uri, name), png)
+    return evaluation

@@ -41,9 +41,10 @@ from foxhunt.errors import RunFailure
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo
 from foxhunt.evaluate.run_scores import fold_flags, run_scoring
 from foxhunt.run.fold_loop import FoldOutcome, stitch_outcomes
-from foxhunt.run.holdout import run_holdout
+from foxhunt.run.holdout import holdout_range, run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
+from foxhunt.search.headline import TABLE_FILES, write_headline_tables
 from foxhunt.search.outputs import BestTrial, StudySummary, TrialReport, trial_folder, write_study_outputs
 from foxhunt.search.population import PopulationObjective, TrainerPool, trainer_builder
 from foxhunt.search.space import load_search_space
@@ -54,7 +55,14 @@ from foxhunt.search.storage import (
     redacted,
     sync_study_file,
 )
-from foxhunt.search.study import ERROR_ATTR, TrialOutcome, is_finished, open_study, trial_pruner
+from foxhunt.search.study import (
+    ERROR_ATTR,
+    TrialOutcome,
+    is_finished,
+    open_study,
+    record_selection,
+    trial_pruner,
+)
 from foxhunt.search.telemetry import TrialMetrics
 from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import DeviceData, TrainingDiverged
@@ -171,8 +179,8 @@ class TrialScoring:
             stitched=None if evaluation is None else evaluation.stitched.policies[MODEL],
             best_baseline=None if evaluation is None else evaluation.stitched.best_baseline,
         )
-        data = strict_json.dumps(report.to_dict(), indent=2) + "\n"
-        storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data.encode())
+        data = strict_json.json_bytes(report.to_dict())  # undefined figures (no bootstrap) are null
+        storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data)
 
 
 @contextmanager
@@ -249,25 +257,44 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             )
         metrics.update_study(study)
         summary = save()
+    _draw_trials(run)
     if summary.best is None:
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, summary.best, run.out_uri))
-    if settings.folds.holdout_days > 0 and options.worker == 0:  # the chosen settings' headline (one worker)
-        best = summary.best
-        dqn = override(settings.dqn, best.params, what=f"trial {best.number}")
-        in_search = {
-            "what": f"best trial {best.number}'s {options.objective} over the search's folds, selected",
-            "value": best.objective,
-        }
-        summary.holdout = run_holdout(
-            run, data, trainer_builder(run, data, max_rows)([dqn]), len(folds), max_rows,
-            run_scoring(settings.eval, settings.seed, data), f"best trial {best.number}'s settings", in_search,
-        )  # fmt: skip
-        storage.write_bytes(
-            storage.join(run.out_uri, out_dir.STUDY_SUMMARY),
-            (strict_json.dumps(summary.to_dict(), indent=2) + "\n").encode(),
-        )
+    if options.worker == 0:  # the chosen settings' headline and its files (one worker)
+        _headline(run, data, folds, summary, summary.best, max_rows, options.objective)
     return summary
+
+
+def _headline(
+    run: Run, data: DeviceData, folds: list[FoldRange], summary: StudySummary, best: BestTrial,
+    max_rows: int, objective: str,
+) -> None:  # fmt: skip
+    """The held-out period trained with the best trial's settings (`--holdout-days`), then the headline's
+    trade list, daily and monthly files (the held-out period's, or the best trial's record); `study.json`
+    again with both."""
+    settings = run.config
+    scoring = run_scoring(settings.eval, settings.seed, data)
+    holdout = None
+    if settings.folds.holdout_days > 0:
+        dqn = override(settings.dqn, best.params, what=f"trial {best.number}")
+        in_search = {"what": f"best trial {best.number}'s {objective} over the search's folds, selected",
+                     "value": best.objective}  # fmt: skip
+        summary.holdout = run_holdout(
+            run, data, trainer_builder(run, data, max_rows)([dqn]), len(folds), max_rows, scoring,
+            f"best trial {best.number}'s settings", in_search,
+        )  # fmt: skip
+        holdout = holdout_range(data.timestamp, settings.folds, len(folds), max_rows)
+    try:
+        summary.headline_tables = write_headline_tables(
+            run.out_uri, data, scoring, folds, best.number, holdout
+        )
+        run.progress(f"headline files ({summary.headline_tables['record']}): {', '.join(TABLE_FILES)}")
+    except FileNotFoundError as exc:  # a shared study: another worker, another --out, ran the best trial
+        run.progress(f"headline files not written: best trial {best.number}'s folds are not in --out ({exc})")
+    storage.write_bytes(
+        storage.join(run.out_uri, out_dir.STUDY_SUMMARY), strict_json.json_bytes(summary.to_dict())
+    )
 
 
 def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> StudySummary:
@@ -277,9 +304,23 @@ def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path |
     summary = write_study_outputs(
         study, run.out_uri, planned_trials=run.config.trials, base=run.config.dqn, trainers=built
     )
+    selection = summary.selection  # DSR and PBO on the study, for optuna-dashboard
+    record_selection(study, selection.dsr, selection.overfitting.get("pbo"), selection.trial)
     if synced is not None:
         sync_study_file(synced, run.out_uri)
     return summary
+
+
+def _draw_trials(run: Run) -> None:
+    """`trials.png` from the study's files, once the trials are done (drawing after each would cost seconds)."""
+    try:
+        from foxhunt.evaluate.plot_search import render_trials_png
+
+        png = render_trials_png(run.out_uri)
+    except ImportError as exc:  # a slim image without matplotlib still reports in JSON
+        run.progress(f"{out_dir.TRIALS_PICTURE} not drawn: {exc}")
+        return
+    storage.write_bytes(storage.join(run.out_uri, out_dir.TRIALS_PICTURE), png)
 
 
 def _save_on_the_way_out(run: Run, save: Callable[[], Any]) -> None:
@@ -299,12 +340,9 @@ def _trial_line(study: optuna.Study, trial: FrozenTrial, planned: int) -> str:
 
 def _closing_line(summary: StudySummary, best: BestTrial, out_uri: str) -> str:
     selection = summary.selection
-    dsr_text = (
-        selection.dsr_reading or f"deflated Sharpe ratio {selection.dsr:.3f}"
-        if selection.dsr is not None
-        else f"no deflated Sharpe ratio ({selection.reason})"
-    )
-    dsr_text += "; " + selection.overfitting.get("reading", f"no PBO ({selection.overfitting.get('reason')})")
+    dsr_text = selection.dsr_reading or f"DSR undefined: {selection.reason}"
+    overfitting = selection.overfitting
+    dsr_text += "; " + overfitting.get("reading", f"PBO undefined: {overfitting.get('reason')}")
     return (
         f"study {summary.study_name}: {summary.finished_trials}/{summary.planned_trials} trials finished; "
         f"best trial {best.number} objective {best.objective:.4g}; {dsr_text}; "

@@ -12,19 +12,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from foxhunt import out_dir, storage, strict_json
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.evaluation import Evaluation
-from foxhunt.evaluate.selection import dsr_inputs, dsr_reading, pbo_reading, probability_of_overfitting
-from foxhunt.evaluate.sharpe import deflated_sharpe_ratio, expected_max_sharpe
+from foxhunt.search.selection_check import SelectionCheck, selection_check
 from foxhunt.search.study import ERROR_ATTR, FOLDS_ATTR, WORKER_ATTR, is_finished, is_surplus
 
 TABLE_CSV = out_dir.TRIALS_CSV
@@ -131,114 +128,6 @@ def best_settings(trial: FrozenTrial, base: DQNConfig) -> dict[str, dict[str, An
     return {"dqn": asdict(override(base, trial.params, what=f"trial {trial.number}"))}
 
 
-DSR_RULE = "N = trials that produced a Sharpe ratio; variance (ddof 1) of those same trials' Sharpe"
-
-
-@dataclass(frozen=True)
-class SelectionCheck:
-    """The Deflated Sharpe Ratio of the best trial (or why there is none: `reason`) and the probability
-    of backtest overfitting over the trials' folds (`overfitting`), each with a plain reading."""
-
-    dsr: float | None = None
-    reason: str | None = None  # set when there is no DSR: its figures are then None
-    dsr_reading: str | None = None
-    dsr_rule: str = DSR_RULE
-    trial: int | None = None
-    n_trials: int | None = None  # trials that produced a Sharpe ratio (the DSR's N)
-    n_tried: int | None = None  # every finished trial, pruned and failed ones too
-    sharpe_per_period: float | None = None
-    sharpe_variance: float | None = None
-    expected_max_sharpe_per_period: float | None = None
-    selection_share: float | None = None
-    n_obs: int | None = None
-    skew: float | None = None
-    kurtosis: float | None = None
-    overfitting: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """`study.json`'s `selection`: the figures, or the missing DSR and its reason."""
-        if self.reason is not None:
-            return {
-                "dsr": None,
-                "reason": self.reason,
-                "n_tried": self.n_tried,
-                "overfitting": self.overfitting,
-            }
-        return {k: v for k, v in asdict(self).items() if k != "reason"}
-
-
-def selection_check(study: optuna.Study) -> SelectionCheck:
-    """The Deflated Sharpe Ratio of the best trial and the probability of backtest overfitting, with readings.
-
-    DSR rule (`selection.dsr_inputs`): N is the number of trials that produced a Sharpe ratio (complete
-    trials) and the variance is that of the same trials' per-period Sharpe ratios; `n_tried` counts every
-    finished trial beside it. `selection_share` is the Sharpe that the best of N trials with no skill
-    would reach, as a share of the best trial's: the part that is selection. `overfitting` is PBO by CSCV
-    over the complete trials' per-fold net Sharpe ratios (`selection.probability_of_overfitting`).
-    """
-    best = best_trial(study)
-    trials = study.get_trials(deepcopy=False)
-    n_tried = sum(map(is_finished, trials))
-    overfitting = overfitting_check(study)
-    sharpes = [t.user_attrs.get("sharpe") if t.state == TrialState.COMPLETE else None for t in trials]
-    try:
-        inputs = dsr_inputs(sharpes)
-    except ValueError:
-        inputs = None
-    if best is None or "sharpe" not in best.user_attrs or inputs is None:
-        return SelectionCheck(
-            reason="needs two or more complete trials that report a Sharpe ratio",
-            n_tried=n_tried,
-            overfitting=overfitting,
-        )
-    attrs = best.user_attrs
-    n_trials, variance = inputs.n_trials, inputs.sharpe_variance
-    expected_max = expected_max_sharpe(n_trials, variance)
-    sharpe = float(attrs["sharpe"])
-    skew, kurtosis = float(attrs.get("skew", 0.0)), float(attrs.get("kurtosis", 3.0))
-    dsr = deflated_sharpe_ratio(sharpe, n_trials, variance, int(attrs["n_obs"]), skew, kurtosis)
-    share = expected_max / sharpe if sharpe > 0 else None
-    dsr_value = None if math.isnan(dsr) else dsr
-    return SelectionCheck(
-        dsr=dsr_value,
-        dsr_reading=dsr_reading(dsr_value, n_trials, share),
-        trial=best.number,
-        n_trials=n_trials,
-        n_tried=n_tried,
-        sharpe_per_period=sharpe,
-        sharpe_variance=variance,
-        expected_max_sharpe_per_period=expected_max,
-        selection_share=share,
-        n_obs=int(attrs["n_obs"]),
-        skew=skew,
-        kurtosis=kurtosis,
-        overfitting=overfitting,
-    )
-
-
-def overfitting_check(study: optuna.Study) -> dict[str, Any]:
-    """PBO by CSCV over the complete trials' per-fold net Sharpe ratios (what each fold reported), or why not."""
-    complete = [
-        t for t in study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)) if t.intermediate_values
-    ]
-    folds = sorted(set.intersection(*(set(t.intermediate_values) for t in complete))) if complete else []
-    if len(complete) < 2 or len(folds) < 2:
-        return {"pbo": None, "reason": "needs two or more complete trials over two or more folds"}
-    results = np.array([[t.intermediate_values[f] for t in complete] for f in folds], dtype=np.float64)
-    if not np.all(np.isfinite(results)):
-        return {"pbo": None, "reason": "a fold's result is not finite"}
-    found = probability_of_overfitting(results)
-    return {
-        "pbo": found.pbo,
-        "reading": pbo_reading(found.pbo),
-        "groups": found.groups,
-        "splits": found.splits,
-        "folds_used": found.folds_used,
-        "trials": [t.number for t in complete],
-        "logit_median": float(np.median(found.logits)),
-    }
-
-
 @dataclass
 class TrialReport:
     """`trials/NNNN/trial.json`: a trial's settings, its folds' net Sharpe and, once complete, its record."""
@@ -300,12 +189,14 @@ class StudySummary:
     warned_trials: dict[str, list[int]] = field(default_factory=dict)  # trials by warning
     trainers: dict[str, int] | None = None  # builds, graph captures and compiles of this process
     holdout: dict[str, Any] | None = None  # the chosen settings on the untouched final period
+    # What trades.parquet, daily.csv and monthly.csv hold: the held-out period's record, or the best trial's
+    headline_tables: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON shape of `study.json`."""
         data = asdict(self)
         data["selection"] = self.selection.to_dict()
-        for optional in ("trainers", "holdout"):
+        for optional in ("trainers", "holdout", "headline_tables"):
             if data[optional] is None:
                 del data[optional]
         return data
@@ -345,10 +236,6 @@ def study_summary(
     )
 
 
-def _dumps(value: Any) -> bytes:
-    return (strict_json.dumps(value, indent=2) + "\n").encode()
-
-
 def write_study_outputs(
     study: optuna.Study,
     out_uri: str,
@@ -363,14 +250,15 @@ def write_study_outputs(
     """
     rows = study_table(study)
     storage.write_bytes(storage.join(out_uri, TABLE_CSV), table_csv(rows).encode())
-    storage.write_bytes(storage.join(out_uri, TABLE_JSON), _dumps([asdict(r) for r in rows]))
+    storage.write_bytes(storage.join(out_uri, TABLE_JSON), strict_json.json_bytes([asdict(r) for r in rows]))
     best = best_trial(study)
     if best is not None:
         storage.write_bytes(
-            storage.join(out_uri, BEST_PARAMS), _dumps(best_settings(best, base or DQNConfig()))
+            storage.join(out_uri, BEST_PARAMS),
+            strict_json.json_bytes(best_settings(best, base or DQNConfig())),
         )
     summary = study_summary(study, planned_trials, trainers)
-    storage.write_bytes(storage.join(out_uri, SUMMARY), _dumps(summary.to_dict()))
+    storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary.to_dict()))
     return summary
 
 
@@ -394,6 +282,12 @@ def study_lines(out_uri: str) -> list[str]:
             f"{row['number']:>5} {row['state'].lower():<9} {objective:>10} {row['folds_run']:>5} "
             f"{seconds:>8} {_warning(row):<9} {settings}"
         )
-    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, manifest.json, summary.json"
+    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, {out_dir.TRIALS_PICTURE}, manifest.json, summary.json"
+    try:
+        headline = json.loads(storage.read_bytes(storage.join(out_uri, SUMMARY))).get("headline_tables")
+    except FileNotFoundError:
+        headline = None
+    if headline:
+        files += f", {', '.join(headline['files'])} ({headline['record']})"
     lines.append(f"outputs: {out_uri} ({files}, {TRIALS_DIR}/NNNN/fold_F/, {TRIALS_DIR}/NNNN/trial.json)")
     return lines

@@ -18,6 +18,7 @@ from typing import Any
 
 from foxhunt import storage
 from foxhunt.config import DQNConfig, override
+from foxhunt.evaluate.run_scores import execution_rows
 from foxhunt.run.fold_loop import FoldOutcome, train_fold
 from foxhunt.search.outputs import trial_folder
 from foxhunt.search.trial_loop import AskedTrial, BatchResults
@@ -139,6 +140,7 @@ def params_text(params: dict[str, Any]) -> str:
 def trainer_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]], DQNTrainer]:
     """A builder of the search's trainers, with the run's seed and evaluation costs."""
     settings = run.config
+    execution = execution_rows(settings.eval, data)  # the evaluation's: the tail selection scores with it
 
     def build(configs: list[DQNConfig]) -> DQNTrainer:
         shape = ", ".join(f"{n}={getattr(configs[0], n)}" for n in POPULATION_SHARED)
@@ -151,6 +153,7 @@ def trainer_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]
             seed=settings.seed,
             eval_cost=settings.eval.cost,
             eval_spread=settings.eval.spread,
+            execution=execution,
         )
 
     return build

@@ -221,3 +221,14 @@ def requeue_if_running(study: optuna.Study, number: int, *, retry: bool = True) 
         if callback is not None:
             callback(study, trial_by_number(study, number))
         study.tell(number, state=TrialState.FAIL)
+
+
+# The selection check's figures as study user attributes (what optuna-dashboard shows of a study).
+DSR_ATTR, PBO_ATTR, DSR_TRIAL_ATTR = "dsr", "pbo", "dsr_trial"
+
+
+def record_selection(study: optuna.Study, dsr: float | None, pbo: float | None, trial: int | None) -> None:
+    """Keep the best trial's Deflated Sharpe Ratio (and which trial that is) and the probability of
+    backtest overfitting on the study itself; None where the search cannot compute them (yet)."""
+    for key, value in ((DSR_ATTR, dsr), (PBO_ATTR, pbo), (DSR_TRIAL_ATTR, trial)):
+        study.set_user_attr(key, value)

@@ -8,7 +8,8 @@ the warm-up range), `settings` (the shape-free settings as device values; what m
 `device_data` (the fxcache on the device, the fold window), `policy` (greedy rollout scan, costs,
 figures, annualisation), `diagnostics` (what the greedy policy does, epoch by epoch), `epoch_figures`
 (what an epoch returns), `held_returns` (n-step, held-action targets), `selection` (the training tail's
-choice, abstention), `member_policy` (`trainer.policies`: the greedy policies scored, chosen, saved),
+choice, abstention), `member_policy` (`member_policy.MemberPolicies`, the trainer's policies: the
+greedy policies scored, chosen, saved),
 `cuda_start` (the CUDA context started in a thread while a run reads its fxcache).
 """
 

@@ -11,6 +11,7 @@ import torch
 
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
+from foxhunt.data.pnl import ExecutionRows
 
 # Rows per batched forward pass in collection and evaluation: bounds activation memory, and on a
 # GPU a larger chunk means fewer launches.
@@ -66,6 +67,22 @@ def to_device(
         uploaded = features.nbytes + targets.nbytes
     synchronize(device)
     return DeviceData(feats, targs, timestamp, uploaded)
+
+
+def execution_on_device(rows: ExecutionRows | None, device: torch.device) -> ExecutionRows | None:
+    """The evaluation's execution rows (host arrays over the whole loaded data) on `device`, in float64,
+    uploaded once per run like the fxcache: 16 bytes a row (24 with next-open fills)."""
+    if rows is None:
+        return None
+
+    def put(values) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64)).to(device)
+
+    return ExecutionRows(
+        change_cost=put(rows.change_cost),
+        carry=put(rows.carry),
+        gap=None if rows.gap is None else put(rows.gap),
+    )
 
 
 def _upload(array: np.ndarray, device: torch.device, chunk_bytes: int = 64 << 20) -> torch.Tensor:

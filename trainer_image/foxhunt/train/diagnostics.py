@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from foxhunt.data.pnl import ExecutionRows
 from foxhunt.train.device_data import DeviceData, chunk_rows
 from foxhunt.train.policy import (
     FLAT,
     N_ACTIONS,
     annualised_sharpe,
     greedy_maps,
+    held_sharpe,
     periods_per_year,
     policy_pnl,
     policy_state,
@@ -210,11 +212,13 @@ def epoch_policy_tensor(
     *,
     diagnose: bool,
     tail: tuple[int, torch.Tensor] | None,
+    execution: ExecutionRows | None = None,
 ) -> torch.Tensor:
     """An epoch's figures of the greedy policy as one float64 device vector (`epoch_reads` names them):
     with `diagnose`, `greedy_diagnostics`' (action shares, validation and in-sample Sharpe, feature
     agreement); with `tail` = (start, maps), the net Sharpe of the greedy maps of rows start, start + 1,
-    ... (the tail as the fold would keep it), entered from flat. The same figures as the per-call
+    ... (the tail as the fold would keep it), entered from flat, under the evaluation's execution model
+    (`execution`: its rows over the whole data on the device; None: `cost` alone). The same figures as the per-call
     functions, from one rollout scan for every range; the caller reads it (with other members')."""
     device = data.features.device
     val = slice(fold_range.val_start, fold_range.val_end)
@@ -243,9 +247,7 @@ def epoch_policy_tensor(
             feature_agreement(qnet, data.features[agreement_sample(val, device)], mean, std).reshape(1),
         ]
     if tail is not None:
-        start, end = tail[0], tail[0] + positions[-1].numel()
-        tail_pnl = policy_pnl(positions[-1], data.targets[start:end, 0], cost)
-        reads.append(annualised_sharpe(tail_pnl, periods_per_year(data.timestamp[start:end])).reshape(1))
+        reads.append(held_sharpe(data, positions[-1], tail[0], cost, execution).reshape(1))
     return torch.cat(reads) if reads else torch.zeros(0, dtype=torch.float64, device=device)
 
 

@@ -31,7 +31,8 @@ from typing import cast
 import torch
 
 from foxhunt.config import DQNConfig
-from foxhunt.train.device_data import DeviceData, FoldWindow, synchronize
+from foxhunt.data.pnl import ExecutionRows
+from foxhunt.train.device_data import DeviceData, FoldWindow, execution_on_device, synchronize
 from foxhunt.train.diagnostics import FoldHistory, TrainingDiverged, check_divergence
 from foxhunt.train.epoch_figures import EpochFigures
 from foxhunt.train.held_returns import bootstrap_bars, discount_table_, new_discount_table
@@ -90,8 +91,9 @@ class DQNTrainer:
     (compiled and captured once), the settings buffers; `set_fold_range`, `reset_for_fold` and
     `apply_settings` refill them in place. `networks[i]` is member i's network (views of its slot).
     `policies` scores, chooses and saves the members' greedy policies (member_policy.py) at the
-    evaluation settings (`eval_cost`, `eval_spread`), fixed for the trainer's life; `eval_cost=None`
-    scores at the member's training cost.
+    evaluation settings (`eval_cost`, `eval_spread`, and the evaluation's execution rows `execution`, host
+    arrays over the whole data that the tail selection scores with), fixed for the trainer's life;
+    `eval_cost=None` scores at the member's training cost.
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class DQNTrainer:
         seed: int = 0,
         eval_cost: float | None = None,
         eval_spread: float = 0.0,
+        execution: ExecutionRows | None = None,
         diagnostics: bool = True,
         member_seeds: Sequence[int] | None = None,
     ):
@@ -129,6 +132,7 @@ class DQNTrainer:
         self.policies = MemberPolicies(
             networks=self.networks, configs=self.configs, window=self.window, data=data,
             selection=self.selection, eval_cost=eval_cost, eval_spread=eval_spread,
+            execution=execution_on_device(execution, self.device),
         )  # fmt: skip
         self.steps_done = 0
         parts = StepParts(

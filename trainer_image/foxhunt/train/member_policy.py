@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from foxhunt.config import DQNConfig, trading_cost
+from foxhunt.data.pnl import ExecutionRows
 from foxhunt.train.device_data import DeviceData, FoldWindow, chunk_rows
 from foxhunt.train.diagnostics import (
     FoldHistory,
@@ -27,7 +28,7 @@ from foxhunt.train.diagnostics import (
     keep_diagnostics,
 )
 from foxhunt.train.epoch_graph import ReplayedFigures
-from foxhunt.train.policy import greedy_maps, greedy_rollout, periods_per_year, score_positions
+from foxhunt.train.policy import greedy_maps, greedy_rollout, held_sharpe, periods_per_year, score_positions
 from foxhunt.train.selection import (
     SelectionChoice,
     TailSelection,
@@ -43,7 +44,9 @@ class MemberPolicies:
 
     `networks[i]` and `configs[i]` are member i's network and settings, `window` the fold worked on,
     `selection` the best tail epochs seen; `eval_cost` and `eval_spread` (fixed) set the cost that scores
-    every policy (`eval_cost=None`: each member's training cost).
+    every policy (`eval_cost=None`: each member's training cost); `execution` (fixed: the evaluation's
+    execution rows over the whole data, on the device) is the rest of the evaluation's execution model,
+    with which the tail selection scores (the validation diagnostics keep the flat cost).
     """
 
     def __init__(
@@ -56,11 +59,13 @@ class MemberPolicies:
         selection: TailSelection,
         eval_cost: float | None,
         eval_spread: float,
+        execution: ExecutionRows | None = None,
     ):
         if len(networks) != len(configs):
             raise ValueError(f"{len(networks)} networks for {len(configs)} members' settings")
         self.networks, self.configs, self.window, self.data = list(networks), configs, window, data
         self.selection, self.eval_cost, self.eval_spread = selection, eval_cost, eval_spread
+        self.execution = execution
         self.replayed = ReplayedFigures(data.features.device)  # the epoch figures' CUDA graph, per fold
 
     @property
@@ -121,6 +126,7 @@ class MemberPolicies:
             # shape is a new key even where the allocator hands it a freed address.
             tuple((t.data_ptr(), tuple(t.shape)) for i in due for t in self.networks[i].parameters()),
             tuple(t.data_ptr() for t in (window.mean, window.std, self.data.features, self.data.targets)),
+            execution_addresses(self.execution),
         )
         return self.replayed.run(key, compute)
 
@@ -139,17 +145,27 @@ class MemberPolicies:
             tail = (start, score_as_kept(net, self.abstain_margin(member), tail_maps))
         cost = self.evaluation_cost(member=member)
         return epoch_policy_tensor(
-            net, self.data, window.mean, window.std, window.fold, cost, diagnose=diagnose, tail=tail
+            net,
+            self.data,
+            window.mean,
+            window.std,
+            window.fold,
+            cost,
+            diagnose=diagnose,
+            tail=tail,
+            execution=self.execution,
         )
 
     def tail_score(self, member: int) -> float:
         """Member `member`'s greedy policy now, as the fold would keep it, scored on the held-back tail of
-        the training slice: net Sharpe after the evaluation cost, entered from flat (outside the step).
-        The per-call specification of `epoch_figures`' tail score."""
-        fold = self.window.fold
+        the training slice: net Sharpe under the evaluation's costs and execution model (`policy.held_sharpe`),
+        entered from flat (outside the step). The per-call specification of `epoch_figures`' tail score."""
+        start, end = self.window.learn_end, self.window.fold.train_end
 
         def tail_sharpe() -> float:
-            return float(self.validate(self.window.learn_end, fold.train_end, member=member)["sharpe"])
+            positions = self.greedy_positions(start, end, member=member)
+            cost = self.evaluation_cost(member=member)
+            return float(held_sharpe(self.data, positions, start, cost, self.execution))
 
         return score_as_kept(self.networks[member], self.abstain_margin(member), tail_sharpe)
 
@@ -205,3 +221,12 @@ class MemberPolicies:
     def state_dict_cpu(self, member: int = 0) -> dict:
         """Member `member`'s online weights on the CPU, keyed as `build_qnet`'s (`torch.load`-able alone)."""
         return {k: v.detach().cpu().clone() for k, v in self.networks[member].state_dict().items()}
+
+
+def execution_addresses(execution: ExecutionRows | None) -> tuple[int, ...]:
+    """The device addresses of the execution rows a captured tail score reads (none without them)."""
+    if execution is None:
+        return ()
+    return tuple(
+        t.data_ptr() for t in (execution.change_cost, execution.carry, execution.gap) if t is not None
+    )

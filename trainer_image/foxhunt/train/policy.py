@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from foxhunt.config import NS_PER_YEAR
+from foxhunt.data.pnl import ExecutionRows, net_pnl
 from foxhunt.train.device_data import chunk_rows
 
 N_ACTIONS = 3
@@ -95,9 +96,32 @@ def position_changes(positions: torch.Tensor) -> torch.Tensor:
     return torch.diff(positions, dim=-1, prepend=torch.zeros_like(positions[..., :1])).abs()
 
 
-def policy_pnl(positions: torch.Tensor, returns: torch.Tensor, cost: float) -> torch.Tensor:
-    """Per-bar log return of holding `positions` (entered from flat), after costs."""
-    return positions * returns - cost * position_changes(positions)
+def previous_positions(positions: torch.Tensor) -> torch.Tensor:
+    """The position held before each bar: flat before the first, then the bar before's."""
+    return torch.cat([torch.zeros_like(positions[..., :1]), positions[..., :-1]], dim=-1)
+
+
+def policy_pnl(
+    positions: torch.Tensor, returns: torch.Tensor, cost: float, execution: ExecutionRows | None = None
+) -> torch.Tensor:
+    """Per-bar log return of holding `positions` (entered from flat), after `cost` per unit of change and,
+    with `execution` (the execution rows at these bars, on the device), the evaluation's execution model
+    in float64: the evaluation's own definition (`foxhunt.data.pnl.net_pnl`)."""
+    if execution is not None:  # the evaluation's float64 (the targets stay float32 on the device)
+        positions, returns = positions.double(), returns.double()
+    return net_pnl(positions, previous_positions(positions), returns, cost, execution)
+
+
+def held_sharpe(
+    data, positions: torch.Tensor, start: int, cost: float, execution: ExecutionRows | None = None
+) -> torch.Tensor:
+    """Annualised net Sharpe (a 0-d device tensor) of `positions` held from row `start` on, entered from
+    flat, under `cost` and the execution rows `execution` over the whole loaded data (None: the flat cost
+    alone); annualised by the bars a year of those rows' own timestamps."""
+    end = start + positions.shape[-1]
+    bars = None if execution is None else execution.take(slice(start, end))
+    pnl = policy_pnl(positions, data.targets[start:end, 0], cost, bars)
+    return annualised_sharpe(pnl, periods_per_year(data.timestamp[start:end]))
 
 
 def periods_per_year(timestamp: np.ndarray) -> float:

@@ -1,0 +1,258 @@
+"""Whether the learner learns: the positive control and do-no-harm runs, and the levers on the CPU fixture.
+
+    python bench/learner.py control [--data sample-on sample-off eurusd=PATH] [--variants base] [--seeds 3]
+    python bench/learner.py levers [--epochs 15] [--seeds 0 1 2] [--levers base "n-step 5" …]
+    CPU check: control --bars 20000 --epochs 1 --seeds 2 --device cpu
+
+control (H200, issue 36's 3-seed check after any change to the step or its numerics): for each data set and
+variant ONE fresh `foxhunt train --seeds K` process at the shipped defaults plus the variant's DQN settings.
+`sample-on` is the generated sample at the plan's shape (4.7M bars, generator seed 0, 3 expanding folds)
+with its planted signal (the positive control), `sample-off` the same without it (nothing to find),
+`NAME=PATH` a real bar file at the default folds. From summary.json: each seed's stitched net Sharpe, its
+interval, exposure and turnover, flat's, buy-and-hold's and the feature oracle's (the best supervised
+baseline). Targets: with the signal every seed reaches 60% of the feature oracle and lies above flat and
+buy-and-hold outside its interval; without it (and on real bars) no seed lies below flat outside it.
+levers: one fold of the CPU signal fixture (tests/support/signal_arrays.py), seeds 0–2, signal and driftless
+twin, per lever: median, IQR, min and max of the validation net Sharpe, turnover, exposure, folds made flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import harness as h
+from speed import PLAN_BARS, fold_flags, plan_fxcache
+
+ORACLE_NAMES = ("ridge_15", "ridge_60", "mlp_15", "mlp_60")
+ORACLE_SHARE = 0.6  # the positive control: every seed reaches 60% of the feature oracle
+VARIANTS = {
+    "base": {},
+    "ungated": {"select_tail_share": 0.0, "select_min_t": 0.0},  # the shipped defaults before the gate
+    "abstain": {"abstain_cost_multiple": 1.0},
+    "tail": {"select_tail_share": 0.25},
+}
+
+
+def run_figures(summary: dict) -> dict:
+    """Every seed's figures, flat's, buy-and-hold's and the feature oracle's (net of costs), and which seeds
+    lie outside their interval above or below flat."""
+    net = {name: p["net"] for name, p in summary["stitched"]["policies"].items()}
+    oracle = max((n for n in ORACLE_NAMES if n in net), key=lambda n: net[n]["sharpe"], default=None)
+    spread = summary.get("seed_spread")
+    if spread is None:  # --seeds 1
+        model = net["model"]
+        seeds = {"0": {"sharpe": model["sharpe"], "ci": [model["sharpe_ci_low"], model["sharpe_ci_high"]],
+                       "exposure": model["exposure"], "turnover_per_year": model["turnover_per_year"]}}  # fmt: skip
+    else:
+        seeds = spread["figures"]
+    hold = net["buy_and_hold"]["sharpe"]
+    return {
+        "seeds": seeds,
+        "median": statistics.median(s["sharpe"] for s in seeds.values()),
+        "flat": net["flat"]["sharpe"],
+        "buy_and_hold": hold,
+        "feature_oracle": {"name": oracle, "sharpe": net[oracle]["sharpe"]} if oracle else None,
+        "seeds_below_flat": [s for s, f in seeds.items() if f["ci"][1] < 0.0],
+        "seeds_above_flat_and_buy_and_hold": [s for s, f in seeds.items() if f["ci"][0] > max(0.0, hold)],
+    }
+
+
+def control_targets(label: str, figures: dict) -> dict:
+    """The positive control's targets on data with a signal, the do-no-harm target on any other."""
+    seeds = len(figures["seeds"])
+    harm = h.target(
+        len(figures["seeds_below_flat"]), 0, how=f"seeds of {seeds} below flat outside their interval"
+    )
+    if label != "sample-on":
+        return {f"noharm_{label}_seeds_below_flat": harm}
+    oracle = (figures["feature_oracle"] or {}).get("sharpe")
+    worst = min(s["sharpe"] for s in figures["seeds"].values()) / oracle if oracle else None
+    return {
+        "control_worst_seed_share_of_oracle": h.target(
+            worst,
+            ORACLE_SHARE,
+            higher=True,
+            how=f"the worst of {seeds} seeds' net Sharpe over the feature oracle's",
+        ),
+        "control_seeds_above_flat_and_buy_and_hold": h.target(
+            len(figures["seeds_above_flat_and_buy_and_hold"]),
+            seeds,
+            higher=True,
+            how="seeds whose interval lies above flat and buy-and-hold",
+        ),  # fmt: skip
+    }
+
+
+def prepare(name: str, work: Path, args: argparse.Namespace) -> tuple[Path, list[str]]:
+    """The fxcache of one data set and its runs' fold flags (the plan's for the sample, else the defaults)."""
+    if name in ("sample-on", "sample-off"):
+        fxcache, folds, _ = plan_fxcache(work, args.bars, signal=name == "sample-on")
+        return fxcache, fold_flags(folds)
+    label, path = name.split("=", 1)
+    fxcache = work / f"{label}.fxcache"
+    done = h.fresh_run(h.foxhunt("precompute", "--bars", path, "--out", str(fxcache)), work / f"pod-{label}",
+                       args.run_timeout)  # fmt: skip
+    if done["exit_code"] != 0:
+        raise SystemExit(f"precompute {path} failed: {done['error_tail']}")
+    return fxcache, []
+
+
+def control(args: argparse.Namespace, work: Path, record: dict) -> None:
+    """One `foxhunt train --seeds K` process per (data, variant); figures and targets as each ends."""
+    record["runs"] = rows = []
+    for data in args.data:
+        fxcache, flags = prepare(data, work, args)
+        label = data.split("=")[0]
+        for variant in args.variants:
+            params = work / f"{variant}.json"
+            params.write_text(json.dumps({"dqn": VARIANTS[variant]}))
+            out = work / f"run-{label}-{variant}"
+            command = h.foxhunt(
+                "train", "--fxcache", str(fxcache), "--out", str(out), "--hyperopt-params", str(params),
+                "--epochs", str(args.epochs), "--seed", "0", "--seeds", str(args.seeds), "--device", args.device,
+                *flags,
+            )  # fmt: skip
+            done = h.fresh_run(command, work / f"pod-{label}-{variant}", args.run_timeout)
+            row = {"data": label, "variant": variant, "settings": VARIANTS[variant], **done}
+            summary = out / "summary.json"
+            if done["exit_code"] == 0 and summary.exists():
+                row.update(run_figures(json.loads(summary.read_text())))
+                if variant == "base":
+                    record["targets"].update(control_targets(label, row))
+            rows.append(row)
+            print(
+                json.dumps(
+                    {k: row.get(k) for k in ("data", "variant", "exit_code", "median", "seeds_below_flat")}
+                )
+            )
+            h.write(record, args.out)
+
+
+BASE_LEVER = {
+    "hidden": 32,
+    "batch_size": 1024,
+    "lr": 1e-3,
+    "cost": 2e-4,
+    "steps_per_epoch": 60,
+    "compile": False,
+}
+LEVERS = {  # the fixture's measured learning settings (signal_arrays' docstring) and one change each
+    "base": {},
+    "tail 0.25": {"select_tail_share": 0.25},
+    "cost-blind (cost 0)": {"cost": 0.0},
+    "gamma 0": {"gamma": 0.0},
+    "abstain 1 cost": {"abstain_cost_multiple": 1.0},
+    "abstain 2 costs": {"abstain_cost_multiple": 2.0},
+    "cost 3bp": {"cost": 3e-4},
+    "tail 0.25 + gate 2": {"select_tail_share": 0.25, "select_min_t": 2.0},
+    "tail 0.25 + gate 3": {"select_tail_share": 0.25, "select_min_t": 3.0},
+    "n-step 5": {"n_step": 5},
+    "n-step 15": {"n_step": 15},
+}
+
+
+def one_fold(changes: dict, seed: int, signal: bool, epochs: int) -> dict:
+    """Train the fixture's one fold and score its chosen policy on validation at 1 bp."""
+    import torch
+    from support.signal_arrays import FOLDS, signal_arrays
+
+    from foxhunt.config import DQNConfig
+    from foxhunt.data.folds import generate_walk_forward_indices
+    from foxhunt.train import DQNTrainer
+    from foxhunt.train.device_data import to_device
+
+    arrays = signal_arrays(seed=0, signal=signal)
+    fold = generate_walk_forward_indices(arrays.timestamp, FOLDS, close_returns=arrays.targets[:, 0])[0]
+    data = to_device(arrays.features, arrays.targets, arrays.timestamp, torch.device("cpu"))
+    config = replace(DQNConfig(**BASE_LEVER), **changes)
+    trainer = DQNTrainer(
+        data, config, max_train_rows=fold.train_rows, seed=seed, eval_cost=1e-4, diagnostics=False
+    )
+    trainer.set_fold_range(fold)
+    trainer.reset_for_fold(fold.fold)
+    trainer.window.compute_norm_stats()
+    for epoch in range(epochs):
+        trainer.train_epoch(epoch, epochs)
+    choice = trainer.policies.choose_policies()[0]
+    result = trainer.policies.validate()
+    return {"sharpe": result["sharpe"], "turnover": result["turnover"], "exposure": result["exposure"],
+            "buy_and_hold": result["buy_and_hold"]["sharpe"], "went_flat": bool(choice and choice.flat)}  # fmt: skip
+
+
+def quartiles(values: list[float]) -> dict:
+    """Median, IQR, min and max."""
+    q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else [values[0]] * 3
+    return {"median": q[1], "iqr": q[2] - q[0], "min": min(values), "max": max(values)}
+
+
+def levers(args: argparse.Namespace, work: Path, record: dict) -> None:
+    """Each lever on the fixture's fold, signal and driftless twin, over the seeds."""
+    import torch
+
+    sys.path.insert(0, str(h.ROOT / "tests"))
+    torch.set_num_threads(1)
+    record.update(base=BASE_LEVER, rows=[])
+    for name in args.levers:
+        for signal in (True, False):
+            started = time.perf_counter()
+            runs = [one_fold(LEVERS[name], s, signal, args.epochs) for s in args.seeds]
+            row = {"lever": name, "changes": LEVERS[name], "data": "signal" if signal else "driftless twin",
+                   "epochs": args.epochs, "flat_folds": sum(r["went_flat"] for r in runs), "runs": runs,
+                   **{k: quartiles([r[k] for r in runs]) for k in ("sharpe", "turnover", "exposure")},
+                   "seconds": time.perf_counter() - started}  # fmt: skip
+            record["rows"].append(row)
+            s = row["sharpe"]
+            print(f"{name:24s} {row['data']:15s} Sharpe median {s['median']:8.2f} IQR {s['iqr']:7.2f} "
+                  f"[{s['min']:.1f}, {s['max']:.1f}] flat folds {row['flat_folds']}", flush=True)  # fmt: skip
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="benchmark", required=True)
+    c = sub.add_parser("control")
+    h.common_args(c, repeats=1)
+    c.add_argument(
+        "--data", nargs="+", default=["sample-on", "sample-off"], help="sample-on, sample-off, NAME=PATH"
+    )
+    c.add_argument("--variants", nargs="+", default=["base"], choices=sorted(VARIANTS))
+    c.add_argument("--seeds", type=int, default=3)
+    c.add_argument("--epochs", type=int, default=50)
+    c.add_argument("--bars", type=int, default=PLAN_BARS, help="generated bars of the sample")
+    lv = sub.add_parser("levers")
+    h.common_args(lv, repeats=1, device="cpu")
+    lv.add_argument("--epochs", type=int, default=15)
+    lv.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    lv.add_argument("--levers", nargs="+", default=list(LEVERS), choices=list(LEVERS))
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one benchmark and write its JSON; exit 1 when a target was not measured."""
+    args = parse_args(argv)
+    name = "learner_control" if args.benchmark == "control" else "learner_levers"
+    record = {**h.provenance(name, args.device), "settings": vars(args), "targets": {}}
+    work = Path(args.work or tempfile.mkdtemp(prefix=f"foxhunt-{name}-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        (control if args.benchmark == "control" else levers)(args, work, record)
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    h.write(record, args.out)
+    for key, t in record["targets"].items():
+        print(
+            f"{key}: {t['measured']} (target {t['target']:g}: {'met' if t['met'] else 'NOT met'})", flush=True
+        )
+    return 0 if all(t["measured"] is not None for t in record["targets"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""bench/learner.py: each seed's figures from summary.json, and the positive control's and do-no-harm's
+targets: 60% of the feature oracle for the worst seed, no seed below flat outside its interval."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import learner  # noqa: E402
+
+
+def _net(sharpe: float, low: float = -1.0, high: float = 1.0) -> dict:
+    return {"net": {"sharpe": sharpe, "sharpe_ci_low": low, "sharpe_ci_high": high, "exposure": 0.5,
+                    "turnover_per_year": 100.0}}  # fmt: skip
+
+
+def _summary(seeds: dict[str, tuple[float, float, float]], hold: float = 0.5) -> dict:
+    policies = {
+        "model": _net(1.0),
+        "flat": _net(0.0),
+        "buy_and_hold": _net(hold),
+        "ridge_15": _net(4.0),
+        "mlp_60": _net(5.0),
+        "ridge": _net(9.0),
+    }  # the 1-bar ridge is no supervised model
+    figures = {s: {"sharpe": v, "ci": [lo, hi], "exposure": 0.5, "turnover_per_year": 1.0}
+               for s, (v, lo, hi) in seeds.items()}  # fmt: skip
+    return {"stitched": {"policies": policies}, "seed_spread": {"figures": figures}}
+
+
+def test_the_feature_oracle_is_the_best_supervised_model_and_seeds_outside_their_interval_are_named():
+    got = learner.run_figures(_summary({"0": (4.0, 2.0, 6.0), "1": (-3.0, -5.0, -0.5), "2": (0.2, 0.4, 1.0)}))
+    assert got["feature_oracle"] == {"name": "mlp_60", "sharpe": 5.0}
+    assert got["seeds_below_flat"] == ["1"]
+    assert got["seeds_above_flat_and_buy_and_hold"] == ["0"]  # seed 2's interval starts below buy-and-hold
+    assert got["median"] == 0.2
+
+
+def test_the_control_is_judged_on_its_worst_seed_against_the_oracle():
+    figures = learner.run_figures(
+        _summary({"0": (4.0, 2.0, 6.0), "1": (3.5, 1.0, 6.0), "2": (2.9, 1.0, 5.0)})
+    )
+    targets = learner.control_targets("sample-on", figures)
+    share = targets["control_worst_seed_share_of_oracle"]
+    assert share["measured"] == pytest.approx(2.9 / 5.0) and share["met"] is False  # 58% < 60%
+    above = targets["control_seeds_above_flat_and_buy_and_hold"]
+    assert above["measured"] == 3 and above["target"] == 3 and above["met"]
+
+
+def test_no_harm_is_met_only_with_no_seed_below_flat_outside_its_interval():
+    calm = learner.run_figures(_summary({"0": (0.0, -1.0, 1.0), "1": (0.1, -0.2, 0.4)}))
+    assert learner.control_targets("sample-off", calm)["noharm_sample-off_seeds_below_flat"]["met"]
+    harm = learner.run_figures(_summary({"0": (-2.0, -3.0, -0.1), "1": (0.1, -0.2, 0.4)}))
+    entry = learner.control_targets("eurusd", harm)["noharm_eurusd_seeds_below_flat"]
+    assert entry["measured"] == 1 and entry["met"] is False

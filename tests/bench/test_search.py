@@ -1,0 +1,40 @@
+"""bench/search.py: a study's figures read from its own files, and each population size against the first."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import search  # noqa: E402
+
+
+def _study(folder: Path, durations: list[float | None], folds: list[int], finished: int) -> Path:
+    folder.mkdir()
+    rows = [{"duration_seconds": d, "folds_run": f} for d, f in zip(durations, folds, strict=True)]
+    (folder / "trials.json").write_text(json.dumps(rows))
+    (folder / "study.json").write_text(json.dumps({"finished_trials": finished, "states": {"COMPLETE": finished},
+                                                   "trainers": 1, "best": {"objective": 1.25}}))  # fmt: skip
+    (folder / "summary.json").write_text(json.dumps({"run_seconds": 50.0, "data_load_seconds": 1.0}))
+    return folder
+
+
+def test_rates_are_per_hour_of_the_wall_trials_as_the_study_counts_them_folds_as_they_ran(tmp_path):
+    out = _study(tmp_path / "s", [10.0, 20.0, None], [3, 1, 0], finished=3)
+    figures = search.study_figures(out, wall=60.0)
+    assert figures["trials_per_hour"] == pytest.approx(180.0)
+    assert figures["folds_per_hour"] == pytest.approx(240.0)
+    assert figures["trial_seconds_median"] == 15.0
+    assert figures["outside_trials_seconds"] == pytest.approx(30.0)
+    assert figures["best_objective"] == 1.25
+
+
+def test_each_size_is_compared_with_the_first_and_a_failed_study_is_left_out():
+    studies = {"1": {"exit_code": 0, "trials_per_hour": 100.0, "folds_per_hour": 300.0},
+               "8": {"exit_code": 0, "trials_per_hour": 150.0, "folds_per_hour": 330.0},
+               "4": {"exit_code": 1, "wall_seconds": 3.0}}  # fmt: skip
+    ratios = search.ratios(studies)
+    assert ratios["8"] == pytest.approx({"trials_per_hour_vs_first": 1.5, "folds_per_hour_vs_first": 1.1})
+    assert ratios["1"]["trials_per_hour_vs_first"] == 1.0 and "4" not in ratios

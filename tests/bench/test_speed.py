@@ -1,0 +1,82 @@
+"""bench/speed.py: the plan's folds, the commands the CLI reads, the scoring agreement figure, and a CPU plan
+run at a tiny size whose targets come from the medians of its fresh processes."""
+
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import speed  # noqa: E402
+
+from foxhunt.cli.commands import run_config  # noqa: E402
+from foxhunt.cli.parser import build_parser  # noqa: E402
+from foxhunt.config import FoldConfig  # noqa: E402
+from foxhunt.data.bars import generate_sample_bars  # noqa: E402
+from foxhunt.data.folds import generate_walk_forward_indices  # noqa: E402
+
+
+def _config_of(command: list[str]):
+    assert command[1:4] == ["-m", "foxhunt", "train"]
+    return run_config(build_parser().parse_args(command[3:]))
+
+
+def test_the_plan_folds_have_the_plans_share_of_training_rows():
+    timestamp = generate_sample_bars(470_000, seed=0).timestamp
+    folds = generate_walk_forward_indices(timestamp, speed.plan_folds(timestamp))
+    shares = [f.train_rows / len(timestamp) for f in folds]
+    assert shares == pytest.approx([4.0 / 4.7, 4.19 / 4.7, 4.37 / 4.7], rel=0.005)
+
+
+def test_the_train_command_carries_the_folds_and_diagnostics_every_only_when_asked():
+    folds = FoldConfig(train_days=30.5, val_days=7.25, step_days=7.25, mode="expanding", max_folds=3)
+    plain = speed.train_command(Path("fx.arrow"), Path("out"), 50, "cuda", *speed.fold_flags(folds))
+    config = _config_of(plain)
+    assert config.folds == folds and config.epochs == 50 and config.diagnostics_every == 1
+    assert "--diagnostics-every" not in plain  # so a commit from before the flag runs it too
+    assert _config_of(speed.train_command(Path("f"), Path("o"), 5, "cpu", every=10)).diagnostics_every == 10
+    assert _config_of(speed.train_command(Path("f"), Path("o"), 5, "cpu")).folds == FoldConfig()
+
+
+def test_the_seeds_ratio_is_the_median_wall_of_k_seeds_over_one_seeds_of_the_runs_that_succeeded():
+    one = [{"exit_code": 0, "wall_seconds": w} for w in (30.0, 34.0, 32.0)]
+    many = [{"exit_code": 0, "wall_seconds": w} for w in (40.0, 41.0)] + [
+        {"exit_code": 1, "wall_seconds": 1.0}
+    ]
+    got = speed.seeds_ratio(one, many, 3)
+    assert got["measured"] == pytest.approx(40.5 / 32.0) and got["target"] == 1.3 and got["met"]
+    assert speed.seeds_ratio(one, [{"exit_code": 1, "wall_seconds": 9.0}], 3)["measured"] is None
+
+
+@dataclass(frozen=True)
+class Figures:
+    sharpe: float
+    low: float
+    verdict: str
+
+
+def test_the_largest_relative_difference_is_found_inside_nested_figures():
+    want = {"model": Figures(2.0, -1.0, "above"), "flat": Figures(0.0, math.nan, "no")}
+    got = {"model": Figures(2.0 * (1 + 3e-12), -1.0, "above"), "flat": Figures(1e-13, math.nan, "no")}
+    assert math.isclose(speed.largest_difference(got, want), 3e-12, rel_tol=1e-3)
+    assert speed.largest_difference(Figures(1.0, 1.0, "above"), Figures(1.0, 1.0, "below")) == math.inf
+
+
+@pytest.mark.slow
+def test_a_cpu_plan_run_times_fresh_processes_and_judges_the_medians(tmp_path):
+    out = tmp_path / "plan.json"
+    argv = ["plan", "--bars", "20000", "--epochs", "1", "--repeats", "2", "--device", "cpu",
+            "--modes", "cached", "--out", str(out)]  # fmt: skip
+    assert speed.main(argv) == 0
+    record = json.loads(out.read_text())
+    assert record["benchmark"] == "plan_shape" and record["commit"] and record["host"]["cpus"]
+    assert all(r["exit_code"] == 0 and len(r["folds"]) == 3 for r in record["cached"]["runs"])
+    walls = [r["wall_seconds"] for r in record["cached"]["runs"]]
+    cached = record["targets"]["plan_cached_wall_seconds"]
+    assert cached["measured"] == pytest.approx(sum(walls) / 2) and cached["target"] == 25.0
+    assert cached["met"] is (cached["measured"] <= 25.0)
+    assert "plan_first_wall_seconds" not in record["targets"]  # not run: not judged

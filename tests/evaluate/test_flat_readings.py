@@ -1,0 +1,84 @@
+"""A run or a fold whose model held no position is said in words (the tail gate's figures), in the table,
+the stitched report and summary.json, instead of a PSR of 0 and a hit rate of 0% that read as a fault."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from support.evaluation_cases import flat_window, window
+from test_reports import report, summary
+
+from foxhunt.evaluate.reports import RunSummary, flat_fold_note, flat_run_reading, fold_table
+from foxhunt.evaluate.run_scores import stitched_report
+
+
+def gated(fold: int, tail: float, gate: float, epoch: int | None = 1):
+    """A fold the tail gate made flat: its best tail Sharpe `tail` did not clear `gate`."""
+    selection = {"selected_epoch": epoch, "tail_sharpe": tail, "went_flat": True, "gate_sharpe": gate}
+    return dataclasses.replace(report(fold), evaluation=flat_window(fold), selection=selection)
+
+
+def test_a_run_gated_flat_in_its_one_fold_says_so_with_its_tail_sharpe_and_gate():
+    assert flat_run_reading([gated(0, -1.5, 0.8)]) == (
+        "flat in every fold: the gate found no edge; learned tail Sharpe -1.50 against a gate of 0.80"
+    )
+
+
+def test_a_run_gated_flat_in_every_fold_gives_each_folds_figures():
+    got = flat_run_reading([gated(0, -1.5, 0.8), gated(1, 0.25, 0.9)])
+    assert got == (
+        "flat in every fold: the gate found no edge; learned tail Sharpe -1.50 against 0.80 (fold 0), "
+        "0.25 against 0.90 (fold 1)"
+    )
+
+
+def test_a_run_with_one_fold_that_traded_has_no_flat_reading():
+    # Catches: the words on a run that is flat in some folds only.
+    assert flat_run_reading([gated(0, -1.5, 0.8), report(1)]) is None
+
+
+def test_a_run_flat_without_the_gate_says_the_policy_took_no_position():
+    flat = dataclasses.replace(report(0), evaluation=flat_window(0))
+    assert flat_run_reading([flat]) == "flat in every fold: the policy took no position"
+
+
+def test_a_flat_fold_is_said_in_words_in_the_fold_table():
+    lines = fold_table(summary(folds=[gated(0, -1.5, 0.8), report(1)])).splitlines()
+    assert lines[2].endswith("flat: the gate found no edge; learned tail Sharpe -1.50 against a gate of 0.80")
+    assert "flat" not in lines[3]
+    assert flat_fold_note(report(1)) == ""
+
+
+def test_the_stitched_row_of_a_flat_run_says_flat_in_every_fold():
+    flat_run = summary(folds=[gated(0, -1.5, 0.8), gated(1, -2.0, 0.9)], stitched=flat_window(-1, n=480))
+    assert fold_table(flat_run).splitlines()[-1].endswith("flat in every fold")
+    traded = summary(stitched=window(-1, n=480))
+    assert "flat" not in fold_table(traded).splitlines()[-1]
+
+
+def test_the_stitched_report_of_a_flat_run_reads_in_words_not_psr_and_hit_rate():
+    # Catches: `PSR(>0) 0.00` and `hit rate 0.0%` printed for a run that never traded.
+    reading = flat_run_reading([gated(0, -1.5, 0.8)])
+    lines = stitched_report(flat_window(-1), 1, flat=reading)
+    text = "\n".join(lines)
+    assert reading in text and "PSR(>0)" not in text and "hit rate 0.0%" not in text
+    assert "PSR(>0)" in "\n".join(stitched_report(window(-1), 1))
+
+
+def test_summary_json_keeps_the_figures_and_adds_the_words_of_a_flat_run():
+    flat_run = summary(folds=[gated(0, -1.5, 0.8)], stitched=flat_window(-1))
+    data = json.loads(json.dumps(flat_run.to_dict(), allow_nan=False))
+    assert data["flat_reading"].startswith("flat in every fold: the gate found no edge")
+    assert data["stitched"]["policies"]["model"]["net"]["psr_zero"] == 0.0  # the figure stays a number
+    assert RunSummary.from_dict(data) == flat_run
+    assert "flat_reading" not in summary().to_dict()
+
+
+def test_the_summary_file_as_written_holds_the_words_of_a_flat_run():
+    # The file renders its folds apart from the rest: catches the words lost there.
+    from foxhunt.run.summary_file import SummaryText
+
+    flat_run = summary(folds=[gated(0, -1.5, 0.8), gated(1, -2.0, 0.9)], stitched=flat_window(-1, n=480))
+    written = json.loads(SummaryText().render(flat_run))
+    assert written == flat_run.to_dict() and written["flat_reading"].startswith("flat in every fold")
