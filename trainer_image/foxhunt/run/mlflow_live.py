@@ -42,10 +42,10 @@ from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.evaluate.run_scores import POSITIONS_FILE
 from foxhunt.run.manifest import Manifest
 from foxhunt.run.mlflow_sink import (
-    EXPERIMENT,
     _log,
     _ms,
-    artifact_location,
+    experiment_id,
+    experiment_name,
     fold_metrics,
     run_params,
 )
@@ -149,13 +149,7 @@ class LiveRecord:
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=self.uri)
-        name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
-        found = client.get_experiment_by_name(name)
-        experiment = (
-            found.experiment_id
-            if found is not None
-            else client.create_experiment(name, artifact_location=artifact_location(self.uri, name))
-        )
+        experiment = experiment_id(client, self.uri, experiment_name())
         commit = code_commit()
         tags = {"foxhunt.run_id": summary.run_id, "foxhunt.out": out_uri, "foxhunt.version": summary.version}
         if commit is not None:

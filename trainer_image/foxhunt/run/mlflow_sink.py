@@ -149,13 +149,8 @@ def record_run(uri: str, out_uri: str, log_format: str = "text", live: LiveRun |
 
     client = MlflowClient(tracking_uri=uri)
     summary = RunSummary.from_dict(json.loads(storage.read_bytes(summary_uri)))
-    name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
-    found = client.get_experiment_by_name(name)
-    experiment = (
-        found.experiment_id
-        if found is not None
-        else client.create_experiment(name, artifact_location=artifact_location(uri, name))
-    )
+    name = experiment_name()
+    experiment = experiment_id(client, uri, name)
     run_id = live.run_id if live is not None else None
     if run_id is None:
         run_id = client.create_run(
@@ -182,6 +177,20 @@ def record_run(uri: str, out_uri: str, log_format: str = "text", live: LiveRun |
     line = f"mlflow: recorded run {summary.run_id} (MLflow run {run_id}){nested} in experiment {name}"
     console(log_format, summary.run_id)(line)
     return line
+
+
+def experiment_name() -> str:
+    """The experiment runs are recorded in: $MLFLOW_EXPERIMENT_NAME, else `EXPERIMENT`."""
+    return os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
+
+
+def experiment_id(client, uri: str, name: str) -> str:
+    """The id of the experiment `name` in the store `uri`, created (its artifacts beside the store) when
+    it does not exist yet: the live record and the end-of-run one write to the same."""
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    return client.create_experiment(name, artifact_location=artifact_location(uri, name))
 
 
 def artifact_location(uri: str, experiment: str) -> str | None:
