@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from support import strict_json
-from support.run_cases import ONE_FOLD, copy_run, train_argv
+from support.run_cases import ONE_FOLD, copy_run, finished_run, train_argv
 
 from foxhunt.cli import main
 from foxhunt.run.out_folder import overwrite_plan, run_file
@@ -22,10 +22,7 @@ OTHER_SEED = "seed_12"  # --seed 11 (run_cases.TRAIN_ARGS): the second seed is 1
 @pytest.fixture(scope="module")
 def two_seed_run(tiny_fxcache, tiny_params, tmp_path_factory) -> Path:
     """The --out of a finished two-fold run of two seeds, once a module; tests take a copy."""
-    out = tmp_path_factory.mktemp("two-seeds") / "out"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(train_argv(tiny_fxcache, out, tiny_params, *TWO_SEEDS)) == 0
-    return out
+    return finished_run(tiny_fxcache, tiny_params, tmp_path_factory, "two-seeds", *TWO_SEEDS)
 
 
 def rerun(fxcache, out, params, *extra) -> tuple[int, str]:

@@ -126,15 +126,20 @@ def copy_run(run: QuickRun | Path, out: Path) -> Path:
 ONE_FOLD = ("--epochs", "1", "--max-folds", "1")
 
 
+def finished_run(tiny_fxcache, tiny_params, tmp_path_factory, name: str, *extra: str) -> Path:
+    """The --out of a finished run of the tiny case with the `extra` flags, in a fresh folder `name`."""
+    from foxhunt.cli import main
+
+    out = tmp_path_factory.mktemp(name) / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(train_argv(tiny_fxcache, out, tiny_params, *extra)) == 0
+    return out
+
+
 @pytest.fixture(scope="session")
 def one_fold_run(tiny_fxcache, tiny_params, tmp_path_factory) -> Path:
     """The --out of a finished one-fold run, once a session; tests take a copy (`copy_run`)."""
-    from foxhunt.cli import main
-
-    out = tmp_path_factory.mktemp("one-fold") / "out"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(train_argv(tiny_fxcache, out, tiny_params, *ONE_FOLD)) == 0
-    return out
+    return finished_run(tiny_fxcache, tiny_params, tmp_path_factory, "one-fold", *ONE_FOLD)
 
 
 @dataclass
