@@ -1,8 +1,11 @@
 """A small client of the Argo Server's REST API: configured like the argo CLI, bounded in time.
 
-Every request has a connect and a read timeout, and all of them together stay inside one
-`Deadline` (the submit command's `--timeout`): each blocking socket call waits at most the time
-that is left. Failures are one-line `ArgoError`s; the ones worth another try (no connection, no
+Every request has a connect timeout and a read timeout, and the read timeout bounds the whole
+answer, not one read: a server that trickles a byte a second cannot stretch a request past it. All
+requests together stay inside one `Deadline` (the submit command's `--timeout`). Both limits are
+held twice: each socket read waits at most the time left (and reads at most one chunk), and a
+watchdog shuts the socket down when the time is up, whatever the reads are doing (headers, TLS).
+An answer is at most MAX_ANSWER_BYTES and its JSON at most MAX_JSON_DEPTH deep. Failures are one-line `ArgoError`s; the ones worth another try (no connection, no
 answer, a 5xx from the server or a proxy in front of it) are `TransientError`s.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import ssl
 import time
 import urllib.parse
@@ -19,8 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from foxhunt_workflows.arguments import SubmitUsageError
-
-CHUNK = 64 * 1024
+from foxhunt_workflows.bounded_read import MAX_JSON_DEPTH, AnswerTimeout, Watchdog, json_depth, read_answer
 
 
 class ArgoError(Exception):
@@ -63,6 +66,11 @@ class Deadline:
         """Seconds left (never negative), or None without a deadline."""
         return None if self.at is None else max(0.0, self.at - self.clock())
 
+    def sooner(self, seconds: float) -> Deadline:
+        """This deadline or `seconds` from now, whichever comes first."""
+        at = self.clock() + seconds
+        return Deadline(at if self.at is None else min(self.at, at), self.clock)
+
     def bound(self, seconds: float) -> float:
         """`seconds`, shortened to what is left; DeadlineExceeded when nothing is."""
         left = self.remaining()
@@ -92,6 +100,21 @@ def _bearer(token: str) -> str | None:
     return token if token.lower().startswith("bearer ") else f"Bearer {token}"
 
 
+_BEARER = re.compile(r"\b(bearer)\s+[^\s\"',;]+", re.IGNORECASE)
+MIN_TOKEN_CHARS = 4  # a shorter token would mask ordinary words
+_HOST_PORT = re.compile(r"(?P<host>[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(:(?P<port>[^:]*))?")
+
+
+def _check_host_port(server: str) -> None:
+    """ARGO_SERVER as the argo CLI takes it: a host name or [IPv6], then an optional port 1-65535."""
+    match = _HOST_PORT.fullmatch(server)
+    port = match.group("port") if match else None
+    if "@" in server:  # never echoed: the part before @ may be a password
+        raise SubmitUsageError("ARGO_SERVER is host:port without credentials (put the token in ARGO_TOKEN)")
+    if match is None or (port is not None and not (port.isdigit() and 1 <= int(port) <= 65535)):
+        raise SubmitUsageError(f"ARGO_SERVER must be host:port (a port from 1 to 65535), not {server!r}")
+
+
 @dataclass(frozen=True)
 class ArgoServer:
     """Where and how to reach the Argo Server, read from the argo CLI's environment variables."""
@@ -111,6 +134,7 @@ class ArgoServer:
             raise SubmitUsageError(
                 f"ARGO_SERVER is host:port without a scheme (set ARGO_SECURE instead): {server}"
             )
+        _check_host_port(server)
         scheme = "https" if _env_flag(env, "ARGO_SECURE", default=True) else "http"
         base_href = env.get("ARGO_BASE_HREF", "").strip("/")
         url = f"{scheme}://{server}/" + (f"{base_href}/" if base_href else "")
@@ -120,6 +144,14 @@ class ArgoServer:
             token=_bearer(env.get("ARGO_TOKEN", "")),
             verify_ssl=not _env_flag(env, "ARGO_INSECURE_SKIP_VERIFY", default=False),
         )
+
+    def shown(self, text: str) -> str:
+        """`text` fit to print: this server's token and any `Bearer` credential masked (a server
+        or proxy may echo the Authorization header back in an error or a Workflow)."""
+        raw = (self.token or "").partition(" ")[2].strip()
+        if len(raw) >= MIN_TOKEN_CHARS:
+            text = text.replace(raw, "***")
+        return _BEARER.sub(lambda match: f"{match.group(1)} ***", text)
 
     @property
     def secure(self) -> bool:
@@ -166,7 +198,7 @@ def _message(body: bytes) -> str:
 
 
 def _status_error(server: ArgoServer, status: int, body: bytes, what: str) -> ArgoError:
-    message = _message(body)
+    message = server.shown(_message(body))
     if status == 400 and "HTTPS server" in body.decode("utf-8", "replace"):
         return ArgoError(f"{server.url} speaks https, not http: unset ARGO_SECURE (or set ARGO_SECURE=true)")
     if status == 401:
@@ -185,16 +217,6 @@ def _status_error(server: ArgoServer, status: int, body: bytes, what: str) -> Ar
     return error(f"{what}: the Argo Server answered {status} {message}".rstrip())
 
 
-def _read_body(sock, response, timeouts: Timeouts, deadline: Deadline) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        sock.settimeout(deadline.bound(timeouts.read))
-        chunk = response.read(CHUNK)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-
-
 def _exchange(server, method, path, body, timeouts, deadline, what) -> tuple[int, bytes]:
     headers = {"Accept": "application/json"}
     if server.token:
@@ -210,16 +232,40 @@ def _exchange(server, method, path, body, timeouts, deadline, what) -> tuple[int
         except OSError as error:
             reason = "timed out" if isinstance(error, TimeoutError) else error.strerror or str(error)
             raise Unreachable(f"{what}: cannot connect to {server.url}: {reason}") from None
+        # From the connection on, the request and its whole answer share one limit.
+        limit = deadline.sooner(timeouts.read)
         sock = connection.sock
-        sock.settimeout(deadline.bound(timeouts.read))
-        connection.request(method, prefix + path, body=body, headers=headers)
-        # Read the answer from our own reference to the socket: http.client's getresponse() would
-        # close the connection's socket for an HTTP/1.0 answer, and with it the per-read timeouts.
-        response = http.client.HTTPResponse(sock, method=method)
-        response.begin()
-        return response.status, _read_body(sock, response, timeouts, deadline)
+        watchdog = Watchdog(sock, limit.bound(timeouts.read))
+        try:
+            sock.settimeout(limit.bound(timeouts.read))
+            connection.request(method, prefix + path, body=body, headers=headers)
+            return read_answer(sock, method, timeouts, limit)
+        except (DeadlineExceeded, TimeoutError):
+            raise AnswerTimeout() from None
+        except (OSError, http.client.HTTPException):
+            if watchdog.fired.is_set() or limit.remaining() == 0:
+                raise AnswerTimeout() from None
+            raise
+        finally:
+            watchdog.stop()
     finally:
         connection.close()
+
+
+def _json_object(server: ArgoServer, status: int, answer: bytes, what: str) -> dict[str, Any]:
+    """The answer's JSON object; ArgoError when it is no JSON, no object, or nested too deep."""
+    too_deep = ArgoError(f"{what}: {server.url} answered JSON nested over {MAX_JSON_DEPTH} deep: refused")
+    try:
+        data = json.loads(answer)
+    except RecursionError:
+        raise too_deep from None
+    except ValueError:
+        raise ArgoError(f"{what}: {server.url} answered {status} with something other than JSON") from None
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise too_deep
+    if not isinstance(data, dict):
+        raise ArgoError(f"{what}: {server.url} answered {status} with JSON that is not an object")
+    return data
 
 
 def request_json(
@@ -244,12 +290,14 @@ def request_json(
         raise
     except DeadlineExceeded:
         raise DeadlineExceeded(f"{what}: the --timeout ran out") from None
-    except TimeoutError:
+    except (AnswerTimeout, TimeoutError) as error:
+        whole = " (in full)" if isinstance(error, AnswerTimeout) else ""
         if deadline.remaining() == 0:
             raise DeadlineExceeded(
-                f"{what}: no answer from {server.url} before the --timeout ran out"
+                f"{what}: no answer{whole} from {server.url} before the --timeout ran out"
             ) from None
-        raise TransientError(f"{what}: no answer from {server.url} within the time allowed") from None
+        within = f"the --read-timeout ({timeouts.read:g} s)" if whole else "the time allowed"
+        raise TransientError(f"{what}: no answer{whole} from {server.url} within {within}") from None
     except ssl.SSLError as error:
         if "WRONG_VERSION_NUMBER" in str(error) or "record layer" in str(error):
             raise ArgoError(f"{what}: {server.url} speaks http, not https: set ARGO_SECURE=false") from None
@@ -275,13 +323,7 @@ def request_json(
         raise TransientError(f"{what}: cannot reach {server.url}: {reason}") from None
     if status >= 400:
         raise _status_error(server, status, answer, what)
-    try:
-        data = json.loads(answer)
-    except ValueError:
-        raise ArgoError(f"{what}: {server.url} answered {status} with something other than JSON") from None
-    if not isinstance(data, dict):
-        raise ArgoError(f"{what}: {server.url} answered {status} with JSON that is not an object")
-    return data
+    return _json_object(server, status, answer, what)
 
 
 __all__ = [

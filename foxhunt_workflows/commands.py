@@ -99,11 +99,14 @@ def _add_submit(subparsers: argparse._SubParsersAction) -> None:
         type=float,
         default=None,
         metavar="S",
-        help="a hard limit, in seconds, on all the command's network waits",
+        help="a hard limit, in seconds, on all the command's network waits (at most 604800: 7 days)",
     )
-    add("--poll", type=float, default=10.0, metavar="S", help="seconds between status checks (default: 10)")
-    add("--connect-timeout", type=float, default=10.0, metavar="S", help="per request (default: 10)")
-    add("--read-timeout", type=float, default=30.0, metavar="S", help="per read of an answer (default: 30)")
+    add("--poll", type=float, default=10.0, metavar="S",
+        help="seconds between status checks (default: 10, at most 3600)")  # fmt: skip
+    add("--connect-timeout", type=float, default=10.0, metavar="S",
+        help="per connection (default: 10, at most 600)")  # fmt: skip
+    add("--read-timeout", type=float, default=30.0, metavar="S",
+        help="for each request's whole answer, however it trickles in (default: 30, at most 600)")  # fmt: skip
     submit.set_defaults(func=run_submit)
 
 
@@ -137,6 +140,10 @@ def run_render(args: argparse.Namespace) -> int:
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
+# The longest each time flag may be, in seconds: past these a wait is a typo (and a socket or timer
+# given 1e308 s overflows). --timeout covers a whole --wait for a long study.
+MOST_SECONDS = {"timeout": 7 * 86400.0, "poll": 3600.0, "connect_timeout": 600.0, "read_timeout": 600.0}
+
 # `argo submit --from KIND/NAME`: the kinds that name a WorkflowTemplate (argo accepts the short form).
 _TEMPLATE_KINDS = ("workflowtemplate", "wftmpl")
 
@@ -169,12 +176,14 @@ def submission_namespace(args: argparse.Namespace) -> tuple[str, str]:
 
 
 def _check_flags(args: argparse.Namespace) -> None:
-    for flag in ("timeout", "poll", "connect_timeout", "read_timeout"):
+    for flag, most in MOST_SECONDS.items():
         value = getattr(args, flag)
         if value is not None and not (value > 0 and math.isfinite(value)):
             raise _usage_error(
                 f"--{flag.replace('_', '-')} must be a positive number of seconds, got {value}"
             )
+        if value is not None and value > most:
+            raise _usage_error(f"--{flag.replace('_', '-')} must be at most {most:g} s, got {value:g}")
     args.template = template_name(args.template)
     namespace, source = submission_namespace(args)
     if not _NAMESPACE.fullmatch(namespace):
@@ -240,11 +249,12 @@ def run_submit(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except ArgoError as error:
         hint = " (with --server-dry-run: the server may not support server-side dry runs)"
-        print(f"foxhunt submit: failed: {error}{hint if args.server_dry_run else ''}", file=sys.stderr)
+        shown = server.shown(str(error))
+        print(f"foxhunt submit: failed: {shown}{hint if args.server_dry_run else ''}", file=sys.stderr)
         return 1
-    name = created.get("metadata", {}).get("name", "")
+    name = created.get("metadata", {}).get("name", "")  # checked by submit_template
     if args.server_dry_run:
-        _print_workflow(created, args.output or "yaml")
+        _print_workflow(created, args.output or "yaml", server.shown)
         return 0
     line = argo_cli_line(server.namespace, params, wait=args.wait, template=args.template)
     if args.output == "name":
@@ -255,17 +265,18 @@ def run_submit(args: argparse.Namespace) -> int:
         print(name, file=stream, flush=True)
         print(line, file=stream, flush=True)
     elif not args.wait:
-        _print_workflow(created, args.output)
+        _print_workflow(created, args.output, server.shown)
     return _follow(args, server, name, timeouts, deadline) if args.wait else 0
 
 
-def _print_workflow(workflow: dict, output: str) -> None:
+def _print_workflow(workflow: dict, output: str, shown=lambda text: text) -> None:
+    # `shown` masks the submitter's token wherever a server echoed it into the Workflow.
     if output == "name":
         print(workflow.get("metadata", {}).get("name", ""))
     elif output == "json":
-        print(json.dumps(workflow, indent=2, sort_keys=True))
+        print(shown(json.dumps(workflow, indent=2, sort_keys=True)))
     else:
-        print(yaml.safe_dump(workflow, sort_keys=False), end="")
+        print(shown(yaml.safe_dump(workflow, sort_keys=False)), end="")
 
 
 def _print_dry_run(args: argparse.Namespace, params: dict[str, str]) -> int:
@@ -279,12 +290,12 @@ def _print_dry_run(args: argparse.Namespace, params: dict[str, str]) -> int:
 
 def finished_outputs(workflow: dict) -> dict:
     """What `--wait` prints: the workflow's name, namespace, final phase and output parameters."""
-    metadata, status = workflow.get("metadata", {}), workflow.get("status", {})
-    parameters = status.get("outputs", {}).get("parameters", [])
+    metadata, status = workflow.get("metadata") or {}, workflow.get("status") or {}
+    parameters = (status.get("outputs") or {}).get("parameters") or []
     return {
-        "name": metadata.get("name", ""),
-        "namespace": metadata.get("namespace", ""),
-        "phase": status.get("phase", ""),
+        "name": metadata.get("name") or "",
+        "namespace": metadata.get("namespace") or "",
+        "phase": status.get("phase") or "",
         "outputs": {p["name"]: p.get("value", "") for p in parameters},
     }
 
@@ -302,17 +313,17 @@ def _follow(args: argparse.Namespace, server, name: str, timeouts, deadline) -> 
             on_phase=lambda phase: print(f"{name}: {phase}", file=sys.stderr), on_retry=retrying,
         )  # fmt: skip
     except ArgoError as error:
-        print(f"foxhunt submit: watching {name} failed: {error}", file=sys.stderr)
+        print(f"foxhunt submit: watching {name} failed: {server.shown(str(error))}", file=sys.stderr)
         return 1
     if workflow is None:
         print(f"foxhunt submit: {name} still running after {args.timeout:g} s (--timeout)", file=sys.stderr)
         return 1
     if args.output in ("json", "yaml"):
-        _print_workflow(workflow, args.output)
+        _print_workflow(workflow, args.output, server.shown)
     elif args.output is None:
-        print(json.dumps(finished_outputs(workflow), indent=2, sort_keys=True))
-    if workflow["status"]["phase"] != "Succeeded":
+        print(server.shown(json.dumps(finished_outputs(workflow), indent=2, sort_keys=True)))
+    if (workflow.get("status") or {}).get("phase") != "Succeeded":
         for line in failure_report(workflow):
-            print(f"foxhunt submit: {line}", file=sys.stderr)
+            print(f"foxhunt submit: {server.shown(line)}", file=sys.stderr)
         return 1
     return 0

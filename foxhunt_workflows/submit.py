@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from foxhunt_workflows.answers import check_dry_run, check_workflow, created_name
 from foxhunt_workflows.argo_api import (
     ArgoError,
     ArgoServer,
@@ -73,6 +74,9 @@ def submit_template(
 ) -> dict[str, Any]:
     """Submit `template` with `params`; return the created Workflow as the server sent it.
 
+    The answer is checked before it is returned: a Workflow with a name, or for a dry run, a
+    Workflow made from `template` (BadAnswer otherwise).
+
     With `server_dry_run` the Argo Server checks the submission against the installed template and
     answers with the Workflow it would create, creating nothing. A connection that could not be made
     is tried again (nothing was sent); an answer that did not come is not, since the workflow may
@@ -95,7 +99,7 @@ def submit_template(
     attempt = 0
     while True:
         try:
-            return request_json(
+            created = request_json(
                 server, "POST", path, body, timeouts=timeouts, deadline=deadline, what="submit"
             )
         except Unreachable:
@@ -103,6 +107,12 @@ def submit_template(
             if attempt == SUBMIT_CONNECT_TRIES:
                 raise
             time.sleep(deadline.bound(2.0 ** (attempt - 1)))
+            continue
+        if server_dry_run:
+            check_dry_run(created, template)
+        else:
+            created_name(created)
+        return created
 
 
 def wait_for(
@@ -137,8 +147,9 @@ def wait_for(
             if not _pause(deadline, pause, sleep):
                 return None
             continue
+        check_workflow(workflow, f"get {name}")
         failures = 0
-        phase = workflow.get("status", {}).get("phase") or "Pending"
+        phase = (workflow.get("status") or {}).get("phase") or "Pending"
         if phase != last:
             on_phase(phase)
             last = phase
@@ -157,30 +168,33 @@ def _pause(deadline: Deadline, seconds: float, sleep: Callable[[float], None]) -
     return True
 
 
-def _pod_name(workflow_name: str, node: Mapping[str, Any]) -> str:
+def _pod_name(workflow_name: str, node_id: str, node: Mapping[str, Any]) -> str:
     # Argo 3.4+ names pods <workflow>-<template>-<hash>, the hash being the node id's suffix.
-    template = node.get("templateName") or node.get("templateRef", {}).get("template")
+    template = node.get("templateName") or (node.get("templateRef") or {}).get("template")
     if not template:
-        return node["id"]
-    return f"{workflow_name}-{template}-{node['id'].rsplit('-', 1)[-1]}"
+        return node_id
+    return f"{workflow_name}-{template}-{node_id.rsplit('-', 1)[-1]}"
 
 
 def failure_report(workflow: Mapping[str, Any]) -> list[str]:
-    """Lines that say why a workflow failed: its message, the failed step, and the logs command."""
-    name = workflow["metadata"]["name"]
-    namespace = workflow["metadata"].get("namespace", "default")
-    status = workflow.get("status", {})
-    lines = [f"{name} {status.get('phase', 'Failed')}: {status.get('message') or 'no message'}"]
+    """Lines that say why a workflow failed: its message, the failed step, and the logs command.
+
+    `workflow` has passed `check_workflow`: every field read here is absent or of the right type.
+    """
+    metadata, status = workflow.get("metadata") or {}, workflow.get("status") or {}
+    name = metadata.get("name") or "the workflow"
+    namespace = metadata.get("namespace") or "default"
+    lines = [f"{name} {status.get('phase') or 'Failed'}: {status.get('message') or 'no message'}"]
     failed = [
-        n
-        for n in status.get("nodes", {}).values()
+        (n.get("id") or key, n)
+        for key, n in (status.get("nodes") or {}).items()
         if n.get("type") == "Pod" and n.get("phase") in ("Failed", "Error")
     ]
     if failed:
-        node = max(failed, key=lambda n: n.get("finishedAt") or "")
-        pod = _pod_name(name, node)
+        node_id, node = max(failed, key=lambda item: item[1].get("finishedAt") or "")
+        pod = _pod_name(name, node_id, node)
         lines.append(
-            f"failed step: {node.get('displayName', node['id'])}: {node.get('message') or node['phase']}"
+            f"failed step: {node.get('displayName') or node_id}: {node.get('message') or node['phase']}"
         )
         lines.append(f"logs: argo logs -n {shlex.quote(namespace)} {shlex.quote(name)} {shlex.quote(pod)}")
     else:

@@ -179,9 +179,11 @@ def fxcache_file(name: str, damage: Callable[[bytes], bytes]) -> Callable[[Ctx],
 def fxcache_rewritten(name: str, **changes) -> Callable[[Ctx], str]:
     def build(ctx: Ctx) -> str:
         table = make_table()
-        if "features" in changes and changes["features"] == "nan":
+        if "features" in changes and changes["features"] in ("nan", "huge"):
             features = table.features.copy()
-            features[321, 9] = np.nan
+            features[321:, 9] = (
+                np.nan if changes["features"] == "nan" else 1e30
+            )  # huge: a whole column's tail
             changes["features"] = features
         if "timestamp" in changes and changes["timestamp"] == "repeat":
             stamps = table.timestamp.copy()
@@ -227,6 +229,8 @@ FXCACHE = [
          2, r"names\.fxcache: feature_names differ from this foxhunt's \(position 0"),
     Case("fxcache", "nan_feature", train(fxcache_rewritten("nan.fxcache", features="nan")),
          2, r"nan\.fxcache: features has a NaN or infinite value at row 321"),
+    Case("fxcache", "huge_feature", train(fxcache_rewritten("huge.fxcache", features="huge")),
+         2, r"huge\.fxcache: column \w+ holds 1e\+30 at row 321, past ±1e\+06"),
     Case("fxcache", "repeated_timestamp", train(fxcache_rewritten("ts.fxcache", timestamp="repeat")),
          2, r"ts\.fxcache: timestamps not strictly increasing at row 42"),
     Case("fxcache", "row_count", train(fxcache_rewritten("rows.fxcache", rows=499)),

@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "trainer_image" / "foxhunt"
 STAGES = ("data", "train", "evaluate", "run", "search")  # in the order data flows
-SHARED = ("config", "errors", "out_dir", "redaction", "storage")  # below every stage
+SHARED = ("config", "errors", "out_dir", "redaction", "storage", "strict_json")  # below every stage
 
 
 def module_name(path: Path) -> str:

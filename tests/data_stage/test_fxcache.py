@@ -261,3 +261,17 @@ def test_matches_on_s3_uses_the_object_metadata_without_downloading(seaweed_s3, 
     assert fxcache.fxcache_matches(uri, "def") is None
     assert fxcache.fxcache_matches(seaweed_s3.uri("absent.arrow"), "abc") is None
     assert s3_get_requests == []
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [(1e6, None), (-1e6, None), (1.5e6, (700, 3)), (-2e6, (700, 3)), (1e30, (700, 3))],
+)
+def test_a_value_past_the_magnitude_bound_is_found_at_its_row_and_column(value, found):
+    from foxhunt.data.fxcache import MAX_ABS_VALUE, _first_too_large
+
+    values = np.zeros((1000, 5), dtype=np.float32)
+    values[700, 3] = value
+    values[900, 1] = value
+
+    assert _first_too_large(values, MAX_ABS_VALUE) == found

@@ -7,6 +7,7 @@ import json
 import math
 
 import pytest
+from support import strict_json
 from support.evaluation_cases import window
 
 from foxhunt.config import PHASES
@@ -172,6 +173,26 @@ def test_a_fold_report_with_its_evaluation_and_warnings_reads_back_equal():
     assert FoldReport.from_dict(json.loads(json.dumps(original.to_dict()))) == original
 
 
+def test_a_figure_that_is_not_finite_is_written_as_null_and_read_back_as_nan():
+    from foxhunt import strict_json as writer
+
+    original = window(0, seed=4)
+    net = dataclasses.replace(original.policies[MODEL].net, sharpe_ci_low=math.nan, sharpe_ci_high=math.inf)
+    nan_window = dataclasses.replace(
+        original,
+        policies={**original.policies, MODEL: dataclasses.replace(original.policies[MODEL], net=net)},
+    )
+
+    text = writer.dumps(window_to_dict(nan_window))
+    read = window_from_dict(strict_json.loads(text))
+
+    assert strict_json.loads(text)["policies"][MODEL]["net"]["sharpe_ci_low"] is None
+    assert math.isnan(read.policies[MODEL].net.sharpe_ci_low) and math.isnan(
+        read.policies[MODEL].net.sharpe_ci_high
+    )
+    assert read.policies[MODEL].net.sharpe == original.policies[MODEL].net.sharpe
+
+
 def test_a_summary_lists_every_folds_warnings_and_its_stitched_record():
     folds = [dataclasses.replace(report(k), warnings=[f"fold {k}: w"]) for k in range(2)]
     data = summary(folds=folds, stitched=window(-1)).to_dict()
@@ -247,7 +268,7 @@ def test_a_run_without_a_held_out_period_has_no_held_out_row():
 def test_json_bytes_writes_strict_json_with_undefined_figures_as_null():
     import numpy as np
 
-    from foxhunt.evaluate.reports import json_bytes
+    from foxhunt.strict_json import json_bytes
 
     value = {
         "ci": [math.nan, math.inf],
@@ -258,20 +279,17 @@ def test_json_bytes_writes_strict_json_with_undefined_figures_as_null():
     }
     text = json_bytes(value).decode()
     assert "NaN" not in text and "Infinity" not in text
-    assert json.loads(text) == {"ci": [None, None], "tail": None, "n": 3, "x": 0.5, "ok": True}
+    assert strict_json.loads(text) == {"ci": [None, None], "tail": None, "n": 3, "x": 0.5, "ok": True}
 
 
 def test_a_fold_report_with_undefined_figures_is_strict_json_and_reads_back_nan():
-    from foxhunt.evaluate.reports import json_bytes
+    from foxhunt.strict_json import json_bytes
 
     w = window(0)
     net = dataclasses.replace(w.policies[MODEL].net, sharpe_ci_low=math.nan, sharpe_ci_high=math.nan)
     policies = {**w.policies, MODEL: dataclasses.replace(w.policies[MODEL], net=net)}
     original = dataclasses.replace(report(), evaluation=dataclasses.replace(w, policies=policies))
 
-    def strict(token):
-        raise ValueError(f"not strict JSON: {token}")
-
-    data = json.loads(json_bytes(original.to_dict()), parse_constant=strict)
+    data = strict_json.loads(json_bytes(original.to_dict()))
     back = FoldReport.from_dict(data).evaluation.policies[MODEL].net
     assert math.isnan(back.sharpe_ci_low) and back.sharpe == net.sharpe

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from support import strict_json
 from support.run_cases import TINY_DQN, QuickRun, train_argv
 
 from foxhunt.cli import main
@@ -95,7 +96,7 @@ def test_a_fold_report_carries_the_evaluation_and_no_second_copy_of_its_figures(
 
 def test_the_fold_report_file_holds_the_same_evaluation_as_the_summary(tiny_run):
     for report in tiny_run.summary["folds"]:
-        on_disk = json.loads((tiny_run.out / f"fold_{report['fold']}" / "report.json").read_text())
+        on_disk = strict_json.read(tiny_run.out / f"fold_{report['fold']}" / "report.json")
         assert on_disk["evaluation"] == report["evaluation"]
 
 
@@ -140,7 +141,7 @@ def test_a_finished_run_writes_every_file_the_train_template_reads(tiny_run):
     }
     # holdout_sharpe only with --holdout-days (the template gives it an empty default)
     assert {p.name for p in tiny_run.outputs.iterdir()} == template_output_files() - {"holdout_sharpe"}
-    assert json.loads((tiny_run.outputs / "summary.json").read_text()) == tiny_run.summary
+    assert strict_json.read(tiny_run.outputs / "summary.json") == tiny_run.summary
     assert (tiny_run.outputs / "run.png").read_bytes() == (tiny_run.out / "run.png").read_bytes()
     assert (tiny_run.outputs / "summary_uri").read_text() == str((tiny_run.out / "summary.json").resolve())
     stitched_sharpe = float((tiny_run.outputs / "stitched_sharpe").read_text())
@@ -154,7 +155,7 @@ def test_a_failed_run_writes_what_exists_to_the_argo_outputs(tiny_fxcache, tmp_p
     code, _ = run_main(train_argv(tiny_fxcache, tmp_path / "out", params, *EPOCHS))
     assert code == 1
     assert {p.name for p in (tmp_path / "argo").iterdir()} == {"summary.json", "summary_uri"}
-    assert json.loads((tmp_path / "argo" / "summary.json").read_text())["status"] == "failed"
+    assert strict_json.read(tmp_path / "argo" / "summary.json")["status"] == "failed"
 
 
 # ---- diagnostics' warnings ------------------------------------------------------------------------------
@@ -202,7 +203,7 @@ def test_a_planted_constant_policy_is_reported_as_collapsed_and_blind(
     argv = train_argv(tiny_fxcache, tmp_path / "out", tiny_params, "--epochs", "1", "--max-folds", "1")
     code, console = run_main(argv)
     assert code == 0, console
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    summary = strict_json.read(tmp_path / "out" / "summary.json")
     collapsed = "fold 0: the policy collapsed to one action: flat on 100.0% of validation bars"
     assert [w[: len(collapsed)] for w in summary["folds"][0]["warnings"]][:1] == [collapsed]
     assert any("fold 0: the policy ignores the features: 100.0%" in w for w in summary["warnings"])
@@ -222,7 +223,7 @@ def test_a_resumed_run_ends_with_the_uninterrupted_runs_stitched_record(tiny_run
     argv = [str(out) if a == str(tiny_run.out) else a for a in tiny_run.argv]
     code, console = run_main(argv)
     assert code == 0, console
-    resumed = json.loads((out / "summary.json").read_text())
+    resumed = strict_json.read(out / "summary.json")
     assert resumed["resumed_folds"] == [0, 1]
     assert resumed["stitched"] == tiny_run.summary["stitched"]
     assert [f["evaluation"] for f in resumed["folds"]] == [f["evaluation"] for f in tiny_run.summary["folds"]]
@@ -266,7 +267,7 @@ def test_evaluate_on_the_runs_own_fxcache_reproduces_its_figures(tiny_run, tiny_
         ]
     )
     assert code == 0, console
-    scored = json.loads((tmp_path / "ev" / "evaluation.json").read_text())
+    scored = strict_json.read(tmp_path / "ev" / "evaluation.json")
     assert scored["folds"] == [f["evaluation"] for f in tiny_run.summary["folds"]]
     assert scored["stitched"] == tiny_run.summary["stitched"]
     assert (tmp_path / "ev" / "run.png").exists()
@@ -276,7 +277,7 @@ def test_evaluate_on_the_runs_own_fxcache_reproduces_its_figures(tiny_run, tiny_
 def test_evaluate_at_no_cost_gives_net_figures_equal_to_gross(tiny_run, tiny_fxcache, tmp_path):
     argv = ["evaluate", "--run", str(tiny_run.out), "--fxcache", str(tiny_fxcache), "--out", str(tmp_path)]
     assert run_main([*argv, "--eval-cost", "0"])[0] == 0
-    stitched = json.loads((tmp_path / "evaluation.json").read_text())["stitched"]
+    stitched = strict_json.read(tmp_path / "evaluation.json")["stitched"]
     assert net(stitched)["log_return"] == stitched["policies"][MODEL]["gross"]["log_return"]
     assert net(stitched)["log_return"] != net(tiny_run.summary["stitched"])["log_return"]
 

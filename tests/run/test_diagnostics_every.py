@@ -2,9 +2,8 @@
 the other epochs record none (null in report.json, never an older epoch's figures), and the training
 is the same, bit for bit, whichever epochs have them."""
 
-import json
-
 import pytest
+from support import strict_json
 from support.run_cases import train_argv
 
 from foxhunt.cli import main
@@ -27,7 +26,7 @@ def runs(tiny_fxcache, tiny_params, tmp_path_factory):
 
 
 def _epochs(out) -> list[dict]:
-    return json.loads((out / "fold_0" / "report.json").read_text())["epochs"]
+    return strict_json.read(out / "fold_0" / "report.json")["epochs"]
 
 
 def test_only_every_kth_epoch_and_the_last_have_diagnostics_the_others_record_null(runs):

@@ -74,3 +74,43 @@ def test_an_out_inside_the_run_is_refused_and_the_run_kept(where, saved_run, tin
     assert main(evaluate(saved_run, tiny_fxcache, "--out", str(out))) == 2
     assert "inside --run" in capsys.readouterr().err
     assert (saved_run / "run.png").read_bytes() == picture and not (saved_run / "evaluation").exists()
+
+
+def with_summary_edit(saved_run: Path, tmp_path: Path, change) -> Path:
+    """A copy of the saved run whose summary.json was edited by `change`."""
+    import json
+
+    run = Path(shutil.copytree(saved_run, tmp_path / "run"))
+    summary = json.loads((run / "summary.json").read_text())
+    change(summary)
+    (run / "summary.json").write_text(json.dumps(summary))
+    return run
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (lambda s: s["eval_config"].update(surprise=1), "eval_config has unknown key(s) surprise"),
+        (lambda s: s["eval_config"].update(cost=-1.0), "eval_config.cost must be"),
+        (lambda s: s["eval_config"].update(slippage="x"), "eval_config.slippage"),
+        (lambda s: s.update(eval_config=[1]), "eval_config is list"),
+        (lambda s: s.update(seed="x"), "seed is 'x'"),
+    ],
+    ids=["unknown-key", "bad-cost", "bad-type", "not-an-object", "bad-seed"],
+)
+@pytest.mark.parametrize("flags", [(), ("--eval-cost", "0.0001")], ids=["run-costs", "flag-costs"])
+def test_a_bad_summary_is_one_line_naming_the_file_and_key_exit_2(
+    saved_run, tiny_fxcache, tmp_path, capsys, change, words, flags
+):
+    run = with_summary_edit(saved_run, tmp_path, change)
+
+    assert main(evaluate(run, tiny_fxcache, *flags)) == 2
+
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert f"{run / 'summary.json'}:" in line and words in line
+    assert "--eval" not in line.partition("summary.json")[2]  # not reported as a flag
+
+
+def test_a_bad_flag_is_still_named_as_the_flag(saved_run, tiny_fxcache, capsys):
+    assert main(evaluate(saved_run, tiny_fxcache, "--eval-cost", "5")) == 2
+    assert "(--eval-cost)" in capsys.readouterr().err

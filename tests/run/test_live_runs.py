@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import json
 import re
 
 import pytest
+from support import strict_json
 from support.prom_services import pushed_samples, unique_run_id
 from support.run_cases import train_argv
 from support.telemetry_cases import (
@@ -105,7 +105,7 @@ def test_a_deleted_group_is_gone_from_the_pushgateway_after_prometheus_scraped_i
         f'last_over_time(foxhunt_run_finished{{run_id="{run_id}", status="succeeded"}}[1m])'
     )
     assert [float(r["value"][1]) for r in scraped] == [1.0]
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["push_failures"] == 0
+    assert strict_json.read(tmp_path / "out" / "summary.json")["push_failures"] == 0
 
 
 def test_a_failed_run_keeps_its_group_for_the_failure_alert_even_when_asked_to_delete_it(

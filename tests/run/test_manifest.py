@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from support import strict_json
 from support.run_cases import completed_folds, copy_run, fold_outputs, quick_argv
 
 from foxhunt.cli import main
@@ -117,11 +118,11 @@ def test_a_finished_run_started_again_trains_nothing_and_keeps_its_results(
     quick_run, tiny_fxcache, tiny_params, tmp_path, capsys
 ):
     out = copy_run(quick_run, tmp_path / "out")
-    first = json.loads((out / "summary.json").read_text())
+    first = strict_json.read(out / "summary.json")
     capsys.readouterr()
     assert main(quick_argv(tiny_fxcache, out, tiny_params)) == 0
     assert " epoch " not in capsys.readouterr().out
-    again = json.loads((out / "summary.json").read_text())
+    again = strict_json.read(out / "summary.json")
     assert again["resumed_folds"] == [0, 1, 2]
     assert again["folds"] == first["folds"]
 
@@ -160,4 +161,4 @@ def test_an_s3_out_resumes_refuses_and_overwrites_like_a_local_one(
     assert main([*argv, "--max-folds", "2", "--overwrite"]) == 0
     names = storage.list_prefix(out)
     assert not any(n.startswith("fold_2/") for n in names) and "run.lock" not in names
-    assert json.loads(storage.read_bytes(storage.join(out, "summary.json")))["folds_planned"] == 2
+    assert strict_json.loads(storage.read_bytes(storage.join(out, "summary.json")))["folds_planned"] == 2

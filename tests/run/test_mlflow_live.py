@@ -209,3 +209,34 @@ def test_the_run_and_its_live_record_import_no_mlflow_until_a_run_starts():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
 
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_a_live_call_to_an_unreachable_server_gives_up_within_the_end_of_run_records_bound(
+    tmp_path, monkeypatch
+):
+    import socket
+    import time
+
+    from foxhunt.evaluate.reports import RunSummary
+    from foxhunt.run.mlflow_store import BOUNDED_RETRIES
+
+    for name in BOUNDED_RETRIES:  # MLflow's own defaults would retry for minutes
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing answers there
+    summary = RunSummary(
+        run_id="r", model="dqn", device="cpu", version="v", fxcache="f", fxcache_checksum=None, rows=1,
+        epochs=1, seed=0, trials=0, fold_config={}, dqn_config={}, eval_config={}, started_at="t",
+    )  # fmt: skip
+    record = LiveRecord(f"http://127.0.0.1:{port}", flush_seconds=15)
+    start = time.monotonic()
+
+    record.run_started(str(tmp_path), summary, None)
+    record.run_finished("failed")
+
+    assert not record.left_behind and record.failures == 1 and record.run_id is None
+    assert time.monotonic() - start < 15
+    assert {name: os.environ[name] for name in BOUNDED_RETRIES} == BOUNDED_RETRIES
+    for name in BOUNDED_RETRIES:
+        monkeypatch.delenv(name, raising=False)  # the live record set them in this process

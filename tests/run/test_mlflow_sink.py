@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import tomllib
 from mlflow.tracking import MlflowClient
+from support import strict_json
 
 from foxhunt import extras
 from foxhunt.cli import main
@@ -38,7 +39,7 @@ def only_run(store: str):
 
 
 def read_json(path: Path) -> dict:
-    return json.loads(path.read_text())
+    return strict_json.read(path)
 
 
 def test_the_runs_settings_are_its_params(recorded):
@@ -199,3 +200,71 @@ def test_the_mlflow_extra_is_the_skinny_client_and_the_tests_install_it():
     assert [r.split(">")[0] for r in extras_table["mlflow"]] == ["mlflow-skinny"]
     assert extras.REQUIRED_MODULES["mlflow"] == extras.EXTRA_MODULES["mlflow"] == ("mlflow",)
     assert any(r.startswith("foxhunt[") and "mlflow" in r for r in extras_table["test"])
+
+
+def refused_before_work(capsys, tmp_path, tiny_fxcache, uri: str) -> str:
+    out = tmp_path / "run"
+    argv = ["train", "--fxcache", str(tiny_fxcache), "--out", str(out), "--mlflow-uri", uri]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert not out.exists()
+    return line
+
+
+@pytest.mark.parametrize(
+    ("uri", "words"),
+    [
+        ("http://[::1", "is not a URL"),
+        ("http://127.0.0.1:notaport", "is not a URL"),
+        ("http://127.0.0.1:70000", "is not a URL"),
+        ("http://127.0.0.1:0", "has port 0"),
+        ("http:///path", "names no host"),
+    ],
+)
+def test_a_tracking_uri_that_cannot_work_exits_2_before_any_work(capsys, tmp_path, tiny_fxcache, uri, words):
+    line = refused_before_work(capsys, tmp_path, tiny_fxcache, uri)
+    assert line.startswith("foxhunt train: error: --mlflow-uri:") and words in line
+
+
+def test_a_file_that_is_no_database_exits_2_before_any_work(capsys, tmp_path, tiny_fxcache):
+    (tmp_path / "notes.db").write_text("my notes, not a database")
+
+    line = refused_before_work(capsys, tmp_path, tiny_fxcache, f"sqlite:///{tmp_path / 'notes.db'}")
+    assert "not an SQLite database" in line
+
+
+def test_a_file_store_under_a_file_exits_2_before_any_work(capsys, tmp_path, tiny_fxcache):
+    (tmp_path / "afile").write_text("x")
+
+    line = refused_before_work(capsys, tmp_path, tiny_fxcache, str(tmp_path / "afile" / "mlruns"))
+    assert "is not a folder" in line
+
+
+def test_a_bad_mlflow_tracking_uri_from_the_environment_exits_2_naming_it(
+    capsys, tmp_path, tiny_fxcache, monkeypatch
+):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://u:pw-secret@[::1")
+
+    line = refused_before_work(capsys, tmp_path, tiny_fxcache, "")
+    assert line.startswith("foxhunt train: error: $MLFLOW_TRACKING_URI:") and "pw-secret" not in line
+
+
+def test_an_unreachable_server_fails_the_record_within_seconds(one_fold_run, monkeypatch):
+    import socket
+    import time
+
+    from foxhunt.run.mlflow_store import BOUNDED_RETRIES
+
+    for name in BOUNDED_RETRIES:
+        monkeypatch.delenv(name, raising=False)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    start = time.monotonic()
+
+    with pytest.raises(Exception):  # noqa: B017 (MLflow's own connection error)
+        record_run(f"http://127.0.0.1:{port}", str(one_fold_run))
+
+    assert time.monotonic() - start < 15
+    for name in BOUNDED_RETRIES:
+        monkeypatch.delenv(name, raising=False)  # record_run set them in this process

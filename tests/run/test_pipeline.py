@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import strict_json
 from support.data_files import EURUSD, EURUSD_ROWS
 
 from foxhunt.cli import main
@@ -25,7 +26,7 @@ def fast_params(tmp_path: Path, **dqn) -> list[str]:
 def test_pipeline_with_no_arguments_succeeds_from_the_console_script(default_pipeline):
     done, out = default_pipeline.done, default_pipeline.out
     assert done.returncode == 0, done.stderr
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json.read(out / "summary.json")
     assert summary["status"] == "succeeded"
     assert [f["fold"] for f in summary["folds"]] == [0, 1, 2]
     assert summary["epochs"] == 3
@@ -35,7 +36,7 @@ def test_pipeline_with_no_arguments_succeeds_from_the_console_script(default_pip
         assert weights["0.weight"].shape == (256, 43)
         norm = json.loads((out / f"fold_{fold}" / f"norm_stats_fold{fold}.json").read_text())
         assert len(norm["mean"]) == len(norm["std"]) == 42
-        report = json.loads((out / f"fold_{fold}" / "report.json").read_text())
+        report = strict_json.read(out / f"fold_{fold}" / "report.json")
         assert set(report["phases"]) == {"reset", "normalize", "collect", "train", "validate", "checkpoint"}
     assert "sharpe" in done.stdout and str(out) in done.stdout
     assert summary["stitched"]["n_bars"] == sum(f["val_rows"] for f in summary["folds"])
@@ -110,7 +111,7 @@ def test_a_diverging_fold_fails_the_run_and_keeps_what_was_done(tmp_path, capsys
     assert code == 1
     err = capsys.readouterr().err
     assert "fold 0" in err and str(out) in err
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json.read(out / "summary.json")
     assert summary["status"] == "failed" and "|Q| reached" in summary["error"]
 
 
@@ -133,7 +134,7 @@ def test_real_eurusd_runs_end_to_end(tmp_path):
         ]
     )
     assert code == 0
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json.read(out / "summary.json")
     assert summary["rows"] == EURUSD_ROWS - WARMUP_BARS - LOOKAHEAD_BARS  # the feature table's rows
     assert len(summary["folds"]) == 2
     for report in summary["folds"]:
@@ -170,9 +171,9 @@ def test_train_reads_an_s3_fxcache_and_writes_every_output_to_s3(seaweed_s3, tmp
         ]
     )
     assert code == 0
-    summary = json.loads(storage.read_bytes(storage.join(out_uri, "summary.json")))
+    summary = strict_json.loads(storage.read_bytes(storage.join(out_uri, "summary.json")))
     assert summary["status"] == "succeeded" and len(summary["folds"]) == 2
-    local_summary = json.loads((local / "summary.json").read_text())
+    local_summary = strict_json.read(local / "summary.json")
     assert [f["evaluation"] for f in summary["folds"]] == [f["evaluation"] for f in local_summary["folds"]]
     import io
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import signal
 
 import pytest
+from support import strict_json
 from support.run_cases import EPOCHS, completed_folds, fold_outputs, start_train, train_argv
 
 from foxhunt.cli import main
@@ -37,7 +37,7 @@ def test_a_run_killed_inside_fold_1_resumes_to_the_uninterrupted_result(
     assert "fold 0 epoch" not in log  # fold 0 is not trained a second time
     assert f"fold 1 epoch {EPOCHS}/{EPOCHS}" in log  # fold 1 is trained again from its beginning
     assert fold_outputs(out) == reference
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json.read(out / "summary.json")
     assert summary["status"] == "succeeded" and summary["resumed_folds"] == [0]
 
 
@@ -51,7 +51,7 @@ def test_a_signal_stops_the_run_interrupted_and_the_same_command_resumes_it(
     first.wait_for("fold 1 epoch 3/")
     first.process.send_signal(signum)
     assert first.finish() == exit_code, first.output()
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json.read(out / "summary.json")
     assert summary["status"] == "interrupted"
     assert [f["fold"] for f in summary["folds"]] == [0]
     assert completed_folds(out) == [0]

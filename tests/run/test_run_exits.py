@@ -7,6 +7,7 @@ import os
 import signal
 
 import pytest
+from support import strict_json
 from support.run_cases import completed_folds, fold_outputs, quick_argv
 
 from foxhunt.cli import main
@@ -14,7 +15,7 @@ from foxhunt.train import DQNTrainer
 
 
 def summary_of(out) -> dict:
-    return json.loads((out / "summary.json").read_text())
+    return strict_json.read(out / "summary.json")
 
 
 def fail_in_fold(monkeypatch, fold: int, action) -> None:

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import torch
+from support import strict_json
 from support.run_cases import ONE_FOLD, TINY_DQN, quick_argv, train_argv
 
 from foxhunt.cli import main
@@ -19,8 +20,7 @@ def _params(tmp_path, **dqn) -> str:
 
 def fold_reports(out) -> dict[int, dict]:
     return {
-        int(d.name.split("_")[1]): json.loads((d / "report.json").read_text())
-        for d in sorted(out.glob("fold_*"))
+        int(d.name.split("_")[1]): strict_json.read(d / "report.json") for d in sorted(out.glob("fold_*"))
     }
 
 
@@ -37,12 +37,12 @@ def test_seeds_side_by_side_keep_member_zero_as_the_run_and_report_the_spread(
         assert np.array_equal(_positions(one, fold), _positions(three, fold))
     assert (three / "seed_12" / "fold_2" / "positions.npy").exists()
     assert (three / "seed_13" / "fold_2" / "weights.pt").exists()
-    spread = json.loads((three / "summary.json").read_text())["seed_spread"]
+    spread = strict_json.read(three / "summary.json")["seed_spread"]
     assert spread["seeds"] == [11, 12, 13]
-    stitched = json.loads((one / "summary.json").read_text())["stitched"]
+    stitched = strict_json.read(one / "summary.json")["stitched"]
     assert spread["sharpe"]["11"] == stitched["policies"]["model"]["net"]["sharpe"]
     assert spread["median"] == float(np.median(list(spread["sharpe"].values())))
-    assert "seed_spread" not in json.loads((one / "summary.json").read_text())
+    assert "seed_spread" not in strict_json.read(one / "summary.json")
 
 
 def test_each_extra_seed_trains_as_a_run_of_its_own_seed(tiny_fxcache, tiny_params, tmp_path):
@@ -105,7 +105,7 @@ def test_a_run_flat_in_every_fold_says_so_with_each_folds_tail_sharpe_and_gate(
     )
     words = f"flat in every fold: the gate found no edge; learned tail Sharpe {figures}"
     assert words in console and "PSR(>0)" not in console and "hit rate 0.0%" not in console
-    assert json.loads((out / "summary.json").read_text())["flat_reading"] == words
+    assert strict_json.read(out / "summary.json")["flat_reading"] == words
     table = [
         line for line in console.splitlines() if "flat: the gate found no edge; learned tail Sharpe" in line
     ]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
+from support import strict_json
+
 from foxhunt.evaluate.reports import RunSummary
 from foxhunt.run.summary_file import SummaryText, readable_json
 
@@ -21,7 +23,7 @@ def test_a_quick_runs_summary_file_parses_to_its_dict(quick_run):
 
 def test_the_rendered_text_parses_to_the_summarys_dict(quick_run):
     summary = written_summary(quick_run)
-    assert json.loads(SummaryText().render(summary)) == summary.to_dict()
+    assert strict_json.loads(SummaryText().render(summary)) == summary.to_dict()
 
 
 def test_a_render_after_a_new_fold_holds_the_new_fold_and_the_kept_ones(quick_run):
@@ -31,7 +33,7 @@ def test_a_render_after_a_new_fold_holds_the_new_fold_and_the_kept_ones(quick_ru
     text.render(summary)
     summary.folds.append(last)
     summary.status = "interrupted"
-    assert json.loads(text.render(summary)) == summary.to_dict()
+    assert strict_json.loads(text.render(summary)) == summary.to_dict()
 
 
 def test_a_kept_folds_text_is_reused_until_its_report_is_another(quick_run):
@@ -48,7 +50,7 @@ def test_a_fresh_render_encodes_every_fold_again(quick_run):
     text = SummaryText()
     text.render(summary)
     summary.folds[0].fold_seconds += 1.0  # a report changed in place: only a fresh render sees it
-    assert json.loads(text.render(summary, fresh=True)) == summary.to_dict()
+    assert strict_json.loads(text.render(summary, fresh=True)) == summary.to_dict()
 
 
 def test_the_file_has_one_top_level_key_and_one_epoch_per_line(quick_run):

@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support import strict_json
 from support.data_files import EURUSD  # noqa: E402
 from support.run_cases import train_argv
 from test_trials_run import LR_ONLY, search_argv, space_file
@@ -104,7 +105,7 @@ def test_no_fold_of_any_trial_reaches_the_held_out_bars(two_searches):
     for path in reports:
         fold = json.loads(path.read_text())
         assert fold["val_end"] <= start - HOLDOUT_GAP and fold["train_end"] <= fold["val_start"]
-    holdout = json.loads((outs["real"] / "holdout.json").read_text())
+    holdout = strict_json.read(outs["real"] / "holdout.json")
     assert holdout["rows"] == [start, rows]
 
 
@@ -125,16 +126,16 @@ def test_changing_every_held_out_bar_changes_nothing_the_search_saw(two_searches
 
 def test_the_held_out_headline_is_reported_beside_the_in_search_figure(two_searches):
     outs, _, _ = two_searches
-    real = json.loads((outs["real"] / "holdout.json").read_text())
-    changed = json.loads((outs["changed"] / "holdout.json").read_text())
+    real = strict_json.read(outs["real"] / "holdout.json")
+    changed = strict_json.read(outs["changed"] / "holdout.json")
     assert real["net_sharpe"] != changed["net_sharpe"]  # measured on the held-out bars, which differ
     assert real["net_sharpe"] != real["in_search"]["value"]
-    study = json.loads((outs["real"] / "study.json").read_text())
+    study = strict_json.read(outs["real"] / "study.json")
     assert (
         study["holdout"]["net_sharpe"] == real["net_sharpe"]
         and "selected" in study["holdout"]["in_search"]["what"]
     )
-    summary = json.loads((outs["real"] / "summary.json").read_text())
+    summary = strict_json.read(outs["real"] / "summary.json")
     assert summary["holdout"]["headline"] == "held-out final period"
     assert (outs["real"] / "holdout.png").stat().st_size > 0
 
@@ -172,7 +173,7 @@ def test_a_plain_run_reports_its_settings_on_the_held_out_period(tiny_fxcache, t
         == 0
     )
     console = capsys.readouterr().out
-    summary = json.loads((out / "summary.json").read_text())
+    summary = strict_json.read(out / "summary.json")
     cache = read_fxcache(str(tiny_fxcache))
     start = holdout_start(cache.timestamp, 2.0)
     assert (

@@ -3,8 +3,8 @@ and an objective can refuse a trial whose policy collapsed."""
 
 import csv
 import io
-import json
 
+from support import strict_json
 from support.trials_worker import one_at_a_time
 from test_trials import TEST_SPACE, _study
 
@@ -69,7 +69,7 @@ def test_the_console_table_names_the_warning(tmp_path):
     lines = study_lines(str(tmp_path))
     assert "warning" in lines[0]
     assert " collapsed " in lines[2] and " no-inputs " in lines[3]
-    assert json.loads((tmp_path / "study.json").read_text())["best"]["collapsed"] is True
+    assert strict_json.read(tmp_path / "study.json")["best"]["collapsed"] is True
 
 
 def test_an_objective_requires_no_collapse():

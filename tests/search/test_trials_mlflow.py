@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from mlflow.tracking import MlflowClient
+from support import strict_json
 from support.search_cases import no_pushgateway, read_json, search_argv  # noqa: F401 (autouse fixture)
 
 from foxhunt.cli import main
@@ -43,7 +42,7 @@ def test_each_trials_fold_sharpes_are_metrics_with_the_fold_as_the_step(study):
 
 def test_each_trials_settings_objective_and_stitched_record_are_its_own(study):
     out, _, _, trials = study
-    table = {row["number"]: row for row in json.loads((out / "trials.json").read_text())}
+    table = {row["number"]: row for row in strict_json.read(out / "trials.json")}
     for number, run in trials.items():
         report = read_json(out / "trials" / f"{number:04d}" / "trial.json")
 

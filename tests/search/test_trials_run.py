@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
-import json
 import shutil
 import sqlite3
 import sys
 from contextlib import closing
 
 import pytest
+from support import strict_json
 from support.search_cases import LR_ONLY, read_json, search_argv, space_file
 from support.trainer_cases import DEVICES
 
@@ -89,13 +89,10 @@ def test_a_search_without_a_holdout_writes_the_best_trials_trades_daily_and_mont
 
 def test_every_json_a_search_writes_is_strict_json(three_trials):
     # Trials score without the bootstrap: their intervals are undefined, written null, never a bare NaN.
-    def refuse(token):
-        raise ValueError(f"not strict JSON: {token}")
-
     written = sorted(three_trials.rglob("*.json"))
     assert len(written) > 10
     for path in written:
-        json.loads(path.read_text(), parse_constant=refuse)
+        strict_json.read(path)
 
 
 def test_the_manifest_records_every_fold_of_every_trial_with_its_checksums(three_trials):

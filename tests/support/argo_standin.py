@@ -68,8 +68,10 @@ class FakeArgo:
         return self.phases.pop(0) if len(self.phases) > 1 else self.phases[0]
 
 
-def _workflow(status: dict) -> dict:
-    return {"metadata": {"name": WORKFLOW, "namespace": NAMESPACE}, "spec": {}, "status": status}
+def _workflow(status: dict, template: str = "train-pipeline") -> dict:
+    # As the Argo Server makes a Workflow from a WorkflowTemplate: the spec refers to the template.
+    spec = {"workflowTemplateRef": {"name": template}}
+    return {"metadata": {"name": WORKFLOW, "namespace": NAMESPACE}, "spec": spec, "status": status}
 
 
 def handler_for(fake: FakeArgo) -> type[BaseHTTPRequestHandler]:
@@ -127,7 +129,7 @@ def handler_for(fake: FakeArgo) -> type[BaseHTTPRequestHandler]:
             elif fake.submit_status != 200:
                 self.reply(fake.submit_status, {"code": 7, "message": "permission denied"})
             else:
-                self.reply(200, _workflow({}))
+                self.reply(200, _workflow({}, fake.requests[-1]["body"]["resourceName"]))
 
         def do_GET(self) -> None:
             if not self.record():

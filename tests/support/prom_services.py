@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from support import strict_json
 from support.forked_runs import ForkedProcess, start_foxhunt
 
 __all__ = [
@@ -266,7 +267,7 @@ class PipelineRun:
     @property
     def summary(self) -> dict:
         """The run's summary.json."""
-        return json.loads((self.out / "summary.json").read_text())
+        return strict_json.read(self.out / "summary.json")
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from support import strict_json
 from support.forked_runs import ForkedProcess, start_foxhunt
 
 EPOCHS = 24
@@ -93,7 +94,7 @@ class QuickRun:
 
     @property
     def summary(self) -> dict:
-        return json.loads((self.out / "summary.json").read_text())
+        return strict_json.read(self.out / "summary.json")
 
 
 @pytest.fixture(scope="session")
@@ -125,15 +126,20 @@ def copy_run(run: QuickRun | Path, out: Path) -> Path:
 ONE_FOLD = ("--epochs", "1", "--max-folds", "1")
 
 
+def finished_run(tiny_fxcache, tiny_params, tmp_path_factory, name: str, *extra: str) -> Path:
+    """The --out of a finished run of the tiny case with the `extra` flags, in a fresh folder `name`."""
+    from foxhunt.cli import main
+
+    out = tmp_path_factory.mktemp(name) / "out"
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(train_argv(tiny_fxcache, out, tiny_params, *extra)) == 0
+    return out
+
+
 @pytest.fixture(scope="session")
 def one_fold_run(tiny_fxcache, tiny_params, tmp_path_factory) -> Path:
     """The --out of a finished one-fold run, once a session; tests take a copy (`copy_run`)."""
-    from foxhunt.cli import main
-
-    out = tmp_path_factory.mktemp("one-fold") / "out"
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(train_argv(tiny_fxcache, out, tiny_params, *ONE_FOLD)) == 0
-    return out
+    return finished_run(tiny_fxcache, tiny_params, tmp_path_factory, "one-fold", *ONE_FOLD)
 
 
 @dataclass
@@ -187,7 +193,7 @@ def fold_outputs(out: Path) -> dict[int, dict]:
     folds = {}
     for fold_dir in sorted(out.glob("fold_*")):
         fold = int(fold_dir.name.split("_")[1])
-        report = json.loads((fold_dir / "report.json").read_text())
+        report = strict_json.read(fold_dir / "report.json")
         folds[fold] = {
             "validation": validation_figures(report),
             "loss": report["loss"],

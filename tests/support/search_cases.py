@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from support import strict_json
+
 # Two folds of two short epochs: a trial takes about a second on one CPU core.
 SEARCH_ARGS = (
     "--epochs", "2", "--train-days", "5", "--val-days", "2", "--step-days", "2", "--max-folds", "2",
@@ -35,4 +37,5 @@ def space_file(tmp_path, space: dict, name: str = "space.json"):
 
 
 def read_json(path):
-    return json.loads(path.read_text())
+    """A file foxhunt wrote (study.json, trials.json, trial.json, ...), parsed strictly (no NaN)."""
+    return strict_json.read(path)

@@ -11,6 +11,7 @@ only: every stage imports it.
       holdout.json  holdout.png  holdout/ (--holdout-days: the final period's fold, as fold_N/)
       evaluation.json (foxhunt evaluate)
       fold_N/  weights.pt  norm_stats_foldN.json  positions.npy  report.json
+      seed_S/fold_N/ (--seeds K: seed S's folds, as fold_N/)
       a search:  study.json  trials.csv  trials.json  best_params.json  study.sqlite3  trials.png
                  trials/NNNN/  trial.json  fold_N/ (as above)
 """
@@ -39,6 +40,8 @@ HOLDOUT_PICTURE = "holdout.png"
 
 # A fold's folder and files.
 FOLD_FOLDER = re.compile(r"fold_(\d+)")
+# An extra seed's folds (--seeds K): `seed_S/fold_N/`.
+SEED_FOLDER = re.compile(r"seed_(\d+)")
 WEIGHTS = "weights.pt"
 POSITIONS = "positions.npy"
 FOLD_REPORT = "report.json"
@@ -79,6 +82,11 @@ RUN_FILES = (
 def fold_folder(fold: int) -> str:
     """The folder of fold `fold`'s outputs, relative to the run's (or a trial's) folder: `fold_3`."""
     return f"fold_{fold}"
+
+
+def seed_folder(seed: int) -> str:
+    """The folder, under the run's, of an extra seed's folds (--seeds K): `seed_12`."""
+    return f"seed_{seed}"
 
 
 def norm_stats_file(fold: int) -> str:

@@ -3,12 +3,20 @@
 A URL from a Secret may hold a password in its userinfo (`user:PW@host`, where PW may itself contain
 `@`, `/` or `#` when it was not percent-encoded), or in a query parameter (`?password=PW`). What a
 run prints, logs, raises or writes shows such a URL only through `redact_url`, and `scrub_text`
-cleans free text (a library's error message, a log line) of any URL and of every secret value seen
-by `register`. A string that cannot be read as a URL is shown as its scheme at most, never as given.
+cleans free text (a library's error message, a log line) of any URL (with or without a scheme: a
+bare `user:PW@host` too) and of every secret value seen by `register`. A string that cannot be read
+as a URL is shown as its scheme at most, never as given.
+
+A registered value is masked only where it stands as that secret, never inside other text: as a
+whole token (no letter or digit either side) when it has at least MIN_TOKEN_SECRET_CHARS
+characters, and in a credential position (`password=...`, `"token": "..."`) at any length. So
+AWS_SECRET_ACCESS_KEY=close masks no setting `close`, and a four-letter password no folder name.
 """
 
 from __future__ import annotations
 
+import base64
+import functools
 import logging
 import os
 import re
@@ -21,15 +29,34 @@ NOT_A_URL = "(not a URL)"
 # Query parameters whose value is a credential (case-insensitive, anywhere in the name).
 SECRET_PARAM = re.compile(r"pass|pwd|secret|token|key|sig|cred|auth", re.IGNORECASE)
 # Environment variables whose value is a URL that may carry a password, or a secret in itself.
-URL_VARIABLES = ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_STUDY_STORAGE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
-SECRET_VARIABLES = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "ARGO_TOKEN", "FOXHUNT_COMPILE_CACHE_KEY")
+URL_VARIABLES = (
+    "FOXHUNT_PUSHGATEWAY",
+    "FOXHUNT_STUDY_STORAGE",
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_S3",
+    "MLFLOW_TRACKING_URI",
+)
+SECRET_VARIABLES = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "ARGO_TOKEN",
+    "FOXHUNT_COMPILE_CACHE_KEY",
+    "MLFLOW_TRACKING_PASSWORD",
+    "MLFLOW_TRACKING_TOKEN",
+)
+# HTTP basic auth sends base64(user:password): a library that prints its headers prints that.
+BASIC_AUTH_PAIRS = (("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"),)
 MIN_SECRET_CHARS = 4  # shorter values would mask ordinary words in every line
+MIN_TOKEN_SECRET_CHARS = 6  # masked as a whole token of free text from this length; shorter: credentials only
+_CREDENTIAL_KEY = r"(?:pass\w*|pwd|secret\w*|token|\w*key|auth\w*|cred\w*)"
 # Schemes whose userinfo without a password is a user name (a database login), not a bearer token.
 USER_NAME_SCHEMES = re.compile(r"postgres(ql)?(\+\w+)?|mysql(\+\w+)?|sqlite", re.IGNORECASE)
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.*)", re.DOTALL)
 _BARE_HOST = re.compile(r"[A-Za-z0-9_.-]+(:[0-9]+)?(/[A-Za-z0-9_./-]*)?")
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
+# `user:PW@host` without a scheme, in free text: the password masked (a URL's was already).
+_BARE_USERINFO = re.compile(r"(?<![\w/.%:-])([A-Za-z0-9._~+-]+):([^\s@/'\"]+)@(?=[A-Za-z0-9[])")
 _registered: set[str] = set()
 _registered_lock = threading.Lock()
 
@@ -101,6 +128,9 @@ def url_secrets(url: str) -> list[str]:
         if eq and SECRET_PARAM.search(name):
             found.append(value)
     found += [urllib.parse.unquote(value) for value in found]  # as a library may print it, decoded
+    if "@" in body and ":" in body.rpartition("@")[0]:  # sent as HTTP basic auth (the Pushgateway)
+        user, _, password = body.rpartition("@")[0].partition(":")
+        found.append(basic_auth_value(urllib.parse.unquote(user), urllib.parse.unquote(password)))
     return [value for value in dict.fromkeys(found) if len(value) >= MIN_SECRET_CHARS]
 
 
@@ -121,31 +151,63 @@ def forget() -> None:
         _registered.clear()
 
 
+def basic_auth_value(user: str, password: str) -> str:
+    """The base64 credentials of an HTTP `Authorization: Basic` header."""
+    return base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
 def register_environment(environ: dict[str, str] | None = None) -> None:
     """Register the secrets of every variable foxhunt reads credentials or secret-bearing URLs from."""
     env = os.environ if environ is None else environ
     register((env.get(name) for name in URL_VARIABLES), urls=True)
     register((env.get(name) for name in SECRET_VARIABLES), urls=False)
+    for user_variable, password_variable in BASIC_AUTH_PAIRS:
+        if env.get(password_variable):
+            user = env.get(user_variable, "")
+            register([basic_auth_value(user, env[password_variable])], urls=False)
+
+
+@functools.lru_cache(maxsize=256)
+def _secret_pattern(secret: str) -> re.Pattern[str]:
+    """Where `secret` stands as a secret: a whole token (long enough), or after a credential's key."""
+    value = re.escape(secret) + r"(?![A-Za-z0-9])"
+    credential = rf"(?i:{_CREDENTIAL_KEY})[\"']?\s*[:=]\s*[\"']?{value}"
+    if len(secret) < MIN_TOKEN_SECRET_CHARS:
+        return re.compile(credential)
+    return re.compile(rf"(?<![A-Za-z0-9]){value}|{credential}")
+
+
+def _mask_secret(secret: str, text: str) -> str:
+    return _secret_pattern(secret).sub(lambda m: m.group(0)[: len(m.group(0)) - len(secret)] + MASK, text)
+
+
+def scrub_urls(text: object) -> str:
+    """`text` with every URL in it redacted, a bare `user:PW@host` too: by structure alone, the same
+    whatever secrets are registered (what the manifest compares on a resume must not depend on them)."""
+    shown = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), str(text))
+    return _BARE_USERINFO.sub(lambda m: f"{m.group(1)}:{MASK}@", shown)
 
 
 def scrub_text(text: object) -> str:
-    """`text` with every URL in it redacted and every registered secret masked."""
-    shown = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), str(text))
+    """`text` with every URL in it redacted (a bare `user:PW@host` too) and every registered secret
+    masked where it stands as a secret (the module's docstring says where)."""
+    shown = scrub_urls(text)
     with _registered_lock:
         secrets = sorted(_registered, key=len, reverse=True)  # the longest first: no partial leftovers
     for secret in secrets:
-        shown = shown.replace(secret, MASK)
+        shown = _mask_secret(secret, shown)
     return shown
 
 
-def scrub_record(value):
-    """A JSON-like value (dicts, lists, strings) with every string scrubbed; other values unchanged."""
+def scrub_record(value, *, registered: bool = True):
+    """A JSON-like value (dicts, lists, strings) with every string scrubbed (`registered`: URLs and
+    registered secrets, else URLs alone, as `scrub_urls`); other values unchanged."""
     if isinstance(value, str):
-        return scrub_text(value)
+        return scrub_text(value) if registered else scrub_urls(value)
     if isinstance(value, dict):
-        return {key: scrub_record(inner) for key, inner in value.items()}
+        return {key: scrub_record(inner, registered=registered) for key, inner in value.items()}
     if isinstance(value, (list, tuple)):
-        return [scrub_record(inner) for inner in value]
+        return [scrub_record(inner, registered=registered) for inner in value]
     return value
 
 

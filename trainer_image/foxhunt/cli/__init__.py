@@ -18,6 +18,7 @@ from foxhunt.config.numerics import pin_cpu_numerics
 from foxhunt.errors import EXIT_FAILURE, EXIT_USAGE, FoxhuntError, RunInterrupted
 from foxhunt.extras import require_extra
 
+URL_FLAGS = ("pushgateway", "study_storage", "mlflow_uri")
 DEBUG_ENV = "FOXHUNT_DEBUG"  # set to 1 for the traceback of an unexpected error
 
 
@@ -32,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     redaction.forget()  # this command's secrets only: an earlier command's must not mask this one's words
     redaction.register_environment()
     redaction.register(value for value in vars(args).values() if isinstance(value, str) and "://" in value)
+    # The flags whose value is a URL even without a scheme (`user:PW@host:9091`).
+    redaction.register(getattr(args, name, None) for name in URL_FLAGS)
     redaction.install_log_filter()
     try:
         if getattr(args, "extra", None):

@@ -41,6 +41,14 @@ def _hyperopt_dqn(uri: str | None, without_file: DQNConfig | None = None) -> DQN
 def run_config(args: argparse.Namespace) -> RunConfig:
     """The RunConfig that the parsed flags describe; a bad value is a UsageError naming its flag."""
     values = {flag: getattr(args, flag.replace("-", "_")) for flag in FLAGS}
+    if args.hyperopt_params and getattr(args, "out", None):
+        # Before the file is read: an input inside --out is one a later --overwrite would remove.
+        from foxhunt.run.out_folder import check_inputs_outside
+
+        try:
+            check_inputs_outside(args.out, [args.hyperopt_params])
+        except UsageError as exc:
+            raise UsageError(f"--hyperopt-params {exc}") from None
     dqn = _hyperopt_dqn(args.hyperopt_params, PIPELINE_DQN if args.command == "pipeline" else None)
     try:
         return run_config_from_flags(values, dqn=dqn)
@@ -172,11 +180,11 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from foxhunt.config import EvalConfig
     from foxhunt.evaluate.run_scores import stitched_report
     from foxhunt.run.rescore import (
         check_evaluate_out,
         read_run_summary,
+        run_eval_config,
         score_saved_run,
         write_saved_run_score,
     )
@@ -184,13 +192,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     check_evaluate_out(args.run, args.out)
     eval_config = None
     if args.eval_cost is not None or args.eval_spread is not None:
-        run_costs = read_run_summary(args.run).eval_config
         chosen = {"cost": args.eval_cost, "spread": args.eval_spread}
-        try:
-            # The run's execution model stays; only the costs named here change.
-            eval_config = EvalConfig(**{**run_costs, **{k: v for k, v in chosen.items() if v is not None}})
-        except ConfigError as exc:
-            raise ConfigError(exc.section, exc.path, f"(--eval-{exc.path}) {exc.problem}") from exc
+        eval_config = run_eval_config(args.run, read_run_summary(args.run).eval_config, chosen)
     score = score_saved_run(
         args.run,
         args.fxcache,

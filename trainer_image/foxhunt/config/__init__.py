@@ -37,6 +37,12 @@ MAX_ROWS = 10**9
 MAX_FOLDS = 100_000
 MAX_EPOCHS = 100_000
 MAX_TRIALS = 100_000
+# The execution model's upper bounds: past them every figure is noise or overflows (1e300 slippage
+# gives NaN Sharpes). Slippage and the spread in returns share MAX_COST (100% of the position per
+# change); financing is at most 100% a year; a session's spread at most 100 times the main one.
+MAX_FINANCING = 1.0
+MAX_OFF_SESSION_FACTOR = 100.0
+MAX_PRICE = 1e9  # a close, and a spread, in price points
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,8 @@ class FoldConfig:
     )
     holdout_days: float = setting(
         0.0,
-        "The last days that no fold and no trial sees; the headline is measured on them (0: none).",
+        "The last days that no fold and no trial sees; the headline is measured on them (0: none). They "
+        "must hold at least min_val_rows bars, as a fold's validation must (checked on the data).",
         low=0,
         high=MAX_DAYS,
         unit="days",
@@ -111,14 +118,17 @@ class EvalConfig:
     # The execution model (foxhunt.evaluate.execution): fixed for a run, never searched.
     spread_points: float = setting(
         0.0,
-        "Full bid-ask spread in price points (needs first_close); half per unit of change.",
+        "Full bid-ask spread in price points (needs first_close); half per unit of change. At most "
+        "first_close × MAX_COST (a spread of 100% of the price).",
         low=0,
+        high=MAX_PRICE,
         unit="points",
     )
     first_close: float = setting(
         0.0,
         "Close of the first loaded bar: the price level that turns points into returns.",
         low=0,
+        high=MAX_PRICE,
         unit="price",
     )
     session: str = setting(
@@ -128,9 +138,14 @@ class EvalConfig:
         "UTC", "IANA time zone of the session's hours and weekdays (follows its daylight saving)."
     )
     off_session_factor: float = setting(
-        1.0, "How many times wider every spread is outside the main session.", low=1
+        1.0,
+        "How many times wider every spread is outside the main session.",
+        low=1,
+        high=MAX_OFF_SESSION_FACTOR,
     )
-    slippage: float = setting(0.0, "Slippage per unit of position change.", low=0, unit="log-return units")
+    slippage: float = setting(
+        0.0, "Slippage per unit of position change.", low=0, high=MAX_COST, unit="log-return units"
+    )
     fill: str = setting(
         "close", "Fill at the decision bar's close, or at the next bar's open.", choices=FILLS
     )
@@ -138,6 +153,7 @@ class EvalConfig:
         0.0,
         "Overnight financing: yearly rate on |position| per 17:00 New York rollover held.",
         low=0,
+        high=MAX_FINANCING,
         unit="per year",
     )
 
@@ -147,6 +163,13 @@ class EvalConfig:
             self.execution_settings()
         except ValueError as exc:
             raise ConfigError("eval config", "execution", str(exc)) from None
+        if self.spread_points > 0 and self.spread_points > self.first_close * MAX_COST:
+            raise ConfigError(
+                "eval config",
+                "spread_points",
+                f"{self.spread_points:g} points is more than the price ({self.first_close:g}) itself: "
+                f"at most first_close × {MAX_COST:g}",
+            )
 
     def execution_settings(self) -> ExecutionSettings:
         """The execution model's settings (`foxhunt.evaluate.execution`)."""
@@ -254,7 +277,8 @@ class RunConfig:
 
 
 # Settings that shape the results: a resumed run must have the same ones (the manifest compares them).
-RESULT_SETTINGS: tuple[str, ...] = ("model", "epochs", "seed", "trials", "folds", "dqn", "eval")
+# `seeds` too: a resume takes over every seed's folds, so they must be the same seeds.
+RESULT_SETTINGS: tuple[str, ...] = ("model", "epochs", "seed", "seeds", "trials", "folds", "dqn", "eval")
 
 # Pipeline defaults (`foxhunt pipeline`, the local run on generated bars): about 25 s on 2 CPU cores.
 # Without a --hyperopt-params file its DQN settings differ from `train`'s GPU defaults where half a

@@ -37,6 +37,18 @@ def pushgateway_problem(url: str) -> str | None:
     return None
 
 
+def pushgateway_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """`url` without its userinfo, and the (user, password) it carried for HTTP basic auth (None
+    without userinfo). Percent-encoded characters are decoded; a user alone has an empty password."""
+    scheme, sep, body = url.rpartition("://") if "://" in url else ("", "", url)
+    userinfo, at, rest = body.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    plain = f"{scheme}{sep}{rest}"
+    return plain, (urllib.parse.unquote(user), urllib.parse.unquote(password))
+
+
 def check_pushgateway(url: str | None) -> str | None:
     """`url` when it is usable as a Pushgateway; ConfigError (exit 2, the URL redacted) when not."""
     if url:
@@ -54,7 +66,8 @@ SQLITE_DRIVERS = ("sqlite", "sqlite+pysqlite")
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def _sqlite_problem(database: str) -> str | None:
+def sqlite_problem(database: str) -> str | None:
+    """What keeps `database` from being an SQLite file a store can use (new, empty or a database), or None."""
     if not database or database == ":memory:":
         return "names no file (an in-memory study is lost when the process ends)"
     path = Path(database)
@@ -94,7 +107,7 @@ def study_storage_problem(url: str) -> str | None:
         return "is not a usable SQLAlchemy URL (dialect://user:password@host:port/database)"
     driver = parsed.drivername
     if driver in SQLITE_DRIVERS:
-        return _sqlite_problem(parsed.database or "")
+        return sqlite_problem(parsed.database or "")
     if driver not in POSTGRES_DRIVERS:
         return (
             f"uses {driver}, for which this image has no driver; use postgresql:// "

@@ -28,6 +28,9 @@ CHECKSUM_ALGORITHM = "sha256-tree-16MiB"
 # order, so the value does not depend on the number of threads.
 CHECKSUM_CHUNK_BYTES = 16 * 1024 * 1024
 FINITE_CHUNK_ROWS = 1 << 18
+# The largest magnitude of a feature or target: every one precompute writes is scale-free (returns, log
+# ratios, RSI 0-100, z-scores, sin/cos, log minutes): none nears 1e6; 1e30 would swamp every update.
+MAX_ABS_VALUE = 1e6
 # A copy of some metadata as the object's user metadata, so that `fxcache_matches` needs only a HEAD.
 # It is a claim, used for nothing but that skip decision: never for a path, never instead of the checks.
 S3_META_PREFIX = "fxcache-"
@@ -119,6 +122,22 @@ def _first_nonfinite(values: np.ndarray) -> int | None:
     return min(found) if found else None
 
 
+def _first_too_large(values: np.ndarray, bound: float) -> tuple[int, int] | None:
+    """(row, column) of the first value past ±`bound` (values are finite), or None; chunked."""
+    rows = values.reshape(len(values), -1)
+
+    def check(start: int) -> tuple[int, int] | None:
+        block = rows[start : start + FINITE_CHUNK_ROWS]
+        if not len(block) or (block.max() <= bound and block.min() >= -bound):  # the common case
+            return None
+        row, column = np.argwhere(np.abs(block) > bound)[0]
+        return start + int(row), int(column)
+
+    with ThreadPoolExecutor(_workers()) as pool:
+        found = [r for r in pool.map(check, range(0, len(rows), FINITE_CHUNK_ROWS)) if r is not None]
+    return min(found) if found else None
+
+
 def _check_content(uri: str, timestamp: np.ndarray, features: np.ndarray, targets: np.ndarray) -> None:
     steps = np.diff(timestamp)
     bad = np.flatnonzero(steps <= 0)
@@ -132,6 +151,12 @@ def _check_content(uri: str, timestamp: np.ndarray, features: np.ndarray, target
         nonfinite = _first_nonfinite(values)
         if nonfinite is not None:
             raise FxCacheError(f"{uri}: {name} has a NaN or infinite value at row {nonfinite}")
+    for names, values in ((FEATURE_NAMES, features), (TARGET_NAMES, targets)):
+        too_large = _first_too_large(values, MAX_ABS_VALUE)
+        if too_large is not None:
+            row, column = too_large
+            shown = f"{float(values[row, column]):g} at row {row}, past ±{MAX_ABS_VALUE:g}"
+            raise FxCacheError(f"{uri}: column {names[column]} holds {shown}: no value precompute writes")
 
 
 def _encode_metadata(metadata: dict) -> dict[bytes, bytes]:

@@ -13,44 +13,13 @@ and each baseline's figures after costs, as earlier releases wrote them.
 
 from __future__ import annotations
 
-import json
 import math
-import numbers
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
 
 from foxhunt.config import PHASES
 from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
 from foxhunt.redaction import scrub_record
-
-
-def finite_json(value):
-    """`value` with every NaN or infinite float made None: strict JSON has no NaN or Infinity, and null says
-    "undefined" (an interval not computed, a tail that was never scored). Dicts, lists and tuples are walked."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, numbers.Integral):  # numpy's integers too, which json does not take
-        return int(value)
-    if isinstance(value, numbers.Real):  # floats, numpy's too
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_json(v) for v in value]
-    return value
-
-
-def json_bytes(value, indent: int | None = 2) -> bytes:
-    """`value` as strict JSON text (`finite_json`), indented, with a final newline."""
-    return (json.dumps(finite_json(value), indent=indent, allow_nan=False) + "\n").encode()
-
-
-def _metrics(data: dict[str, Any]) -> Metrics:
-    # A figure written as null (undefined, `finite_json`) is NaN again in memory.
-    figures: dict[str, Any] = {k: math.nan if v is None else v for k, v in data.items()}
-    return Metrics(**figures)
-
 
 RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")  # how a run ends
 RUN_STATUSES: tuple[str, ...] = ("running", *RUN_ENDINGS)
@@ -63,18 +32,25 @@ def window_to_dict(window: WindowEvaluation) -> dict:
     return {"start": iso_utc(window.start_ns), "end": iso_utc(window.end_ns), **asdict(window)}
 
 
+def _not_finite_as_nan(figures: dict) -> dict:
+    """A figure the file holds as null (strict JSON has no NaN: foxhunt.strict_json) read as NaN again."""
+    return {key: math.nan if value is None else value for key, value in figures.items()}
+
+
 def window_from_dict(data: dict) -> WindowEvaluation:
-    """Read what `window_to_dict` wrote."""
+    """Read what `window_to_dict` wrote (null figures as NaN)."""
     return WindowEvaluation(
         fold=int(data["fold"]),
         start_ns=int(data["start_ns"]),
         end_ns=int(data["end_ns"]),
         n_bars=int(data["n_bars"]),
         policies={
-            name: Evaluation(gross=_metrics(e["gross"]), net=_metrics(e["net"]))
+            name: Evaluation(
+                gross=Metrics(**_not_finite_as_nan(e["gross"])), net=Metrics(**_not_finite_as_nan(e["net"]))
+            )
             for name, e in data["policies"].items()
         },
-        standings={name: Standing(**s) for name, s in data["standings"].items()},
+        standings={name: Standing(**_not_finite_as_nan(s)) for name, s in data["standings"].items()},
         best_baseline=data["best_baseline"],
     )
 

@@ -13,9 +13,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.evaluate.evaluation import MODEL
-from foxhunt.evaluate.reports import RunSummary, json_bytes
+from foxhunt.evaluate.reports import RunSummary
 
 OUTPUTS_ENV = "FOXHUNT_OUTPUTS_DIR"
 SUMMARY_URI_FILE = "summary_uri"
@@ -41,7 +41,7 @@ def write_argo_outputs(summary: RunSummary, out_uri: str, progress: Callable[[st
     if not folder:
         return []
     files: dict[str, bytes] = {
-        SUMMARY_FILE: json_bytes(summary.to_dict()),
+        SUMMARY_FILE: strict_json.json_bytes(summary.to_dict()),
         SUMMARY_URI_FILE: summary_uri(out_uri).encode(),
     }
     if summary.stitched is not None:

@@ -18,13 +18,13 @@ from dataclasses import dataclass, fields
 import numpy as np
 import torch
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.config import PHASES
 from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import RunEvaluation, ScoreMemo, Scoring
-from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport, json_bytes
+from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport
 from foxhunt.evaluate.run_scores import (
     POSITIONS_FILE,
     evaluate_fold,
@@ -47,10 +47,6 @@ EpochHook = Callable[[int, int, int, list[EpochFigures | None]], None]
 
 def _print(msg: str) -> None:
     print(msg, flush=True)
-
-
-def _json_bytes(payload: dict) -> bytes:
-    return json_bytes(payload)  # strict JSON: an undefined figure (no bootstrap, no tail scored) is null
 
 
 def fold_dates(fold_range: FoldRange, timestamp: np.ndarray) -> FoldDates:
@@ -207,7 +203,8 @@ def finish_fold(
     )
     for warning in report.warnings:
         progress(f"WARNING {warning}")
-    files[out_dir.FOLD_REPORT] = _json_bytes(report.to_dict())
+    # Strict JSON: an undefined figure (no bootstrap, no tail scored) is null.
+    files[out_dir.FOLD_REPORT] = strict_json.json_bytes(report.to_dict())
     storage.write_bytes(
         storage.join(out_uri, fold_folder(fold), out_dir.FOLD_REPORT), files[out_dir.FOLD_REPORT]
     )
@@ -241,7 +238,7 @@ def save_fold(weights: dict, norm_stats: dict, fold: int, positions, out_uri: st
     norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **norm_stats}
     files = {
         out_dir.WEIGHTS: buf.getvalue(),
-        out_dir.norm_stats_file(fold): _json_bytes(norm),
+        out_dir.norm_stats_file(fold): strict_json.json_bytes(norm),
         POSITIONS_FILE: positions_bytes(positions),
     }
     for name, data in files.items():

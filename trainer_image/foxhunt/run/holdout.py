@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.config import TARGET_HORIZONS
 from foxhunt.data.bars import NS_PER_DAY, iso_utc
 from foxhunt.data.folds import FoldRange
@@ -45,14 +45,20 @@ def holdout_start(timestamp: np.ndarray, days: float) -> int:
     return int(np.searchsorted(ts, cut, side="right"))
 
 
-def planning_rows(timestamp: np.ndarray, days: float) -> int:
-    """How many leading rows the folds and trials may use: all without a holdout, else up to the gap."""
+def planning_rows(timestamp: np.ndarray, days: float, min_bars: int = 1) -> int:
+    """How many leading rows the folds and trials may use: all without a holdout, else up to the gap.
+    BadInput when the held-out period holds fewer than `min_bars` bars (a fold's `min_val_rows`)."""
     n = len(timestamp)
     if days <= 0:
         return n
     start = holdout_start(timestamp, days)
     if start >= n:
         raise BadInput(f"--holdout-days {days:g}: no bar lies in the last {days:g} days")
+    if n - start < min_bars:
+        raise BadInput(
+            f"--holdout-days {days:g}: the held-out period holds {n - start} bars, fewer than "
+            f"--min-val-rows {min_bars} (a headline needs as many bars as a fold's validation)"
+        )
     if start - HOLDOUT_GAP <= 0:
         raise BadInput(f"--holdout-days {days:g}: the held-out period covers the whole data ({n} rows)")
     return start - HOLDOUT_GAP
@@ -156,7 +162,7 @@ def run_holdout(
         "evaluation": window_to_dict(window),
         "warnings": outcome.report.warnings,
     }
-    storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), _dumps(record))
+    storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), strict_json.json_bytes(record))
     title = (
         f"HEADLINE: {HEADLINE} {iso_utc(window.start_ns)[:16]} → {iso_utc(window.end_ns)[:16]}, {settings_label}\n"
         f"{verdict_line(window)}"
@@ -194,9 +200,3 @@ def _draw(run, data, outcome, fold: FoldRange, scoring, title: str) -> None:
         run.progress(f"{HOLDOUT_PICTURE} not drawn: {exc}")
         return
     storage.write_bytes(storage.join(run.out_uri, HOLDOUT_PICTURE), png)
-
-
-def _dumps(value: Any) -> bytes:
-    from foxhunt.evaluate.reports import json_bytes
-
-    return json_bytes(value)

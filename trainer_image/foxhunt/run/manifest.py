@@ -23,7 +23,7 @@ from foxhunt.config import RESULT_SETTINGS
 from foxhunt.errors import UsageError
 from foxhunt.redaction import scrub_record
 from foxhunt.run.manifest_schema import validate
-from foxhunt.run.out_folder import overwrite_plan, remove_planned
+from foxhunt.run.out_folder import folds_folder, overwrite_plan, remove_planned
 
 MANIFEST_NAME = out_dir.MANIFEST
 MANIFEST_FORMAT = 1
@@ -82,7 +82,8 @@ class Manifest:
             "device": self.device,
         }
         for name in RESULT_SETTINGS:
-            flat.update(_flatten(self.config.get(name), name))
+            # As written (URLs redacted): a setting redacted in the file compares equal to the live one.
+            flat.update(_flatten(scrub_record(self.config.get(name), registered=False), name))
         flat.update(_flatten(self.search, "search") if self.search else {})
         return flat
 
@@ -92,7 +93,10 @@ class Manifest:
         data["trials"] = {
             str(k): {"folds": {str(f): r for f, r in v["folds"].items()}} for k, v in data["trials"].items()
         }
-        return (json.dumps(scrub_record(data), indent=2) + "\n").encode()  # no password in a setting
+        # No password in a setting: URLs (with or without a scheme) are redacted by their structure.
+        # Registered secrets are not looked for: a setting that spells one (`fill: close`) stays as it
+        # is, so the file reads the same whatever secrets the next attempt has, and it resumes.
+        return (json.dumps(scrub_record(data, registered=False), indent=2) + "\n").encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Manifest:
@@ -161,24 +165,40 @@ def verify_fold(out_uri: str, record: FoldRecord) -> str | None:
 
 
 def run_outputs(out_uri: str) -> list[str]:
-    """Names in `out_uri` that a run wrote: the run files, fold folders and trial folders (`trials/0007`)."""
+    """Names in `out_uri` that a run wrote: the run files, fold folders, an extra seed's and the holdout's
+    folders (`seed_12`, `holdout`) and trial folders (`trials/0007`)."""
     found = set()
     for name in storage.list_prefix(out_uri):
         top, _, rest = name.partition("/")
         trial = rest.partition("/")[0]
-        if top in RUN_FILES or OUTPUT_FOLDER.fullmatch(top):
+        if top in RUN_FILES or OUTPUT_FOLDER.fullmatch(top) or (rest and folds_folder(top)):
             found.add(top)
         elif top == TRIALS_FOLDER and TRIAL_FOLDER.fullmatch(trial):
             found.add(f"{top}/{trial}")
     return sorted(found)
 
 
+def checked_overwrite_plan(out_uri: str) -> list[str]:
+    """What `--overwrite` would remove (foxhunt.run.out_folder.overwrite_plan); UsageError when that is
+    anything but no manifest.json is there: files named like a run's outputs (`daily.csv`, `run.png`)
+    without a manifest may be the user's own, and a name alone does not prove a run wrote them."""
+    plan = overwrite_plan(out_uri)
+    if plan and not storage.exists(storage.join(out_uri, MANIFEST_NAME)):
+        shown = ", ".join(plan[:3]) + (f" and {len(plan) - 3} more" if len(plan) > 3 else "")
+        raise UsageError(
+            f"{out_uri}: --overwrite refused: it holds {shown} but no {MANIFEST_NAME}, so nothing shows "
+            "a foxhunt run wrote them; move them away or use another --out"
+        )
+    return plan
+
+
 def remove_run_outputs(out_uri: str) -> list[str]:
     """Delete every file an earlier run wrote in `out_uri`, one by one (not the lock, not the pipeline's
     fxcache, not other files); UsageError, with nothing removed, when its folders hold a file no run
-    wrote or a symbolic link (foxhunt.run.out_folder). Returns the run outputs found, as `run_outputs`."""
+    wrote or a symbolic link (foxhunt.run.out_folder), or when there is no manifest to show a run wrote
+    them (`checked_overwrite_plan`). Returns the run outputs found, as `run_outputs`."""
     found = run_outputs(out_uri)
-    remove_planned(out_uri, overwrite_plan(out_uri))
+    remove_planned(out_uri, checked_overwrite_plan(out_uri))
     return found
 
 
@@ -187,7 +207,7 @@ def check_out_before_work(out_uri: str, manifest: Manifest, overwrite: bool) -> 
     fxcache, which is not read yet: foreign files under --overwrite, another run's outputs without a
     manifest, an unreadable manifest, other settings. UsageError (exit 2)."""
     if overwrite:
-        overwrite_plan(out_uri)
+        checked_overwrite_plan(out_uri)
         return
     recorded = _recorded(out_uri)
     if recorded is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from foxhunt.run.out_folder import run_file
+from foxhunt.run.out_folder import SEED_FOLDER, run_file
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 FOLD_KEY = re.compile(r"\d{1,6}")
@@ -57,8 +57,11 @@ def _work(data: object, where: str, prefix: str) -> None:
         _require(bool(outputs), at, "lists no outputs")
         for name, digest in outputs.items():
             _output_name(name, f"{at}.outputs")
+            # The run's folds list every seed's files (--seeds K): fold_N/ and seed_S/fold_N/.
+            top, _, rest = name.partition("/")
+            own = rest if not prefix and SEED_FOLDER.fullmatch(top) else name
             _require(
-                name.startswith(f"{prefix}fold_{int(key)}/"),
+                own.startswith(f"{prefix}fold_{int(key)}/"),
                 f"{at}.outputs",
                 f"names {name!r}, not its fold's",
             )

@@ -12,8 +12,8 @@ and the status to the same MLflow run.
 
 The calls run on a worker thread of their own: training only queues them, so a slow or failing
 store never stalls or stops a fold. A call that fails is counted (`failures`) and logged, the first
-as a warning; each HTTP call is bounded by MLflow's timeout and retries (set short here unless the
-environment sets them). At the run's end the queue is given `FLUSH_SECONDS` to drain.
+as a warning; each HTTP call is bounded by MLflow's timeout and retries (`mlflow_store.BOUNDED_RETRIES`,
+the end-of-run record's bound, unless the environment sets them). At the run's end the queue is given `FLUSH_SECONDS` to drain.
 
     from foxhunt.run.mlflow_live import fold_policy_from_mlflow
     policy = fold_policy_from_mlflow("sqlite:///mlflow.db", mlflow_run_id, fold=0)
@@ -42,37 +42,21 @@ from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.evaluate.run_scores import POSITIONS_FILE
 from foxhunt.run.manifest import Manifest
 from foxhunt.run.mlflow_sink import (
-    EXPERIMENT,
-    QUIET_LOGGERS,
     _log,
     _ms,
-    artifact_location,
+    experiment_id,
+    experiment_name,
     fold_metrics,
     run_params,
 )
+from foxhunt.run.mlflow_store import quiet_mlflow
 from foxhunt.train.epoch_figures import EpochFigures
 
 log = logging.getLogger(__name__)
 # The epoch's figures logged live, each as `fold_N/<name>` (None ones are left out).
 EPOCH_FIGURES = ("loss", "q_mean", "q_max", "train_sharpe", "tail_sharpe")
 FLUSH_SECONDS = 60.0  # at the run's end: what the queue may still take before it is left behind
-# MLflow's HTTP client retries with backoff for minutes by default: a call here gives up sooner.
-HTTP_BOUNDS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "10", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2"}
 FOLD_FILES = (out_dir.WEIGHTS, POSITIONS_FILE, out_dir.FOLD_REPORT)  # and the fold's norm stats
-
-
-def quiet_mlflow(uri: str) -> None:
-    """What the client needs and must not print: the file store asked for by name (MLflow 3 refuses it
-    otherwise), no "View run …" lines on stdout (printed for a tracking server), no download progress
-    bars, no table-creation logs."""
-    if urlsplit(uri).scheme == "file":
-        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
-    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
-    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
-    for name, value in HTTP_BOUNDS.items():
-        os.environ.setdefault(name, value)
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def code_commit() -> str | None:
@@ -165,13 +149,7 @@ class LiveRecord:
         from mlflow.tracking import MlflowClient
 
         client = MlflowClient(tracking_uri=self.uri)
-        name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
-        found = client.get_experiment_by_name(name)
-        experiment = (
-            found.experiment_id
-            if found is not None
-            else client.create_experiment(name, artifact_location=artifact_location(self.uri, name))
-        )
+        experiment = experiment_id(client, self.uri, experiment_name())
         commit = code_commit()
         tags = {"foxhunt.run_id": summary.run_id, "foxhunt.out": out_uri, "foxhunt.version": summary.version}
         if commit is not None:

@@ -18,7 +18,6 @@ run (pictures, summary, stitched figures, status) instead of creating one.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import tempfile
 from collections.abc import Iterator
@@ -32,7 +31,9 @@ from foxhunt import out_dir, storage
 from foxhunt.errors import RunFailure, UsageError
 from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
 from foxhunt.evaluate.reports import FoldReport, RunSummary
+from foxhunt.redaction import redact_url
 from foxhunt.run.lifecycle import console
+from foxhunt.run.mlflow_store import quiet_mlflow, store_problem
 
 # `--mlflow-uri` without a value: $MLFLOW_TRACKING_URI, else a local file store `./mlruns` (what
 # `mlflow ui --backend-store-uri ./mlruns` shows): nothing to set up, one folder to copy or delete.
@@ -55,7 +56,6 @@ PICTURES = (
     out_dir.TRIALS_PICTURE,
 )
 STUDY_FILES = (out_dir.STUDY_SUMMARY, out_dir.BEST_PARAMS, out_dir.TRIALS_CSV)
-QUIET_LOGGERS = ("mlflow.store.db.utils", "alembic")
 # MLflow's per-call limits on a batch.
 PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000
 
@@ -70,18 +70,34 @@ class LiveRun(Protocol):
 
 
 def tracking_uri(value: str) -> str:
-    """The tracking URI that `--mlflow-uri VALUE` names; '' (the flag alone) is the local default store.
+    """The tracking URI that `--mlflow-uri VALUE` names; '' (the flag alone) is $MLFLOW_TRACKING_URI,
+    else the local default store.
 
-    A plain path is a file store there; `file:` alone is `./mlruns`. UsageError (exit 2) for a scheme
-    MLflow has no store for."""
+    A plain path is a file store there; `file:` alone is `./mlruns`. UsageError (exit 2), naming the
+    flag or the variable, for a scheme MLflow has no store for or a store that cannot take the record
+    (foxhunt.run.mlflow_store.store_problem): checked before any work."""
+    source = "--mlflow-uri"
     if value == "":
-        return os.environ.get("MLFLOW_TRACKING_URI") or f"file:{os.path.abspath(DEFAULT_FILE_STORE)}"
-    scheme = urlsplit(value).scheme
+        value, source = os.environ.get("MLFLOW_TRACKING_URI", ""), "$MLFLOW_TRACKING_URI"
+    uri = _resolved(value, source)
+    problem = store_problem(uri)
+    if problem:
+        raise UsageError(f"{source}: {redact_url(uri, bare_host=False)} {problem}")
+    return uri
+
+
+def _resolved(value: str, source: str) -> str:
+    if value == "":
+        return f"file:{os.path.abspath(DEFAULT_FILE_STORE)}"
+    try:
+        scheme = urlsplit(value).scheme
+    except ValueError:  # `http://[::1`: a bracket left open
+        raise UsageError(f"{source}: {redact_url(value, bare_host=False)} is not a URL") from None
     if scheme == "":
         return f"file:{os.path.abspath(value)}"
     if scheme not in TRACKING_SCHEMES:
         raise UsageError(
-            f"--mlflow-uri: no MLflow store for the scheme {scheme}:, expected a path or one of "
+            f"{source}: no MLflow store for the scheme {scheme}:, expected a path or one of "
             f"{', '.join(s + ':' for s in TRACKING_SCHEMES)}"
         )
     if scheme == "file" and urlsplit(value).path == "":
@@ -128,22 +144,13 @@ def record_run(uri: str, out_uri: str, log_format: str = "text", live: LiveRun |
         line = f"mlflow: nothing recorded, {summary_uri} does not exist"
         console(log_format, "")(line)
         return line
-    if urlsplit(uri).scheme == "file":  # asked for by name: MLflow 3 refuses its file store otherwise
-        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
-    os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"  # no "View run" lines in the report
+    quiet_mlflow(uri)  # an unreachable server: seconds of tries, not MLflow's minutes
     from mlflow.tracking import MlflowClient
 
-    for name in QUIET_LOGGERS:  # their INFO lines (creating the store's tables) are not the run's
-        logging.getLogger(name).setLevel(logging.WARNING)
     client = MlflowClient(tracking_uri=uri)
     summary = RunSummary.from_dict(json.loads(storage.read_bytes(summary_uri)))
-    name = os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
-    found = client.get_experiment_by_name(name)
-    experiment = (
-        found.experiment_id
-        if found is not None
-        else client.create_experiment(name, artifact_location=artifact_location(uri, name))
-    )
+    name = experiment_name()
+    experiment = experiment_id(client, uri, name)
     run_id = live.run_id if live is not None else None
     if run_id is None:
         run_id = client.create_run(
@@ -170,6 +177,20 @@ def record_run(uri: str, out_uri: str, log_format: str = "text", live: LiveRun |
     line = f"mlflow: recorded run {summary.run_id} (MLflow run {run_id}){nested} in experiment {name}"
     console(log_format, summary.run_id)(line)
     return line
+
+
+def experiment_name() -> str:
+    """The experiment runs are recorded in: $MLFLOW_EXPERIMENT_NAME, else `EXPERIMENT`."""
+    return os.environ.get("MLFLOW_EXPERIMENT_NAME") or EXPERIMENT
+
+
+def experiment_id(client, uri: str, name: str) -> str:
+    """The id of the experiment `name` in the store `uri`, created (its artifacts beside the store) when
+    it does not exist yet: the live record and the end-of-run one write to the same."""
+    found = client.get_experiment_by_name(name)
+    if found is not None:
+        return found.experiment_id
+    return client.create_experiment(name, artifact_location=artifact_location(uri, name))
 
 
 def artifact_location(uri: str, experiment: str) -> str | None:

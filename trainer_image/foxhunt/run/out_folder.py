@@ -1,7 +1,7 @@
 """What a run may touch in its `--out`: the files it writes, by name, and nothing else.
 
 `--overwrite` removes the run's own files one by one: the top-level run files, and inside the run's
-folders (`fold_N/`, `trials/NNNN/`, `trials/NNNN/fold_N/`) the files a fold or a trial writes, with
+folders (`fold_N/`, `seed_S/fold_N/`, `holdout/fold_N/`, `trials/NNNN/`, `trials/NNNN/fold_N/`) the files a fold or a trial writes, with
 the temp files of an interrupted atomic write. A file of any other name inside those folders, or a
 symbolic link anywhere among them, means the folder holds something no run wrote: `--overwrite` then
 refuses, naming it, before anything is removed. Other names at the top of `--out` (notes, the trial
@@ -26,6 +26,8 @@ from foxhunt.storage.locations import locate
 TOP_FILES = frozenset({*out_dir.RUN_FILES, out_dir.TIMINGS_PICTURE, out_dir.EVALUATION})
 KEPT_FILES = frozenset({out_dir.LOCK, out_dir.PIPELINE_FXCACHE})
 FOLD_FOLDER = out_dir.FOLD_FOLDER
+SEED_FOLDER = out_dir.SEED_FOLDER
+HOLDOUT_FOLDER = out_dir.HOLDOUT_DIR
 TRIALS_FOLDER = out_dir.TRIALS_DIR
 TRIAL_FOLDER = out_dir.TRIAL_FOLDER
 FOLD_FILE = re.compile(
@@ -42,12 +44,17 @@ def _plain(name: str) -> str:
     return match.group("name") if match else name
 
 
+def folds_folder(top: str) -> bool:
+    """True for a top-level folder that holds only `fold_N/` folders: an extra seed's, the holdout's."""
+    return top == HOLDOUT_FOLDER or bool(SEED_FOLDER.fullmatch(top))
+
+
 def in_run_folder(name: str) -> bool:
     """True when `name` (relative to --out, with "/") lies in a folder only a run writes."""
     parts = name.split("/")
     if len(parts) < 2:
         return False
-    if FOLD_FOLDER.fullmatch(parts[0]):
+    if FOLD_FOLDER.fullmatch(parts[0]) or folds_folder(parts[0]):
         return True
     return parts[0] == TRIALS_FOLDER and len(parts) >= 3 and bool(TRIAL_FOLDER.fullmatch(parts[1]))
 
@@ -60,6 +67,8 @@ def run_file(name: str) -> bool:
         return last in TOP_FILES or last in KEPT_FILES
     if FOLD_FOLDER.fullmatch(parts[0]):
         return len(parts) == 2 and bool(FOLD_FILE.fullmatch(last))
+    if folds_folder(parts[0]):
+        return len(parts) == 3 and bool(FOLD_FOLDER.fullmatch(parts[1])) and bool(FOLD_FILE.fullmatch(last))
     if parts[0] != TRIALS_FOLDER or len(parts) < 3 or not TRIAL_FOLDER.fullmatch(parts[1]):
         return False
     rest = parts[2:]
@@ -96,7 +105,8 @@ def overwrite_plan(out_uri: str) -> list[str]:
     files, links = _entries(out_uri)
     for link in links:
         top = link.split("/")[0]
-        if in_run_folder(link) or FOLD_FOLDER.fullmatch(top) or top == TRIALS_FOLDER or run_file(link):
+        run_top = FOLD_FOLDER.fullmatch(top) or folds_folder(top) or top == TRIALS_FOLDER
+        if in_run_folder(link) or run_top or run_file(link):
             raise UsageError(
                 f"{out_uri}: --overwrite refused: {link} is a symbolic link, which a run never writes; "
                 "remove it yourself or use another --out"
@@ -121,7 +131,8 @@ def remove_planned(out_uri: str, names: Iterable[str]) -> list[str]:
     loc = locate(out_uri)
     if not loc.is_s3:
         folders = {posixpath.dirname(n) for n in removed if "/" in n}
-        for folder in sorted(folders | {posixpath.dirname(f) for f in folders if "/" in f}, reverse=True):
+        parents = {posixpath.dirname(f) for f in folders if "/" in f}
+        for folder in sorted(folders | parents, reverse=True):
             path = loc.path / folder
             if path.is_dir() and not path.is_symlink() and not any(path.iterdir()):
                 path.rmdir()

@@ -125,7 +125,8 @@ def train(
         t0 = time.perf_counter()
         cache = read_fxcache(fxcache_uri)
         read_seconds = time.perf_counter() - t0
-        planned = planning_rows(cache.timestamp, settings.folds.holdout_days)  # the held-out bars cut off
+        # The held-out bars cut off (at least a fold's validation rows of them).
+        planned = planning_rows(cache.timestamp, settings.folds.holdout_days, settings.folds.min_val_rows)
         folds = generate_walk_forward_indices(
             cache.timestamp[:planned], settings.folds, close_returns=cache.targets[:planned, 0]
         )

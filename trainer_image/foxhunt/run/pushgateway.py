@@ -14,9 +14,9 @@ import urllib.request
 from datetime import datetime, timezone
 
 from foxhunt.config import run_id_problem
-from foxhunt.config.urls import check_pushgateway
+from foxhunt.config.urls import check_pushgateway, pushgateway_credentials
 from foxhunt.errors import UsageError
-from foxhunt.redaction import redact_url, scrub_text
+from foxhunt.redaction import basic_auth_value, redact_url, scrub_text
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +74,13 @@ def live_run(
     Returns {"started": unix time, "last_push": unix time} or None; a Pushgateway that cannot be asked
     is logged and treated as holding no live run (metrics never stop a run).
     """
-    base = pushgateway if "://" in pushgateway else f"http://{pushgateway}"
+    plain, credentials = pushgateway_credentials(pushgateway)
+    base = plain if "://" in plain else f"http://{plain}"
+    request = urllib.request.Request(f"{base.rstrip('/')}/api/v1/metrics")
+    if credentials is not None:  # userinfo is basic auth: urllib would take it for part of the host
+        request.add_header("Authorization", f"Basic {basic_auth_value(*credentials)}")
     try:
-        with urllib.request.urlopen(f"{base.rstrip('/')}/api/v1/metrics", timeout=timeout) as resp:
+        with urllib.request.urlopen(request, timeout=timeout) as resp:
             groups = json.loads(resp.read())["data"]
     except (OSError, http.client.HTTPException, ValueError, KeyError) as exc:
         log.warning(

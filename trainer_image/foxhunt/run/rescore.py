@@ -24,21 +24,21 @@ with `--out`, written as `evaluation.json` (every window, the stitched record, w
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
-from foxhunt import out_dir, storage
-from foxhunt.config import EvalConfig
+from foxhunt import out_dir, storage, strict_json
+from foxhunt.config import EvalConfig, config_keys
 from foxhunt.data.folds import FoldRange
-from foxhunt.errors import BadInput, UsageError
+from foxhunt.errors import BadInput, ConfigError, UsageError
 from foxhunt.evaluate.evaluation import RunEvaluation
 from foxhunt.evaluate.reports import (
     FoldReport,
     RunSummary,
     evaluation_table,
-    json_bytes,
     window_row,
     window_to_dict,
 )
@@ -79,14 +79,46 @@ class SavedRunScore:
 
 
 def read_run_summary(run_uri: str) -> RunSummary:
-    """The summary of a run folder; BadInput (exit 2) when the folder is not a foxhunt run."""
+    """The summary of a run folder; BadInput (exit 2) when the folder is not a foxhunt run, or when a
+    field evaluate reads (seed, eval_config) is not what a run writes (naming the file and the key)."""
     uri = storage.join(run_uri, out_dir.SUMMARY)
     try:
-        return RunSummary.from_dict(json.loads(storage.read_bytes(uri)))
+        summary = RunSummary.from_dict(json.loads(storage.read_bytes(uri)))
     except FileNotFoundError as exc:
         raise BadInput(f"{run_uri}: not a foxhunt run (no summary.json)") from exc
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BadInput(f"{uri}: not a foxhunt run summary ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(summary.seed, int) or isinstance(summary.seed, bool) or summary.seed < 0:
+        raise BadInput(f"{uri}: seed is {summary.seed!r}, not a seed a run writes (an integer ≥ 0)")
+    run_eval_config(run_uri, summary.eval_config)
+    return summary
+
+
+def run_eval_config(
+    run_uri: str, recorded: object, costs: Mapping[str, float | None] | None = None
+) -> EvalConfig:
+    """The run's evaluation settings (its summary's `eval_config`) with the `costs` the flags name.
+
+    BadInput (exit 2) naming summary.json and the key for an unknown key or a bad value recorded
+    there; a ConfigError naming the flag for a bad value of a flag."""
+    where = storage.join(run_uri, out_dir.SUMMARY)
+    if not isinstance(recorded, dict):
+        raise BadInput(f"{where}: eval_config is {type(recorded).__name__}, not an object")
+    unknown = sorted(str(key) for key in set(recorded) - set(config_keys(EvalConfig)))
+    if unknown:
+        raise BadInput(
+            f"{where}: eval_config has unknown key(s) {', '.join(unknown)}; "
+            f"valid keys: {', '.join(config_keys(EvalConfig))}"
+        )
+    try:
+        config = EvalConfig(**recorded)
+    except ConfigError as exc:
+        raise BadInput(f"{where}: eval_config.{exc.path} {exc.problem}") from None
+    chosen: dict[str, Any] = {key: value for key, value in (costs or {}).items() if value is not None}
+    try:
+        return replace(config, **chosen)  # the run's execution model stays; only the named costs change
+    except ConfigError as exc:
+        raise ConfigError(exc.section, exc.path, f"(--eval-{exc.path}) {exc.problem}") from exc
 
 
 def _seconds_ns(iso: str) -> int:
@@ -185,7 +217,7 @@ def score_saved_run(
     if not summary.folds:
         raise BadInput(f"{run_uri}: the run holds no completed fold to evaluate")
     manifest = verified_manifest(run_uri, summary)
-    config = eval_config or EvalConfig(**summary.eval_config)
+    config = eval_config or run_eval_config(run_uri, summary.eval_config)
     cache = read_fxcache(fxcache_uri)
     check_fxcache_is_the_runs(
         manifest, fxcache_uri, cache.metadata.get("checksum"), allow_other_fxcache, progress
@@ -225,7 +257,7 @@ def write_saved_run_score(score: SavedRunScore, out_uri: str) -> list[str]:
     """Write `evaluation.json` and (with matplotlib) `run.png` into `out_uri`."""
     from foxhunt.evaluate.run_scores import run_pictures
 
-    written = {out_dir.EVALUATION: json_bytes(score.to_dict())}
+    written = {out_dir.EVALUATION: strict_json.json_bytes(score.to_dict())}
     try:
         written.update(run_pictures(score.evaluation, [], f"{score.run} on {score.fxcache}"))
     except ImportError:

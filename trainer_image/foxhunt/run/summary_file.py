@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from foxhunt.evaluate.reports import FoldReport, RunSummary, finite_json, flat_run_reading
+from foxhunt import strict_json
+from foxhunt.evaluate.reports import FoldReport, RunSummary, flat_run_reading
 from foxhunt.redaction import scrub_record
 
 INDENT = "  "
@@ -24,7 +25,8 @@ SPREAD_LISTS = 4  # lists of containers this shallow (the folds, a fold's epochs
 def readable_json(value, depth: int = 0) -> str:
     """`value` as JSON: shallow dicts and lists of containers one item per line, the rest compact.
 
-    Parses back to `value` (the encoder is json.dumps for every leaf); `depth` is where `value` sits."""
+    Parses back to `value` with non-finite floats as null (the encoder is strict_json.dumps for every
+    leaf: no bare NaN in the file); `depth` is where `value` sits."""
     pad, inner = INDENT * depth, INDENT * (depth + 1)
     if isinstance(value, dict) and value and depth < SPREAD_DICTS:
         items = (f"{inner}{json.dumps(str(k))}: {readable_json(v, depth + 1)}" for k, v in value.items())
@@ -35,7 +37,7 @@ def readable_json(value, depth: int = 0) -> str:
         and any(isinstance(v, (dict, list, tuple)) for v in value)
     ):
         return "[\n" + ",\n".join(f"{inner}{readable_json(v, depth + 1)}" for v in value) + f"\n{pad}]"
-    return json.dumps(finite_json(value), allow_nan=False)  # strict JSON: an undefined figure is null
+    return strict_json.dumps(value)  # strict JSON: an undefined figure is null
 
 
 class SummaryText:

@@ -19,9 +19,11 @@ from prometheus_client import (
     push_to_gateway,
     start_http_server,
 )
+from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from foxhunt import __version__
 from foxhunt.config import PHASES
+from foxhunt.config.urls import pushgateway_credentials
 from foxhunt.errors import ConfigError
 from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
 from foxhunt.evaluate.reports import RUN_ENDINGS, FoldReport
@@ -29,6 +31,15 @@ from foxhunt.redaction import redact_url, scrub_text
 from foxhunt.run.pushgateway import DEFAULT_JOB, has_host
 
 log = logging.getLogger(__name__)
+
+
+def _basic_auth(user: str, password: str):
+    """A prometheus_client push handler that sends `user` and `password` as HTTP basic auth."""
+
+    def handler(url, method, timeout, headers, data):
+        return basic_auth_handler(url, method, timeout, headers, data, user, password)
+
+    return handler
 
 
 def _mean(values: list[float]) -> float:
@@ -300,9 +311,15 @@ class RunMetrics:
         if not self.pushgateway:
             return True
         with self._push_lock:
-            return self._push(self.pushgateway)
+            return self._push()
 
-    def _push(self, gateway: str) -> bool:
+    def _target(self):
+        """The Pushgateway URL without userinfo, and the handler that sends the userinfo as basic auth."""
+        gateway, credentials = pushgateway_credentials(self.pushgateway or "")
+        return gateway, default_handler if credentials is None else _basic_auth(*credentials)
+
+    def _push(self) -> bool:
+        gateway, handler = self._target()
         try:
             # PUT of the whole registry: the group always equals the run's full state, so a push
             # after failed ones repairs the gap, and the failure counter rides along.
@@ -312,6 +329,7 @@ class RunMetrics:
                 registry=self.registry,
                 grouping_key={"run_id": self.run_id},
                 timeout=self.timeout,
+                handler=handler,
             )
         # URLError, HTTPError, timeouts and refused or reset connections are OSErrors; a peer that
         # answers with something other than HTTP raises HTTPException.
@@ -337,10 +355,15 @@ class RunMetrics:
         """
         if not self.pushgateway:
             return True
+        gateway, handler = self._target()
         try:
             with self._push_lock:
                 delete_from_gateway(
-                    self.pushgateway, job=self.job, grouping_key={"run_id": self.run_id}, timeout=self.timeout
+                    gateway,
+                    job=self.job,
+                    grouping_key={"run_id": self.run_id},
+                    timeout=self.timeout,
+                    handler=handler,
                 )
         except (OSError, http.client.HTTPException) as exc:
             self.push_failures += 1

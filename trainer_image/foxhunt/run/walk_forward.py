@@ -93,6 +93,7 @@ def run_folds(
         run.current_fold = fold = fold_range.fold
         if fold in done:
             outcomes[fold] = load_fold(out_uri, fold)
+            _take_over_seeds(run, fold, outs, seeds, other_seeds)
             run.fold_finished(outcomes[fold].report, None)
             progress(f"fold {fold} skipped: completed by an earlier attempt, outputs verified")
             continue
@@ -119,7 +120,7 @@ def run_folds(
                 elif i in other_seeds:
                     other_seeds[i][fold] = other
         outcomes[fold] = outcome
-        run.fold_finished(outcome.report, outcome.outputs)
+        run.fold_finished(outcome.report, _all_outputs(outcome, members, seeds))
         if step_cache is not None:
             step_cache.after_fold(progress)
         p, window = outcome.report.phases, outcome.report.evaluation
@@ -142,9 +143,30 @@ def run_folds(
         run_holdout(run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search)
 
 
-def seed_folder(seed: int) -> str:
-    """The folder, under the run's, of an extra seed's folds (--seeds K): `seed_1`."""
-    return f"seed_{seed}"
+seed_folder = out_dir.seed_folder
+
+
+def _all_outputs(outcome: FoldOutcome, members: dict, seeds: list[int]) -> dict[str, str] | None:
+    """The fold's files for the manifest: member 0's, and every other live seed's under `seed_S/`, so a
+    resume verifies (and test-loads) each seed's files, not the first seed's alone."""
+    outputs = dict(outcome.outputs or {})
+    for i, other in members.items():
+        if i and isinstance(other, FoldOutcome):
+            folder = seed_folder(seeds[i])
+            outputs.update({f"{folder}/{name}": digest for name, digest in (other.outputs or {}).items()})
+    return outputs
+
+
+def _take_over_seeds(run: Run, fold: int, outs: dict, seeds: list[int], other_seeds: dict) -> None:
+    """A completed fold's other seeds, from their folders (verified with the fold's record); a seed the
+    record does not list (it diverged in that fold) drops out of the spread, as it did the first time."""
+    record = run.manifest.run.folds[fold]
+    for i in list(other_seeds):
+        report = f"{seed_folder(seeds[i])}/{out_dir.fold_folder(fold)}/{out_dir.FOLD_REPORT}"
+        if report in record.outputs:
+            other_seeds[i][fold] = load_fold(outs[i], fold)
+        else:
+            other_seeds.pop(i)
 
 
 def _seed_spread(

@@ -27,7 +27,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.config import DQNConfig, RunConfig, override
 from foxhunt.config.search import (
     DEFAULT_SEARCH_SPACE,
@@ -39,7 +39,6 @@ from foxhunt.config.search import (
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import RunFailure
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo
-from foxhunt.evaluate.reports import json_bytes
 from foxhunt.evaluate.run_scores import fold_flags, run_scoring
 from foxhunt.run.fold_loop import FoldOutcome, stitch_outcomes
 from foxhunt.run.holdout import holdout_range, run_holdout
@@ -180,7 +179,7 @@ class TrialScoring:
             stitched=None if evaluation is None else evaluation.stitched.policies[MODEL],
             best_baseline=None if evaluation is None else evaluation.stitched.best_baseline,
         )
-        data = json_bytes(report.to_dict())  # strict JSON: undefined figures (no bootstrap) are null
+        data = strict_json.json_bytes(report.to_dict())  # undefined figures (no bootstrap) are null
         storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data)
 
 
@@ -293,7 +292,9 @@ def _headline(
         run.progress(f"headline files ({summary.headline_tables['record']}): {', '.join(TABLE_FILES)}")
     except FileNotFoundError as exc:  # a shared study: another worker, another --out, ran the best trial
         run.progress(f"headline files not written: best trial {best.number}'s folds are not in --out ({exc})")
-    storage.write_bytes(storage.join(run.out_uri, out_dir.STUDY_SUMMARY), json_bytes(summary.to_dict()))
+    storage.write_bytes(
+        storage.join(run.out_uri, out_dir.STUDY_SUMMARY), strict_json.json_bytes(summary.to_dict())
+    )
 
 
 def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> StudySummary:

@@ -18,10 +18,9 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from foxhunt import out_dir, storage
+from foxhunt import out_dir, storage, strict_json
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.evaluation import Evaluation
-from foxhunt.evaluate.reports import json_bytes
 from foxhunt.search.selection_check import SelectionCheck, selection_check
 from foxhunt.search.study import ERROR_ATTR, FOLDS_ATTR, WORKER_ATTR, is_finished, is_surplus
 
@@ -237,10 +236,6 @@ def study_summary(
     )
 
 
-def _dumps(value: Any) -> bytes:
-    return json_bytes(value)  # strict JSON: an undefined figure is null
-
-
 def write_study_outputs(
     study: optuna.Study,
     out_uri: str,
@@ -255,14 +250,15 @@ def write_study_outputs(
     """
     rows = study_table(study)
     storage.write_bytes(storage.join(out_uri, TABLE_CSV), table_csv(rows).encode())
-    storage.write_bytes(storage.join(out_uri, TABLE_JSON), _dumps([asdict(r) for r in rows]))
+    storage.write_bytes(storage.join(out_uri, TABLE_JSON), strict_json.json_bytes([asdict(r) for r in rows]))
     best = best_trial(study)
     if best is not None:
         storage.write_bytes(
-            storage.join(out_uri, BEST_PARAMS), _dumps(best_settings(best, base or DQNConfig()))
+            storage.join(out_uri, BEST_PARAMS),
+            strict_json.json_bytes(best_settings(best, base or DQNConfig())),
         )
     summary = study_summary(study, planned_trials, trainers)
-    storage.write_bytes(storage.join(out_uri, SUMMARY), _dumps(summary.to_dict()))
+    storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary.to_dict()))
     return summary
 
 
