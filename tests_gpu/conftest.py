@@ -3,8 +3,9 @@ import sys
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
-# tests/ for `support.*`; the stage folders whose device-parametrised cases TWINS collects.
-for folder in (TESTS, TESTS / "train", TESTS / "search"):
+# tests/ for `support.*`; the stage folders whose device-parametrised cases TWINS collects, and run/ for
+# the CPU repeat test's helpers (test_repeat_cuda.py).
+for folder in (TESTS, TESTS / "train", TESTS / "search", TESTS / "run"):
     sys.path.insert(0, str(folder))
 
 TWINS = "test_device_twins.py"

@@ -24,8 +24,7 @@ EPOCHS = 4
 # Two folds of 35 training days (about 38,000 bars each, past the grain) of a network small enough for
 # seconds per fold.
 ARGS = (
-    "--epochs", str(EPOCHS), "--train-days", "35", "--val-days", "5", "--step-days", "5",
-    "--max-folds", "2", "--device", "cpu", "--seed", "7",
+    "--train-days", "35", "--val-days", "5", "--step-days", "5", "--max-folds", "2", "--seed", "7",
 )  # fmt: skip
 PARAMS = {"dqn": {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4}}
 BARS = 60_000
@@ -43,10 +42,14 @@ def inputs(tmp_path_factory) -> tuple[Path, Path]:
     return fxcache, params
 
 
-def start(inputs: tuple[Path, Path], out: Path, threads: int) -> TrainProcess:
-    """`python -m foxhunt train` in a fresh process with `threads` intra-op threads; console beside `out`."""
+def start(
+    inputs: tuple[Path, Path], out: Path, threads: int, device: str = "cpu", epochs: int = EPOCHS
+) -> TrainProcess:
+    """`python -m foxhunt train` in a fresh process with `threads` intra-op threads; console beside `out`.
+    (tests_gpu/test_repeat_cuda.py runs the same on CUDA, with more epochs to kill a fold inside.)"""
     fxcache, params = inputs
     argv = ["train", "--fxcache", str(fxcache), "--hyperopt-params", str(params), "--out", str(out), *ARGS]
+    argv += ["--device", device, "--epochs", str(epochs)]
     env = {k: v for k, v in os.environ.items() if k not in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID")}
     env.update(OMP_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
     console = out.with_suffix(".log")
@@ -63,8 +66,10 @@ def only_folds(figures: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in figures.items() if k.startswith("fold_")}
 
 
-def finished(inputs: tuple[Path, Path], out: Path, threads: int) -> dict[str, object]:
-    run = start(inputs, out, threads)
+def finished(
+    inputs: tuple[Path, Path], out: Path, threads: int, device: str = "cpu", epochs: int = EPOCHS
+) -> dict[str, object]:
+    run = start(inputs, out, threads, device, epochs)
     assert run.finish() == 0, run.output()
     return run_figures(out)
 

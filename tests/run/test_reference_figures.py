@@ -9,7 +9,10 @@ issue 21 shipped the tail selection's significance gate as the default (select_t
 select_min_t 3): the default pipeline's folds 0 and 1 now go flat; and once for issue 32, when the
 runs moved to the portable numeric mode below (numpy's AVX2 loops move 12 of the sample fxcache's 8.4
 million features by one float32 ulp, which reaches the pipeline's weights and losses) and the reductions
-became independent of the thread count (the pipeline's in-sample Sharpe moved in the 13th digit). Re-record only for such an intended change:
+became independent of the thread count (the pipeline's in-sample Sharpe moved in the 13th digit); and
+at 4db5eab for the rest of issue 32, with no figure moved: undefined figures written as null (strict
+JSON), PBO and DSR undefined for the studies' flat trials, the search's headline tables and the new
+`eval_config.session_zone` key. Re-record only for such an intended change:
 `python tests/support/reference_figures.py`.
 
 Every reference run (and the studies' fxcache) runs in a process of its own in the portable numeric mode
