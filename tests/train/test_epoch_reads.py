@@ -3,13 +3,12 @@ the same figures as the per-call functions, on real EURUSD bars, epoch by epoch.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
 from support.data_files import EURUSD
+from support.op_count import OpCount
 
 from foxhunt.config import DQNConfig, FoldConfig
 from foxhunt.data.bars import read_bars_file
@@ -19,9 +18,6 @@ from foxhunt.train.device_data import to_device
 from foxhunt.train.diagnostics import FoldHistory, record_diagnostics, rollouts_from_flat
 from foxhunt.train.dqn import DQNTrainer
 from foxhunt.train.policy import FLAT, rollout_positions
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from epoch_overhead import OpCount  # noqa: E402  (the benchmark's own op counter)
 
 EPOCHS = 4
 SMALL = DQNConfig(hidden=32, batch_size=512, steps_per_epoch=15)
