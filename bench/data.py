@@ -230,19 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run one benchmark and write its JSON."""
     args = parse_args(argv)
     name = {"precompute": "precompute", "install": "install_time", "oracle": "feature_oracle"}[args.benchmark]
-    record = {
-        **h.provenance(name, "cpu"),
-        "settings": {k: str(v) for k, v in vars(args).items()},
-        "targets": {},
-    }
-    work = Path(args.work or tempfile.mkdtemp(prefix=f"foxhunt-{name}-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        {"precompute": precompute, "install": install, "oracle": oracle}[args.benchmark](args, work, record)
-    finally:
-        if not args.work:
-            shutil.rmtree(work, ignore_errors=True)
-    h.write(record, args.out)
+    measure = {"precompute": precompute, "install": install, "oracle": oracle}[args.benchmark]
+    h.run_benchmark(name, args, measure, "cpu")
     return 0
 
 

@@ -260,3 +260,33 @@ def common_args(p: argparse.ArgumentParser, repeats: int = 3, device: str = "aut
 def foxhunt(*args: str) -> list[str]:
     """The command line of `python -m foxhunt ARGS` with this interpreter."""
     return [sys.executable, "-m", "foxhunt", *args]
+
+
+def run_benchmark(
+    name: str,
+    args: argparse.Namespace,
+    measure: Callable[[argparse.Namespace, Path, dict], None],
+    device: str,
+) -> int:
+    """One benchmark's whole life: its record with provenance, a work folder (kept only when `--work` names
+    one), `measure(args, work, record)`, the JSON written, each target said; exit 1 when one went unmeasured."""
+    import shutil
+    import tempfile
+
+    plain = (str, int, float, bool, list, type(None))  # JSON's own; a path or other object as its text
+    settings = {
+        k: v if isinstance(v, plain) else str(v) for k, v in vars(args).items() if k not in ("out", "work")
+    }
+    record = {**provenance(name, device), "settings": settings, "targets": {}}
+    work = Path(args.work or tempfile.mkdtemp(prefix=f"foxhunt-{name}-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        measure(args, work, record)
+    finally:
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    write(record, args.out)
+    for key, t in record["targets"].items():
+        shown = "-" if t["measured"] is None else f"{t['measured']:.4g}"
+        print(f"{key}: {shown} (target {t['target']:g}: {'met' if t['met'] else 'NOT met'})", flush=True)
+    return 1 if any(t["measured"] is None for t in record["targets"].values()) else 0

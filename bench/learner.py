@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -237,21 +235,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run one benchmark and write its JSON; exit 1 when a target was not measured."""
     args = parse_args(argv)
-    name = "learner_control" if args.benchmark == "control" else "learner_levers"
-    record = {**h.provenance(name, args.device), "settings": vars(args), "targets": {}}
-    work = Path(args.work or tempfile.mkdtemp(prefix=f"foxhunt-{name}-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        (control if args.benchmark == "control" else levers)(args, work, record)
-    finally:
-        if not args.work:
-            shutil.rmtree(work, ignore_errors=True)
-    h.write(record, args.out)
-    for key, t in record["targets"].items():
-        print(
-            f"{key}: {t['measured']} (target {t['target']:g}: {'met' if t['met'] else 'NOT met'})", flush=True
-        )
-    return 0 if all(t["measured"] is not None for t in record["targets"].values()) else 1
+    control_run = args.benchmark == "control"
+    name, measure = ("learner_control", control) if control_run else ("learner_levers", levers)
+    return h.run_benchmark(name, args, measure, args.device)
 
 
 if __name__ == "__main__":

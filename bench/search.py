@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 import harness as h
@@ -160,21 +158,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run one benchmark, write its JSON, say each target; exit 1 when a study failed."""
     args = parse_args(argv)
-    name = "trials_gpu" if args.benchmark == "trials" else "search"
-    record = {**h.provenance(name, args.device), "settings": vars(args), "targets": {}}
-    work = Path(args.work or tempfile.mkdtemp(prefix=f"foxhunt-{name}-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        (trials if args.benchmark == "trials" else search)(args, work, record)
-    finally:
-        if not args.work:
-            shutil.rmtree(work, ignore_errors=True)
-    h.write(record, args.out)
-    for key, t in record["targets"].items():
-        print(
-            f"{key}: {t['measured']} (target {t['target']:g}: {'met' if t['met'] else 'not met'})", flush=True
-        )
-    return 0 if all(t["measured"] is not None for t in record["targets"].values()) else 1
+    name, measure = ("trials_gpu", trials) if args.benchmark == "trials" else ("search", search)
+    return h.run_benchmark(name, args, measure, args.device)
 
 
 if __name__ == "__main__":

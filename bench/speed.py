@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -362,24 +361,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one benchmark; its JSON rewritten as it goes; exit 1 when a measured process failed."""
+    """Run one benchmark and write its JSON; exit 1 when a measured process failed."""
     args = parse_args(argv)
     name, measure = BENCHMARKS[args.benchmark]
-    record = {**h.provenance(name, args.device), "settings": {k: v for k, v in vars(args).items()
-                                                                 if k not in ("out", "work")}, "targets": {}}  # fmt: skip
-    work = Path(args.work or tempfile.mkdtemp(prefix=f"foxhunt-{name}-"))
-    work.mkdir(parents=True, exist_ok=True)
-    try:
-        measure(args, work, record)
-    finally:
-        if not args.work:
-            shutil.rmtree(work, ignore_errors=True)
-    h.write(record, args.out)
-    for key, t in record["targets"].items():
-        shown = "-" if t["measured"] is None else f"{t['measured']:.4g}"
-        print(f"{key}: {shown} (target {t['target']:g}: {'met' if t['met'] else 'NOT met'})", flush=True)
-    failed = [t for t in record["targets"].values() if t["measured"] is None]
-    return 1 if failed else 0
+    return h.run_benchmark(name, args, measure, args.device)
 
 
 if __name__ == "__main__":
