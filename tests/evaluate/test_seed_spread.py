@@ -68,3 +68,14 @@ def test_each_seed_keeps_its_interval_exposure_and_turnover():
         "exposure": 0.25,
         "turnover_per_year": 40.0,
     }
+
+
+def test_two_or_three_seeds_are_read_as_their_range_not_a_median_and_iqr():
+    line = spread_lines(_spread({0: 1.5, 1: -0.25, 2: 0.75}, {0: -1.0, 1: -2.0, 2: -1.0}))[0]
+    assert line.startswith("3 seeds: stitched net Sharpe from -0.25 to 1.50;")
+    assert "IQR" not in line and "median" not in line
+
+
+def test_four_seeds_are_read_as_a_median_and_iqr():
+    line = spread_lines(_spread({0: 10.0, 1: 1.0, 2: 3.0, 3: 2.0}, {0: 1.0, 1: -1.0, 2: -1.0, 3: -1.0}))[0]
+    assert line.startswith("4 seeds: stitched net Sharpe median 2.50, IQR 3.00 (1.75 to 4.75);")

@@ -49,13 +49,22 @@ def seed_spread(net: Mapping[int, Metrics]) -> dict:
     }
 
 
+MIN_SEEDS_FOR_IQR = 4
+
+
 def spread_lines(spread: dict) -> list[str]:
     """The console lines of a seed spread."""
     k = len(spread["seeds"])
     each = ", ".join(f"seed {s} {v:.2f}" for s, v in spread["sharpe"].items())
+    values = list(spread["sharpe"].values())
+    # Below MIN_SEEDS_FOR_IQR a median and quartiles of two or three numbers say less than the numbers.
+    centre = (
+        f"median {spread['median']:.2f}, IQR {spread['iqr']:.2f} ({spread['q1']:.2f} to {spread['q3']:.2f})"
+        if k >= MIN_SEEDS_FOR_IQR
+        else f"from {min(values):.2f} to {max(values):.2f}"
+    )
     lines = [
-        f"{k} seeds: stitched net Sharpe median {spread['median']:.2f}, IQR {spread['iqr']:.2f} "
-        f"({spread['q1']:.2f} to {spread['q3']:.2f}); {each}; "
+        f"{k} seeds: stitched net Sharpe {centre}; {each}; "
         f"{len(spread['above_flat'])} of {k} above flat outside the interval, "
         f"{len(spread['below_flat'])} of {k} below it"
     ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
@@ -223,7 +224,9 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         metrics = TrialMetrics(run.metrics.registry, settings.trials)
         metrics.update_study(study)  # a resumed study's totals, and every counter at its value, at once
         # The folds this process may train: every fold of each trial still to run (pruning ends some early).
-        left = max(settings.trials - sum(map(is_finished, study.get_trials(deepcopy=False))), 0)
+        finished_before = sum(map(is_finished, study.get_trials(deepcopy=False)))
+        left = max(settings.trials - finished_before, 0)
+        started = time.monotonic()
         run.summary.folds_planned = left * len(folds)
         run.metrics.folds_planned(run.summary.folds_planned)  # pushes
 
@@ -231,7 +234,11 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             metrics.record(study, trial)
             run.metrics.push()
             save()
-            run.progress(_trial_line(study, trial, settings.trials))
+            finished = sum(map(is_finished, study.get_trials(deepcopy=False)))
+            estimate = time_left(
+                time.monotonic() - started, finished - finished_before, settings.trials - finished
+            )
+            run.progress(_trial_line(study, trial, settings.trials) + estimate)
 
         try:
             run_trials(
@@ -329,6 +336,16 @@ def _save_on_the_way_out(run: Run, save: Callable[[], Any]) -> None:
         save()
     except Exception as exc:  # noqa: BLE001 (reported, then the original exception goes on)
         run.progress(f"study outputs not written on the way out: {type(exc).__name__}: {exc}")
+
+
+def time_left(elapsed_s: float, done_here: int, remaining: int) -> str:
+    """The search's estimate of its remaining wall time, from this process's pace ("" before a first
+    trial ends here, or when none remain): a long CPU search says how long it will take."""
+    if done_here <= 0 or remaining <= 0:
+        return ""
+    pace = elapsed_s / done_here
+    left_min = pace * remaining / 60
+    return f"; about {left_min:.0f} min left ({pace / 60:.1f} min a trial here)"
 
 
 def _trial_line(study: optuna.Study, trial: FrozenTrial, planned: int) -> str:
