@@ -55,13 +55,18 @@ RUN apt-get update \
 
 COPY --from=builder /opt/foxhunt /opt/foxhunt
 
+# The commit the image was built from (`--build-arg FOXHUNT_COMMIT=$(git rev-parse HEAD)`): the MLflow run
+# records it, since an image holds no git checkout to ask.
+ARG FOXHUNT_COMMIT=""
+
 # The pods mount emptyDirs on /tmp and /cache and keep the root filesystem read-only.
 ENV PATH=/opt/foxhunt/bin:${PATH} \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp \
     FOXHUNT_CACHE_DIR=/cache \
-    MPLCONFIGDIR=/tmp/matplotlib
+    MPLCONFIGDIR=/tmp/matplotlib \
+    FOXHUNT_COMMIT=${FOXHUNT_COMMIT}
 
 # Numeric, so Kubernetes can verify runAsNonRoot without resolving a user name.
 USER 10001:10001

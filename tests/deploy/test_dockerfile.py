@@ -146,3 +146,11 @@ def test_the_image_has_the_light_client_too():
     pins = pinned_requirements()
 
     assert {"hera", "pyyaml"} <= set(pins)
+
+
+def test_the_runtime_image_carries_the_commit_it_was_built_from(dockerfile):
+    runtime = stages(dockerfile)[-1]
+    args = [i["value"] for i in runtime if i["instruction"] == "ARG"]
+    env = " ".join(i["value"] for i in runtime if i["instruction"] == "ENV")
+    assert 'FOXHUNT_COMMIT=""' in args  # a build argument, empty unless the build names the commit
+    assert "FOXHUNT_COMMIT=${FOXHUNT_COMMIT}" in env  # what the MLflow record reads at run time
