@@ -176,7 +176,10 @@ def test_the_help_says_which_commands_need_the_train_extra(light_venv):
     listing = " ".join(run(light_venv / "bin" / "foxhunt", "--help").stdout.split())
 
     for command in TRAINING_COMMANDS:
-        assert re.search(rf"{command} .*?\[needs the train extra: pip install 'foxhunt\[train\]'\]", listing)
+        assert re.search(
+            rf"{command} .*?\[needs the train extra: pip install '\.\[train\]' \(in the foxhunt checkout\)\]",
+            listing,
+        )
     assert listing.count("[needs the train extra") == len(TRAINING_COMMANDS)
 
 

@@ -150,6 +150,7 @@ def test_trial_folders_are_outputs_of_the_run_but_a_trial_workers_folder_is_not(
         (tmp_path / name).write_text("{}")
     (tmp_path / "study.sqlite3").write_bytes(b"")
     assert run_outputs(str(tmp_path)) == ["fold_1", "study.sqlite3", "trials/0003"]
+    (tmp_path / "manifest.json").write_text("{}")  # a run's folder: --overwrite removes only with a manifest
     remove_run_outputs(str(tmp_path))
     assert (tmp_path / "trials" / "worker-0" / "trials.csv").exists()
     assert not (tmp_path / "trials" / "0003").exists() and not (tmp_path / "fold_1").exists()
