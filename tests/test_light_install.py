@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 import tomllib
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 WHEELHOUSE = REPO / ".cache" / "light-wheels"
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc")

@@ -19,6 +19,9 @@ from foxhunt.config import FoldConfig  # noqa: E402
 from foxhunt.data.bars import generate_sample_bars  # noqa: E402
 from foxhunt.data.folds import generate_walk_forward_indices  # noqa: E402
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 
 def _config_of(command: list[str]):
     assert command[1:4] == ["-m", "foxhunt", "train"]

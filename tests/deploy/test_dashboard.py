@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "helm" / "foxhunt" / "dashboards" / "foxhunt-training.json"
 SCHEMA_CHECK = ROOT / "tests" / "grafana_schema"

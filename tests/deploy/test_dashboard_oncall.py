@@ -18,6 +18,9 @@ from support.exporter_series import MIB, push_dcgm, push_step_runs
 from support.forked_runs import ForkedProcess, start_foxhunt
 from support.prom_services import PIPELINE_ARGS, pushed_samples, unique_run_id
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 DASHBOARD = Path(__file__).resolve().parents[2] / "helm" / "foxhunt" / "dashboards" / "foxhunt-training.json"
 STATUSES = {"running", "succeeded", "failed", "interrupted"}
 

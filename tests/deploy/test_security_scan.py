@@ -23,6 +23,9 @@ from support.chart_render import render, render_manifests
 from foxhunt_workflows.checks import pod_manifests
 from foxhunt_workflows.pods import SCAN_JUSTIFICATIONS
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 CHECKOV = Path(os.environ.get("FOXHUNT_CHECKOV", REPO / ".cache" / "checkov" / "bin" / "checkov"))
 NAMESPACE = "ml"

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from support import strict_json
 from support.run_cases import completed_folds, copy_run, fold_outputs, quick_argv
 
 from foxhunt.cli import main
 from foxhunt.run.manifest import FoldRecord, Manifest, WorkRecord, differences, sha256, verify_fold
+
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
 
 
 def manifest(**changes) -> Manifest:

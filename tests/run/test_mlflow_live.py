@@ -20,6 +20,9 @@ from mlflow.tracking import MlflowClient
 from foxhunt.cli import commands, main
 from foxhunt.run.mlflow_live import LiveRecord, fold_policy_from_mlflow
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 EPOCHS = 2
 PIPELINE_ARGS = (
     "--sample-bars", "20000", "--epochs", str(EPOCHS), "--train-days", "5", "--val-days", "2",

@@ -25,6 +25,9 @@ import pytest
 
 from foxhunt.data.bars import generate_sample_bars, write_bars
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 RUNS = int(os.environ.get("FOXHUNT_ABORT_RUNS", "10"))
 HEADER = "timestamp,open,high,low,close,volume\n"
 # Forks the runs after importing torch: the order that made pyarrow's threads abort.

@@ -12,6 +12,9 @@ from support.data_files import EURUSD, EURUSD_ROWS
 from foxhunt.cli import main
 from foxhunt.data.features import LOOKAHEAD_BARS, WARMUP_BARS
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 # Two one-epoch folds of 20 training days on the CPU: seconds, not minutes.
 FAST_FOLDS = "--epochs 1 --train-days 20 --val-days 5 --step-days 5 --max-folds 2 --device cpu".split()
 FAST = ["--sample-bars", "60000", *FAST_FOLDS]

@@ -30,6 +30,9 @@ import pytest
 import torch
 from support.reference_figures import REFERENCE, make_tiny_fxcache, run_figures, run_reference
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 RECORDED = json.loads(REFERENCE.read_text())["runs"]
 # Since issue 23 the HAC standard error is computed in O(T) (the Bartlett-weighted sum of lag products as
 # a sum of squared moving sums): the same estimator, rounded differently, within a few 1e-14 of the

@@ -10,6 +10,9 @@ from support.run_cases import EPOCHS, completed_folds, fold_outputs, start_train
 
 from foxhunt.cli import main
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def reference(tiny_fxcache, tiny_params, tmp_path_factory):

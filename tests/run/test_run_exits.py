@@ -13,6 +13,9 @@ from support.run_cases import completed_folds, fold_outputs, quick_argv
 from foxhunt.cli import main
 from foxhunt.train import DQNTrainer
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 
 def summary_of(out) -> dict:
     return strict_json.read(out / "summary.json")

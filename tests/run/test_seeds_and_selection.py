@@ -3,11 +3,15 @@
 import json
 
 import numpy as np
+import pytest
 import torch
 from support import strict_json
 from support.run_cases import ONE_FOLD, TINY_DQN, quick_argv, train_argv
 
 from foxhunt.cli import main
+
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
 
 FEW_EPOCHS = ("--epochs", "3")
 

@@ -15,6 +15,9 @@ from support.run_cases import ONE_FOLD, copy_run, finished_run, train_argv
 from foxhunt.cli import main
 from foxhunt.run.out_folder import overwrite_plan, run_file
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 TWO_SEEDS = ("--seeds", "2", "--epochs", "1", "--max-folds", "2")
 OTHER_SEED = "seed_12"  # --seed 11 (run_cases.TRAIN_ARGS): the second seed is 12
 

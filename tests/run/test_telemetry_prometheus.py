@@ -7,7 +7,7 @@ import time
 import pytest
 from support.prom_services import finish_pipeline, start_pipeline, unique_run_id
 
-pytestmark = pytest.mark.services
+pytestmark = [pytest.mark.slow, pytest.mark.services]
 
 
 def prometheus_values(prometheus, promql: str, count: int) -> dict[tuple, float]:

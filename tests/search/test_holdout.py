@@ -22,6 +22,9 @@ from foxhunt.errors import BadInput
 from foxhunt.run.holdout import HOLDOUT_GAP, holdout_range, holdout_start, planning_rows
 from foxhunt.run.precompute import precompute
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 MINUTE = 60_000_000_000
 DAY = 1440 * MINUTE
 HOLDOUT = ("--holdout-days", "2", "--pruner", "none")

@@ -22,6 +22,9 @@ from foxhunt.search.storage import STUDY_FILE, fetch_study_file, redacted, sync_
 from foxhunt.search.study import open_study, trial_by_number
 from foxhunt.search.trial_loop import run_trials
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 WORKER = Path(__file__).resolve().parents[1] / "support" / "trials_worker.py"
 TEST_SPACE = parse_search_space(SPACE, "test space")
 optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -12,6 +12,9 @@ from support.search_cases import LR_ONLY, SEARCH_ARGS, read_json, search_argv
 
 from foxhunt.cli import main
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 
 def long_search_argv(fxcache, out, params, trials: int) -> list[str]:
     """A search whose folds last long enough (8 epochs) for a signal to land inside one."""

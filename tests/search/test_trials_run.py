@@ -18,6 +18,9 @@ from support.trainer_cases import DEVICES
 from foxhunt import storage
 from foxhunt.cli import main
 
+# Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def three_trials(tiny_fxcache, tiny_params, tmp_path_factory):
