@@ -105,6 +105,52 @@ def difficulty(close_returns: np.ndarray | None, train: slice, val: slice) -> fl
     return _realized_vol(close_returns[val]) / train_vol
 
 
+@dataclass(frozen=True)
+class FoldWindows:
+    """The candidate folds as calendar windows (int64 ns, end-exclusive), before any row is counted.
+
+    Candidate ``k`` trains on ``[train_start[k], train_end[k])`` and validates on
+    ``[train_end[k], val_end[k])``; which candidates become folds depends on the rows inside them.
+    """
+
+    train_start: np.ndarray
+    train_end: np.ndarray
+    val_end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.train_end)
+
+
+def fold_windows(t0: int, t_last: int, config: FoldConfig) -> FoldWindows:
+    """The candidate windows of data spanning ``[t0, t_last]`` (ns), by the rules of the module docstring.
+
+    A validation window longer than the whole span is BadInput. The same windows serve one instrument
+    (its first and last bar) and a universe (the first and last bar of any instrument).
+    """
+    train_ns, val_ns, step_ns = (
+        days_to_ns(d) for d in (config.train_days, config.val_days, config.step_days)
+    )
+    # Candidates whose validation window starts at or before the last bar; Python ints, so huge
+    # lengths cannot overflow int64 before they are compared.
+    n_candidates = (t_last - t0 - train_ns) // step_ns + 1 if t_last - t0 >= train_ns else 0
+    if val_ns > t_last - t0 + 1:
+        # A validation window longer than all the data: said, not cut silently at the data's end.
+        raise BadInput(
+            f"val_days {config.val_days:g} is longer than the data, which spans "
+            f"{(t_last - t0) / NS_PER_DAY:.2f} days ({np.datetime64(t0, 'ns')} to {np.datetime64(t_last, 'ns')})"
+        )
+    # Lengths beyond the data span only matter when no (or one) candidate exists; capping them there
+    # changes no boundary that is used and keeps the int64 arithmetic below in range.
+    train_ns, step_ns = min(train_ns, t_last - t0 + 1), min(step_ns, t_last - t0 + 1)
+    offsets = np.arange(n_candidates, dtype=np.int64) * step_ns
+    train_window_end = t0 + offsets + train_ns
+    train_window_start = t0 + offsets if config.mode == "rolling" else np.full(n_candidates, t0, np.int64)
+    # No bar lies past t_last, so capping the validation length there changes no index but keeps
+    # a huge val_days from overflowing int64.
+    val_window_end = train_window_end + min(val_ns, t_last + 1 - t0)
+    return FoldWindows(train_window_start, train_window_end, val_window_end)
+
+
 def generate_walk_forward_indices(
     timestamps: np.ndarray,
     config: FoldConfig,
@@ -133,31 +179,11 @@ def generate_walk_forward_indices(
         )
 
     t0, t_last = int(ts[0]), int(ts[-1])
-    train_ns, val_ns, step_ns = (
-        days_to_ns(d) for d in (config.train_days, config.val_days, config.step_days)
-    )
-    # Candidates whose validation window starts at or before the last bar; Python ints, so huge
-    # lengths cannot overflow int64 before they are compared.
-    n_candidates = (t_last - t0 - train_ns) // step_ns + 1 if t_last - t0 >= train_ns else 0
-    if val_ns > t_last - t0 + 1:
-        # A validation window longer than all the data: said, not cut silently at the data's end.
-        raise BadInput(
-            f"val_days {config.val_days:g} is longer than the data, which spans "
-            f"{(t_last - t0) / NS_PER_DAY:.2f} days ({np.datetime64(t0, 'ns')} to {np.datetime64(t_last, 'ns')})"
-        )
-    # Lengths beyond the data span only matter when no (or one) candidate exists; capping them there
-    # changes no boundary that is used and keeps the int64 arithmetic below in range.
-    train_ns, step_ns = min(train_ns, t_last - t0 + 1), min(step_ns, t_last - t0 + 1)
-    offsets = np.arange(n_candidates, dtype=np.int64) * step_ns
-    train_window_end = t0 + offsets + train_ns
-    train_window_start = t0 + offsets if config.mode == "rolling" else np.full(n_candidates, t0, np.int64)
-    # No bar lies past t_last, so capping the validation length there changes no index but keeps
-    # a huge val_days from overflowing int64.
-    val_window_end = train_window_end + min(val_ns, t_last + 1 - t0)
+    windows = fold_windows(t0, t_last, config)
 
-    train_start = np.searchsorted(ts, train_window_start, side="left")
-    val_start = np.searchsorted(ts, train_window_end, side="left")
-    val_end = np.searchsorted(ts, val_window_end, side="left")
+    train_start = np.searchsorted(ts, windows.train_start, side="left")
+    val_start = np.searchsorted(ts, windows.train_end, side="left")
+    val_end = np.searchsorted(ts, windows.val_end, side="left")
     train_end = val_start - config.purge_bars
 
     fits = (train_end - train_start >= config.min_train_rows) & (val_end - val_start >= config.min_val_rows)
