@@ -71,7 +71,8 @@ def days_to_ns(days: float) -> int:
     return round(days * NS_PER_DAY)
 
 
-def _as_timestamps(timestamps: np.ndarray) -> np.ndarray:
+def as_timestamps(timestamps: np.ndarray) -> np.ndarray:
+    """`timestamps` as a 1-D int64-ns array, checked strictly increasing (BadInput otherwise)."""
     ts = np.asarray(timestamps)
     if ts.dtype.kind == "M":
         ts = ts.astype("datetime64[ns]").view(np.int64)
@@ -164,7 +165,7 @@ def generate_walk_forward_indices(
     docstring. The config checked itself when it was built (FoldConfig); timestamps that are not
     strictly increasing, or data in which no fold fits, are BadInput (a ValueError).
     """
-    ts = _as_timestamps(timestamps)
+    ts = as_timestamps(timestamps)
     n = len(ts)
     if close_returns is not None:
         close_returns = np.asarray(close_returns)
