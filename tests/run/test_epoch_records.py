@@ -5,7 +5,7 @@ from dataclasses import asdict
 import pytest
 
 from foxhunt.evaluate.reports import EpochStats
-from foxhunt.run.fold_loop import _epoch_line, epoch_stats
+from foxhunt.run.fold import _epoch_line, epoch_stats
 from foxhunt.train.diagnostics import COLLAPSE_SHARE, IGNORED_AGREEMENT
 from foxhunt.train.epoch_figures import EpochFigures
 

@@ -115,30 +115,51 @@ def run_holdout(
     The fold is numbered `number` (the one after the run's folds; its files go to `--out/holdout/fold_N`).
     Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
     """
-    from foxhunt.evaluate.reports import window_to_dict
     from foxhunt.evaluate.run_scores import verdict_line
-    from foxhunt.run.fold_loop import train_fold
-    from foxhunt.train import TrainingDiverged
+    from foxhunt.run.walk import WalkHooks, walk_folds
 
     config = run.config
-    if (
-        not scoring.resamples
-    ):  # a search scores its trials without the bootstrap; the headline has its interval
+    # A search scores its trials without the bootstrap; the headline has its interval.
+    if not scoring.resamples:
         scoring = replace(scoring, resamples=1000)
     fold = holdout_range(data.timestamp, config.folds, number, max_train_rows)
     out = storage.join(run.out_uri, HOLDOUT_DIR)
-    outcome = train_fold(
+    hooks = WalkHooks(lambda m: run.progress(f"holdout {m}"), run.check)
+    walked = walk_folds(
         trainer,
-        fold,
-        config.epochs,
+        [fold],
         {0: out},
-        lambda m: run.progress(f"holdout {m}"),
-        run.check,
-        scoring=scoring,
+        config.epochs,
+        scoring,
         diagnostics_every=config.diagnostics_every,
-    )[0]
-    if isinstance(outcome, TrainingDiverged):
-        raise outcome
+        hooks=hooks,
+    )
+    if 0 in walked.failures:
+        raise walked.failures[0]
+    outcome = walked.outcomes[0][fold.fold]
+    record = _holdout_record(config.folds.holdout_days, fold, outcome, settings_label, in_search)
+    storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), strict_json.json_bytes(record))
+    window = outcome.report.evaluation
+    title = (
+        f"HEADLINE: {HEADLINE} {iso_utc(window.start_ns)[:16]} → {iso_utc(window.end_ns)[:16]}, {settings_label}\n"
+        f"{verdict_line(window)}"
+    )
+    _draw(run, data, outcome, fold, scoring, title)
+    run.summary.holdout = {k: v for k, v in record.items() if k != "evaluation"}
+    run.metrics.holdout_evaluated(run.summary.holdout)
+    for line in record["lines"]:
+        run.progress(line)
+    return run.summary.holdout
+
+
+def _holdout_record(
+    days: float, fold: FoldRange, outcome, settings_label: str, in_search: dict[str, Any]
+) -> dict:
+    """`holdout.json`: the held-out window's figures beside the baselines, the in-search figure and the lines
+    the console prints."""
+    from foxhunt.evaluate.reports import window_to_dict
+    from foxhunt.evaluate.run_scores import verdict_line
+
     window = outcome.report.evaluation
     figures = _window_figures(window)
     ci = figures["net_sharpe_ci"]
@@ -148,9 +169,9 @@ def run_holdout(
         f"{figures['net_sharpe']:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]; {verdict_line(window)}",
         f"in-search figure ({in_search['what']}; optimistic, not the headline): {in_search['value']:.2f}",
     ]
-    record = {
+    return {
         "headline": HEADLINE,
-        "days": config.folds.holdout_days,
+        "days": days,
         "start": iso_utc(window.start_ns),
         "end": iso_utc(window.end_ns),
         "rows": [fold.val_start, fold.val_end],
@@ -162,17 +183,6 @@ def run_holdout(
         "evaluation": window_to_dict(window),
         "warnings": outcome.report.warnings,
     }
-    storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), strict_json.json_bytes(record))
-    title = (
-        f"HEADLINE: {HEADLINE} {iso_utc(window.start_ns)[:16]} → {iso_utc(window.end_ns)[:16]}, {settings_label}\n"
-        f"{verdict_line(window)}"
-    )
-    _draw(run, data, outcome, fold, scoring, title)
-    run.summary.holdout = {k: v for k, v in record.items() if k != "evaluation"}
-    run.metrics.holdout_evaluated(run.summary.holdout)
-    for line in lines:
-        run.progress(line)
-    return run.summary.holdout
 
 
 def _draw(run, data, outcome, fold: FoldRange, scoring, title: str) -> None:

@@ -21,9 +21,10 @@ from foxhunt.evaluate.run_scores import (
 from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
 from foxhunt.evaluate.trades import run_tables
 from foxhunt.run import compile_cache
-from foxhunt.run.fold_loop import FoldOutcome, load_fold, stitch_outcomes, train_fold
+from foxhunt.run.fold import FoldOutcome, load_fold, stitch_outcomes
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run
+from foxhunt.run.walk import FoldDone, FoldResults, WalkHooks, walk_folds
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, to_device
 
 
@@ -51,18 +52,7 @@ def run_folds(
     A search (`plan`) hands the uploaded data to its trials instead.
     """
     settings, summary, out_uri, progress = run.config, run.summary, run.out_uri, run.progress
-    t0 = time.perf_counter()
-    data = to_device(cache.features, cache.targets, cache.timestamp, device)
-    summary.data_load_seconds = read_seconds + time.perf_counter() - t0
-    run.metrics.data_loaded(summary.data_load_seconds, len(cache))
-    progress(
-        f"loaded {len(cache):,} rows from {summary.fxcache} ({'cache hit' if cache.cache_hit else 'read'}) "
-        f"onto {device} in {summary.data_load_seconds:.2f}s"
-    )
-    progress(
-        f"{len(folds)} folds: "
-        + ", ".join(f"{f.fold}: train {f.train_rows:,} val {f.val_rows:,}" for f in folds)
-    )
+    data = _upload(run, cache, folds, read_seconds, device)
     if plan is not None:
         plan.run(run, data, folds)
         return
@@ -71,67 +61,23 @@ def run_folds(
         settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, progress
     )
     scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
-    built = time.perf_counter()
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
-    trainer = DQNTrainer(
-        data,
-        settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
-        max_train_rows=max_rows,
-        seed=settings.seed,
-        eval_cost=settings.eval.cost,
-        eval_spread=settings.eval.spread,
-        execution=scoring.execution,
-        member_seeds=seeds,
-    )
+    trainer = _build_trainer(run, data, max_rows, scoring, seeds)
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
-    other_seeds: dict[int, dict[int, FoldOutcome]] = {i: {} for i in outs if i}
-    progress(f"trainer built in {time.perf_counter() - built:.2f}s")  # on CUDA: compile, capture, warm-up
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
-    outcomes: dict[int, FoldOutcome] = {}
-    for fold_range in folds:
-        run.check()
-        run.current_fold = fold = fold_range.fold
-        if fold in done:
-            outcomes[fold] = load_fold(out_uri, fold)
-            _take_over_seeds(run, fold, outs, seeds, other_seeds)
-            run.fold_finished(outcomes[fold].report, None)
-            progress(f"fold {fold} skipped: completed by an earlier attempt, outputs verified")
-            continue
-        members = train_fold(
-            trainer,
-            fold_range,
-            settings.epochs,
-            outs,
-            progress,
-            run.check,
-            scoring=scoring,
-            memo=memo,
-            diagnostics_every=settings.diagnostics_every,
-            on_epoch=run.epoch_finished,
-        )
-        outcome = members[0]
-        if isinstance(outcome, TrainingDiverged):
-            raise outcome
-        for i, other in members.items():
-            if i:
-                if isinstance(other, TrainingDiverged):
-                    progress(f"seed {seeds[i]}: {other}")
-                    other_seeds.pop(i, None)
-                elif i in other_seeds:
-                    other_seeds[i][fold] = other
-        outcomes[fold] = outcome
-        run.fold_finished(outcome.report, _all_outputs(outcome, members, seeds))
-        if step_cache is not None:
-            step_cache.after_fold(progress)
-        p, window = outcome.report.phases, outcome.report.evaluation
-        net = window.policies[MODEL].net
-        progress(
-            f"fold {fold} done: reset {p['reset'] * 1e3:.1f}ms normalize {p['normalize'] * 1e3:.1f}ms "
-            f"train {p['train']:.2f}s validation Sharpe {net.sharpe:.2f} ± {net.sharpe_se:.2f} after costs, "
-            f"best baseline {window.best_baseline} {window.policies[window.best_baseline].net.sharpe:.2f}"
-        )
+    walked = walk_folds(
+        trainer,
+        folds,
+        outs,
+        settings.epochs,
+        scoring,
+        memo=memo,
+        diagnostics_every=settings.diagnostics_every,
+        hooks=_run_hooks(run, done, outs, seeds, step_cache),
+    )
     summary.graph_captures = trainer.graph_captures
-    run.current_fold = None
+    outcomes = walked.outcomes[0]
+    other_seeds = {i: walked.outcomes[i] for i in outs if i and walked.finished(i)}
     evaluation = _evaluate_run(run, data, folds, outcomes, scoring, memo)
     if len(seeds) > 1:
         _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring, evaluation)
@@ -143,10 +89,93 @@ def run_folds(
         run_holdout(run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search)
 
 
+def _upload(run: Run, cache, folds: list[FoldRange], read_seconds: float, device) -> DeviceData:
+    """The fxcache onto the device, once; its load time into the summary, the telemetry and the console."""
+    summary = run.summary
+    t0 = time.perf_counter()
+    data = to_device(cache.features, cache.targets, cache.timestamp, device)
+    summary.data_load_seconds = read_seconds + time.perf_counter() - t0
+    run.metrics.data_loaded(summary.data_load_seconds, len(cache))
+    run.progress(
+        f"loaded {len(cache):,} rows from {summary.fxcache} ({'cache hit' if cache.cache_hit else 'read'}) "
+        f"onto {device} in {summary.data_load_seconds:.2f}s"
+    )
+    run.progress(
+        f"{len(folds)} folds: "
+        + ", ".join(f"{f.fold}: train {f.train_rows:,} val {f.val_rows:,}" for f in folds)
+    )
+    return data
+
+
+def _build_trainer(
+    run: Run, data: DeviceData, max_rows: int, scoring: Scoring, seeds: list[int]
+) -> DQNTrainer:
+    """The run's one trainer: one member per seed (member i trains from seed + i); on CUDA its build
+    compiles, captures and warms up the step."""
+    settings = run.config
+    built = time.perf_counter()
+    trainer = DQNTrainer(
+        data,
+        settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
+        max_train_rows=max_rows,
+        seed=settings.seed,
+        eval_cost=settings.eval.cost,
+        eval_spread=settings.eval.spread,
+        execution=scoring.execution,
+        member_seeds=seeds,
+    )
+    run.progress(f"trainer built in {time.perf_counter() - built:.2f}s")
+    return trainer
+
+
+def _run_hooks(run: Run, done: set[int], outs: dict[int, str], seeds: list[int], step_cache) -> WalkHooks:
+    """A run's walk: folds an earlier attempt completed taken over, member 0's divergence ends the run
+    (another seed's leaves the spread), each fold into the manifest, the telemetry and the console."""
+
+    def at_fold(fold: int | None) -> None:
+        run.current_fold = fold
+
+    def taken_over(fold_range: FoldRange) -> dict[int, FoldOutcome] | None:
+        if fold_range.fold not in done:
+            return None
+        return _take_over(run, fold_range.fold, outs, seeds)
+
+    def on_fold(done: FoldDone) -> list[int]:
+        fold, results, outcome = done.fold.fold, done.results, done.results[0]
+        if isinstance(outcome, TrainingDiverged):
+            raise outcome
+        for i, other in results.items():
+            if i and isinstance(other, TrainingDiverged):
+                run.progress(f"seed {seeds[i]}: {other}")
+        if done.taken:
+            run.fold_finished(outcome.report, None)
+            run.progress(f"fold {fold} skipped: completed by an earlier attempt, outputs verified")
+            return []
+        run.fold_finished(outcome.report, _all_outputs(outcome, results, seeds))
+        if step_cache is not None:
+            step_cache.after_fold(run.progress)
+        run.progress(_fold_line(outcome))
+        return []
+
+    return WalkHooks(run.progress, run.check, at_fold, run.epoch_finished, taken_over, on_fold)
+
+
+def _fold_line(outcome: FoldOutcome) -> str:
+    """The console line of a trained fold: its phases and its validation beside the best baseline."""
+    report = outcome.report
+    p, window = report.phases, report.evaluation
+    net = window.policies[MODEL].net
+    return (
+        f"fold {report.fold} done: reset {p['reset'] * 1e3:.1f}ms normalize {p['normalize'] * 1e3:.1f}ms "
+        f"train {p['train']:.2f}s validation Sharpe {net.sharpe:.2f} ± {net.sharpe_se:.2f} after costs, "
+        f"best baseline {window.best_baseline} {window.policies[window.best_baseline].net.sharpe:.2f}"
+    )
+
+
 seed_folder = out_dir.seed_folder
 
 
-def _all_outputs(outcome: FoldOutcome, members: dict, seeds: list[int]) -> dict[str, str] | None:
+def _all_outputs(outcome: FoldOutcome, members: FoldResults, seeds: list[int]) -> dict[str, str] | None:
     """The fold's files for the manifest: member 0's, and every other live seed's under `seed_S/`, so a
     resume verifies (and test-loads) each seed's files, not the first seed's alone."""
     outputs = dict(outcome.outputs or {})
@@ -157,16 +186,17 @@ def _all_outputs(outcome: FoldOutcome, members: dict, seeds: list[int]) -> dict[
     return outputs
 
 
-def _take_over_seeds(run: Run, fold: int, outs: dict, seeds: list[int], other_seeds: dict) -> None:
-    """A completed fold's other seeds, from their folders (verified with the fold's record); a seed the
-    record does not list (it diverged in that fold) drops out of the spread, as it did the first time."""
+def _take_over(run: Run, fold: int, outs: dict[int, str], seeds: list[int]) -> dict[int, FoldOutcome]:
+    """A fold an earlier attempt completed: member 0's outcome and every other seed's, from their folders
+    (verified with the fold's record); a seed the record does not list (it diverged in that fold) is left
+    out, and so drops out of the spread, as it did the first time."""
     record = run.manifest.run.folds[fold]
-    for i in list(other_seeds):
+    taken = {0: load_fold(outs[0], fold)}
+    for i in outs:
         report = f"{seed_folder(seeds[i])}/{out_dir.fold_folder(fold)}/{out_dir.FOLD_REPORT}"
-        if report in record.outputs:
-            other_seeds[i][fold] = load_fold(outs[i], fold)
-        else:
-            other_seeds.pop(i)
+        if i and report in record.outputs:
+            taken[i] = load_fold(outs[i], fold)
+    return taken
 
 
 def _seed_spread(

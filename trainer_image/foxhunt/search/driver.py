@@ -6,7 +6,7 @@ serves every trial of that shape. Between trials `apply_settings` refills the de
 captured step reads (no new capture, no new compile); between folds `reset_for_fold` does the rest.
 The one trial loop (`trial_loop.run_trials`) asks the trials in batches of `--population P` (1 by
 default); `population.PopulationObjective` trains a batch's trials as the members of the trainer of
-their shape, the folds in order with `fold_loop.train_fold` (as a run does), reports each fold's net
+their shape, the folds in order with `walk.walk_folds` (as a run does), reports each fold's net
 validation Sharpe to the pruner, and `TrialScoring` scores each trial on the stitched out-of-sample
 record (`evaluation`, without the bootstrap: a cheap objective). Its outputs are `trials/NNNN/fold_F/` and
 `trials/NNNN/trial.json` in `--out`; the manifest records each completed fold of each trial.
@@ -41,7 +41,7 @@ from foxhunt.data.folds import FoldRange
 from foxhunt.errors import RunFailure
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo
 from foxhunt.evaluate.run_scores import fold_flags, run_scoring
-from foxhunt.run.fold_loop import FoldOutcome, stitch_outcomes
+from foxhunt.run.fold import FoldOutcome, stitch_outcomes
 from foxhunt.run.holdout import holdout_range, run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest

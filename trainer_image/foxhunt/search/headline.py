@@ -18,7 +18,7 @@ from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import Scoring
 from foxhunt.evaluate.records import fold_record, host_array, stitch
 from foxhunt.evaluate.trades import record_tables
-from foxhunt.run.fold_loop import load_fold
+from foxhunt.run.fold import load_fold
 
 TABLE_FILES = (out_dir.TRADES, out_dir.DAILY, out_dir.MONTHLY)
 

@@ -19,7 +19,8 @@ from typing import Any
 from foxhunt import storage
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.run_scores import execution_rows
-from foxhunt.run.fold_loop import FoldOutcome, train_fold
+from foxhunt.run.fold import FoldOutcome
+from foxhunt.run.walk import FoldDone, WalkHooks, walk_folds
 from foxhunt.search.outputs import trial_folder
 from foxhunt.search.trial_loop import AskedTrial, BatchResults
 from foxhunt.train import POPULATION_SHARED, DQNTrainer
@@ -95,41 +96,48 @@ class PopulationObjective:
         else:
             lead = "trials " + ", ".join(str(a.number) for a in group)
             run.progress(f"{lead} side by side ({len(group)} of a population of {self.pool.size})")
-        live = {k: storage.join(run.out_uri, trial_folder(a.number)) for k, a in enumerate(group)}
-        outcomes: dict[int, dict[int, FoldOutcome]] = {k: {} for k in live}
-        results: BatchResults = {}
-        for fold_range in walk.folds:
-            if not live:
-                break
-            run.check()
-            run.current_fold = fold = fold_range.fold
-            fold_outcomes = train_fold(
-                trainer,
-                fold_range,
-                run.config.epochs,
-                dict(live),
-                lambda message: run.progress(f"{lead} {message}"),
-                run.check,
-                scoring=walk.scoring,
-                memo=walk.memo,
-                diagnostics_every=run.config.diagnostics_every,
-            )
-            run.current_fold = None
-            for k, outcome in fold_outcomes.items():
+        folders = {k: storage.join(run.out_uri, trial_folder(a.number)) for k, a in enumerate(group)}
+        pruned: set[int] = set()
+        walked = walk_folds(
+            trainer,
+            walk.folds,
+            folders,
+            run.config.epochs,
+            walk.scoring,
+            memo=walk.memo,
+            diagnostics_every=run.config.diagnostics_every,
+            hooks=self._hooks(group, dqns, lead, pruned),
+        )
+        results: BatchResults = {group[k].number: failure for k, failure in walked.failures.items()}
+        for k, outcomes in walked.outcomes.items():
+            if k not in pruned and k not in walked.failures:
                 asked = group[k]
-                if not isinstance(outcome, FoldOutcome):  # its guard stopped it: the settings failed
-                    results[asked.number] = outcome
-                    del live[k]
-                    continue
-                outcomes[k][fold] = outcome
-                if asked.report_fold(fold, walk.fold_done(asked.number, fold, outcome)):
-                    if not asked.stale:  # pruned; a stale trial's retry, elsewhere, writes its own report
-                        walk.write_report(asked.number, asked.params, dqns[k], outcomes[k], None)
-                    del live[k]
-        for k in live:
-            asked = group[k]
-            results[asked.number] = walk.score(asked.number, asked.params, dqns[k], outcomes[k])
+                results[asked.number] = walk.score(asked.number, asked.params, dqns[k], outcomes)
         return results
+
+    def _hooks(
+        self, group: list[AskedTrial], dqns: list[DQNConfig], lead: str, pruned: set[int]
+    ) -> WalkHooks:
+        """A batch's walk: each fold's net validation Sharpe to its trial's pruner; a pruned member stops
+        walking (added to `pruned`) with its report written."""
+        walk, run = self.walk, self.walk.run
+
+        def on_fold(done: FoldDone) -> set[int]:
+            fold = done.fold.fold
+            for k, outcome in done.results.items():
+                asked = group[k]
+                if isinstance(outcome, FoldOutcome) and asked.report_fold(
+                    fold, walk.fold_done(asked.number, fold, outcome)
+                ):
+                    if not asked.stale:  # a stale trial's retry, elsewhere, writes its own report
+                        walk.write_report(asked.number, asked.params, dqns[k], dict(done.outcomes[k]), None)
+                    pruned.add(k)
+            return pruned
+
+        def at_fold(fold: int | None) -> None:
+            run.current_fold = fold
+
+        return WalkHooks(lambda m: run.progress(f"{lead} {m}"), run.check, at_fold, on_fold=on_fold)
 
 
 def params_text(params: dict[str, Any]) -> str:

@@ -1,5 +1,6 @@
-"""The one fold loop, used by a run, a trial and a batch of trials: reset → train → validate → save →
-report, for every member of the trainer named; and taking over a fold an earlier attempt completed.
+"""One fold, for every member of the trainer named: reset → train → validate → save → report
+(`train_fold`, which `walk.walk_folds` calls for each fold); and taking over a fold an earlier attempt
+completed (`load_fold`).
 
 A fold writes under `fold_N/`: `weights.pt` (the online network, for `torch.load(weights_only=True)`),
 `norm_stats_foldN.json`, `positions.npy` (its greedy validation positions, which the run's stitched

@@ -1,0 +1,97 @@
+"""The one walk over folds (`run.walk.walk_folds`), with a stand-in for one fold's training: the folds in
+order, taken-over folds not trained, diverged and stopped members leaving, the rest walking on."""
+
+from __future__ import annotations
+
+import pytest
+
+from foxhunt.data.folds import FoldRange
+from foxhunt.run import walk as walk_module
+from foxhunt.run.fold import FoldOutcome
+from foxhunt.run.walk import WalkHooks, walk_folds
+from foxhunt.train import TrainingDiverged
+
+FOLDS = [FoldRange(f, 100 * f, 100 * f + 80, 100 * f + 90, 100 * f + 100, 1.0) for f in range(4)]
+
+
+def _outcome(label: str) -> FoldOutcome:
+    return FoldOutcome(report=label, positions=None, baselines=None, outputs=None)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def trained(monkeypatch):
+    """The calls the walk makes to train one fold: (fold, members); members diverge as `diverge` says."""
+    calls: list[tuple[int, tuple[int, ...]]] = []
+    diverge: dict[tuple[int, int], TrainingDiverged] = {}
+
+    def train_fold(trainer, fold_range, epochs, outs, progress, check, **kwargs):
+        calls.append((fold_range.fold, tuple(outs)))
+        return {k: diverge.get((fold_range.fold, k)) or _outcome(f"{k}@{fold_range.fold}") for k in outs}
+
+    monkeypatch.setattr(walk_module, "train_fold", train_fold)
+    return calls, diverge
+
+
+def _walk(hooks: WalkHooks | None = None, members=(0, 1, 2)):
+    return walk_folds(None, FOLDS, {k: f"out/{k}" for k in members}, 3, None, hooks=hooks)  # type: ignore[arg-type]
+
+
+def test_every_member_walks_every_fold_in_order_trained_together(trained):
+    calls, _ = trained
+    walked = _walk()
+    assert calls == [(f, (0, 1, 2)) for f in range(4)]
+    assert {k: [o.report for o in by_fold.values()] for k, by_fold in walked.outcomes.items()} == {
+        k: [f"{k}@{f}" for f in range(4)] for k in (0, 1, 2)
+    }
+    assert all(walked.finished(k) for k in (0, 1, 2))
+
+
+def test_a_diverged_member_leaves_with_its_failure_and_the_others_walk_on(trained):
+    calls, diverge = trained
+    failure = TrainingDiverged("member 1: loss is NaN")
+    diverge[(1, 1)] = failure
+    walked = _walk()
+    assert calls[2:] == [(2, (0, 2)), (3, (0, 2))]
+    assert walked.failures == {1: failure}
+    assert list(walked.outcomes[1]) == [0] and not walked.finished(1) and walked.finished(0)
+
+
+def test_a_member_the_caller_stops_after_a_fold_is_not_trained_again(trained):
+    calls, _ = trained
+    seen = []
+
+    def on_fold(done):
+        seen.append((done.fold.fold, {k: len(v) for k, v in done.outcomes.items()}))
+        return [2] if done.fold.fold == 1 else []
+
+    walked = _walk(WalkHooks(on_fold=on_fold))
+    assert calls[2:] == [(2, (0, 1)), (3, (0, 1))]
+    assert seen[1] == (1, {0: 2, 1: 2, 2: 2})  # the fold's outcomes are in before the caller is told
+    assert list(walked.outcomes[2]) == [0, 1] and not walked.finished(2)
+
+
+def test_a_fold_taken_over_is_not_trained_and_a_member_it_lacks_drops_out(trained):
+    calls, _ = trained
+    earlier = {0: _outcome("0 earlier"), 1: _outcome("1 earlier")}  # member 2 diverged in fold 0 before
+    told = []
+    hooks = WalkHooks(
+        taken_over=lambda fold: earlier if fold.fold == 0 else None,
+        on_fold=lambda done: told.append((done.fold.fold, done.taken)) or [],
+    )
+    walked = _walk(hooks)
+    assert calls == [(f, (0, 1)) for f in (1, 2, 3)]
+    assert walked.outcomes[0][0] is earlier[0] and walked.outcomes[2] == {}
+    assert told == [(0, True), (1, False), (2, False), (3, False)]
+
+
+def test_the_walk_says_which_fold_it_is_in_and_checks_before_each(trained):
+    events = []
+    hooks = WalkHooks(check=lambda: events.append("check"), at_fold=lambda fold: events.append(fold))
+    _walk(hooks)
+    assert events == ["check", 0, "check", 1, "check", 2, "check", 3, None]
+
+
+def test_the_walk_ends_when_no_member_is_left(trained):
+    calls, _ = trained
+    walked = _walk(WalkHooks(on_fold=lambda done: [0]), members=(0,))
+    assert calls == [(0, (0,))] and list(walked.outcomes[0]) == [0]
