@@ -22,7 +22,7 @@ return of each segment's first bar, where the cost is paid), so a run costs per 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -202,6 +202,17 @@ def summarise(outcomes: list[RunOutcome]) -> dict:
     out["mean_best_tail_sharpe"] = float(np.mean([o.best_tail for o in outcomes]))
     out["mean_shadow_sharpe"] = float(np.mean([o.shadow for o in outcomes]))
     return out
+
+
+def coarsened(s: Scenario, minutes: int, years: float = 2.0) -> tuple[Shape, Scenario]:
+    """The default shape and `s` at bars of `minutes` minutes: bars a year, window and holding lengths
+    divided by `minutes`, the per-bar volatility times its square root. A zero Sharpe's standard error
+    sqrt(bars a year / bars), the cost per year (changes a year are kept) and the annual volatility are
+    unchanged, so the rates are the minute bars' up to the noise's shape (a sum of t's is nearer normal,
+    which over thousands of bars a window does not matter) and the purge (60 bars, now longer). Faster
+    by `minutes`: what the tests run."""
+    shape = default_shape(years, BARS_PER_YEAR / minutes)
+    return shape, replace(s, holding_bars=s.holding_bars / minutes, sigma=s.sigma * math.sqrt(minutes))
 
 
 def simulate(shape: Shape, s: Scenario, runs: int, seed: int, config: DQNConfig | None = None) -> dict:
