@@ -32,7 +32,7 @@ def _summary(seeds: dict[str, tuple[float, float, float]], hold: float = 0.5) ->
 
 def test_the_feature_oracle_is_the_best_supervised_model_and_seeds_outside_their_interval_are_named():
     got = learner.run_figures(_summary({"0": (4.0, 2.0, 6.0), "1": (-3.0, -5.0, -0.5), "2": (0.2, 0.4, 1.0)}))
-    assert got["feature_oracle"] == {"name": "mlp_60", "sharpe": 5.0}
+    assert got["feature_oracle"] == {"name": "mlp_60", "sharpe": 5.0, "ci": [-1.0, 1.0]}
     assert got["seeds_below_flat"] == ["1"]
     assert got["seeds_above_flat_and_buy_and_hold"] == ["0"]  # seed 2's interval starts below buy-and-hold
     assert got["median"] == 0.2

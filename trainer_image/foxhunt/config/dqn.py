@@ -100,6 +100,29 @@ class DQNConfig:
         high=100,
         unit="standard errors",
     )
+    select_pool: str = setting(
+        "fold",
+        "With select_tail_share, what decides whether a fold trades: fold, its own tail alone "
+        "(select_min_t); pooled, its tail and the earlier folds' out-of-sample windows of the policies "
+        "they chose, bar-weighted (foxhunt.train.evidence).",
+        choices=("fold", "pooled"),
+    )
+    select_pool_t: float = setting(
+        3.0,
+        "With select_pool pooled: the pooled net Sharpe must exceed select_min_sharpe plus this many "
+        "standard errors of a zero Sharpe over all the pooled bars, sqrt(bars a year / pooled bars).",
+        low=0,
+        high=100,
+        unit="standard errors",
+    )
+    select_pool_guard: float = setting(
+        0.0,
+        "With select_pool pooled: the fold's own best tail net Sharpe must also exceed this (a fold "
+        "whose own tail loses does not trade on the others' evidence).",
+        low=-1e3,
+        high=1e3,
+        unit="annualised Sharpe",
+    )
     n_step: int = setting(
         1,
         "Bars the TD target holds the action before it bootstraps (discounted held returns, cost paid "

@@ -324,13 +324,15 @@ def generate_sample_bars(
     news_bars: int | None = None,
     news_jump: float | None = None,
     signal: bool = True,
+    timestamps: np.ndarray | None = None,
 ) -> Bars:
     """Deterministic minute bars (weekdays only) with a planted signal, as `foxhunt.data.sample` says.
 
     Defaults (None): 4 bp per minute of noise and news bars every 250 minutes on average whose
     direction drifts on for 60 bars. `signal=False` plants nothing predictable (no drift, no
     autocorrelation) in otherwise the same bars. `news_rate=0, ar_coef=0.3, sigma=1e-3` reproduces
-    the old AR(1) sample bars exactly.
+    the old AR(1) sample bars exactly. `timestamps` (int64 ns, increasing, `n_bars` of them) replace the
+    weekday minutes from `start` (`foxhunt.data.sample` has calendars); they enter the content hash.
     """
     from foxhunt.data import sample as sd
 
@@ -345,12 +347,9 @@ def generate_sample_bars(
     if not signal:
         params.update(ar_coef=0.0, news_drift=0.0)
     rng = np.random.default_rng(seed)
-    # Minutes of weekdays only, like spot FX's weekend gap.
-    t0 = np.datetime64(start, "m")
-    minutes = np.arange(int(n_bars * 1.5) + 10_080, dtype=np.int64)
-    stamps = t0 + minutes.astype("timedelta64[m]")
-    weekday = (stamps.astype("datetime64[D]").astype(np.int64) + 3) % 7  # 0 = Monday
-    stamps = stamps[weekday < 5][:n_bars]
+    ts = sd.fx_minutes(n_bars, start) if timestamps is None else np.asarray(timestamps, dtype=np.int64)
+    if ts.shape != (n_bars,) or bool(np.any(np.diff(ts) <= 0)):
+        raise ValueError(f"timestamps must be {n_bars} increasing int64 ns, got shape {ts.shape}")
     planted = sd.planted_returns(n_bars, rng, np.random.default_rng((seed, 1)), **params)
     close = 1.1 * np.exp(np.cumsum(planted.returns))
     open_ = np.empty_like(close)
@@ -360,10 +359,14 @@ def generate_sample_bars(
     high = np.maximum(open_, close) * np.exp(wick[0])
     low = np.minimum(open_, close) * np.exp(-wick[1])
     volume = np.floor(rng.lognormal(4.0, 1.0, n_bars) * np.where(planted.news, sd.NEWS_VOLUME_FACTOR, 1.0))
-    ts = stamps.astype("datetime64[ns]").astype(np.int64)
     planted_key = ":".join(f"{k}={v!r}" for k, v in params.items())
-    digest = hashlib.sha256(f"sample:{n_bars}:{seed}:{start}:{planted_key}".encode()).hexdigest()
+    calendar = "" if timestamps is None else hashlib.sha256(ts.tobytes()).hexdigest()[:16]
+    calendar_key = f":{calendar}" if calendar else ""  # empty for the weekday minutes: old hashes hold
+    digest = hashlib.sha256(
+        f"sample:{n_bars}:{seed}:{start}:{planted_key}{calendar_key}".encode()
+    ).hexdigest()
     source = f"sample://n={n_bars},seed={seed}" + ("" if signal else ",signal=off")
+    source += f",calendar={calendar}" if calendar else ""
     return Bars(ts, open_, high, low, close, volume, source=source, content_hash=digest)
 
 

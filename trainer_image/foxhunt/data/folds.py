@@ -71,7 +71,8 @@ def days_to_ns(days: float) -> int:
     return round(days * NS_PER_DAY)
 
 
-def _as_timestamps(timestamps: np.ndarray) -> np.ndarray:
+def as_timestamps(timestamps: np.ndarray) -> np.ndarray:
+    """`timestamps` as a 1-D int64-ns array, checked strictly increasing (BadInput otherwise)."""
     ts = np.asarray(timestamps)
     if ts.dtype.kind == "M":
         ts = ts.astype("datetime64[ns]").view(np.int64)
@@ -105,34 +106,28 @@ def difficulty(close_returns: np.ndarray | None, train: slice, val: slice) -> fl
     return _realized_vol(close_returns[val]) / train_vol
 
 
-def generate_walk_forward_indices(
-    timestamps: np.ndarray,
-    config: FoldConfig,
-    *,
-    close_returns: np.ndarray | None = None,
-) -> list[FoldRange]:
-    """Walk-forward folds over `timestamps` (int64 ns, strictly increasing) as row-index ranges.
+@dataclass(frozen=True)
+class FoldWindows:
+    """The candidate folds as calendar windows (int64 ns, end-exclusive), before any row is counted.
 
-    `close_returns`, when given, is the 1-bar log-return series aligned with `timestamps` (e.g. the
-    first target column) and sets each fold's `difficulty_score`. The rules are in the module
-    docstring. The config checked itself when it was built (FoldConfig); timestamps that are not
-    strictly increasing, or data in which no fold fits, are BadInput (a ValueError).
+    Candidate ``k`` trains on ``[train_start[k], train_end[k])`` and validates on
+    ``[train_end[k], val_end[k])``; which candidates become folds depends on the rows inside them.
     """
-    ts = _as_timestamps(timestamps)
-    n = len(ts)
-    if close_returns is not None:
-        close_returns = np.asarray(close_returns)
-    if close_returns is not None and close_returns.shape != (n,):
-        raise ValueError(f"close_returns must have shape ({n},) like timestamps, got {close_returns.shape}")
-    needed_rows = config.min_train_rows + config.purge_bars + config.min_val_rows
-    if n < needed_rows:
-        raise BadInput(
-            f"too few timestamps: {n} rows, but one fold needs at least {needed_rows} "
-            f"(min_train_rows {config.min_train_rows} + purge_bars {config.purge_bars} "
-            f"+ min_val_rows {config.min_val_rows})"
-        )
 
-    t0, t_last = int(ts[0]), int(ts[-1])
+    train_start: np.ndarray
+    train_end: np.ndarray
+    val_end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.train_end)
+
+
+def fold_windows(t0: int, t_last: int, config: FoldConfig) -> FoldWindows:
+    """The candidate windows of data spanning ``[t0, t_last]`` (ns), by the rules of the module docstring.
+
+    A validation window longer than the whole span is BadInput. The same windows serve one instrument
+    (its first and last bar) and a universe (the first and last bar of any instrument).
+    """
     train_ns, val_ns, step_ns = (
         days_to_ns(d) for d in (config.train_days, config.val_days, config.step_days)
     )
@@ -154,10 +149,42 @@ def generate_walk_forward_indices(
     # No bar lies past t_last, so capping the validation length there changes no index but keeps
     # a huge val_days from overflowing int64.
     val_window_end = train_window_end + min(val_ns, t_last + 1 - t0)
+    return FoldWindows(train_window_start, train_window_end, val_window_end)
 
-    train_start = np.searchsorted(ts, train_window_start, side="left")
-    val_start = np.searchsorted(ts, train_window_end, side="left")
-    val_end = np.searchsorted(ts, val_window_end, side="left")
+
+def generate_walk_forward_indices(
+    timestamps: np.ndarray,
+    config: FoldConfig,
+    *,
+    close_returns: np.ndarray | None = None,
+) -> list[FoldRange]:
+    """Walk-forward folds over `timestamps` (int64 ns, strictly increasing) as row-index ranges.
+
+    `close_returns`, when given, is the 1-bar log-return series aligned with `timestamps` (e.g. the
+    first target column) and sets each fold's `difficulty_score`. The rules are in the module
+    docstring. The config checked itself when it was built (FoldConfig); timestamps that are not
+    strictly increasing, or data in which no fold fits, are BadInput (a ValueError).
+    """
+    ts = as_timestamps(timestamps)
+    n = len(ts)
+    if close_returns is not None:
+        close_returns = np.asarray(close_returns)
+    if close_returns is not None and close_returns.shape != (n,):
+        raise ValueError(f"close_returns must have shape ({n},) like timestamps, got {close_returns.shape}")
+    needed_rows = config.min_train_rows + config.purge_bars + config.min_val_rows
+    if n < needed_rows:
+        raise BadInput(
+            f"too few timestamps: {n} rows, but one fold needs at least {needed_rows} "
+            f"(min_train_rows {config.min_train_rows} + purge_bars {config.purge_bars} "
+            f"+ min_val_rows {config.min_val_rows})"
+        )
+
+    t0, t_last = int(ts[0]), int(ts[-1])
+    windows = fold_windows(t0, t_last, config)
+
+    train_start = np.searchsorted(ts, windows.train_start, side="left")
+    val_start = np.searchsorted(ts, windows.train_end, side="left")
+    val_end = np.searchsorted(ts, windows.val_end, side="left")
     train_end = val_start - config.purge_bars
 
     fits = (train_end - train_start >= config.min_train_rows) & (val_end - val_start >= config.min_val_rows)

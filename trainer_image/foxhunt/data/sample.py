@@ -89,3 +89,48 @@ def planted_returns(
 def sample_returns(n_bars: int, seed: int = 0, **params) -> PlantedReturns:
     """The planted returns exactly as `generate_sample_bars(n_bars, seed, **params)` draws them."""
     return planted_returns(n_bars, np.random.default_rng(seed), np.random.default_rng((seed, 1)), **params)
+
+
+def fx_minutes(n_bars: int, start: str = "2024-01-01T00:00:00") -> np.ndarray:
+    """`n_bars` minute timestamps (int64 ns UTC) from `start`, weekdays only: spot FX's 24x5 calendar."""
+    t0 = np.datetime64(start, "m")
+    minutes = np.arange(int(n_bars * 1.5) + 10_080, dtype=np.int64)  # 5/7 of it are weekdays: enough
+    stamps = t0 + minutes.astype("timedelta64[m]")
+    weekday = (stamps.astype("datetime64[D]").astype(np.int64) + 3) % 7  # 0 = Monday
+    return stamps[weekday < 5][:n_bars].astype("datetime64[ns]").astype(np.int64)
+
+
+# An exchange's yearly closures (month-day), observed on whichever weekday they fall: enough to put holes
+# in a calendar that an FX calendar does not have.
+EXCHANGE_HOLIDAYS = ("01-01", "05-01", "12-24", "12-25", "12-26", "12-31")
+
+
+def session_minutes(
+    first_ns: int,
+    last_ns: int,
+    *,
+    open_utc: str = "08:00",
+    close_utc: str = "16:30",
+    holidays: tuple[str, ...] = EXCHANGE_HOLIDAYS,
+    extra_closed: tuple[str, ...] = (),
+) -> np.ndarray:
+    """Minute timestamps (int64 ns UTC) in `[first_ns, last_ns]` of an exchange's sessions.
+
+    Weekdays from `open_utc` (inclusive) to `close_utc` (exclusive), less the yearly `holidays`
+    ("MM-DD") and the dates in `extra_closed` ("YYYY-MM-DD"): one session a day, nights, weekends and
+    holidays closed, unlike FX's 24x5.
+    """
+    open_m, close_m = (int(t[:2]) * 60 + int(t[3:]) for t in (open_utc, close_utc))
+    if not 0 <= open_m < close_m <= 1440:
+        raise ValueError(f"session {open_utc}-{close_utc}: expected open before close within one UTC day")
+    first_day = np.datetime64(int(first_ns), "ns").astype("datetime64[D]")
+    last_day = np.datetime64(int(last_ns), "ns").astype("datetime64[D]")
+    days = np.arange(first_day, last_day + 1)
+    weekday = (days.astype(np.int64) + 3) % 7
+    month_day = np.array([str(d)[5:] for d in days])
+    closed = np.isin(month_day, holidays) | np.isin(days, np.array(extra_closed, dtype="datetime64[D]"))
+    days = days[(weekday < 5) & ~closed]
+    day_ns = days.astype("datetime64[ns]").astype(np.int64)
+    offsets = (open_m + np.arange(close_m - open_m, dtype=np.int64)) * 60_000_000_000
+    stamps = (day_ns[:, None] + offsets[None, :]).reshape(-1)
+    return stamps[(stamps >= first_ns) & (stamps <= last_ns)]

@@ -1,0 +1,133 @@
+"""The pooled trading decision (foxhunt.train.evidence): a fold trades on its own tail and the earlier folds'
+out-of-sample windows, pooled by bars, with a guard on its own tail and no window from its validation on."""
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from foxhunt.config import DQNConfig
+from foxhunt.errors import ConfigError
+from foxhunt.train.evidence import PooledDecision, WindowEvidence, pooled_decision, zero_sharpe_error
+from foxhunt.train.selection import tail_gate
+
+PER_YEAR = 362_880.0  # 252 days of 1440 minute bars
+TAIL = 30_000
+VAL_START = 10_000_000  # fold 3's first validation bar, ns
+POOLED = replace(DQNConfig(), select_pool="pooled")
+
+
+def tail(sharpe: float, bars: int = TAIL, fold: int = 3, end_ns: int = VAL_START - 61) -> WindowEvidence:
+    return WindowEvidence(fold, "tail", bars, sharpe, end_ns)
+
+
+def oos(fold: int, sharpe: float, bars: int = TAIL, end_ns: int | None = None) -> WindowEvidence:
+    return WindowEvidence(
+        fold, "out_of_sample", bars, sharpe, VAL_START - 1 - fold if end_ns is None else end_ns
+    )
+
+
+def decide(own: WindowEvidence, earlier=(), config: DQNConfig = POOLED, **kw) -> PooledDecision:
+    return pooled_decision(own, earlier, config, PER_YEAR, VAL_START, **kw)
+
+
+@pytest.mark.parametrize("sharpe", [-5.0, 0.0, 9.0, 10.4, 10.5, 11.0, 30.0])
+def test_without_earlier_evidence_it_is_todays_tail_gate(sharpe):
+    today = tail_gate(DQNConfig(), TAIL, PER_YEAR)  # 3 · sqrt(362,880 / 30,000) = 10.43
+    decision = decide(tail(sharpe))
+    assert decision.gate == today
+    assert decision.trade == (sharpe > today)
+
+
+def test_three_earlier_windows_of_the_tails_length_halve_the_gates_errors():
+    config = replace(POOLED, select_min_sharpe=1.0)
+    alone = decide(tail(0.0), config=config).gate
+    pooled = decide(tail(0.0), [oos(0, 0.0), oos(1, 0.0), oos(2, 0.0)], config=config).gate
+    assert pooled - 1.0 == pytest.approx((alone - 1.0) / 2)  # four times the bars: sqrt(4)
+    assert pooled - 1.0 == pytest.approx(3 * zero_sharpe_error(4 * TAIL, PER_YEAR))
+
+
+def test_the_pooled_sharpe_is_weighted_by_bars():
+    # 10,000 bars at 0 and 30,000 at 8: 6 by bars; an unweighted mean would say 4.
+    decision = decide(tail(0.0, bars=10_000), [oos(1, 8.0, bars=30_000)])
+    assert decision.pooled_sharpe == pytest.approx(6.0)
+    assert decision.bars == 40_000
+
+
+def test_evidence_a_fold_alone_misses_trades_when_pooled():
+    # Tail Sharpe 6 (gate 10.4 alone); with five earlier months at 6 the gate is 4.26.
+    earlier = [oos(j, 6.0) for j in range(3)] + [oos(j, 6.0, end_ns=VAL_START - 100 - j) for j in range(3, 5)]
+    assert not decide(tail(6.0)).trade
+    assert decide(tail(6.0), [replace(w, fold=min(w.fold, 2)) for w in earlier]).trade
+
+
+def test_a_window_ending_at_the_validation_start_is_not_used():
+    # A window whose last bar is the fold's first validation bar would decide it: it must be ignored.
+    late = oos(2, 50.0, end_ns=VAL_START)
+    decision = decide(tail(8.0), [late])
+    assert not decision.trade and decision.windows == (tail(8.0),) and decision.ignored == 1
+    assert decide(tail(8.0), [replace(late, end_ns=VAL_START - 1)]).trade  # one ns earlier: used
+
+
+def test_a_later_folds_window_is_not_used_even_when_it_ends_earlier():
+    decision = decide(tail(8.0), [oos(3, 50.0), oos(4, 50.0, end_ns=0)])
+    assert not decision.trade and decision.ignored == 2
+
+
+def test_changing_windows_at_or_after_the_validation_start_changes_nothing():
+    earlier = [oos(0, 2.0), oos(1, 9.0), oos(2, 4.0)]
+    base = decide(tail(7.0), earlier)
+    for sharpe in (-100.0, 0.0, 100.0):
+        later = [oos(1, sharpe, end_ns=VAL_START), oos(2, sharpe, end_ns=VAL_START + 5)]
+        changed = decide(tail(7.0), earlier + later)
+        assert (changed.trade, changed.pooled_sharpe, changed.gate) == (
+            base.trade,
+            base.pooled_sharpe,
+            base.gate,
+        )
+
+
+def test_a_fold_whose_own_tail_does_not_beat_the_guard_stays_flat_on_strong_evidence():
+    strong = [oos(j, 20.0) for j in range(3)]
+    decision = decide(tail(-1.0), strong)
+    assert decision.pooled_sharpe > decision.gate and not decision.trade
+    assert "guard" in decision.reason
+    assert decide(tail(0.5), strong).trade  # above the guard of 0
+    assert not decide(tail(0.5), strong, config=replace(POOLED, select_pool_guard=1.0)).trade
+
+
+def test_earlier_tails_are_left_out_unless_weighted():
+    biased = [tail(12.0, fold=j, end_ns=j) for j in range(3)]  # best-of-E tails of folds 0-2
+    assert decide(tail(8.0), biased).windows == (tail(8.0),)
+    weighted = decide(tail(8.0), biased, earlier_tail_weight=0.5)
+    assert weighted.bars == TAIL * 2.5 and weighted.pooled_sharpe == pytest.approx((8 + 1.5 * 12) / 2.5)
+
+
+def test_a_fold_with_no_scored_epoch_never_trades():
+    assert not decide(tail(-math.inf), [oos(0, 50.0)]).trade
+
+
+def test_the_own_tail_must_be_a_tail_before_the_validation_start():
+    with pytest.raises(ValueError, match="own tail"):
+        decide(tail(1.0, end_ns=VAL_START))
+    with pytest.raises(ValueError, match="own tail"):
+        decide(oos(3, 1.0))
+
+
+def test_a_window_needs_a_known_kind_and_a_bar():
+    with pytest.raises(ValueError, match="kind"):
+        WindowEvidence(0, "validation", 10, 1.0, 0)
+    with pytest.raises(ValueError, match="bars"):
+        WindowEvidence(0, "tail", 0, 1.0, 0)
+
+
+def test_the_default_keeps_the_per_fold_decision_and_the_settings_are_checked():
+    assert (DQNConfig().select_pool, DQNConfig().select_pool_t, DQNConfig().select_pool_guard) == (
+        "fold",
+        3.0,
+        0.0,
+    )
+    with pytest.raises(ConfigError, match="select_pool"):
+        DQNConfig(select_pool="run")
+    with pytest.raises(ConfigError, match="select_pool_t"):
+        DQNConfig(select_pool_t=-1.0)

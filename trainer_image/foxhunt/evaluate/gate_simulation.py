@@ -1,0 +1,222 @@
+"""How often the trading decision trades on noise, and how often on an edge: a simulation that keeps the
+best epoch as the trainer does, with the evaluation's cost (bench/gate_false_positive.py runs it).
+
+A run is a timeline of minute bars at the default shape (`default_shape`: two years of 252 × 1440 bars a
+year, the default folds' tails and validation windows, in bars), per-bar returns iid Student-t (df 4,
+`sigma` a minute: the sample's 4 bp) plus an optional planted drift. Time is cut into segments of
+geometric length (mean `holding_bars`); every candidate policy holds one position in {−1, 0, 1} per
+segment, from a standard normal latent thresholded so that `flat_share` of segments are flat. A fold
+trains E epochs: E candidates whose latents follow an AR(1) across epochs (`epoch_correlation`:
+consecutive epochs' policies are alike), share `fold_correlation` of their variance with a run-wide
+latent (a learner that keeps finding the same pattern), and, for the power side, correlate `skill` with
+the sign of the planted drift. Each candidate is scored on the fold's tail (net Sharpe, entered from
+flat, `cost` per unit of position change), the best is kept (ties: the earlier epoch), and the fold
+decides by today's gate (`tail_gate`'s formula) and by the pooled decision (`pooled_decision`, with the
+earlier folds' shadow out-of-sample windows; and, to measure why they are left out, with earlier tails).
+
+Exact at full minute resolution, not an approximation: positions are constant within a segment, so a
+window's sum and sum of squares of the net per-bar P&L come from per-segment sums of r and r² (and the
+return of each segment's first bar, where the cost is paid), so a run costs per segment, not per bar.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from statistics import NormalDist
+
+import numpy as np
+
+from foxhunt.config import DQNConfig, EvalConfig, FoldConfig
+from foxhunt.train.evidence import WindowEvidence, pooled_decision, sharpe_gate
+
+BARS_PER_YEAR = 252 * 1440  # minute bars of a 24-hour, 252-day market
+TRAIN_TAIL_MIN_ROWS = 64  # selection.MIN_TAIL_ROWS (train.selection imports torch; the rule is repeated)
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A run's layout in bars: per fold (tail start, tail end, validation start, validation end)."""
+
+    bars: int
+    bars_per_year: float
+    folds: tuple[tuple[int, int, int, int], ...]
+
+
+def default_shape(years: float = 2.0, bars_per_year: float = BARS_PER_YEAR) -> Shape:
+    """The default folds (FoldConfig, DQNConfig.select_tail_share) over `years` of regular bars, in bars:
+    calendar days convert at bars_per_year / 365.25 bars a day, as foxhunt's annualisation does."""
+    fc, share = FoldConfig(), DQNConfig().select_tail_share
+    per_day = bars_per_year / 365.25
+    total = round(years * bars_per_year)
+    train, val, step = (round(d * per_day) for d in (fc.train_days, fc.val_days, fc.step_days))
+    folds = []
+    k = 0
+    while k * step + train < total:
+        val_start = k * step + train
+        train_end = val_start - fc.purge_bars
+        tail = max(TRAIN_TAIL_MIN_ROWS, math.ceil((train - fc.purge_bars) * share))
+        val_end = min(val_start + val, total)
+        if val_end - val_start >= fc.min_val_rows:
+            folds.append((train_end - tail, train_end, val_start, val_end))
+        k += 1
+    return Shape(total, bars_per_year, tuple(folds))
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the learner's candidates look like, and the market they trade."""
+
+    epochs: int = 50
+    cost: float = EvalConfig().cost_per_change  # per unit of position change (the evaluation's default)
+    holding_bars: float = 30.0  # mean bars a segment (one position) lasts
+    flat_share: float = 0.5  # share of segments a candidate is flat
+    epoch_correlation: float = 0.9  # of consecutive epochs' latents
+    fold_correlation: float = 0.0  # share of a latent's variance common to every fold of a run
+    sigma: float = 4e-4  # per-bar return volatility (the sample's 4 bp a minute)
+    df: float = 4.0  # Student-t degrees of freedom of the per-bar noise
+    drift_sharpe: float = 0.0  # annualised Sharpe of holding sign(drift) always (0: no edge)
+    skill: float = 0.0  # correlation of a candidate's latent with the drift's sign
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """One run's per-fold decisions and figures (arrays over its folds)."""
+
+    per_fold: np.ndarray  # bool: today's gate trades
+    pooled: np.ndarray  # bool: the pooled decision trades
+    pooled_with_tails: np.ndarray  # bool: the pooled decision with earlier tails at full weight trades
+    best_tail: np.ndarray  # the kept epoch's tail Sharpe
+    shadow: np.ndarray  # the kept epoch's out-of-sample Sharpe (before any flattening)
+
+
+class _Market:
+    """A run's returns and segments, with the cumulative sums a window's figures are read from."""
+
+    def __init__(self, shape: Shape, s: Scenario, rng: np.random.Generator) -> None:
+        n = shape.bars
+        lengths = rng.geometric(min(1.0, 1.0 / s.holding_bars), size=int(2 * n / s.holding_bars) + 16)
+        starts = np.concatenate([[0], np.cumsum(lengths)])
+        self.starts = starts[starts < n]
+        self.segment = np.zeros(n, dtype=np.int64)
+        self.segment[self.starts[1:]] = 1
+        self.segment = np.cumsum(self.segment)
+        segments = len(self.starts)
+        self.direction = rng.choice(np.array([-1.0, 1.0]), size=segments)
+        self.common = rng.standard_normal(segments)  # the run-wide latent (fold_correlation)
+        noise = rng.standard_t(s.df, size=n) * (s.sigma / math.sqrt(s.df / (s.df - 2.0)))
+        drift = s.drift_sharpe * s.sigma / math.sqrt(shape.bars_per_year)
+        self.r = noise + drift * self.direction[self.segment]
+        self.cum = np.concatenate([[0.0], np.cumsum(self.r)])
+        self.cum2 = np.concatenate([[0.0], np.cumsum(self.r * self.r)])
+
+    def pieces(self, a: int, b: int) -> tuple[np.ndarray, ...]:
+        """Window [a, b) cut at segment starts: each piece's segment, length, sum r, sum r², first r."""
+        inner = self.starts[(self.starts > a) & (self.starts < b)]
+        first = np.concatenate([[a], inner])
+        last = np.concatenate([inner, [b]])
+        sums = self.cum[last] - self.cum[first]
+        squares = self.cum2[last] - self.cum2[first]
+        return self.segment[first], last - first, sums, squares, self.r[first]
+
+
+def window_sharpe(
+    positions: np.ndarray, piece: tuple[np.ndarray, ...], cost: float, per_year: float
+) -> np.ndarray:
+    """Annualised net Sharpe (population std, 0 when flat) of each row of `positions` (candidates × pieces)
+    held over the window's pieces, entered from flat, paying `cost` per unit of position change."""
+    _, length, sums, squares, first = piece
+    p = positions.astype(np.float64)
+    change = np.abs(np.diff(p, axis=1, prepend=0.0))
+    n = float(length.sum())
+    total = p @ sums - cost * change.sum(axis=1)
+    total2 = (p * p) @ squares + cost * cost * (change * change).sum(axis=1) - 2 * cost * (change * p) @ first
+    mean = total / n
+    var = np.maximum(total2 / n - mean * mean, 0.0)
+    safe = np.where(var > 1e-30, var, 1.0)
+    return np.where(var > 1e-30, mean / np.sqrt(safe), 0.0) * math.sqrt(per_year)
+
+
+def _latents(m: _Market, segs: np.ndarray, s: Scenario, rng: np.random.Generator) -> np.ndarray:
+    """Candidates × segments standard normal latents: AR(1) across epochs, the run-wide share, the skill."""
+    z = rng.standard_normal((s.epochs, len(segs)))
+    rho = s.epoch_correlation
+    for e in range(1, s.epochs):
+        z[e] = rho * z[e - 1] + math.sqrt(1 - rho * rho) * z[e]
+    noise = math.sqrt(s.fold_correlation) * m.common[segs] + math.sqrt(1 - s.fold_correlation) * z
+    return s.skill * m.direction[segs] + math.sqrt(1 - s.skill * s.skill) * noise
+
+
+def simulate_run(shape: Shape, s: Scenario, config: DQNConfig, rng: np.random.Generator) -> RunOutcome:
+    """One run: every fold's E candidates scored on its tail, the best kept, its shadow out-of-sample
+    Sharpe recorded, and each decision taken on what is known at the fold's validation start."""
+    m = _Market(shape, s, rng)
+    edge = NormalDist().inv_cdf((1 + s.flat_share) / 2)
+    per_year = shape.bars_per_year
+    rows: list[tuple[bool, bool, bool, float, float]] = []
+    history: list[WindowEvidence] = []
+    for fold, (t0, t1, v0, v1) in enumerate(shape.folds):
+        tail, val = m.pieces(t0, t1), m.pieces(v0, v1)
+        segs, where = np.unique(np.concatenate([tail[0], val[0]]), return_inverse=True)
+        latent = _latents(m, segs, s, rng)
+        positions = np.where(latent > edge, 1, np.where(latent < -edge, -1, 0)).astype(np.int8)
+        tail_pos, val_pos = positions[:, where[: len(tail[0])]], positions[:, where[len(tail[0]) :]]
+        sharpes = window_sharpe(tail_pos, tail, s.cost, per_year)
+        best = int(np.argmax(sharpes))  # the first of equal maxima: the earlier epoch, as the trainer
+        shadow = float(window_sharpe(val_pos[best : best + 1], val, s.cost, per_year)[0])
+        own = WindowEvidence(fold, "tail", t1 - t0, float(sharpes[best]), t1 - 1)
+        gate = sharpe_gate(config.select_min_sharpe, config.select_min_t, t1 - t0, per_year)
+        pooled = pooled_decision(own, history, config, per_year, v0)
+        with_tails = pooled_decision(own, history, config, per_year, v0, earlier_tail_weight=1.0)
+        rows.append((own.sharpe > gate, pooled.trade, with_tails.trade, own.sharpe, shadow))
+        history += [own, WindowEvidence(fold, "out_of_sample", v1 - v0, shadow, v1 - 1)]
+    per_fold, pooled_trades, tails_trades, best_tail, shadows = (np.array(c) for c in zip(*rows, strict=True))
+    return RunOutcome(per_fold, pooled_trades, tails_trades, best_tail, shadows)
+
+
+def rate(hits: int, n: int) -> dict:
+    """A rate with its Wilson 95% interval (binomial: exact for runs; folds of one run are not independent
+    under the pooled decision, so its per-fold interval is too narrow)."""
+    if n == 0:
+        return {"rate": None, "n": 0, "low": None, "high": None}
+    p, z = hits / n, 1.959963984540054
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return {"rate": p, "n": n, "low": max(0.0, centre - half), "high": min(1.0, centre + half)}
+
+
+def summarise(outcomes: list[RunOutcome]) -> dict:
+    """Per decision: the share of folds that trade, of runs in which any fold trades, and per fold index;
+    the kept epochs' mean tail and shadow out-of-sample Sharpe."""
+    out: dict = {}
+    shadow = np.array([o.shadow for o in outcomes])
+    for name in ("per_fold", "pooled", "pooled_with_tails"):
+        trades = np.array([getattr(o, name) for o in outcomes])
+        out[name] = {
+            "fold_rate": rate(int(trades.sum()), trades.size),
+            "run_rate": rate(int(trades.any(axis=1).sum()), len(outcomes)),
+            "rate_by_fold": trades.mean(axis=0).round(5).tolist(),
+            # What trading earned out of sample: the traded folds' mean Sharpe (flat folds count 0).
+            "mean_traded_sharpe": float(np.mean(np.where(trades, shadow, 0.0))),
+        }
+    out["mean_best_tail_sharpe"] = float(np.mean([o.best_tail for o in outcomes]))
+    out["mean_shadow_sharpe"] = float(np.mean([o.shadow for o in outcomes]))
+    return out
+
+
+def coarsened(s: Scenario, minutes: int, years: float = 2.0) -> tuple[Shape, Scenario]:
+    """The default shape and `s` at bars of `minutes` minutes: bars a year, window and holding lengths
+    divided by `minutes`, the per-bar volatility times its square root. A zero Sharpe's standard error
+    sqrt(bars a year / bars), the cost per year (changes a year are kept) and the annual volatility are
+    unchanged, so the rates are the minute bars' up to the noise's shape (a sum of t's is nearer normal,
+    which over thousands of bars a window does not matter) and the purge (60 bars, now longer). Faster
+    by `minutes`: what the tests run."""
+    shape = default_shape(years, BARS_PER_YEAR / minutes)
+    return shape, replace(s, holding_bars=s.holding_bars / minutes, sigma=s.sigma * math.sqrt(minutes))
+
+
+def simulate(shape: Shape, s: Scenario, runs: int, seed: int, config: DQNConfig | None = None) -> dict:
+    """`runs` seeded runs of scenario `s` at `shape`, summarised (`summarise`)."""
+    rng = np.random.default_rng(seed)
+    cfg = config or DQNConfig()
+    return summarise([simulate_run(shape, s, cfg, rng) for _ in range(runs)])

@@ -1,0 +1,145 @@
+"""The pooled trading decision: whether a fold trades on all the evidence available at its start.
+
+Today's decision (`select_pool` "fold", `tail_gate`) looks at one window: the fold's own training
+tail, about a month at the default folds, where a zero Sharpe has a standard error of about 3.5, so
+no real edge clears a 3-error gate. The pooled decision (`select_pool` "pooled") adds what earlier
+folds showed out of sample and asks the question of the learner at these settings, not of one month.
+
+The evidence of fold k (each a `WindowEvidence`, its annualised net Sharpe over its bars):
+- its own tail: the best of E epochs' tail Sharpes, the window the epoch was picked on, so biased
+  upward (selection); it enters because it is the only evidence fold 0 has, and its weight shrinks
+  as out-of-sample bars accumulate;
+- each earlier fold j's OUT-OF-SAMPLE window: what the policy fold j chose by its own tail earned on
+  fold j's validation window, recorded whether or not fold j then went flat (a "shadow" record).
+  That policy was chosen before its window was seen, so its Sharpe is unbiased evidence of an edge.
+
+Earlier folds' TAILS are left out (weight 0 by default, `earlier_tail_weight`): each is a best of E
+epochs on that tail, biased upward by a few of its standard errors. That bias does not shrink as folds
+pool (every tail carries it) while the pooled standard error does, so the false-positive rate of a
+decision that pools them grows towards 1 with the fold count; bench/gate_false_positive.py measures
+it (the `with earlier tails` rows). A rolling fold's tail also re-scores bars an earlier fold's
+out-of-sample window already covers.
+
+No look-ahead, the rule: a window is used only when its last bar (`end_ns`) lies strictly before
+`before_ns`, the first bar of fold k's validation window, and it belongs to fold k itself (its tail)
+or to an earlier fold (j < k); any other window is ignored and `PooledDecision.ignored` counts it.
+
+Pooling is by bars: under no edge and iid per-bar returns, a window's annualised Sharpe has standard
+error sqrt(bars a year / bars), so the bar-weighted mean of the windows' Sharpes is the efficient
+pooled estimate, with standard error sqrt(bars a year / total bars). The fold trades when
+- pooled Sharpe > `select_min_sharpe` + `select_pool_t` · that error, and
+- its own best tail Sharpe > `select_pool_guard` (the guard against churn: a fold whose own tail
+  loses does not trade on the others' evidence).
+Without earlier evidence, and with `select_pool_t` = `select_min_t` and a guard at or under the gate,
+this is today's `tail_gate` decision exactly. Torch-free: the simulation and the walk share it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from foxhunt.config import DQNConfig
+
+KINDS = ("tail", "out_of_sample")
+
+
+@dataclass(frozen=True)
+class WindowEvidence:
+    """One window's evidence: a fold's net Sharpe over `bars` bars ending at `end_ns` (its last bar)."""
+
+    fold: int
+    kind: str  # "tail" (the fold's best epoch on its training tail) or "out_of_sample" (shadow record)
+    bars: int
+    sharpe: float  # annualised net Sharpe after the evaluation cost
+    end_ns: int  # time of the window's last bar, ns
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"window kind {self.kind!r}: expected one of {', '.join(KINDS)}")
+        if self.bars < 1:
+            raise ValueError(f"window of fold {self.fold}: {self.bars} bars, need at least 1")
+
+
+@dataclass(frozen=True)
+class PooledDecision:
+    """Whether a fold trades on the pooled evidence, and the figures it was decided on."""
+
+    trade: bool
+    pooled_sharpe: float  # bar-weighted mean Sharpe of the windows used
+    gate: float  # the pooled Sharpe it had to exceed
+    bars: float  # bars pooled (earlier tails count at their weight)
+    windows: tuple[WindowEvidence, ...]  # the windows used, own tail first
+    own_tail_sharpe: float
+    guard: float  # the own tail Sharpe it had to exceed
+    reason: str
+    ignored: int = 0  # windows offered but not usable (at/after before_ns, a later fold, an earlier tail)
+
+
+def zero_sharpe_error(bars: float, bars_per_year: float) -> float:
+    """Standard error of an annualised zero Sharpe over `bars` iid bars: sqrt(bars a year / bars)."""
+    return math.sqrt(bars_per_year / bars) if bars > 0 else math.inf
+
+
+def sharpe_gate(min_sharpe: float, t: float, bars: float, bars_per_year: float) -> float:
+    """`min_sharpe` plus `t` standard errors of a zero Sharpe over `bars` (t = 0: `min_sharpe` alone)."""
+    return min_sharpe + (t * zero_sharpe_error(bars, bars_per_year) if t > 0 else 0.0)
+
+
+def usable(window: WindowEvidence, fold: int, before_ns: int) -> bool:
+    """The look-ahead rule: `window` ends strictly before `before_ns` (fold `fold`'s first validation bar)
+    and belongs to an earlier fold, or is fold `fold`'s own tail."""
+    earlier = window.fold < fold or (window.fold == fold and window.kind == "tail")
+    return earlier and window.end_ns < before_ns
+
+
+def pooled_decision(
+    own_tail: WindowEvidence,
+    earlier: Iterable[WindowEvidence],
+    config: DQNConfig,
+    bars_per_year: float,
+    before_ns: int,
+    earlier_tail_weight: float = 0.0,
+) -> PooledDecision:
+    """Whether fold `own_tail.fold` trades on its own tail and the usable `earlier` windows (module
+    docstring: the rule, the weights, the gate and the guard). Earlier folds' tails count at
+    `earlier_tail_weight` of their bars (0: left out, the default; the simulation measures 1)."""
+    fold = own_tail.fold
+    if own_tail.kind != "tail" or not usable(own_tail, fold, before_ns):
+        raise ValueError(f"fold {fold}: the own tail must be a tail ending before the validation start")
+    offered = list(earlier)
+    weighted = [(own_tail, float(own_tail.bars))]
+    for w in offered:
+        weight = earlier_tail_weight if w.kind == "tail" else 1.0
+        if w.fold < fold and usable(w, fold, before_ns) and weight > 0:
+            weighted.append((w, weight * w.bars))
+    bars = sum(b for _, b in weighted)
+    own = own_tail.sharpe
+    pooled = sum(b * w.sharpe for w, b in weighted) / bars if math.isfinite(own) else -math.inf
+    gate = sharpe_gate(config.select_min_sharpe, config.select_pool_t, bars, bars_per_year)
+    guard = config.select_pool_guard
+    trade = pooled > gate and own > guard
+    return PooledDecision(
+        trade=trade,
+        pooled_sharpe=pooled,
+        gate=gate,
+        bars=bars,
+        windows=tuple(w for w, _ in weighted),
+        own_tail_sharpe=own,
+        guard=guard,
+        reason=_reason(trade, pooled, gate, own, guard, len(weighted)),
+        ignored=len(offered) - (len(weighted) - 1),
+    )
+
+
+def _reason(trade: bool, pooled: float, gate: float, own: float, guard: float, windows: int) -> str:
+    """The decision in words, for the console and report.json."""
+    evidence = f"pooled Sharpe {pooled:.2f} over {windows} window{'s' if windows > 1 else ''}"
+    if trade:
+        return (
+            f"trades: {evidence} clears the gate {gate:.2f}, own tail {own:.2f} above the guard {guard:.2f}"
+        )
+    if not pooled > gate:
+        return f"flat: {evidence} does not clear the gate {gate:.2f}"
+    return f"flat: own tail Sharpe {own:.2f} not above the guard {guard:.2f} (pooled {pooled:.2f} cleared {gate:.2f})"
