@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport
 from foxhunt.run.telemetry import PHASES, RunMetrics
+from foxhunt.run.telemetry_reads import fold_figures
 from support.evaluation_cases import window
 from support.prom_services import free_port
 
@@ -54,7 +55,7 @@ def one_run(m: RunMetrics, folds: int = 2) -> None:
     m.run_started()
     m.data_loaded(1.25, 60_000)
     for fold in range(folds):
-        m.fold_finished(fold_report(fold))
+        m.fold_finished(fold_figures(fold_report(fold)))
     m.run_finished("succeeded")
 
 

@@ -17,11 +17,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from foxhunt.config import PHASES
+from foxhunt.config import PHASES, RUN_ENDINGS
 from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
 from foxhunt.redaction import scrub_record
 
-RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")  # how a run ends
 RUN_STATUSES: tuple[str, ...] = ("running", *RUN_ENDINGS)
 
 

@@ -36,7 +36,7 @@ from foxhunt.run.out_folder import (
 )
 from foxhunt.run.precompute import check_bars_and_output, precompute
 from foxhunt.run.pushgateway import refuse_live_run, resolve_pushgateway, resolve_run_id
-from foxhunt.run.telemetry import RunMetrics
+from foxhunt.run.telemetry_reads import ReportedRunMetrics
 from foxhunt.run.walk_forward import SearchPlan, run_folds
 from foxhunt.train import resolve_device
 from foxhunt.train.cuda_start import start_cuda_context
@@ -193,7 +193,7 @@ def train(
             progress,
             lambda out, rec: fold_checkpoint_problem(out, rec, hidden),
         )
-        metrics = RunMetrics(
+        metrics = ReportedRunMetrics(
             run_id,
             pushgateway=pushgateway,
             model=settings.model,

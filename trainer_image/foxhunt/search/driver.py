@@ -45,6 +45,7 @@ from foxhunt.run.fold_loop import FoldOutcome, stitch_outcomes
 from foxhunt.run.holdout import holdout_range, run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
+from foxhunt.run.telemetry_reads import fold_figures
 from foxhunt.search.headline import TABLE_FILES, write_headline_tables
 from foxhunt.search.outputs import BestTrial, StudySummary, TrialReport, trial_folder, write_study_outputs
 from foxhunt.search.population import PopulationObjective, TrainerPool, trainer_builder
@@ -132,7 +133,7 @@ class TrialScoring:
     def fold_done(self, number: int, fold: int, outcome: FoldOutcome) -> float:
         """Record a trial's completed fold (manifest, metrics); its net validation Sharpe, for the pruner."""
         self.record_fold(number, fold, outcome.outputs or {})
-        self.run.metrics.fold_finished(outcome.report)
+        self.run.metrics.fold_finished(fold_figures(outcome.report))
         return outcome.report.evaluation.policies[MODEL].net.sharpe
 
     def score(
