@@ -68,6 +68,7 @@ from foxhunt.search.study import (
 from foxhunt.search.telemetry import TrialMetrics
 from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import DeviceData, TrainingDiverged
+from foxhunt.train.epoch_figures import COLLAPSED
 
 TRIAL_REPORT = out_dir.TRIAL_REPORT
 # A trial whose training diverges failed on its settings: a verdict, and the study goes on.
@@ -155,9 +156,7 @@ class TrialScoring:
             warnings=tuple(w for o in outcomes.values() for w in o.report.warnings),
             collapsed=collapsed,
             ignores_features=any(i for _, i in flags),
-            rejected="the policy collapsed to one action"
-            if collapsed and self.objective.endswith(NO_COLLAPSE_SUFFIX)
-            else None,
+            rejected=COLLAPSED if collapsed and self.objective.endswith(NO_COLLAPSE_SUFFIX) else None,
         )
 
     def record_fold(self, number: int, fold: int, outputs: dict[str, str]) -> None:
