@@ -145,6 +145,29 @@ def _load(
     return _Loaded(cache, read_seconds, folds, told)
 
 
+def _resumed_folds(out_uri: str, manifest: Manifest, settings: RunConfig, progress: Progress) -> set[int]:
+    """The folds an earlier attempt completed whose outputs, checkpoints included, are intact."""
+    hidden = settings.dqn.hidden
+    return resume_point(
+        out_uri,
+        manifest,
+        settings.overwrite,
+        progress,
+        lambda out, rec: fold_checkpoint_problem(out, rec, hidden),
+    )
+
+
+def _refused(out_uri: str, lock: OutLock, cuda_ready: Callable[[], float] | None, new_out: bool) -> None:
+    """Undo what a run refused before its work did: the CUDA start joined, the lock released, a new
+    `--out` removed (a refused run leaves none behind)."""
+    if cuda_ready is not None:
+        with suppress(Exception):  # the error on its way out is the one to report
+            cuda_ready()
+    lock.release()
+    if new_out:
+        remove_empty_folder(out_uri)
+
+
 def train(
     fxcache_uri: str,
     out_uri: str,
@@ -185,28 +208,13 @@ def train(
             lambda: {**(summary_extra or {}), **({"precompute": prepare()} if prepare else {})},
         )
         manifest = _manifest(fxcache_uri, loaded.cache.metadata.get("checksum"), device, settings, plan)
-        hidden = settings.dqn.hidden
-        done = resume_point(
-            out_uri,
-            manifest,
-            settings.overwrite,
-            progress,
-            lambda out, rec: fold_checkpoint_problem(out, rec, hidden),
-        )
+        done = _resumed_folds(out_uri, manifest, settings, progress)
         metrics = ReportedRunMetrics(
-            run_id,
-            pushgateway=pushgateway,
-            model=settings.model,
-            device=str(device),
+            run_id, pushgateway=pushgateway, model=settings.model, device=str(device),
             metrics_port=settings.metrics_port,
-        )
+        )  # fmt: skip
     except BaseException:
-        if cuda_ready is not None:
-            with suppress(Exception):  # the error on its way out is the one to report
-                cuda_ready()
-        lock.release()
-        if new_out:
-            remove_empty_folder(out_uri)  # a refused run leaves no --out behind
+        _refused(out_uri, lock, cuda_ready, new_out)
         raise
     cache, folds = loaded.cache, loaded.folds
     summary = _new_summary(settings, run_id, str(device), fxcache_uri, cache, len(folds), loaded.extra)
