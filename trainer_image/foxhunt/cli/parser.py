@@ -122,14 +122,8 @@ def _add_bar_reading(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every sub-command."""
-    parser = argparse.ArgumentParser(prog="foxhunt", description=DESCRIPTION, epilog=EPILOG)
-    parser.add_argument("--version", action="version", version=f"foxhunt {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    # Commands that train or read bars need the `train` extra; each says so in its help.
-    train_note = needs_note("train")
+def _add_precompute(sub: argparse._SubParsersAction, train_note: str) -> None:
+    """`foxhunt precompute`: bars → features → fxcache."""
     p = sub.add_parser(
         "precompute",
         help=f"bars → features → fxcache (a no-op when it exists for the same bars) {train_note}",
@@ -143,6 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="recompute even when the fxcache already matches")
     p.set_defaults(func=cmd_precompute, extra="train")
 
+
+def _add_train(sub: argparse._SubParsersAction, train_note: str) -> None:
+    """`foxhunt train`: the one-pod run on an fxcache."""
     p = sub.add_parser(
         "train",
         help=f"the one-pod run: load once, every fold on one trainer, reports, metrics {train_note}",
@@ -158,6 +155,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training(p, RunConfig())
     p.set_defaults(func=cmd_train, extra="train")
 
+
+def _add_pipeline(sub: argparse._SubParsersAction, train_note: str) -> None:
+    """`foxhunt pipeline`: precompute and train locally, by default on generated sample bars."""
     p = sub.add_parser(
         "pipeline",
         help=f"precompute + train locally; with no --bars, on generated sample bars {train_note}",
@@ -186,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training(p, RunConfig(epochs=PIPELINE_EPOCHS, folds=PIPELINE_FOLDS))
     p.set_defaults(func=cmd_pipeline, extra="train")
 
+
+def _add_evaluate(sub: argparse._SubParsersAction, train_note: str) -> None:
+    """`foxhunt evaluate`: score a saved run's folds on an fxcache."""
     p = sub.add_parser(
         "evaluate",
         help="score a saved run's folds on an fxcache (each fold on the bars of its own validation dates) "
@@ -208,6 +211,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="score on an fxcache other than the one the run trained on (refused by default)",
     )
     p.set_defaults(func=cmd_evaluate, extra="train")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    parser = argparse.ArgumentParser(prog="foxhunt", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"foxhunt {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    # Commands that train or read bars need the `train` extra; each says so in its help.
+    train_note = needs_note("train")
+    for add in (_add_precompute, _add_train, _add_pipeline, _add_evaluate):
+        add(sub, train_note)
 
     try:
         from foxhunt_workflows.commands import add_workflow_commands

@@ -7,7 +7,7 @@ import time
 
 from foxhunt import storage
 from foxhunt.config import SAMPLE_BARS
-from foxhunt.data.bars import check_reading_options, generate_sample_bars, iso_utc, read_bars
+from foxhunt.data.bars import Bars, check_reading_options, generate_sample_bars, iso_utc, read_bars
 from foxhunt.data.features import compute_features
 from foxhunt.data.fxcache import fxcache_matches, write_fxcache
 from foxhunt.errors import UsageError
@@ -41,28 +41,42 @@ def precompute(
         else generate_sample_bars(sample_bars, seed=seed, signal=sample_signal)
     )
     if not force:
-        existing = fxcache_matches(out_uri, bars.content_hash)
-        if existing is not None:
-            progress(
-                f"fxcache hit: {out_uri} already holds {existing.get('rows')} rows built from these bars "
-                f"(sha256 {bars.content_hash[:12]}); nothing to do"
-            )
-            return {
-                "cache_hit": True,
-                "out": out_uri,
-                "rows_in": len(bars),
-                "rows_out": int(existing.get("rows", 0)),
-                "seconds": time.perf_counter() - start,
-            }
-        if keep_other and storage.exists(out_uri):
-            raise UsageError(
-                f"{out_uri} holds the fxcache of an earlier run, built from other bars; use the same "
-                "bars to resume it, another --out, or --overwrite to start over"
-            )
+        hit = _cache_hit(bars, out_uri, start, progress, keep_other)
+        if hit is not None:
+            return hit
     t_read = time.perf_counter() - start
     progress(
         f"read {len(bars):,} bars from {bars.source} in {t_read:.2f}s; computing 42 features and 4 targets"
     )
+    return _build(bars, out_uri, start, progress)
+
+
+def _cache_hit(bars: Bars, out_uri: str, start: float, progress: Progress, keep_other: bool) -> dict | None:
+    """The step's record when `out_uri` already holds the fxcache of these bars, else None.
+    `keep_other`: an fxcache there built from other bars is refused (UsageError)."""
+    existing = fxcache_matches(out_uri, bars.content_hash)
+    if existing is not None:
+        progress(
+            f"fxcache hit: {out_uri} already holds {existing.get('rows')} rows built from these bars "
+            f"(sha256 {bars.content_hash[:12]}); nothing to do"
+        )
+        return {
+            "cache_hit": True,
+            "out": out_uri,
+            "rows_in": len(bars),
+            "rows_out": int(existing.get("rows", 0)),
+            "seconds": time.perf_counter() - start,
+        }
+    if keep_other and storage.exists(out_uri):
+        raise UsageError(
+            f"{out_uri} holds the fxcache of an earlier run, built from other bars; use the same "
+            "bars to resume it, another --out, or --overwrite to start over"
+        )
+    return None
+
+
+def _build(bars: Bars, out_uri: str, start: float, progress: Progress) -> dict:
+    """Compute the features of `bars` and write their fxcache; the step's record (`start`: the step's)."""
     t0 = time.perf_counter()
     table = compute_features(bars)
     t_feat = time.perf_counter() - t0
