@@ -9,7 +9,8 @@ multiple: `foxhunt precompute --overlay-drift X` (the plain bars: no overlay), t
 --seeds K` per fxcache at the shipped defaults (plus `--train-flags`, `--params`). From summary.json
 (`learner.run_figures`): each seed's stitched net Sharpe and its interval, the feature oracle's (the best
 supervised baseline, picked on the validation windows: optimistic), each seed's share of it, and which
-seeds lie below flat outside their interval. The overlay is at the bars' own noise (1x = the sample's
+seeds lie below flat outside their interval; on overlaid bars also the generator oracle (holding the sign
+of the planted expected return, net, on the same validation windows: what is knowable). The overlay is at the bars' own noise (1x = the sample's
 signal-to-noise) and the user's costs (the run's defaults): "would foxhunt find an edge of this size in
 these bars?". Targets: the plain bars stay flat or above (no seed below flat outside its interval);
 overlaid, the median seed reaches `OVERLAY_SHARE` of the feature oracle (issue 34's target at 1x and 1/2x).
@@ -58,6 +59,30 @@ def shares(figures: dict) -> dict:
     return {"share_of_oracle": per_seed, "share_of_oracle_median": statistics.median(per_seed.values())}
 
 
+def generator_oracle(path: str, drift: float, seed: int, summary: dict) -> float | None:
+    """What is knowable: the net Sharpe of holding sign(the planted expected return) on the bars of the run's
+    validation windows, at the run's cost per unit of change, annualised by those bars per calendar year."""
+    import numpy as np
+
+    from foxhunt.data.bars import read_bars
+    from foxhunt.data.overlay import plant_overlay
+
+    planted = plant_overlay(read_bars([path]), drift_multiple=drift, seed=seed)
+    stamps, returns = planted.bars.timestamp, np.diff(np.log(planted.bars.close), prepend=np.nan)
+    windows = [(f["evaluation"]["start_ns"], f["evaluation"]["end_ns"]) for f in summary["folds"]]
+    cost = summary["eval_config"]["cost"] + summary["eval_config"]["spread"] / 2
+    pnl, years = [], 0.0
+    for start, end in windows:
+        rows = (stamps >= start) & (stamps <= end)
+        position = np.sign(planted.expected[rows])
+        pnl.append(position * returns[rows] - cost * np.abs(np.diff(position, prepend=0.0)))
+        years += (end - start) / (365.25 * 86_400e9)
+    net = np.concatenate(pnl) if pnl else np.zeros(0)
+    if net.size < 2 or net.std() == 0 or years <= 0:
+        return None
+    return float(net.mean() / net.std() * np.sqrt(net.size / years))
+
+
 def train(label: str, fxcache: Path, work: Path, args: argparse.Namespace) -> dict:
     """One fresh `foxhunt train --seeds K` on `fxcache`: its wall, exit and figures."""
     out = work / f"run-{label}"
@@ -100,6 +125,11 @@ def measure(args: argparse.Namespace, work: Path, record: dict) -> None:
             fxcache = precompute(label, path, drift, work, args)
             name = f"{label}-plain" if drift is None else f"{label}-{drift:g}x"
             row = {"data": label, "bars": path, "overlay_drift": drift, **train(name, fxcache, work, args)}
+            summary = work / f"run-{name}" / "summary.json"
+            if drift is not None and summary.exists():
+                row["generator_oracle"] = generator_oracle(
+                    path, drift, args.overlay_seed, json.loads(summary.read_text())
+                )
             rows.append(row)
             record["targets"].update(targets(label, drift, row))
             shown = {
