@@ -132,9 +132,8 @@ def measure(args: argparse.Namespace, work: Path, record: dict) -> None:
                 )
             rows.append(row)
             record["targets"].update(targets(label, drift, row))
-            shown = {
-                k: row.get(k) for k in ("data", "overlay_drift", "exit_code", "median", "feature_oracle")
-            }
+            keys = ("data", "overlay_drift", "exit_code", "median", "feature_oracle", "generator_oracle")
+            shown = {k: row.get(k) for k in keys}
             print(json.dumps({**shown, "share": row.get("share_of_oracle_median")}), flush=True)
             h.write(record, args.out)
 
