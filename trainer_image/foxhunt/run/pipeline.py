@@ -34,7 +34,7 @@ from foxhunt.run.out_folder import (
     remove_empty_folder,
     remove_stale_temp_files,
 )
-from foxhunt.run.precompute import check_bars_and_output, precompute
+from foxhunt.run.precompute import OverlayOptions, check_bars_and_output, check_overlay, precompute
 from foxhunt.run.pushgateway import refuse_live_run, resolve_pushgateway, resolve_run_id
 from foxhunt.run.telemetry import RunMetrics
 from foxhunt.run.walk_forward import SearchPlan, run_folds
@@ -262,10 +262,13 @@ def pipeline(
     search: SearchOptions | None = None,
     plan_search: PlanSearch | None = None,
     sink: RunSink | None = None,
+    overlay: OverlayOptions | None = None,
 ) -> RunSummary:
     """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars
-    (`sample_signal=False`: with nothing predictable planted)."""
+    (`sample_signal=False`: with nothing predictable planted); `overlay`: the sample's news process laid
+    over the bars first (summary.json's `precompute.overlay` records it)."""
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=True)
+    check_overlay(overlay, bars_uris)
     check_inputs_outside(out_uri, bars_uris or ())
     fxcache_uri = storage.join(out_uri, out_dir.PIPELINE_FXCACHE)
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
@@ -282,6 +285,7 @@ def pipeline(
             sample_signal=sample_signal,
             progress=emit,
             keep_other=not settings.overwrite,
+            overlay=overlay,
         )
 
     return train(
