@@ -14,6 +14,7 @@ from support.data_files import DATA, EURUSD, YNDX
 
 from foxhunt.config import TARGET_HORIZONS
 from foxhunt.data import features as F
+from foxhunt.data import indicators as I
 from foxhunt.data.bars import Bars, generate_sample_bars, read_bars
 
 REAL_FILES = (EURUSD.name, YNDX.name)
@@ -104,27 +105,27 @@ def test_too_few_bars_is_an_error_that_says_how_many_are_needed():
 def test_rsi_matches_talib(real, period):
     bars, _ = real
     # 0..100 scale; 1e-9 points is far below any meaningful RSI difference and above rounding.
-    assert_matches_talib(F.rsi(bars.close, period), talib.RSI(bars.close, period), atol=1e-9)
+    assert_matches_talib(I.rsi(bars.close, period), talib.RSI(bars.close, period), atol=1e-9)
 
 
 def test_macd_line_signal_and_histogram_match_talib(real):
     bars, _ = real
     theirs = talib.MACD(bars.close, 12, 26, 9)
-    for ours, reference in zip(F.macd(bars.close, 12, 26, 9), theirs, strict=True):
+    for ours, reference in zip(I.macd(bars.close, 12, 26, 9), theirs, strict=True):
         assert_matches_talib(ours, reference, atol=price_atol(bars))
 
 
 @pytest.mark.parametrize("period", F.ATR_PERIODS)
 def test_atr_matches_talib(real, period):
     bars, _ = real
-    ours = F.atr(bars.high, bars.low, bars.close, period)
+    ours = I.atr(bars.high, bars.low, bars.close, period)
     assert_matches_talib(ours, talib.ATR(bars.high, bars.low, bars.close, period), atol=price_atol(bars))
 
 
 def test_bollinger_percent_b_and_bandwidth_match_talib_population_std(real):
     bars, _ = real
     upper, middle, lower = talib.BBANDS(bars.close, 20, 2.0, 2.0, 0)
-    percent_b, bandwidth = F.bollinger(bars.close, 20, 2.0)
+    percent_b, bandwidth = I.bollinger(bars.close, 20, 2.0)
     moving = (upper - lower) > 0
     moving[:TALIB_WARMUP] = False
     with np.errstate(divide="ignore", invalid="ignore"):  # flat windows, masked out below
@@ -136,7 +137,7 @@ def test_bollinger_percent_b_and_bandwidth_match_talib_population_std(real):
 def test_bollinger_flat_window_gives_half_percent_b_and_zero_bandwidth(real):
     bars, _ = real
     upper, _, lower = talib.BBANDS(bars.close, 20, 2.0, 2.0, 0)
-    percent_b, bandwidth = F.bollinger(bars.close, 20, 2.0)
+    percent_b, bandwidth = I.bollinger(bars.close, 20, 2.0)
     flat = upper == lower
     flat[:TALIB_WARMUP] = False
     assert np.all(percent_b[flat] == 0.5) and np.all(bandwidth[flat] == 0.0)
@@ -144,7 +145,7 @@ def test_bollinger_flat_window_gives_half_percent_b_and_zero_bandwidth(real):
 
 def test_stochastic_matches_talib_stochf_14_3_where_the_range_is_nonzero(real):
     bars, _ = real
-    k, d = F.stochastic(bars.high, bars.low, bars.close, 14, 3)
+    k, d = I.stochastic(bars.high, bars.low, bars.close, 14, 3)
     ref_k, ref_d = talib.STOCHF(bars.high, bars.low, bars.close, 14, 3, 0)
     span = talib.MAX(bars.high, 14) - talib.MIN(bars.low, 14)
     moving_k = span > 0
@@ -165,18 +166,18 @@ def test_stochastic_matches_talib_stochf_14_3_where_the_range_is_nonzero(real):
 def test_table_columns_equal_the_float64_indicators_to_float32_precision(real):
     bars, table = real
     c, h, lo = bars.close, bars.high, bars.low
-    line, signal, hist = F.macd(c)
-    percent_b, bandwidth = F.bollinger(c)
-    k, d = F.stochastic(h, lo, c)
+    line, signal, hist = I.macd(c)
+    percent_b, bandwidth = I.bollinger(c)
+    k, d = I.stochastic(h, lo, c)
     expected = {
-        "rsi_7": F.rsi(c, 7),
-        "rsi_14": F.rsi(c, 14),
-        "rsi_28": F.rsi(c, 28),
+        "rsi_7": I.rsi(c, 7),
+        "rsi_14": I.rsi(c, 14),
+        "rsi_28": I.rsi(c, 28),
         "macd_line": line / c,
         "macd_signal": signal / c,
         "macd_hist": hist / c,
-        "atr_14": F.atr(h, lo, c, 14) / c,
-        "atr_60": F.atr(h, lo, c, 60) / c,
+        "atr_14": I.atr(h, lo, c, 14) / c,
+        "atr_60": I.atr(h, lo, c, 60) / c,
         "bollinger_percent_b": percent_b,
         "bollinger_bandwidth": bandwidth,
         "stoch_k": k,
@@ -331,8 +332,8 @@ def test_constant_nonzero_volume_gives_zero_z_score():
 
 
 def test_rolling_sum_equals_the_window_sum_across_chunk_boundaries():
-    values = np.random.default_rng(0).lognormal(0.0, 2.0, 3 * F._CUMSUM_CHUNK + 77)
+    values = np.random.default_rng(0).lognormal(0.0, 2.0, 3 * I._CUMSUM_CHUNK + 77)
     expected = np.lib.stride_tricks.sliding_window_view(values, 240).sum(axis=1)
-    ours = F.rolling_sum(values, 240)
+    ours = I.rolling_sum(values, 240)
     assert np.isnan(ours[:239]).all()
     np.testing.assert_allclose(ours[239:], expected, rtol=1e-12)

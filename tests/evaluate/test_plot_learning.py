@@ -6,11 +6,14 @@ import numpy as np
 
 from foxhunt.evaluate.plot import FLAT_GATE
 from foxhunt.evaluate.plot_learning import fold_curve, learning_figure, render_learning_png
-from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport, RunSummary
+from foxhunt.evaluate.reports import FoldDates, FoldReport, RunSummary
+from foxhunt.train.epoch_figures import EpochFigures
 
 
-def epoch(k: int, loss: float, train_sharpe: float | None) -> EpochStats:
-    return EpochStats(k, loss, 0.1, 4, 0.01, 0.02, 1e4, q_mean=0.5 + k, q_max=1.0, train_sharpe=train_sharpe)
+def epoch(k: int, loss: float, train_sharpe: float | None) -> EpochFigures:
+    return EpochFigures(
+        k, loss, 0.1, 4, 0.01, 0.02, 1e4, q_mean=0.5 + k, q_max=1.0, train_sharpe=train_sharpe
+    )
 
 
 def report(fold: int, selection: dict | None, train=(1.0, 9.0, 2.0, 3.0)) -> FoldReport:

@@ -14,7 +14,6 @@ from foxhunt.config import PHASES
 from foxhunt.evaluate.evaluation import MODEL
 from foxhunt.evaluate.reports import (
     RUN_STATUSES,
-    EpochStats,
     FoldDates,
     FoldReport,
     RunSummary,
@@ -22,6 +21,7 @@ from foxhunt.evaluate.reports import (
     window_from_dict,
     window_to_dict,
 )
+from foxhunt.train.epoch_figures import EpochFigures
 
 # The keys readers of report.json relied on before the reports were typed; they must all stay.
 FOLD_KEYS = {
@@ -65,7 +65,7 @@ SUMMARY_KEYS = {
 
 def report(fold: int = 0, losses=(0.5, 0.25)) -> FoldReport:
     epochs = [
-        EpochStats(
+        EpochFigures(
             i, loss, 0.5, 10, 0.1, 0.2 + i, 1000.0, q_mean=1.0, q_max=2.0, action_shares=[0.2, 0.3, 0.5]
         )
         for i, loss in enumerate(losses)

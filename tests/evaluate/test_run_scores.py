@@ -18,8 +18,9 @@ from support.run_cases import TINY_DQN, QuickRun, train_argv
 from foxhunt.cli import main
 from foxhunt.evaluate.baselines import BASELINE_NAMES
 from foxhunt.evaluate.evaluation import MODEL
-from foxhunt.evaluate.reports import EpochStats, RunSummary
+from foxhunt.evaluate.reports import RunSummary
 from foxhunt.evaluate.run_scores import fold_warnings
+from foxhunt.train.epoch_figures import EpochFigures
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_TEMPLATE = ROOT / "foxhunt_workflows" / "rendered" / "train.yaml"
@@ -159,8 +160,8 @@ def test_a_failed_run_writes_what_exists_to_the_argo_outputs(tiny_fxcache, tmp_p
 
 
 # ---- diagnostics' warnings ------------------------------------------------------------------------------
-def epoch(shares=None, agreement=None) -> EpochStats:
-    return EpochStats(0, 0.1, 0.05, 4, 0.1, 0.1, 1e4, action_shares=shares, feature_agreement=agreement)
+def epoch(shares=None, agreement=None) -> EpochFigures:
+    return EpochFigures(0, 0.1, 0.05, 4, 0.1, 0.1, 1e4, action_shares=shares, feature_agreement=agreement)
 
 
 def test_a_policy_on_one_action_for_95_percent_of_bars_has_collapsed():

@@ -1,13 +1,13 @@
 """An epoch's figures travel from the trainer to report.json as one dataclass, with the keys on disk unchanged."""
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pytest
+from support.telemetry_cases import fold_report
 
-from foxhunt.evaluate.reports import EpochStats
-from foxhunt.run.fold import _epoch_line, epoch_stats
-from foxhunt.train.diagnostics import COLLAPSE_SHARE, IGNORED_AGREEMENT
-from foxhunt.train.epoch_figures import EpochFigures
+from foxhunt.evaluate.reports import FoldReport
+from foxhunt.run.fold import _epoch_line
+from foxhunt.train.epoch_figures import COLLAPSE_SHARE, IGNORED_AGREEMENT, EpochFigures
 
 # The keys of an epoch in fold_N/report.json (what resume, rescoring and the dashboards read).
 REPORT_EPOCH_KEYS = [
@@ -44,14 +44,16 @@ FIGURES = EpochFigures(
 
 
 def test_the_report_keeps_every_figure_of_the_epoch_under_its_keys_but_the_tail_sharpe():
-    record = asdict(epoch_stats(FIGURES))
+    report = replace(fold_report(0), epochs=[FIGURES])
+    (record,) = report.to_dict()["epochs"]
     assert list(record) == REPORT_EPOCH_KEYS
     assert record == {k: v for k, v in asdict(FIGURES).items() if k != "tail_sharpe"}
 
 
-def test_the_report_record_reads_back_as_written():
-    record = epoch_stats(FIGURES)
-    assert EpochStats(**asdict(record)) == record and record.seconds == FIGURES.seconds == 2.0
+def test_the_report_record_reads_back_as_written_without_the_tail_sharpe():
+    report = replace(fold_report(0), epochs=[FIGURES])
+    (record,) = FoldReport.from_dict(report.to_dict()).epochs
+    assert record == replace(FIGURES, tail_sharpe=None) and record.seconds == FIGURES.seconds == 2.0
 
 
 def test_an_epoch_takes_collection_plus_training_seconds():

@@ -19,6 +19,7 @@ from support.telemetry_cases import (
 from foxhunt.cli import main
 from foxhunt.errors import UsageError
 from foxhunt.run.pushgateway import resolve_pushgateway, resolve_run_id
+from foxhunt.run.telemetry_reads import fold_figures
 from foxhunt.train import DQNTrainer
 
 pytestmark = pytest.mark.services
@@ -63,7 +64,7 @@ def test_ten_concurrent_runs_on_one_pushgateway_keep_complete_separate_series(pu
         m.run_started()
         m.folds_planned(3)
         for fold in range(3):
-            m.fold_finished(run_report(i, fold))
+            m.fold_finished(fold_figures(run_report(i, fold)))
             m.push()  # a heartbeat between folds, as the run's thread sends
         m.run_finished("succeeded")
         assert m.push_failures == 0

@@ -49,7 +49,8 @@ def test_a_fresh_render_encodes_every_fold_again(quick_run):
     summary = written_summary(quick_run)
     text = SummaryText()
     text.render(summary)
-    summary.folds[0].fold_seconds += 1.0  # a report changed in place: only a fresh render sees it
+    # A report (frozen, but its phases a dict) changed in place: only a fresh render sees it.
+    summary.folds[0].phases["train"] += 1.0
     assert strict_json.loads(text.render(summary, fresh=True)) == summary.to_dict()
 
 

@@ -27,6 +27,7 @@ import foxhunt
 from foxhunt.evaluate.evaluation import MODEL
 from foxhunt.run.pushgateway import live_run
 from foxhunt.run.telemetry import PHASES
+from foxhunt.run.telemetry_reads import fold_figures, stitched_figures
 
 pytestmark = pytest.mark.services
 
@@ -68,7 +69,7 @@ def test_fold_gauges_equal_the_report(pushgateway):
 def test_a_folds_dates_standard_error_and_best_baseline_are_pushed(pushgateway):
     run_id = unique_run_id("evaluated")
     evaluated = dataclasses.replace(fold_report(2), evaluation=window(2, seed=5))
-    new_metrics(run_id, pushgateway).fold_finished(evaluated)
+    new_metrics(run_id, pushgateway).fold_finished(fold_figures(evaluated))
     samples = pushed_samples(pushgateway, run_id)
     dates, best = evaluated.dates, evaluated.evaluation.best_baseline
     net = evaluated.evaluation.policies
@@ -90,7 +91,7 @@ def test_a_folds_dates_standard_error_and_best_baseline_are_pushed(pushgateway):
 def test_the_stitched_record_is_pushed_with_every_baseline(pushgateway):
     run_id = unique_run_id("stitched")
     stitched = window(-1, n=600, seed=6)
-    new_metrics(run_id, pushgateway).run_evaluated(stitched)
+    new_metrics(run_id, pushgateway).stitched_scored(stitched_figures(stitched))
     samples = pushed_samples(pushgateway, run_id)
     model = stitched.policies[MODEL].net
     assert value(samples, "foxhunt_stitched_validation_sharpe") == model.sharpe
@@ -139,8 +140,8 @@ def test_two_runs_with_different_ids_are_both_fully_present(pushgateway):
     # Interleaved, as two pods pushing to one gateway would be.
     a.run_started()
     b.run_started()
-    a.fold_finished(fold_report(0))
-    b.fold_finished(fold_report(1))
+    a.fold_finished(fold_figures(fold_report(0)))
+    b.fold_finished(fold_figures(fold_report(1)))
     a.run_finished("succeeded")
     b.run_finished("failed")
     got_a, got_b = pushed_samples(pushgateway, first), pushed_samples(pushgateway, second)
@@ -161,7 +162,7 @@ def test_unreachable_pushgateway_neither_raises_nor_blocks_and_counts_every_fail
     calls = [
         m.run_started,
         lambda: m.data_loaded(1.0, 10),
-        lambda: m.fold_finished(fold_report(0)),
+        lambda: m.fold_finished(fold_figures(fold_report(0))),
         lambda: m.run_finished("failed"),
     ]
     for call in calls:
@@ -177,7 +178,7 @@ def test_no_call_blocks_longer_than_its_timeout_on_a_gateway_that_never_answers(
         silent.bind(("127.0.0.1", 0))
         silent.listen(16)
         m = new_metrics(unique_run_id("hung"), f"http://127.0.0.1:{silent.getsockname()[1]}")
-        for call in (m.run_started, lambda: m.fold_finished(fold_report(0))):
+        for call in (m.run_started, lambda: m.fold_finished(fold_figures(fold_report(0)))):
             t0 = time.monotonic()
             call()
             assert time.monotonic() - t0 < TIMEOUT_S + MARGIN_S
@@ -215,7 +216,7 @@ def test_pushgateway_killed_mid_run_leaves_the_remaining_calls_returning_and_cou
     own_pushgateway.kill()
     for fold in range(3):
         t0 = time.monotonic()
-        m.fold_finished(fold_report(fold))
+        m.fold_finished(fold_figures(fold_report(fold)))
         assert time.monotonic() - t0 < TIMEOUT_S + MARGIN_S
     m.run_finished("succeeded")
     assert m.push_failures == 4
@@ -227,7 +228,7 @@ def test_failures_are_carried_by_the_next_successful_push(pushgateway):
     m.run_started()
     m.data_loaded(1.0, 10)
     m.pushgateway = pushgateway
-    m.fold_finished(fold_report(0))
+    m.fold_finished(fold_figures(fold_report(0)))
     samples = pushed_samples(pushgateway, run_id)
     assert value(samples, "foxhunt_push_failures_total") == 2
     # The push after the gap carries what the failed ones would have.
@@ -254,7 +255,7 @@ def test_live_metrics_endpoint_serves_the_runs_registry():
     port = free_port()
     m = new_metrics(unique_run_id("live"), None, metrics_port=port, metrics_addr="127.0.0.1")
     try:
-        m.fold_finished(fold_report(0))
+        m.fold_finished(fold_figures(fold_report(0)))
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     finally:
         m.close()
@@ -272,7 +273,7 @@ def test_the_planned_folds_are_pushed_for_progress_and_eta(pushgateway):
     run_id = unique_run_id("planned")
     m = new_metrics(run_id, pushgateway)
     m.folds_planned(3)
-    m.fold_finished(fold_report(0))
+    m.fold_finished(fold_figures(fold_report(0)))
     samples = pushed_samples(pushgateway, run_id)
     assert value(samples, "foxhunt_folds_planned") == 3
     assert value(samples, "foxhunt_folds_completed_total") == 1

@@ -6,6 +6,8 @@ import pytest
 from support.prom_services import pushed_samples, unique_run_id
 from support.telemetry_cases import new_metrics, one_run, value
 
+from foxhunt.run.telemetry_reads import holdout_figures
+
 pytestmark = pytest.mark.services
 
 # A `RunSummary.holdout` record's figures (foxhunt.run.holdout), each distinct so a swap shows.
@@ -21,7 +23,7 @@ HOLDOUT = {
 def test_the_headline_is_pushed_with_its_interval_labelled_by_the_periods_days(pushgateway):
     run_id = unique_run_id("holdout")
     metrics = new_metrics(run_id, pushgateway)
-    metrics.holdout_evaluated(HOLDOUT)
+    metrics.holdout_scored(holdout_figures(HOLDOUT))
 
     samples = pushed_samples(pushgateway, run_id)
     assert value(samples, "foxhunt_holdout_net_sharpe", days="7.5") == 1.25

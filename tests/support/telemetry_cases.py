@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport
+from foxhunt.evaluate.reports import FoldDates, FoldReport
 from foxhunt.run.telemetry import PHASES, RunMetrics
+from foxhunt.run.telemetry_reads import fold_figures
+from foxhunt.train.epoch_figures import EpochFigures
 from support.evaluation_cases import window
 from support.prom_services import free_port
 
@@ -16,7 +18,7 @@ def fold_report(fold: int) -> FoldReport:
     """A fold report like the pipeline's fold_N/report.json, with values distinct per fold."""
     base = 1.0 + fold
     epochs = [
-        EpochStats(
+        EpochFigures(
             epoch=i,
             loss=0.125 * base,
             epsilon=0.5,
@@ -54,7 +56,7 @@ def one_run(m: RunMetrics, folds: int = 2) -> None:
     m.run_started()
     m.data_loaded(1.25, 60_000)
     for fold in range(folds):
-        m.fold_finished(fold_report(fold))
+        m.fold_finished(fold_figures(fold_report(fold)))
     m.run_finished("succeeded")
 
 

@@ -59,10 +59,28 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         raise ConfigError(exc.section, exc.path, f"(--{flag}) {exc.problem}") from exc
 
 
+def overlay_options(args: argparse.Namespace):
+    """The overlay `--overlay-drift` asks for (None without it); `--overlay-seed` alone is a UsageError."""
+    from foxhunt.run.precompute import OverlayOptions
+
+    if args.overlay_drift is None:
+        if args.overlay_seed is not None:
+            raise UsageError("--overlay-seed picks the news of an overlay: give --overlay-drift too")
+        return None
+    return OverlayOptions(args.overlay_drift, 0 if args.overlay_seed is None else args.overlay_seed)
+
+
 def cmd_precompute(args: argparse.Namespace) -> int:
     from foxhunt.run.precompute import precompute
 
-    precompute(args.bars, args.out, tz=args.tz, timestamp_unit=args.timestamp_unit, force=args.force)
+    precompute(
+        args.bars,
+        args.out,
+        tz=args.tz,
+        timestamp_unit=args.timestamp_unit,
+        force=args.force,
+        overlay=overlay_options(args),
+    )
     return 0
 
 
@@ -155,6 +173,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import pipeline
 
+    overlay = overlay_options(args)
     uri = mlflow_uri(args)
     live = live_record(uri)
     with recorded_in_mlflow(uri, args.out, settings.log_format, live):
@@ -169,6 +188,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
             search=search,
             plan_search=search_planner(settings),
             sink=live,
+            overlay=overlay,
         )
     where = args.out if storage.local_path(args.out) is None else os.path.abspath(args.out)
     if search is not None:

@@ -122,14 +122,30 @@ def _add_bar_reading(p: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every sub-command."""
-    parser = argparse.ArgumentParser(prog="foxhunt", description=DESCRIPTION, epilog=EPILOG)
-    parser.add_argument("--version", action="version", version=f"foxhunt {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _add_overlay(p: argparse.ArgumentParser) -> None:
+    """--overlay-drift and --overlay-seed: a positive control on the user's own bars."""
+    p.add_argument(
+        "--overlay-drift",
+        type=float,
+        default=None,
+        metavar="X",
+        help="lay the sample's planted news over the --bars before precompute: news bars (1 in 250) with "
+        "a 10-sigma jump and e^2 times the volume, then a drift for 60 bars at X times the sample's size "
+        "relative to the bars' own noise (1 = the sample's signal-to-noise; 0 = the same news, nothing "
+        "predictable): would foxhunt find an edge of this size in these bars, with these costs? "
+        "(default: no overlay)",
+    )
+    p.add_argument(
+        "--overlay-seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="which bars are news and their directions, with --overlay-drift (default: 0)",
+    )
 
-    # Commands that train or read bars need the `train` extra; each says so in its help.
-    train_note = needs_note("train")
+
+def _add_precompute(sub: argparse._SubParsersAction, train_note: str) -> None:
+    """`foxhunt precompute`: bars → features → fxcache."""
     p = sub.add_parser(
         "precompute",
         help=f"bars → features → fxcache (a no-op when it exists for the same bars) {train_note}",
@@ -140,9 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", required=True, metavar="URI", help="fxcache to write, local or s3://")
     _add_bar_reading(p)
+    _add_overlay(p)
     p.add_argument("--force", action="store_true", help="recompute even when the fxcache already matches")
     p.set_defaults(func=cmd_precompute, extra="train")
 
+
+def _add_train(sub: argparse._SubParsersAction, train_note: str) -> None:
+    """`foxhunt train`: the one-pod run on an fxcache."""
     p = sub.add_parser(
         "train",
         help=f"the one-pod run: load once, every fold on one trainer, reports, metrics {train_note}",
@@ -158,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training(p, RunConfig())
     p.set_defaults(func=cmd_train, extra="train")
 
+
+def _add_pipeline(sub: argparse._SubParsersAction, train_note: str) -> None:
+    """`foxhunt pipeline`: precompute and train locally, by default on generated sample bars."""
     p = sub.add_parser(
         "pipeline",
         help=f"precompute + train locally; with no --bars, on generated sample bars {train_note}",
@@ -170,6 +193,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="foxhunt-out", metavar="URI", help="output folder (default: ./foxhunt-out)"
     )
     _add_bar_reading(p)
+    _add_overlay(p)
     p.add_argument(
         "--sample-bars",
         type=int,
@@ -186,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_training(p, RunConfig(epochs=PIPELINE_EPOCHS, folds=PIPELINE_FOLDS))
     p.set_defaults(func=cmd_pipeline, extra="train")
 
+
+def _add_evaluate(sub: argparse._SubParsersAction, train_note: str) -> None:
+    """`foxhunt evaluate`: score a saved run's folds on an fxcache."""
     p = sub.add_parser(
         "evaluate",
         help="score a saved run's folds on an fxcache (each fold on the bars of its own validation dates) "
@@ -208,6 +235,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="score on an fxcache other than the one the run trained on (refused by default)",
     )
     p.set_defaults(func=cmd_evaluate, extra="train")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every sub-command."""
+    parser = argparse.ArgumentParser(prog="foxhunt", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"foxhunt {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    # Commands that train or read bars need the `train` extra; each says so in its help.
+    train_note = needs_note("train")
+    for add in (_add_precompute, _add_train, _add_pipeline, _add_evaluate):
+        add(sub, train_note)
 
     try:
         from foxhunt_workflows.commands import add_workflow_commands

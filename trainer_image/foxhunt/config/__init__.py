@@ -23,6 +23,8 @@ from foxhunt.errors import ConfigError
 TARGET_HORIZONS: tuple[int, ...] = (1, 5, 15, 60)
 # The timed phases of every fold, in order: reports, metrics and the dashboard use these names.
 PHASES: tuple[str, ...] = ("reset", "normalize", "collect", "train", "validate", "checkpoint")
+# How a run ends: summary.json's status and the foxhunt_run_finished label (reports and telemetry).
+RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")
 # Nanoseconds per day, as in foxhunt.data.bars (which imports numpy; this module must not).
 NS_PER_DAY = 86_400 * 10**9
 NS_PER_YEAR = 365.25 * NS_PER_DAY  # the annualisation's year

@@ -49,14 +49,13 @@ import numpy as np
 
 from foxhunt.config import TARGET_HORIZONS
 from foxhunt.data.bars import NS_PER_DAY, NS_PER_MINUTE, Bars, BarsError
+from foxhunt.data.indicators import atr, bollinger, macd, price_moves, rolling_sum, rsi, stochastic
 
 RETURN_LAGS = (1, 2, 3, 5, 10, 15, 30, 60, 120, 240)
 VOLATILITY_WINDOWS = (5, 15, 60, 240)
 RSI_PERIODS = (7, 14, 28)
 MACD_PERIODS = (12, 26, 9)
 ATR_PERIODS = (14, 60)
-BOLLINGER_PERIOD, BOLLINGER_DEVIATIONS = 20, 2.0
-STOCH_K_PERIOD, STOCH_D_PERIOD = 14, 3
 VOLUME_Z_WINDOWS = (20, 60)
 VOLUME_MEAN_WINDOW = 240
 SMA_WINDOWS = (20, 60, 240)
@@ -93,7 +92,6 @@ WARMUP_BARS = max(*RETURN_LAGS, *VOLATILITY_WINDOWS, VOLUME_MEAN_WINDOW, *SMA_WI
 LOOKAHEAD_BARS = max(TARGET_HORIZONS)
 
 _VOLUME_VAR_FLOOR = 1e-9  # relative to mean²: below it a window's volume counts as constant
-_CUMSUM_CHUNK = 16_384  # rows per cumulative-sum chunk; bounds the sums' magnitude, hence their rounding
 
 
 @dataclass(frozen=True)
@@ -108,170 +106,127 @@ class FeatureTable:
         return len(self.timestamp)
 
 
-# ---------------------------------------------------------------------------------------------
-# Rolling-window building blocks. Each returns a full-length float64 array whose entry t
-# covers bars t − window + 1 .. t; entries before the window is full are NaN.
+class _Columns:
+    """The (features, rows) buffer the features are written into, one contiguous row per feature.
 
-
-def rolling_sum(x: np.ndarray, window: int) -> np.ndarray:
-    """Sum of x over the trailing `window` bars, from cumulative sums restarted every chunk.
-
-    A cumulative sum over millions of bars grows until its rounding swamps a short
-    window's sum; restarting it per chunk (with the window's history) keeps the error at
-    the size of the chunk's sum. A window of non-negative values that are all zero sums to
-    exactly zero.
+    Writing a column of the (rows, 42) table directly would stride through all of it once per
+    feature; rows of a (42, rows) buffer are written whole and transposed once at the end.
     """
-    n = len(x)
-    out = np.full(n, np.nan)
-    for start in range(window - 1, n, _CUMSUM_CHUNK):
-        stop = min(start + _CUMSUM_CHUNK, n)
-        sums = np.empty(stop - start + window)
-        sums[0] = 0.0
-        np.cumsum(x[start - window + 1 : stop], out=sums[1:])
-        np.subtract(sums[window:], sums[: stop - start], out=out[start:stop])
-    return out
+
+    def __init__(self, lo: int, hi: int) -> None:
+        self.lo, self.hi = lo, hi
+        self.by_feature = np.empty((len(FEATURE_NAMES), hi - lo), dtype=np.float32)
+        self._next = iter(range(len(FEATURE_NAMES)))
+
+    def put(self, values: np.ndarray) -> None:
+        """The next feature, from a full-length array (its kept rows are taken here)."""
+        self.put_kept(values[self.lo : self.hi])
+
+    def put_kept(self, values: np.ndarray) -> None:
+        """The next feature, from an array of the kept rows only."""
+        self.by_feature[next(self._next)] = values
+
+    def all_written(self) -> bool:
+        """Whether every feature row has been written."""
+        return next(self._next, None) is None
 
 
-def _trailing_extreme(x: np.ndarray, window: int, ufunc: np.ufunc) -> np.ndarray:
-    out = np.full(len(x), np.nan)
-    acc = out[window - 1 :]
-    acc[:] = x[window - 1 :]
-    for lag in range(1, window):
-        ufunc(acc, x[window - 1 - lag : len(x) - lag], out=acc)
-    return out
+def _price_features(cols: _Columns, bars: Bars, log_close: np.ndarray, say: Callable[[str], None]) -> None:
+    """Log returns, realized volatility, RSI, MACD, ATR, Bollinger and stochastic, in FEATURE_NAMES order."""
+    n, lo, hi = len(bars), cols.lo, cols.hi
+    close, high, low = bars.close, bars.high, bars.low
+    for lag in RETURN_LAGS:
+        cols.put_kept(log_close[lo:hi] - log_close[lo - lag : hi - lag])
+    say("realized volatility")
+    squared = np.zeros(n)
+    np.subtract(log_close[1:], log_close[:-1], out=squared[1:])
+    squared *= squared
+    for window in VOLATILITY_WINDOWS:
+        cols.put(np.sqrt(rolling_sum(squared, window) / window))
+    del squared  # freed before the next indicators: a full-length float64 array each
+    say("RSI")
+    moves = price_moves(close)
+    for period in RSI_PERIODS:
+        cols.put(rsi(close, period, moves))
+    del moves
+    say("MACD")
+    for values in macd(close, *MACD_PERIODS):
+        values /= close
+        cols.put(values)
+    say("ATR")
+    for period in ATR_PERIODS:
+        cols.put(atr(high, low, close, period) / close)
+    say("Bollinger")
+    for values in bollinger(close):
+        cols.put(values)
+    say("stochastic")
+    for values in stochastic(high, low, close):
+        cols.put(values)
 
 
-def _wilder_average(x: np.ndarray, period: int) -> np.ndarray:
-    """Wilder's smoothing of x[1:], seeded at index `period` with the mean of x[1..period] (TA-Lib's way)."""
-    out = np.full(len(x), np.nan)
-    if len(x) <= period:
-        return out
-    seed = x[1 : period + 1].mean()
-    decay = (period - 1) / period
-    out[period] = seed
-    if len(x) > period + 1:
-        from scipy.signal import lfilter  # here, not at the top: a run that only reads features skips scipy
-
-        out[period + 1 :] = lfilter([1.0 / period], [1.0, -decay], x[period + 1 :], zi=[decay * seed])[0]
-    return out
-
-
-def ema(x: np.ndarray, period: int) -> np.ndarray:
-    """Exponential moving average with k = 2 / (period + 1), seeded with the first value."""
-    from scipy.signal import lfilter  # here, not at the top: a run that only reads features skips scipy
-
-    k = 2.0 / (period + 1)
-    return lfilter([k], [1.0, -(1.0 - k)], x, zi=[(1.0 - k) * x[0]])[0]
-
-
-# ---------------------------------------------------------------------------------------------
-# Indicators in float64, full length, NaN before their first defined bar (as TA-Lib returns them).
-
-
-def price_moves(close: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-bar gain and loss of close (both ≥ 0; zero on the first bar)."""
-    change = np.empty_like(close)
-    change[0] = 0.0
-    np.subtract(close[1:], close[:-1], out=change[1:])
-    return np.maximum(change, 0.0), np.maximum(-change, 0.0)
+def _bar_features(cols: _Columns, bars: Bars, say: Callable[[str], None]) -> None:
+    """Bar shape, volume and the close against its moving averages, in FEATURE_NAMES order."""
+    n = len(bars)
+    close, high, low, open_, volume = bars.close, bars.high, bars.low, bars.open, bars.volume
+    say("bar shape")
+    span = high - low
+    location = np.full(n, 0.5)
+    np.divide(close - low, span, out=location, where=span > 0)
+    cols.put(location)
+    cols.put(span / close)
+    cols.put((close - open_) / close)
+    cols.put((high - np.maximum(open_, close)) / close)
+    cols.put((np.minimum(open_, close) - low) / close)
+    del span, location
+    say("volume")
+    volume_squared = volume * volume
+    for window in VOLUME_Z_WINDOWS:
+        mean = rolling_sum(volume, window) / window
+        var = rolling_sum(volume_squared, window) / window - mean * mean
+        z = np.zeros(n)
+        np.divide(volume - mean, np.sqrt(var), out=z, where=var > _VOLUME_VAR_FLOOR * mean * mean)
+        cols.put(z)
+    del volume_squared
+    mean = rolling_sum(volume, VOLUME_MEAN_WINDOW) / VOLUME_MEAN_WINDOW
+    cols.put(np.log((volume + 1.0) / (mean + 1.0)))
+    say("moving averages")
+    for window in SMA_WINDOWS:
+        cols.put(close / (rolling_sum(close, window) / window) - 1.0)
 
 
-def rsi(close: np.ndarray, period: int, moves: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-    """Wilder RSI on a 0..100 scale; 50 where the window saw neither gains nor losses.
-
-    `moves` is `price_moves(close)`, passed in when several periods share it.
-    """
-    gain, loss = moves if moves is not None else price_moves(close)
-    avg_gain = _wilder_average(gain, period)
-    total = _wilder_average(loss, period)
-    total += avg_gain
-    out = np.full_like(close, 50.0)
-    avg_gain *= 100.0
-    np.divide(avg_gain, total, out=out, where=total > 0)
-    out[:period] = np.nan
-    return out
-
-
-def macd(
-    close: np.ndarray, fast: int = 12, slow: int = 26, signal: int = 9
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """MACD line (EMA fast − EMA slow), its signal EMA and the histogram, in price units."""
-    line = ema(close, fast)
-    line -= ema(close, slow)
-    signal_line = ema(line, signal)
-    return line, signal_line, line - signal_line
+def _calendar_features(cols: _Columns, timestamp: np.ndarray) -> None:
+    """Time of day and day of week as angles, and log(1 + minutes since the previous bar)."""
+    lo, hi = cols.lo, cols.hi
+    stamps = timestamp[lo:hi]
+    days = stamps // NS_PER_DAY
+    day_angle = (stamps - days * NS_PER_DAY) * (2.0 * np.pi / NS_PER_DAY)
+    cols.put_kept(np.sin(day_angle))
+    cols.put_kept(np.cos(day_angle))
+    del day_angle
+    weekday = (days + 3) % 7  # 1970-01-01 was a Thursday; Monday = 0
+    week_angle = (2.0 * np.pi / 7.0) * np.arange(7)
+    cols.put_kept(np.sin(week_angle)[weekday])
+    cols.put_kept(np.cos(week_angle)[weekday])
+    gap_minutes = (stamps - timestamp[lo - 1 : hi - 1]) / NS_PER_MINUTE
+    cols.put_kept(np.log1p(gap_minutes))
 
 
-def true_range(high: np.ndarray, low: np.ndarray, close: np.ndarray) -> np.ndarray:
-    """max(high − low, |high − previous close|, |low − previous close|); high − low on the first bar."""
-    out = high - low
-    prev = close[:-1]
-    np.maximum(out[1:], np.abs(high[1:] - prev), out=out[1:])
-    np.maximum(out[1:], np.abs(low[1:] - prev), out=out[1:])
-    return out
+def _targets(log_close: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Forward log returns over each of TARGET_HORIZONS, for the kept rows."""
+    targets = np.empty((hi - lo, len(TARGET_HORIZONS)), dtype=np.float32)
+    for j, horizon in enumerate(TARGET_HORIZONS):
+        targets[:, j] = log_close[lo + horizon : hi + horizon] - log_close[lo:hi]
+    return targets
 
 
-def atr(high: np.ndarray, low: np.ndarray, close: np.ndarray, period: int) -> np.ndarray:
-    """Average true range with Wilder smoothing, in price units."""
-    return _wilder_average(true_range(high, low, close), period)
-
-
-def bollinger(
-    close: np.ndarray, period: int = BOLLINGER_PERIOD, deviations: float = BOLLINGER_DEVIATIONS
-) -> tuple[np.ndarray, np.ndarray]:
-    """Bollinger %B and bandwidth (population std); %B 0.5 and bandwidth 0 over a flat window."""
-    n = len(close)
-    percent_b = np.full(n, np.nan)
-    bandwidth = np.full(n, np.nan)
-    if n < period:
-        return percent_b, bandwidth
-    # Deviations from the window's last close are exact and small, so the variance formula
-    # E[d²] − E[d]² loses nothing to cancellation, and a flat window gives exactly zero.
-    current = close[period - 1 :]
-    s1 = np.zeros(n - period + 1)
-    s2 = np.zeros(n - period + 1)
-    d = np.empty(n - period + 1)
-    for lag in range(1, period):
-        np.subtract(close[period - 1 - lag : n - lag], current, out=d)
-        s1 += d
-        d *= d
-        s2 += d
-    mean_d = s1 / period
-    var = s2 / period - mean_d * mean_d
-    np.maximum(var, 0.0, out=var)
-    width = 2.0 * deviations * np.sqrt(var)
-    pb = np.full(n - period + 1, 0.5)
-    np.divide(-mean_d, width, out=pb, where=width > 0)
-    pb[width > 0] += 0.5
-    percent_b[period - 1 :] = pb
-    bandwidth[period - 1 :] = width / (current + mean_d)
-    return percent_b, bandwidth
-
-
-def stochastic(
-    high: np.ndarray,
-    low: np.ndarray,
-    close: np.ndarray,
-    k_period: int = STOCH_K_PERIOD,
-    d_period: int = STOCH_D_PERIOD,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Fast stochastic %K and %D (SMA of %K) on 0..100; %K 50 where the range is zero."""
-    highest = _trailing_extreme(high, k_period, np.maximum)
-    lowest = _trailing_extreme(low, k_period, np.minimum)
-    span = highest - lowest
-    k = np.full_like(close, 50.0)
-    np.divide(100.0 * (close - lowest), span, out=k, where=span > 0)
-    k[: k_period - 1] = np.nan
-    d = np.full_like(close, np.nan)
-    first = k_period + d_period - 2
-    d[first:] = k[first:]
-    for lag in range(1, d_period):
-        d[first:] += k[first - lag : len(k) - lag]
-    d[first:] /= d_period
-    return k, d
-
-
-# ---------------------------------------------------------------------------------------------
+def _transposed(by_feature: np.ndarray) -> np.ndarray:
+    """The (rows, features) table of a (features, rows) buffer, a cache-sized block of rows at a time."""
+    rows = by_feature.shape[1]
+    features = np.empty((rows, by_feature.shape[0]), dtype=np.float32)
+    block = 1 << 14  # rows per transposed block: its source and target stay in cache
+    for start in range(0, rows, block):
+        features[start : start + block] = by_feature[:, start : start + block].T
+    return features
 
 
 def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) -> FeatureTable:
@@ -288,105 +243,18 @@ def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) 
             f"({WARMUP_BARS} of warm-up, {LOOKAHEAD_BARS} for the targets)"
         )
     say = progress or (lambda _message: None)
-    close, high, low, open_ = bars.close, bars.high, bars.low, bars.open
-    volume = bars.volume
-
-    # Features are written one per contiguous row of a (42, rows) buffer and transposed at
-    # the end: writing a column of the (rows, 42) table directly would stride through
-    # all of it once per feature.
-    by_feature = np.empty((len(FEATURE_NAMES), hi - lo), dtype=np.float32)
-    column = iter(range(len(FEATURE_NAMES)))
-
-    def put(values: np.ndarray) -> None:
-        by_feature[next(column)] = values[lo:hi]
-
+    cols = _Columns(lo, hi)
     with np.errstate(divide="ignore", invalid="ignore"):
         say("log returns")
-        log_close = np.log(close)
-        for lag in RETURN_LAGS:
-            by_feature[next(column)] = log_close[lo:hi] - log_close[lo - lag : hi - lag]
-
-        say("realized volatility")
-        squared = np.zeros(n)
-        np.subtract(log_close[1:], log_close[:-1], out=squared[1:])
-        squared *= squared
-        for window in VOLATILITY_WINDOWS:
-            put(np.sqrt(rolling_sum(squared, window) / window))
-        del squared
-
-        say("RSI")
-        moves = price_moves(close)
-        for period in RSI_PERIODS:
-            put(rsi(close, period, moves))
-        del moves
-
-        say("MACD")
-        for values in macd(close, *MACD_PERIODS):
-            values /= close
-            put(values)
-
-        say("ATR")
-        for period in ATR_PERIODS:
-            put(atr(high, low, close, period) / close)
-
-        say("Bollinger")
-        for values in bollinger(close):
-            put(values)
-
-        say("stochastic")
-        for values in stochastic(high, low, close):
-            put(values)
-
-        say("bar shape")
-        span = high - low
-        location = np.full(n, 0.5)
-        np.divide(close - low, span, out=location, where=span > 0)
-        put(location)
-        put(span / close)
-        put((close - open_) / close)
-        put((high - np.maximum(open_, close)) / close)
-        put((np.minimum(open_, close) - low) / close)
-        del span, location
-
-        say("volume")
-        volume_squared = volume * volume
-        for window in VOLUME_Z_WINDOWS:
-            mean = rolling_sum(volume, window) / window
-            var = rolling_sum(volume_squared, window) / window - mean * mean
-            z = np.zeros(n)
-            np.divide(volume - mean, np.sqrt(var), out=z, where=var > _VOLUME_VAR_FLOOR * mean * mean)
-            put(z)
-        del volume_squared
-        mean = rolling_sum(volume, VOLUME_MEAN_WINDOW) / VOLUME_MEAN_WINDOW
-        put(np.log((volume + 1.0) / (mean + 1.0)))
-
-        say("moving averages")
-        for window in SMA_WINDOWS:
-            put(close / (rolling_sum(close, window) / window) - 1.0)
-
+        log_close = np.log(bars.close)
+        _price_features(cols, bars, log_close, say)
+        _bar_features(cols, bars, say)
         say("calendar")
-        stamps = bars.timestamp[lo:hi]
-        days = stamps // NS_PER_DAY
-        day_angle = (stamps - days * NS_PER_DAY) * (2.0 * np.pi / NS_PER_DAY)
-        by_feature[next(column)] = np.sin(day_angle)
-        by_feature[next(column)] = np.cos(day_angle)
-        del day_angle
-        weekday = (days + 3) % 7  # 1970-01-01 was a Thursday; Monday = 0
-        week_angle = (2.0 * np.pi / 7.0) * np.arange(7)
-        by_feature[next(column)] = np.sin(week_angle)[weekday]
-        by_feature[next(column)] = np.cos(week_angle)[weekday]
-        gap_minutes = (stamps - bars.timestamp[lo - 1 : hi - 1]) / NS_PER_MINUTE
-        by_feature[next(column)] = np.log1p(gap_minutes)
-    assert next(column, None) is None, "every feature column is written exactly once"
+        _calendar_features(cols, bars.timestamp)
+    assert cols.all_written(), "every feature column is written exactly once"
 
     say("targets")
-    targets = np.empty((hi - lo, len(TARGET_HORIZONS)), dtype=np.float32)
-    for j, horizon in enumerate(TARGET_HORIZONS):
-        targets[:, j] = log_close[lo + horizon : hi + horizon] - log_close[lo:hi]
-
+    targets = _targets(log_close, lo, hi)
     say("transpose")
-    features = np.empty((hi - lo, len(FEATURE_NAMES)), dtype=np.float32)
-    block = 1 << 14  # rows per transposed block: its source and target stay in cache
-    for start in range(0, hi - lo, block):
-        features[start : start + block] = by_feature[:, start : start + block].T
+    features = _transposed(cols.by_feature)
     return FeatureTable(timestamp=bars.timestamp[lo:hi].copy(), features=features, targets=targets)

@@ -152,6 +152,38 @@ def fold_windows(t0: int, t_last: int, config: FoldConfig) -> FoldWindows:
     return FoldWindows(train_window_start, train_window_end, val_window_end)
 
 
+def _checked_returns(close_returns: np.ndarray | None, n: int) -> np.ndarray | None:
+    """`close_returns` as an array of one value per timestamp, or None."""
+    if close_returns is None:
+        return None
+    close_returns = np.asarray(close_returns)
+    if close_returns.shape != (n,):
+        raise ValueError(f"close_returns must have shape ({n},) like timestamps, got {close_returns.shape}")
+    return close_returns
+
+
+def _candidate_bounds(ts: np.ndarray, config: FoldConfig) -> tuple[np.ndarray, ...]:
+    """Every candidate's (train_start, train_end, val_start, val_end) row indices, as index arrays."""
+    windows = fold_windows(int(ts[0]), int(ts[-1]), config)
+    train_start = np.searchsorted(ts, windows.train_start, side="left")
+    val_start = np.searchsorted(ts, windows.train_end, side="left")
+    val_end = np.searchsorted(ts, windows.val_end, side="left")
+    return train_start, val_start - config.purge_bars, val_start, val_end
+
+
+def _no_fold_fits(ts: np.ndarray, config: FoldConfig) -> BadInput:
+    """The error that says no fold fits, with the data's span and what one fold needs."""
+    t0, t_last = int(ts[0]), int(ts[-1])
+    span_days = (t_last - t0) / NS_PER_DAY
+    return BadInput(
+        f"no fold fits: the data span {span_days:.2f} days ({len(ts)} rows, "
+        f"{np.datetime64(t0, 'ns')} to {np.datetime64(t_last, 'ns')}); each fold needs "
+        f"{config.train_days:g} training days holding at least {config.min_train_rows} rows after "
+        f"a purge of {config.purge_bars} bars, then validation ({config.val_days:g} days) holding at "
+        f"least {config.min_val_rows} rows"
+    )
+
+
 def generate_walk_forward_indices(
     timestamps: np.ndarray,
     config: FoldConfig,
@@ -167,10 +199,7 @@ def generate_walk_forward_indices(
     """
     ts = as_timestamps(timestamps)
     n = len(ts)
-    if close_returns is not None:
-        close_returns = np.asarray(close_returns)
-    if close_returns is not None and close_returns.shape != (n,):
-        raise ValueError(f"close_returns must have shape ({n},) like timestamps, got {close_returns.shape}")
+    close_returns = _checked_returns(close_returns, n)
     needed_rows = config.min_train_rows + config.purge_bars + config.min_val_rows
     if n < needed_rows:
         raise BadInput(
@@ -178,28 +207,13 @@ def generate_walk_forward_indices(
             f"(min_train_rows {config.min_train_rows} + purge_bars {config.purge_bars} "
             f"+ min_val_rows {config.min_val_rows})"
         )
-
-    t0, t_last = int(ts[0]), int(ts[-1])
-    windows = fold_windows(t0, t_last, config)
-
-    train_start = np.searchsorted(ts, windows.train_start, side="left")
-    val_start = np.searchsorted(ts, windows.train_end, side="left")
-    val_end = np.searchsorted(ts, windows.val_end, side="left")
-    train_end = val_start - config.purge_bars
-
+    train_start, train_end, val_start, val_end = _candidate_bounds(ts, config)
     fits = (train_end - train_start >= config.min_train_rows) & (val_end - val_start >= config.min_val_rows)
     kept = np.flatnonzero(fits)
     if config.max_folds > 0:
         kept = kept[: config.max_folds]
     if len(kept) == 0:
-        span_days = (t_last - t0) / NS_PER_DAY
-        raise BadInput(
-            f"no fold fits: the data span {span_days:.2f} days ({n} rows, "
-            f"{np.datetime64(t0, 'ns')} to {np.datetime64(t_last, 'ns')}); each fold needs "
-            f"{config.train_days:g} training days holding at least {config.min_train_rows} rows after "
-            f"a purge of {config.purge_bars} bars, then validation ({config.val_days:g} days) holding at "
-            f"least {config.min_val_rows} rows"
-        )
+        raise _no_fold_fits(ts, config)
 
     folds = []
     for number, k in enumerate(kept.tolist()):

@@ -17,12 +17,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
-from foxhunt.config import PHASES
+from foxhunt.config import PHASES, RUN_ENDINGS
+from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
 from foxhunt.evaluate.supervised import oracle_record
 from foxhunt.redaction import scrub_record
+from foxhunt.train.epoch_figures import EpochFigures
 
-RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")  # how a run ends
 RUN_STATUSES: tuple[str, ...] = ("running", *RUN_ENDINGS)
 
 
@@ -56,30 +57,9 @@ def window_from_dict(data: dict) -> WindowEvaluation:
     )
 
 
-@dataclass(frozen=True)
-class EpochStats:
-    """One training epoch of a fold, as report.json holds it: the trainer's EpochFigures (train/) less the
-    tail Sharpe (the fold's `selection` holds those); kept apart so reading a report needs no torch."""
-
-    epoch: int
-    loss: float  # mean Huber loss of the epoch's gradient steps
-    epsilon: float  # exploration probability of the epoch's collection
-    steps: int  # gradient steps
-    collect_seconds: float
-    train_seconds: float
-    samples_per_second: float  # transitions per second of the gradient steps
-    q_mean: float | None = None  # mean |Q| over the epoch's batches
-    q_max: float | None = None  # largest |Q| over the epoch's batches
-    # Diagnostics of the greedy policy after the epoch, when the trainer keeps them:
-    action_shares: list[float] | None = None  # validation bars short, flat, long
-    train_sharpe: float | None = None  # in-sample net Sharpe
-    val_sharpe: float | None = None  # validation net Sharpe at the evaluation cost
-    feature_agreement: float | None = None  # share of actions unchanged with features at their mean
-
-    @property
-    def seconds(self) -> float:
-        """Collection plus training."""
-        return self.collect_seconds + self.train_seconds
+def _epoch_to_dict(epoch: EpochFigures) -> dict:
+    """An epoch as report.json holds it: its figures less the tail Sharpe (the fold's `selection` holds those)."""
+    return {key: value for key, value in asdict(epoch).items() if key != "tail_sharpe"}
 
 
 @dataclass(frozen=True)
@@ -92,34 +72,26 @@ class FoldDates:
     val_last_bar: str
 
 
-@dataclass
-class FoldReport:
-    """One trained fold: its ranges, timings, training history, and its evaluation beside the baselines."""
+@dataclass(frozen=True)
+class FoldReport(FoldRange):
+    """One trained fold: its range (the FoldRange it extends), timings, training history, and its
+    evaluation beside the baselines."""
 
-    fold: int
-    train_start: int  # end-exclusive row indices into the fxcache
-    train_end: int
-    val_start: int
-    val_end: int
-    difficulty_score: float
     dates: FoldDates
     phases: dict[str, float]  # seconds per phase, in PHASES order
     fold_seconds: float
     samples_per_second: float
     steps: int
-    epochs: list[EpochStats]
+    epochs: list[EpochFigures]
     evaluation: WindowEvaluation  # the model and the baselines over the validation window, each figure once
     warnings: list[str] = field(default_factory=list)  # training diagnostics: collapse, features ignored
     # select_tail_share: the epoch chosen on the training tail, its tail Sharpe, whether the fold went flat
     selection: dict | None = None
 
     @property
-    def train_rows(self) -> int:
-        return self.train_end - self.train_start
-
-    @property
-    def val_rows(self) -> int:
-        return self.val_end - self.val_start
+    def range(self) -> FoldRange:
+        """The fold's range alone."""
+        return FoldRange(**{f.name: getattr(self, f.name) for f in fields(FoldRange)})
 
     @property
     def epoch_seconds(self) -> list[float]:
@@ -136,12 +108,7 @@ class FoldReport:
     def to_dict(self) -> dict:
         """The JSON shape of `fold_N/report.json`."""
         return {
-            "fold": self.fold,
-            "train_start": self.train_start,
-            "train_end": self.train_end,
-            "val_start": self.val_start,
-            "val_end": self.val_end,
-            "difficulty_score": self.difficulty_score,
+            **self.range.to_dict(),
             "train_rows": self.train_rows,
             "val_rows": self.val_rows,
             "dates": asdict(self.dates),
@@ -152,7 +119,7 @@ class FoldReport:
             "final_loss": self.final_loss,
             "loss": self.loss,
             "steps": self.steps,
-            "epochs": [asdict(e) for e in self.epochs],
+            "epochs": [_epoch_to_dict(e) for e in self.epochs],
             "evaluation": window_to_dict(self.evaluation),
             "warnings": list(self.warnings),
             **({} if self.selection is None else {"selection": dict(self.selection)}),
@@ -173,7 +140,7 @@ class FoldReport:
             fold_seconds=float(data["fold_seconds"]),
             samples_per_second=float(data["samples_per_second"]),
             steps=int(data["steps"]),
-            epochs=[EpochStats(**e) for e in data["epochs"]],
+            epochs=[EpochFigures(**e) for e in data["epochs"]],
             evaluation=window_from_dict(data["evaluation"]),
             warnings=list(data.get("warnings", [])),
             selection=data.get("selection"),

@@ -34,9 +34,8 @@ from foxhunt.evaluate.evaluation import (
     host_array,
 )
 from foxhunt.evaluate.execution import ExecutionRows
-from foxhunt.evaluate.reports import EpochStats
 from foxhunt.evaluate.supervised import oracle_record
-from foxhunt.train.diagnostics import COLLAPSE_SHARE, IGNORED_AGREEMENT, policy_collapse
+from foxhunt.train.epoch_figures import COLLAPSE_SHARE, COLLAPSED, IGNORED_AGREEMENT, EpochFigures
 
 POSITIONS_FILE = out_dir.POSITIONS
 ACTION_NAMES = ("short", "flat", "long")
@@ -142,19 +141,19 @@ def positions_from_bytes(data: bytes) -> np.ndarray:
 
 
 # ---- training diagnostics -------------------------------------------------------------------------
-def fold_warnings(fold: int, epochs: Sequence[EpochStats]) -> list[str]:
+def fold_warnings(fold: int, epochs: Sequence[EpochFigures]) -> list[str]:
     """What the last epoch's diagnostics say is wrong with the fold's policy: collapse, features ignored."""
     if not epochs:
         return []
     last, found = epochs[-1], []
-    if last.action_shares is not None and policy_collapse(last.action_shares):
+    if last.collapsed and last.action_shares is not None:
         share = max(last.action_shares)
         action = ACTION_NAMES[list(last.action_shares).index(share)]
         found.append(
-            f"fold {fold}: the policy collapsed to one action: {action} on {share:.1%} of validation "
+            f"fold {fold}: {COLLAPSED}: {action} on {share:.1%} of validation "
             f"bars (warning at {COLLAPSE_SHARE:.0%})"
         )
-    if last.feature_agreement is not None and last.feature_agreement >= IGNORED_AGREEMENT:
+    if last.features_ignored:
         found.append(
             f"fold {fold}: the policy ignores the features: {last.feature_agreement:.1%} of its actions "
             f"stay the same with every feature at its training mean (warning at {IGNORED_AGREEMENT:.0%})"
@@ -162,14 +161,11 @@ def fold_warnings(fold: int, epochs: Sequence[EpochStats]) -> list[str]:
     return found
 
 
-def fold_flags(epochs: Sequence[EpochStats]) -> tuple[bool, bool]:
+def fold_flags(epochs: Sequence[EpochFigures]) -> tuple[bool, bool]:
     """(collapsed, ignores features) of a fold's policy after its last epoch: the tests `fold_warnings` words."""
     if not epochs:
         return False, False
-    last = epochs[-1]
-    collapsed = last.action_shares is not None and policy_collapse(last.action_shares)
-    ignores = last.feature_agreement is not None and last.feature_agreement >= IGNORED_AGREEMENT
-    return bool(collapsed), bool(ignores)
+    return epochs[-1].collapsed, epochs[-1].features_ignored
 
 
 # ---- the stitched report as text ---------------------------------------------------------------------

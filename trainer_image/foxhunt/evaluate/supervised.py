@@ -170,6 +170,30 @@ def fit_mlp(
     return _fit_mlp(features, target, horizon, seed, hidden, steps, batch, lr, graphs)
 
 
+def _new_mlp(k: int, hidden: int, seed: int) -> torch.nn.Sequential:
+    """The k → hidden → hidden → 1 ReLU net, initialised from `seed` alone, its head zeroed.
+
+    The zero head predicts the training mean at step 0; the global RNG is forked so that
+    building the net leaves the caller's random stream where it was.
+    """
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = torch.nn.Sequential(
+            torch.nn.Linear(k, hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(hidden, hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(hidden, 1),
+        )
+        head = net[-1]
+        assert isinstance(head, torch.nn.Linear)
+        torch.nn.init.zeros_(head.weight)
+        torch.nn.init.zeros_(head.bias)
+    return net
+
+
 def _fit_mlp(
     features, target, horizon: int, seed: int, hidden: int, steps: int, batch: int, lr: float, graphs: bool
 ) -> MLPFit:
@@ -194,19 +218,7 @@ def _fit_mlp(
         return ((target[rows].double() - y_mean) / y_std).float().clamp(-MLP_CLIP, MLP_CLIP)
 
     gen = torch.Generator().manual_seed(seed)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        net = torch.nn.Sequential(
-            torch.nn.Linear(k, hidden),
-            torch.nn.ReLU(),
-            torch.nn.Linear(hidden, hidden),
-            torch.nn.ReLU(),
-            torch.nn.Linear(hidden, 1),
-        )
-        head = net[-1]
-        assert isinstance(head, torch.nn.Linear)
-        torch.nn.init.zeros_(head.weight)
-        torch.nn.init.zeros_(head.bias)
+    net = _new_mlp(k, hidden, seed)
     from foxhunt.evaluate.mlp_steps import StepPlan, fit_segments
 
     net = net.to(dev)

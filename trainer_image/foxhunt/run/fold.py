@@ -14,7 +14,7 @@ import io
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -25,7 +25,7 @@ from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import RunEvaluation, ScoreMemo, Scoring
-from foxhunt.evaluate.reports import EpochStats, FoldDates, FoldReport
+from foxhunt.evaluate.reports import FoldDates, FoldReport
 from foxhunt.evaluate.run_scores import (
     POSITIONS_FILE,
     evaluate_fold,
@@ -59,12 +59,6 @@ def fold_dates(fold_range: FoldRange, timestamp: np.ndarray) -> FoldDates:
         iso_utc(timestamp[fold_range.val_start]),
         iso_utc(timestamp[fold_range.val_end - 1]),
     )
-
-
-def epoch_stats(figures: EpochFigures) -> EpochStats:
-    """The report's record of an epoch: the trainer's figures, less the tail Sharpe (the fold's
-    `selection` entry holds every epoch's)."""
-    return EpochStats(**{f.name: getattr(figures, f.name) for f in fields(EpochStats)})
 
 
 @dataclass
@@ -103,7 +97,7 @@ def train_fold(
     """
     fold_start = time.perf_counter()
     phases = start_fold(trainer, fold_range)  # reset, normalize
-    history: dict[int, list[EpochStats]] = {i: [] for i in outs}
+    history: dict[int, list[EpochFigures]] = {i: [] for i in outs}
     for epoch in range(epochs):  # train
         check()
         steps = StepProgress(f"fold {fold_range.fold} epoch {epoch + 1}/{epochs}")
@@ -112,7 +106,7 @@ def train_fold(
         steps.close()
         for i, member in enumerate(figures):
             if member is not None:
-                history[i].append(epoch_stats(member))
+                history[i].append(member)
         progress(_epoch_line(fold_range.fold, epoch, epochs, [figures[i] for i in outs]))
         if on_epoch is not None:
             on_epoch(fold_range.fold, epoch, epochs, list(figures))
@@ -166,7 +160,7 @@ def start_fold(trainer: DQNTrainer, fold_range: FoldRange) -> dict[str, float]:
 def finish_fold(
     trainer: DQNTrainer,
     member: int,
-    epoch_stats: list[EpochStats],
+    epochs: list[EpochFigures],
     phases: dict[str, float],
     fold_start: float,
     out_uri: str,
@@ -178,8 +172,8 @@ def finish_fold(
     """After a trained fold, for one member: validate beside the baselines, checkpoint, write `report.json`."""
     device, fold_range = trainer.device, trainer.window.fold
     fold, phases = fold_range.fold, dict(phases)
-    phases["collect"] = sum(e.collect_seconds for e in epoch_stats)
-    phases["train"] = sum(e.train_seconds for e in epoch_stats)
+    phases["collect"] = sum(e.collect_seconds for e in epochs)
+    phases["train"] = sum(e.train_seconds for e in epochs)
 
     t0 = time.perf_counter()
     # One rollout: the evaluation and the saved record.
@@ -204,10 +198,10 @@ def finish_fold(
         fold_seconds=time.perf_counter() - fold_start,
         samples_per_second=trainer.steps_done * trainer.config.batch_size / max(phases["train"], 1e-9),
         steps=trainer.steps_done,
-        epochs=epoch_stats,
+        epochs=epochs,
         evaluation=window,
         # A fold the tail gate made flat trades nothing: the last epoch's policy warnings do not apply.
-        warnings=[] if selection is not None and selection.flat else fold_warnings(fold, epoch_stats),
+        warnings=[] if selection is not None and selection.flat else fold_warnings(fold, epochs),
         selection=None if selection is None else selection.to_dict(),
     )
     for warning in report.warnings:

@@ -116,6 +116,7 @@ def run_holdout(
     Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
     """
     from foxhunt.evaluate.run_scores import verdict_line
+    from foxhunt.run.telemetry_reads import holdout_figures
     from foxhunt.run.walk import WalkHooks, walk_folds
 
     config = run.config
@@ -146,7 +147,7 @@ def run_holdout(
     )
     _draw(run, data, outcome, fold, scoring, title)
     run.summary.holdout = {k: v for k, v in record.items() if k != "evaluation"}
-    run.metrics.holdout_evaluated(run.summary.holdout)
+    run.metrics.holdout_scored(holdout_figures(run.summary.holdout))
     for line in record["lines"]:
         run.progress(line)
     return run.summary.holdout

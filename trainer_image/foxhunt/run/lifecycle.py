@@ -28,6 +28,7 @@ from foxhunt.run.lock import HEARTBEAT_SECONDS, OutLock
 from foxhunt.run.manifest import FoldRecord, Manifest, write_manifest
 from foxhunt.run.summary_file import SummaryText
 from foxhunt.run.telemetry import RunMetrics
+from foxhunt.run.telemetry_reads import fold_figures
 from foxhunt.train.epoch_figures import EpochFigures
 
 log = logging.getLogger(__name__)
@@ -185,7 +186,7 @@ class Run:
             write_manifest(self.out_uri, self.manifest)
         self.summary.folds.append(report)
         self.current_fold = None
-        self.metrics.fold_finished(report)
+        self.metrics.fold_finished(fold_figures(report))
         self._write_summary()
         if self.sink is not None:
             self.sink.fold_finished(report, self.out_uri)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 from foxhunt import __version__, out_dir, storage
 from foxhunt.config import SAMPLE_BARS, RunConfig
 from foxhunt.config.search import SearchOptions
-from foxhunt.data.folds import generate_walk_forward_indices
-from foxhunt.data.fxcache import read_fxcache
+from foxhunt.data.folds import FoldRange, generate_walk_forward_indices
+from foxhunt.data.fxcache import FxCache, read_fxcache
 from foxhunt.errors import UsageError
 from foxhunt.evaluate.reports import RunSummary
 from foxhunt.run import compile_cache
@@ -25,7 +26,7 @@ from foxhunt.run.argo_outputs import write_argo_outputs
 from foxhunt.run.checkpoint_check import fold_checkpoint_problem
 from foxhunt.run.holdout import planning_rows
 from foxhunt.run.lifecycle import Progress, Run, RunSink, console, now_iso
-from foxhunt.run.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
+from foxhunt.run.lock import HEARTBEAT_SECONDS, STALE_SECONDS, LockHolder, OutLock
 from foxhunt.run.manifest import Manifest, check_out_before_work, resume_point
 from foxhunt.run.out_folder import (
     check_inputs_outside,
@@ -33,13 +34,16 @@ from foxhunt.run.out_folder import (
     remove_empty_folder,
     remove_stale_temp_files,
 )
-from foxhunt.run.precompute import check_bars_and_output, precompute
+from foxhunt.run.precompute import OverlayOptions, check_bars_and_output, check_overlay, precompute
 from foxhunt.run.pushgateway import refuse_live_run, resolve_pushgateway, resolve_run_id
 from foxhunt.run.telemetry import RunMetrics
 from foxhunt.run.walk_forward import SearchPlan, run_folds
 from foxhunt.train import resolve_device
 from foxhunt.train.cuda_start import start_cuda_context
 from foxhunt.train.memory_estimate import check_device_memory
+
+if TYPE_CHECKING:
+    import torch
 
 PlanSearch = Callable[[SearchOptions | None, str, RunConfig], SearchPlan]
 
@@ -76,6 +80,94 @@ def _check_settings(
     return device, resolve_run_id(settings.run_id), resolve_pushgateway(settings.pushgateway), plan
 
 
+def _manifest(
+    fxcache_uri: str, checksum: str | None, device: torch.device, settings: RunConfig, plan: SearchPlan | None
+) -> Manifest:
+    """The run's identity as its manifest holds it (the checksum is None before the fxcache is read)."""
+    search = plan.identity if plan else {}
+    return Manifest(fxcache_uri, checksum, __version__, device.type, asdict(settings), search=search)
+
+
+def _check_out(
+    out_uri: str,
+    identity: Manifest,
+    settings: RunConfig,
+    run_id: str,
+    pushgateway: str | None,
+    predecessor: LockHolder | None,
+    progress: Progress,
+) -> None:
+    """With the `--out` lock held: no live run of the same id, and an `--out` this run may write to."""
+    if predecessor is not None:
+        progress(f"took over the stale lock of {predecessor.describe()}")
+    if pushgateway and not (predecessor is not None and predecessor.run_id == run_id):
+        refuse_live_run(pushgateway, run_id, stale_seconds=STALE_SECONDS)
+    check_out_before_work(out_uri, identity, settings.overwrite)  # before the pipeline writes its fxcache
+    stale = remove_stale_temp_files(out_uri)
+    if stale:
+        progress(f"removed {len(stale)} temp file(s) an interrupted write left: {', '.join(stale[:3])}")
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """The fxcache read once, the folds planned on it, and what `prepare` said."""
+
+    cache: FxCache
+    read_seconds: float
+    folds: list[FoldRange]
+    extra: dict
+
+
+def _load(
+    fxcache_uri: str,
+    settings: RunConfig,
+    device: torch.device,
+    cuda_ready: Callable[[], float],
+    progress: Progress,
+    extra: Callable[[], dict],
+) -> _Loaded:
+    """Run `extra` (the pipeline's precompute), read the fxcache, plan the folds, check the device's memory."""
+    told = extra()
+    t0 = time.perf_counter()
+    cache = read_fxcache(fxcache_uri)
+    read_seconds = time.perf_counter() - t0
+    # The held-out bars cut off (at least a fold's validation rows of them).
+    planned = planning_rows(cache.timestamp, settings.folds.holdout_days, settings.folds.min_val_rows)
+    folds = generate_walk_forward_indices(
+        cache.timestamp[:planned], settings.folds, close_returns=cache.targets[:planned, 0]
+    )
+    waited = cuda_ready()  # before the first device call; raises what the context's start raised
+    if device.type == "cuda":
+        progress(f"CUDA context ready ({waited:.2f}s waited for it after the fxcache's read)")
+    check_device_memory(
+        device, len(cache), cache.features.shape[1], max(f.train_rows for f in folds), settings.dqn
+    )
+    return _Loaded(cache, read_seconds, folds, told)
+
+
+def _resumed_folds(out_uri: str, manifest: Manifest, settings: RunConfig, progress: Progress) -> set[int]:
+    """The folds an earlier attempt completed whose outputs, checkpoints included, are intact."""
+    hidden = settings.dqn.hidden
+    return resume_point(
+        out_uri,
+        manifest,
+        settings.overwrite,
+        progress,
+        lambda out, rec: fold_checkpoint_problem(out, rec, hidden),
+    )
+
+
+def _refused(out_uri: str, lock: OutLock, cuda_ready: Callable[[], float] | None, new_out: bool) -> None:
+    """Undo what a run refused before its work did: the CUDA start joined, the lock released, a new
+    `--out` removed (a refused run leaves none behind)."""
+    if cuda_ready is not None:
+        with suppress(Exception):  # the error on its way out is the one to report
+            cuda_ready()
+    lock.release()
+    if new_out:
+        remove_empty_folder(out_uri)
+
+
 def train(
     fxcache_uri: str,
     out_uri: str,
@@ -104,73 +196,31 @@ def train(
     predecessor = lock.acquire(wait_seconds=STALE_SECONDS + HEARTBEAT_SECONDS)
     cuda_ready = None
     try:
-        if predecessor is not None:
-            progress(f"took over the stale lock of {predecessor.describe()}")
-        if pushgateway and not (predecessor is not None and predecessor.run_id == run_id):
-            refuse_live_run(pushgateway, run_id, stale_seconds=STALE_SECONDS)
-        identity = Manifest(
-            fxcache_uri,
-            None,
-            __version__,
-            device.type,
-            asdict(settings),
-            search=plan.identity if plan else {},
-        )
-        check_out_before_work(out_uri, identity, settings.overwrite)  # before the pipeline writes its fxcache
-        stale = remove_stale_temp_files(out_uri)
-        if stale:
-            progress(f"removed {len(stale)} temp file(s) an interrupted write left: {', '.join(stale[:3])}")
+        identity = _manifest(fxcache_uri, None, device, settings, plan)
+        _check_out(out_uri, identity, settings, run_id, pushgateway, predecessor, progress)
         cuda_ready = start_cuda_context(device)  # on CUDA the context starts while the fxcache is read
-        extra = {**(summary_extra or {}), **({"precompute": prepare()} if prepare else {})}
-        t0 = time.perf_counter()
-        cache = read_fxcache(fxcache_uri)
-        read_seconds = time.perf_counter() - t0
-        # The held-out bars cut off (at least a fold's validation rows of them).
-        planned = planning_rows(cache.timestamp, settings.folds.holdout_days, settings.folds.min_val_rows)
-        folds = generate_walk_forward_indices(
-            cache.timestamp[:planned], settings.folds, close_returns=cache.targets[:planned, 0]
-        )
-        waited = cuda_ready()  # before the first device call; raises what the context's start raised
-        if device.type == "cuda":
-            progress(f"CUDA context ready ({waited:.2f}s waited for it after the fxcache's read)")
-        check_device_memory(
-            device, len(cache), cache.features.shape[1], max(f.train_rows for f in folds), settings.dqn
-        )
-        manifest = Manifest(
+        loaded = _load(
             fxcache_uri,
-            cache.metadata.get("checksum"),
-            __version__,
-            device.type,
-            asdict(settings),
-            search=plan.identity if plan else {},
-        )
-        hidden = settings.dqn.hidden
-        done = resume_point(
-            out_uri,
-            manifest,
-            settings.overwrite,
+            settings,
+            device,
+            cuda_ready,
             progress,
-            lambda out, rec: fold_checkpoint_problem(out, rec, hidden),
+            lambda: {**(summary_extra or {}), **({"precompute": prepare()} if prepare else {})},
         )
+        manifest = _manifest(fxcache_uri, loaded.cache.metadata.get("checksum"), device, settings, plan)
+        done = _resumed_folds(out_uri, manifest, settings, progress)
         metrics = RunMetrics(
-            run_id,
-            pushgateway=pushgateway,
-            model=settings.model,
-            device=str(device),
+            run_id, pushgateway=pushgateway, model=settings.model, device=str(device),
             metrics_port=settings.metrics_port,
-        )
+        )  # fmt: skip
     except BaseException:
-        if cuda_ready is not None:
-            with suppress(Exception):  # the error on its way out is the one to report
-                cuda_ready()
-        lock.release()
-        if new_out:
-            remove_empty_folder(out_uri)  # a refused run leaves no --out behind
+        _refused(out_uri, lock, cuda_ready, new_out)
         raise
-    summary = _new_summary(settings, run_id, str(device), fxcache_uri, cache, len(folds), extra)
+    cache, folds = loaded.cache, loaded.folds
+    summary = _new_summary(settings, run_id, str(device), fxcache_uri, cache, len(folds), loaded.extra)
     try:
         with Run(out_uri, settings, summary, manifest, lock, metrics, progress, sink) as run:
-            run_folds(run, cache, folds, done, read_seconds, device, plan)
+            run_folds(run, cache, folds, done, loaded.read_seconds, device, plan)
     finally:  # every way out of the run: Argo's step outputs hold what exists by now
         write_argo_outputs(summary, out_uri, progress)
     return summary
@@ -212,10 +262,13 @@ def pipeline(
     search: SearchOptions | None = None,
     plan_search: PlanSearch | None = None,
     sink: RunSink | None = None,
+    overlay: OverlayOptions | None = None,
 ) -> RunSummary:
     """Precompute then train (or search, with `settings.trials > 0`), locally; with no bars, on sample bars
-    (`sample_signal=False`: with nothing predictable planted)."""
+    (`sample_signal=False`: with nothing predictable planted); `overlay`: the sample's news process laid
+    over the bars first (summary.json's `precompute.overlay` records it)."""
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=True)
+    check_overlay(overlay, bars_uris)
     check_inputs_outside(out_uri, bars_uris or ())
     fxcache_uri = storage.join(out_uri, out_dir.PIPELINE_FXCACHE)
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
@@ -232,6 +285,7 @@ def pipeline(
             sample_signal=sample_signal,
             progress=emit,
             keep_other=not settings.overwrite,
+            overlay=overlay,
         )
 
     return train(

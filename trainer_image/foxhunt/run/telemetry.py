@@ -1,6 +1,6 @@
 """Run and per-fold metrics, pushed to a Prometheus Pushgateway under the grouping key {job, run_id}.
 
-A push that fails is logged and counted; training never waits on, or stops for, the metrics path.
+The run tells them plain figures (`run/telemetry_figures.py`), never its reports. A push that fails is logged and counted; training never waits on, or stops for, the metrics path.
 Which Pushgateway and run id, and whether a run id is live there, is `pushgateway`'s.
 """
 
@@ -10,6 +10,7 @@ import http.client
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from prometheus_client import (
     CollectorRegistry,
@@ -22,13 +23,12 @@ from prometheus_client import (
 from prometheus_client.exposition import basic_auth_handler, default_handler
 
 from foxhunt import __version__
-from foxhunt.config import PHASES
+from foxhunt.config import PHASES, RUN_ENDINGS
 from foxhunt.config.urls import pushgateway_credentials
 from foxhunt.errors import ConfigError
-from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
-from foxhunt.evaluate.reports import RUN_ENDINGS, FoldReport
 from foxhunt.redaction import redact_url, scrub_text
 from foxhunt.run.pushgateway import DEFAULT_JOB, has_host
+from foxhunt.run.telemetry_figures import FoldFigures, HoldoutFigures, StitchedFigures
 
 log = logging.getLogger(__name__)
 
@@ -46,72 +46,74 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
-# One gauge per fold figure, labelled by fold: (name, help, how to read it from the fold's report).
-FOLD_GAUGES = (
-    ("foxhunt_fold_seconds", "Wall seconds of a whole fold.", lambda r: r.fold_seconds),
+# One gauge per fold figure, labelled by fold: (name, help, how to read it from the fold's figures).
+FOLD_GAUGES: tuple[tuple[str, str, Callable[[FoldFigures], float]], ...] = (
+    ("foxhunt_fold_seconds", "Wall seconds of a whole fold.", lambda f: f.fold_seconds),
     (
         "foxhunt_fold_epoch_seconds",
         "Mean seconds per training epoch of a fold.",
-        lambda r: _mean(r.epoch_seconds),
+        lambda f: _mean(list(f.epoch_seconds)),
     ),
     (
         "foxhunt_fold_last_epoch_seconds",
         "Seconds of a fold's last epoch.",
-        lambda r: r.epoch_seconds[-1] if r.epochs else 0.0,
+        lambda f: f.epoch_seconds[-1] if f.epoch_seconds else 0.0,
     ),
-    ("foxhunt_fold_epochs", "Training epochs run in a fold.", lambda r: len(r.epochs)),
+    ("foxhunt_fold_epochs", "Training epochs run in a fold.", lambda f: len(f.epoch_seconds)),
     (
         "foxhunt_fold_samples_per_second",
         "Training samples per second of a fold.",
-        lambda r: r.samples_per_second,
+        lambda f: f.samples_per_second,
     ),
-    ("foxhunt_fold_final_loss", "Training loss of a fold's last epoch.", lambda r: r.final_loss),
-    ("foxhunt_fold_train_rows", "Rows in a fold's training range.", lambda r: r.train_rows),
-    ("foxhunt_fold_validation_rows", "Rows in a fold's validation range.", lambda r: r.val_rows),
-    ("foxhunt_fold_difficulty_score", "Difficulty score of a fold's range.", lambda r: r.difficulty_score),
+    ("foxhunt_fold_final_loss", "Training loss of a fold's last epoch.", lambda f: f.final_loss),
+    ("foxhunt_fold_train_rows", "Rows in a fold's training range.", lambda f: f.train_rows),
+    ("foxhunt_fold_validation_rows", "Rows in a fold's validation range.", lambda f: f.val_rows),
+    ("foxhunt_fold_difficulty_score", "Difficulty score of a fold's range.", lambda f: f.difficulty_score),
     (
         "foxhunt_fold_validation_sharpe",
         "Validation Sharpe ratio of the greedy policy.",
-        lambda r: r.evaluation.policies[MODEL].net.sharpe,
+        lambda f: f.model.sharpe,
     ),
     (
         "foxhunt_fold_validation_return",
         "Validation total log return after costs.",
-        lambda r: r.evaluation.policies[MODEL].net.log_return,
+        lambda f: f.model.log_return,
     ),
     (
         "foxhunt_fold_validation_max_drawdown",
         "Validation maximum drawdown of the greedy policy.",
-        lambda r: r.evaluation.policies[MODEL].net.max_drawdown,
+        lambda f: f.model.max_drawdown,
     ),
     (
         "foxhunt_fold_validation_turnover",
         "Validation turnover of the greedy policy.",
-        lambda r: r.evaluation.policies[MODEL].net.turnover,
+        lambda f: f.model.turnover,
     ),
 )
 
 
-# The held-out final period's gauges (--holdout-days; the run's headline): name → its figure in
-# `RunSummary.holdout` (foxhunt.run.holdout).
-HOLDOUT_GAUGES = {
-    "foxhunt_holdout_net_sharpe": ("Annualised Sharpe after costs", lambda h: h["net_sharpe"]),
+# The held-out final period's gauges (--holdout-days; the run's headline): name → its figure.
+HOLDOUT_GAUGES: dict[str, tuple[str, Callable[[HoldoutFigures], float]]] = {
+    "foxhunt_holdout_net_sharpe": ("Annualised Sharpe after costs", lambda h: h.net_sharpe),
     "foxhunt_holdout_net_sharpe_ci_low": (
         "Lower bound of the bootstrap interval of the Sharpe",
-        lambda h: h["net_sharpe_ci"][0],
+        lambda h: h.net_sharpe_ci_low,
     ),
     "foxhunt_holdout_net_sharpe_ci_high": (
         "Upper bound of the bootstrap interval of the Sharpe",
-        lambda h: h["net_sharpe_ci"][1],
+        lambda h: h.net_sharpe_ci_high,
     ),
-    "foxhunt_holdout_net_sharpe_se": ("Standard error (Lo 2002) of the Sharpe", lambda h: h["net_sharpe_se"]),
+    "foxhunt_holdout_net_sharpe_se": ("Standard error (Lo 2002) of the Sharpe", lambda h: h.net_sharpe_se),
 }
-# The stitched record's gauges: name → what it holds.
-STITCHED_GAUGES = {
-    "foxhunt_stitched_validation_sharpe": "Annualised Sharpe",
-    "foxhunt_stitched_validation_sharpe_se": "Standard error (Lo 2002) of the Sharpe",
-    "foxhunt_stitched_return": "Total log return",
-    "foxhunt_stitched_max_drawdown": "Max drawdown",
+# The stitched record's gauges: name → (what it holds, how to read it from the stitched figures).
+STITCHED_GAUGES: dict[str, tuple[str, Callable[[StitchedFigures], float]]] = {
+    "foxhunt_stitched_validation_sharpe": ("Annualised Sharpe", lambda s: s.model.sharpe),
+    "foxhunt_stitched_validation_sharpe_se": (
+        "Standard error (Lo 2002) of the Sharpe",
+        lambda s: s.model.sharpe_se,
+    ),
+    "foxhunt_stitched_return": ("Total log return", lambda s: s.model.log_return),
+    "foxhunt_stitched_max_drawdown": ("Max drawdown", lambda s: s.model.max_drawdown),
 }
 
 
@@ -144,7 +146,16 @@ class RunMetrics:
         self.push_failures = 0
         self._push_lock = threading.Lock()  # the heartbeat thread pushes too
         self.registry = CollectorRegistry()
-        r = self.registry
+        self._run_gauges(self.registry, model, device)
+        self._fold_gauges(self.registry)
+        self._evaluation_gauges(self.registry)
+        self._progress_gauges(self.registry)
+        self._server = None
+        if metrics_port is not None:
+            self._server = _serve(self.registry, metrics_port, metrics_addr)
+
+    def _run_gauges(self, r: CollectorRegistry, model: str, device: str) -> None:
+        """The run's own gauges and counters: what it is, when it started and ended, its data and pushes."""
         self._info = Gauge(
             "foxhunt_run_info",
             "Always 1; labels describe the run.",
@@ -166,16 +177,21 @@ class RunMetrics:
             "foxhunt_data_load_seconds", "Seconds to load the fxcache onto the device.", registry=r
         )
         self._rows = Gauge("foxhunt_data_rows", "Rows loaded from the fxcache.", registry=r)
+
+    def _fold_gauges(self, r: CollectorRegistry) -> None:
+        """Each fold's phases and figures."""
         self._phase = Gauge(
             "foxhunt_fold_phase_seconds",
             "Seconds spent in each phase of a fold.",
             ["fold", "phase"],
             registry=r,
         )
-        self._fold_gauges = [
+        self._fold_figures = [
             (Gauge(name, help_text, ["fold"], registry=r), read) for name, help_text, read in FOLD_GAUGES
         ]
-        self._evaluation_gauges(r)
+
+    def _progress_gauges(self, r: CollectorRegistry) -> None:
+        """The run's progress through its folds, and its failed pushes."""
         self._last_fold_ts = Gauge(
             "foxhunt_last_fold_completed_timestamp_seconds",
             "Unix time the latest fold completed.",
@@ -186,16 +202,6 @@ class RunMetrics:
         self._push_failed = Counter(
             "foxhunt_push_failures", "Pushes to the Pushgateway that failed.", registry=r
         )
-        self._server = None
-        if metrics_port is not None:
-            try:
-                self._server, _ = start_http_server(metrics_port, addr=metrics_addr, registry=r)
-            except OSError as exc:  # in use, or a privileged port: a usage error found before work
-                raise ConfigError(
-                    "run config",
-                    "metrics_port",
-                    f"{metrics_port}: cannot serve /metrics there ({exc.strerror or exc}); choose a free port",
-                ) from exc
 
     def _evaluation_gauges(self, r: CollectorRegistry) -> None:
         """The evaluation's gauges: each fold's dates, SE and best baseline; the stitched record."""
@@ -218,8 +224,11 @@ class RunMetrics:
             registry=r,
         )
         self._stitched = {
-            name: Gauge(name, f"{what} of the stitched out-of-sample record, after costs.", registry=r)
-            for name, what in STITCHED_GAUGES.items()
+            name: (
+                Gauge(name, f"{what} of the stitched out-of-sample record, after costs.", registry=r),
+                read,
+            )
+            for name, (what, read) in STITCHED_GAUGES.items()
         }
         self._holdout = {
             # Labelled by the period's length: a labelled gauge shows nothing until set, so a run
@@ -258,42 +267,31 @@ class RunMetrics:
         self._folds_planned.set(folds)
         self.push()
 
-    def fold_finished(self, report: FoldReport) -> None:
-        """Record a fold's report and push."""
-        fold = str(report.fold)
+    def fold_finished(self, figures: FoldFigures) -> None:
+        """Record a finished fold's figures and push."""
+        fold = str(figures.fold)
         for phase in PHASES:
-            self._phase.labels(fold=fold, phase=phase).set(report.phases[phase])
-        for gauge, read in self._fold_gauges:
-            gauge.labels(fold).set(read(report))
-        self._fold_info.labels(fold, report.dates.val_first_bar, report.dates.val_last_bar).set(1)
-        window = report.evaluation
-        if window is not None:
-            self._fold_sharpe_se.labels(fold).set(window.policies[MODEL].net.sharpe_se)
-            best = window.best_baseline
-            self._fold_best_baseline.labels(fold, best).set(window.policies[best].net.sharpe)
+            self._phase.labels(fold=fold, phase=phase).set(figures.phases[phase])
+        for gauge, read in self._fold_figures:
+            gauge.labels(fold).set(read(figures))
+        self._fold_info.labels(fold, figures.val_first_bar, figures.val_last_bar).set(1)
+        self._fold_sharpe_se.labels(fold).set(figures.model.sharpe_se)
+        self._fold_best_baseline.labels(fold, figures.best_baseline).set(figures.best_baseline_sharpe)
         self._folds_done.inc()
         self._last_fold_ts.set(time.time())
         self.push()
 
-    def run_evaluated(self, stitched: WindowEvaluation) -> None:
+    def stitched_scored(self, stitched: StitchedFigures) -> None:
         """Record the stitched out-of-sample record (model and baselines after costs) and push."""
-        net = stitched.policies[MODEL].net
-        values = {
-            "foxhunt_stitched_validation_sharpe": net.sharpe,
-            "foxhunt_stitched_validation_sharpe_se": net.sharpe_se,
-            "foxhunt_stitched_return": net.log_return,
-            "foxhunt_stitched_max_drawdown": net.max_drawdown,
-        }
-        for name, gauge in self._stitched.items():
-            gauge.set(values[name])
-        for name, evaluation in stitched.policies.items():
-            if name != MODEL:
-                self._stitched_baseline.labels(name).set(evaluation.net.sharpe)
+        for gauge, read in self._stitched.values():
+            gauge.set(read(stitched))
+        for name, sharpe in stitched.baseline_sharpes.items():
+            self._stitched_baseline.labels(name).set(sharpe)
         self.push()
 
-    def holdout_evaluated(self, holdout: dict) -> None:
-        """Record the held-out final period's headline (`RunSummary.holdout`) and push."""
-        days = f"{holdout['days']:g}"
+    def holdout_scored(self, holdout: HoldoutFigures) -> None:
+        """Record the held-out final period's headline and push."""
+        days = f"{holdout.days:g}"
         for gauge, read in self._holdout.values():
             gauge.labels(days).set(read(holdout))
         self.push()
@@ -382,3 +380,16 @@ class RunMetrics:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+def _serve(registry: CollectorRegistry, port: int, addr: str):
+    """A live /metrics endpoint of `registry`; ConfigError (a usage error found before work) when it cannot be."""
+    try:
+        server, _ = start_http_server(port, addr=addr, registry=registry)
+    except OSError as exc:  # in use, or a privileged port
+        raise ConfigError(
+            "run config",
+            "metrics_port",
+            f"{port}: cannot serve /metrics there ({exc.strerror or exc}); choose a free port",
+        ) from exc
+    return server

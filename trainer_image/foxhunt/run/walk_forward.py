@@ -24,6 +24,7 @@ from foxhunt.run import compile_cache
 from foxhunt.run.fold import FoldOutcome, load_fold, stitch_outcomes
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run
+from foxhunt.run.telemetry_reads import stitched_figures
 from foxhunt.run.walk import FoldDone, FoldResults, WalkHooks, walk_folds
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, to_device
 
@@ -242,7 +243,7 @@ def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scorin
     summary, progress = run.summary, run.progress
     evaluation = stitch_outcomes(data, folds, outcomes, scoring, memo)
     summary.stitched = evaluation.stitched
-    run.metrics.run_evaluated(evaluation.stitched)
+    run.metrics.stitched_scored(stitched_figures(evaluation.stitched))
     flat = flat_run_reading(summary.folds)  # a run that never traded says so, in words
     for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level, flat):
         progress(line)

@@ -45,6 +45,7 @@ from foxhunt.run.fold import FoldOutcome, stitch_outcomes
 from foxhunt.run.holdout import holdout_range, run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
+from foxhunt.run.telemetry_reads import fold_figures
 from foxhunt.search.headline import TABLE_FILES, write_headline_tables
 from foxhunt.search.outputs import BestTrial, StudySummary, TrialReport, trial_folder, write_study_outputs
 from foxhunt.search.population import PopulationObjective, TrainerPool, trainer_builder
@@ -67,6 +68,7 @@ from foxhunt.search.study import (
 from foxhunt.search.telemetry import TrialMetrics
 from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import DeviceData, TrainingDiverged
+from foxhunt.train.epoch_figures import COLLAPSED
 
 TRIAL_REPORT = out_dir.TRIAL_REPORT
 # A trial whose training diverges failed on its settings: a verdict, and the study goes on.
@@ -132,7 +134,7 @@ class TrialScoring:
     def fold_done(self, number: int, fold: int, outcome: FoldOutcome) -> float:
         """Record a trial's completed fold (manifest, metrics); its net validation Sharpe, for the pruner."""
         self.record_fold(number, fold, outcome.outputs or {})
-        self.run.metrics.fold_finished(outcome.report)
+        self.run.metrics.fold_finished(fold_figures(outcome.report))
         return outcome.report.evaluation.policies[MODEL].net.sharpe
 
     def score(
@@ -154,9 +156,7 @@ class TrialScoring:
             warnings=tuple(w for o in outcomes.values() for w in o.report.warnings),
             collapsed=collapsed,
             ignores_features=any(i for _, i in flags),
-            rejected="the policy collapsed to one action"
-            if collapsed and self.objective.endswith(NO_COLLAPSE_SUFFIX)
-            else None,
+            rejected=COLLAPSED if collapsed and self.objective.endswith(NO_COLLAPSE_SUFFIX) else None,
         )
 
     def record_fold(self, number: int, fold: int, outputs: dict[str, str]) -> None:
@@ -197,6 +197,26 @@ def study_workspace(out_uri: str, options: SearchOptions) -> Iterator[Path]:
         yield Path(tmp)
 
 
+def _open(run: Run, plan: SearchPlan, work_dir: Path) -> optuna.Study:
+    """Open (or create) the plan's study in `work_dir` or its storage, and say so on the run's lines."""
+    settings, options = run.config, plan.options
+    study = open_study(
+        options.study_storage,
+        work_dir,
+        plan.study_name,
+        settings.seed,
+        worker=options.worker,
+        pruner=trial_pruner(options.pruner),
+    )
+    where = redacted(options.study_storage) if options.study_storage else "embedded"
+    run.progress(
+        f"study {plan.study_name} ({where}): {settings.trials} trials, objective {options.objective}, "
+        f"searching {', '.join(plan.space)}; worker {options.worker}"
+        + (f"; {options.population} trials side by side" if options.population > 1 else "")
+    )
+    return study
+
+
 def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchPlan) -> StudySummary:
     """The study of `run`: trials until it has `run.config.trials` finished ones; returns `study.json`'s content."""
     settings, options = run.config, plan.options
@@ -205,20 +225,7 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     max_rows = max(f.train_rows for f in folds)
     pool = TrainerPool(trainer_builder(run, data, max_rows), options.population)
     with study_workspace(run.out_uri, options) as work_dir:
-        study = open_study(
-            options.study_storage,
-            work_dir,
-            plan.study_name,
-            settings.seed,
-            worker=options.worker,
-            pruner=trial_pruner(options.pruner),
-        )
-        where = redacted(options.study_storage) if options.study_storage else "embedded"
-        run.progress(
-            f"study {plan.study_name} ({where}): {settings.trials} trials, objective {options.objective}, "
-            f"searching {', '.join(plan.space)}; worker {options.worker}"
-            + (f"; {options.population} trials side by side" if options.population > 1 else "")
-        )
+        study = _open(run, plan, work_dir)
         synced = work_dir / STUDY_FILE if options.embedded and storage.is_s3(run.out_uri) else None
         save = partial(_save_study, run, study, pool, synced)
         metrics = TrialMetrics(run.metrics.registry, settings.trials)
@@ -241,18 +248,10 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             run.progress(_trial_line(study, trial, settings.trials) + estimate)
 
         try:
-            run_trials(
-                study,
-                settings.trials,
-                PopulationObjective(TrialScoring(run, data, folds, options.objective), pool),
-                size=options.population,
-                space=plan.space,
-                seed=settings.seed,
-                worker=options.worker,
-                catch=SETTINGS_FAILURES,
-                callbacks=[after_trial],
-                exclusive=options.embedded,
-            )
+            scoring = TrialScoring(run, data, folds, options.objective)
+            run_trials(study, settings.trials, PopulationObjective(scoring, pool), size=options.population,
+                       space=plan.space, seed=settings.seed, worker=options.worker, catch=SETTINGS_FAILURES,
+                       callbacks=[after_trial], exclusive=options.embedded)  # fmt: skip
         except BaseException:
             _save_on_the_way_out(run, save)
             raise

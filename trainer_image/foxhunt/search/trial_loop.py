@@ -151,6 +151,46 @@ def tell_trial(
     study.tell(trial, value)
 
 
+def _train_batch(
+    study: optuna.Study,
+    batch: list[AskedTrial],
+    objective: BatchObjective,
+    heartbeat: int | None,
+    catch: tuple[type[Exception], ...],
+) -> BatchResults:
+    """`objective(batch)` with the trials' heartbeats kept; an exception in `catch` is every trial's
+    result, any other requeues the batch's running trials and goes on up."""
+    try:
+        with heartbeats(study, batch, heartbeat):
+            return objective(batch)
+    except catch as exc:
+        return {asked.number: exc for asked in batch}
+    except BaseException:
+        for asked in batch:
+            requeue_if_running(study, asked.number)
+        raise
+
+
+def _tell_batch(
+    study: optuna.Study,
+    batch: list[AskedTrial],
+    results: BatchResults,
+    catch: tuple[type[Exception], ...],
+    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]],
+) -> None:
+    """Tell each trial of the batch its end, then run the callbacks on it."""
+    for asked in batch:
+        if asked.stale:
+            continue  # another worker declared it stale while it ran; its retry carries on there
+        try:
+            tell_trial(study, asked, results.get(asked.number), catch)
+        except UpdateFinishedTrialError:
+            continue  # declared stale after its last fold
+        trial = trial_by_number(study, asked.number)
+        for callback in callbacks:
+            callback(study, trial)
+
+
 def run_trials(
     study: optuna.Study,
     n_trials: int,
@@ -204,22 +244,5 @@ def run_trials(
         )
         if not batch:
             continue
-        try:
-            with heartbeats(study, batch, heartbeat):
-                results = objective(batch)
-        except catch as exc:
-            results = {asked.number: exc for asked in batch}
-        except BaseException:
-            for asked in batch:
-                requeue_if_running(study, asked.number)
-            raise
-        for asked in batch:
-            if asked.stale:
-                continue  # another worker declared it stale while it ran; its retry carries on there
-            try:
-                tell_trial(study, asked, results.get(asked.number), catch)
-            except UpdateFinishedTrialError:
-                continue  # declared stale after its last fold
-            trial = trial_by_number(study, asked.number)
-            for callback in callbacks:
-                callback(study, trial)
+        results = _train_batch(study, batch, objective, heartbeat, catch)
+        _tell_batch(study, batch, results, catch, callbacks)

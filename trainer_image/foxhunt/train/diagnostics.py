@@ -19,6 +19,7 @@ from torch import nn
 
 from foxhunt.data.pnl import ExecutionRows
 from foxhunt.train.device_data import DeviceData, chunk_rows
+from foxhunt.train.epoch_figures import ignores_features, policy_collapse
 from foxhunt.train.policy import (
     FLAT,
     N_ACTIONS,
@@ -31,8 +32,6 @@ from foxhunt.train.policy import (
     rollout_positions,
 )
 
-COLLAPSE_SHARE = 0.95  # one action on this share of validation bars: the policy collapsed
-IGNORED_AGREEMENT = 0.99  # actions unchanged with features at their mean on this share: features ignored
 # The in-sample Sharpe runs the greedy policy over at most this many training bars, in evenly spaced
 # blocks each entered from flat: a full pass over a 4M-row training slice every epoch would cost more
 # than the epoch's training, and a bounded sample reads the same trend.
@@ -90,18 +89,13 @@ class FoldHistory:
     @property
     def features_ignored(self) -> bool:
         """The last epoch's greedy actions barely change when the features are replaced by their mean."""
-        return bool(self.feature_agreement) and self.feature_agreement[-1] >= IGNORED_AGREEMENT
+        return bool(self.feature_agreement) and ignores_features(self.feature_agreement[-1])
 
 
 def action_shares(positions: torch.Tensor) -> torch.Tensor:
     """Share of bars spent short, flat and long: a (3,) float64 tensor summing to 1."""
     # Comparisons, not bincount: bincount on CUDA reads its input's maximum on the host.
     return torch.stack([(positions == p).double().mean() for p in (-1.0, 0.0, 1.0)])
-
-
-def policy_collapse(action_shares: list[float] | torch.Tensor, threshold: float = COLLAPSE_SHARE) -> bool:
-    """True when one action (short, flat or long) takes at least `threshold` of the bars."""
-    return max(float(s) for s in action_shares) >= threshold
 
 
 @torch.no_grad()

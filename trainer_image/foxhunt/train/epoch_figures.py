@@ -1,15 +1,34 @@
-"""One member's figures of one training epoch, as `DQNTrainer.train_epoch` returns them.
+"""One member's figures of one training epoch, as `DQNTrainer.train_epoch` returns them, and the rules
+that read a policy's diagnostics: collapse to one action, features ignored.
 
-The fold loop prints them and writes them into `fold_N/report.json`'s `epochs` (as the report's
-`EpochStats`, whose fields are these less the tail Sharpe, which the fold's `selection` entry holds),
-so the keys on disk are this dataclass's field names.
+The fold loop prints them and the fold's report keeps them (`fold_N/report.json`'s `epochs`, whose keys
+are this dataclass's field names less `tail_sharpe`: the fold's `selection` entry holds every epoch's).
+Imports no torch, so reading a report needs none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from foxhunt.train.diagnostics import IGNORED_AGREEMENT, policy_collapse
+if TYPE_CHECKING:
+    import torch
+
+COLLAPSE_SHARE = 0.95  # one action on this share of validation bars: the policy collapsed
+IGNORED_AGREEMENT = 0.99  # actions unchanged with features at their mean on this share: features ignored
+COLLAPSED = "the policy collapsed to one action"  # the words of a warning and of a rejected trial
+
+
+def policy_collapse(action_shares: list[float] | torch.Tensor, threshold: float = COLLAPSE_SHARE) -> bool:
+    """True when one action (short, flat or long) takes at least `threshold` of the bars: the one
+    collapse rule, read by an epoch's figures, a fold's history, its warnings and the search's flags."""
+    return max(float(s) for s in action_shares) >= threshold
+
+
+def ignores_features(agreement: float) -> bool:
+    """True when at least IGNORED_AGREEMENT of the greedy actions stay the same with every feature at its
+    training mean (`diagnostics.feature_agreement`)."""
+    return agreement >= IGNORED_AGREEMENT
 
 
 @dataclass(frozen=True)
@@ -30,7 +49,8 @@ class EpochFigures:
     train_sharpe: float | None = None  # in-sample net Sharpe
     val_sharpe: float | None = None  # validation net Sharpe at the evaluation cost
     feature_agreement: float | None = None  # share of actions unchanged with features at their mean
-    tail_sharpe: float | None = None  # select_tail_share: net Sharpe on the training slice's tail
+    # select_tail_share: net Sharpe on the training slice's tail (not written per epoch in report.json)
+    tail_sharpe: float | None = None
 
     @property
     def seconds(self) -> float:
@@ -45,4 +65,4 @@ class EpochFigures:
     @property
     def features_ignored(self) -> bool:
         """The greedy actions barely change when the features are replaced by their training mean."""
-        return self.feature_agreement is not None and self.feature_agreement >= IGNORED_AGREEMENT
+        return self.feature_agreement is not None and ignores_features(self.feature_agreement)
