@@ -14,8 +14,14 @@ from foxhunt.train import TrainingDiverged
 FOLDS = [FoldRange(f, 100 * f, 100 * f + 80, 100 * f + 90, 100 * f + 100, 1.0) for f in range(4)]
 
 
+class _Report(str):
+    """A stand-in report: its label, and the selection a pooled decision reads (none here)."""
+
+    selection = None
+
+
 def _outcome(label: str) -> FoldOutcome:
-    return FoldOutcome(report=label, positions=None, baselines=None, outputs=None)  # type: ignore[arg-type]
+    return FoldOutcome(report=_Report(label), positions=None, baselines=None, outputs=None)  # type: ignore[arg-type]
 
 
 @pytest.fixture

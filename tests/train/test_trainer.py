@@ -3,6 +3,7 @@
 Tests that can run on any device take `device` from DEVICES (CUDA only where present)."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -158,6 +159,24 @@ def test_constant_feature_gets_unit_std(synthetic, device):
     trainer.window.set_fold_range(FOLDS[0])
     _, std = trainer.window.compute_norm_stats()
     assert float(std[5]) == 1.0
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_with_a_held_back_tail_the_norm_stats_are_the_heads_alone(synthetic, device):
+    features, targets, timestamp = synthetic
+    features = features.copy()
+    features[9000:12_000] += 50.0  # the tail of fold 1's slice: a norm over the whole slice would see it
+    trainer = DQNTrainer(
+        to_device(features, targets, timestamp, torch.device(device)),
+        replace(SMALL, select_tail_share=0.25),
+        max_train_rows=8000,
+    )
+    trainer.set_fold_range(FOLDS[1])
+    assert trainer.window.learn_end == 10_000
+    mean, std = trainer.window.compute_norm_stats()
+    head = features[4000:10_000].astype(np.float64)
+    np.testing.assert_allclose(mean.cpu().numpy(), head.mean(axis=0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(std.cpu().numpy(), head.std(axis=0), rtol=1e-4)
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from foxhunt.config import PHASES, RUN_ENDINGS
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, WindowEvaluation
+from foxhunt.evaluate.supervised import oracle_record
 from foxhunt.redaction import scrub_record
 from foxhunt.train.epoch_figures import EpochFigures
 
@@ -199,6 +200,10 @@ class RunSummary:
             data["flat_reading"] = reading
         data["folds"] = [r.to_dict() for r in self.folds]
         data["stitched"] = None if self.stitched is None else window_to_dict(self.stitched)
+        if self.stitched is not None:  # derived: the oracle, and that it was picked after the fact
+            data["feature_oracle"] = oracle_record(
+                {n: p.net.sharpe for n, p in self.stitched.policies.items()}
+            )
         for optional in ("error", "precompute", "holdout", "seed_spread"):
             if data[optional] is None:
                 del data[optional]

@@ -34,7 +34,7 @@ from foxhunt.evaluate.evaluation import (
     host_array,
 )
 from foxhunt.evaluate.execution import ExecutionRows
-from foxhunt.evaluate.supervised import feature_oracle
+from foxhunt.evaluate.supervised import oracle_record
 from foxhunt.train.epoch_figures import COLLAPSE_SHARE, COLLAPSED, IGNORED_AGREEMENT, EpochFigures
 
 POSITIONS_FILE = out_dir.POSITIONS
@@ -199,12 +199,12 @@ def stitched_report(
             f"hit rate {net.hit_rate:.1%}; before costs: Sharpe {gross.sharpe:.2f}, "
             f"return {gross.total_return:+.2%}",
         ]
-    oracle = feature_oracle({name: ev.net.sharpe for name, ev in stitched.policies.items()})
+    oracle = oracle_record({name: ev.net.sharpe for name, ev in stitched.policies.items()})
     if oracle is not None:
-        share = f"; the model earns {net.sharpe / oracle[1]:.0%} of it" if oracle[1] > 0 else ""
+        best = oracle["net_sharpe"]
+        share = f"; the model earns {net.sharpe / best:.0%} of it" if best > 0 else ""
         lines.append(
-            f"  feature oracle (the best supervised model on the features, {oracle[0]}): Sharpe "
-            f"{oracle[1]:.2f} after costs{share}"
+            f"  feature oracle ({oracle['label']}: {oracle['name']}): Sharpe {best:.2f} after costs{share}"
         )
     for name, standing in stitched.standings.items():
         best = " (best baseline)" if name == stitched.best_baseline else ""

@@ -317,6 +317,21 @@ def supervised_baselines(
     }
 
 
+def oracle_label(models: int) -> str:
+    """What the feature oracle is, as every place that prints it says: a pick made after the fact."""
+    return f"best of {models} models picked on the validation windows, optimistic"
+
+
+def oracle_record(sharpes: dict[str, float]) -> dict | None:
+    """`summary.json`'s `feature_oracle`: the model picked, its net Sharpe, how many it was picked from
+    and on what; None when no supervised model was scored."""
+    oracle = feature_oracle(sharpes)
+    if oracle is None:
+        return None
+    models = sum(name in SUPERVISED_NAMES for name in sharpes)
+    return {"name": oracle[0], "net_sharpe": oracle[1], "models": models, "label": oracle_label(models)}
+
+
 def feature_oracle(sharpes: dict[str, float]) -> tuple[str, float] | None:
     """The best supervised model by Sharpe (name, Sharpe) among `sharpes`; None when none is there."""
     found = {name: s for name, s in sharpes.items() if name in SUPERVISED_NAMES}

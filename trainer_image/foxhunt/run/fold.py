@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +40,7 @@ from foxhunt.run.step_progress import StepProgress
 from foxhunt.train import DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.diagnostics import diagnostics_due
 from foxhunt.train.epoch_figures import EpochFigures
+from foxhunt.train.evidence import WindowEvidence, evidence_from_dict
 
 Progress = Callable[[str], None]
 # Told of each finished epoch: fold, epoch, epochs, and each member's figures (None: the member failed).
@@ -82,6 +83,7 @@ def train_fold(
     memo: ScoreMemo | None = None,
     diagnostics_every: int = 1,
     on_epoch: EpochHook | None = None,
+    earlier: Mapping[int, Sequence[WindowEvidence]] | None = None,
 ) -> dict[int, FoldOutcome | TrainingDiverged]:
     """One fold for the members named in `outs` (member → its output folder): reset → train → validate →
     save → report. Per member its outcome, or the divergence that stopped it.
@@ -90,7 +92,8 @@ def train_fold(
     `check` runs at every epoch boundary (a stop signal raises there); validation scores the greedy
     positions beside the baselines with `scoring`, looking up in `memo` the records scored before.
     The greedy policy's diagnostics run every `diagnostics_every` epochs and after the last one;
-    `on_epoch` is told of each epoch's figures as it ends (a run's live record).
+    `on_epoch` is told of each epoch's figures as it ends (a run's live record); `earlier` holds each
+    member's earlier folds' out-of-sample windows, which a pooled decision (`select_pool`) weighs.
     """
     fold_start = time.perf_counter()
     phases = start_fold(trainer, fold_range)  # reset, normalize
@@ -110,7 +113,7 @@ def train_fold(
     check()
     live = [i for i in outs if trainer.failures[i] is None]
     # The best tail epoch's weights, or flat (select_tail_share).
-    chosen = trainer.policies.choose_policies(live)
+    chosen = trainer.policies.choose_policies(live, earlier)
     for i in live:
         if chosen[i] is not None:
             progress(_selection_line(fold_range.fold, i, chosen[i]))
@@ -128,6 +131,11 @@ def _selection_line(fold: int, member: int, choice) -> str:
     if choice.epoch is None:
         return f"fold {fold} member {member}: no epoch scored on the tail; the policy is flat"
     verdict = "the policy is flat: no edge found" if choice.flat else "kept"
+    if choice.pooled is not None:
+        return (
+            f"fold {fold} member {member}: epoch {choice.epoch + 1} scored best on the training tail "
+            f"(net Sharpe {choice.tail_sharpe:.2f}); pooled decision: {choice.pooled.reason}"
+        )
     return (
         f"fold {fold} member {member}: epoch {choice.epoch + 1} scored best on the training tail "
         f"(net Sharpe {choice.tail_sharpe:.2f}, gate {choice.gate:.2f}); {verdict}"
@@ -270,3 +278,9 @@ def stitch_outcomes(
         {fold: o.baselines for fold, o in scored.items() if o.baselines is not None},
         memo,
     )
+
+
+def out_of_sample_evidence(outcomes: Mapping[int, FoldOutcome]) -> list[WindowEvidence]:
+    """The out-of-sample windows a member's completed folds recorded (report.json `selection`), in fold order."""
+    found = (evidence_from_dict((o.report.selection or {}).get("out_of_sample")) for o in outcomes.values())
+    return [w for w in found if w is not None]

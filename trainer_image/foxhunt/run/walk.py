@@ -1,7 +1,10 @@
 """The one walk over folds: a run, its `--seeds`, a batch of trials and the held-out fold all go through
 `walk_folds`. The folds in order on one trainer; per fold, the members still walking are trained
 together (`fold.train_fold`), or the fold is taken over from an earlier attempt; a member that diverges
-leaves the walk with its failure, and the caller's `on_fold` may stop others (a pruned trial).
+leaves the walk with its failure, and the caller's `on_fold` may stop others (a pruned trial). The
+evidence a pooled decision weighs (`select_pool`: each member's earlier folds' out-of-sample windows)
+is read from the outcomes walked so far, taken-over folds included, so a resumed run decides as the
+first attempt did.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from dataclasses import dataclass, field
 
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import ScoreMemo, Scoring
-from foxhunt.run.fold import EpochHook, FoldOutcome, Progress, train_fold
+from foxhunt.run.fold import EpochHook, FoldOutcome, Progress, out_of_sample_evidence, train_fold
 from foxhunt.train import DQNTrainer, TrainingDiverged
 
 FoldResults = dict[int, FoldOutcome | TrainingDiverged]  # member → its outcome of one fold
@@ -99,6 +102,7 @@ def walk_folds(
                 memo=memo,
                 diagnostics_every=diagnostics_every,
                 on_epoch=hooks.on_epoch,
+                earlier={k: out_of_sample_evidence(walked.outcomes[k]) for k in live},
             )
         for k, result in results.items():
             if isinstance(result, TrainingDiverged):

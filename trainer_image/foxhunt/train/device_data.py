@@ -150,8 +150,10 @@ class FoldWindow:
 
     @torch.no_grad()
     def compute_norm_stats(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean and std per feature over the fold's training slice, on the device."""
-        std, mean = torch.std_mean(self.data.features[self.fold.train_slice], dim=0, correction=0)
+        """Mean and std per feature over the rows the fold learns from, on the device: the training slice,
+        or its head when a tail is held back for selection (the tail stays unseen, as the validation is)."""
+        rows = self.data.features[self.fold.train_start : self.learn_end]
+        std, mean = torch.std_mean(rows, dim=0, correction=0)
         # Constant features (e.g. zero volume) would divide by zero; 1 leaves them centred at 0.
         std = torch.where(std > 1e-8, std, torch.ones_like(std))
         self.mean.copy_(mean)

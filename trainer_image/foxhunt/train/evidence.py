@@ -143,3 +143,42 @@ def _reason(trade: bool, pooled: float, gate: float, own: float, guard: float, w
     if not pooled > gate:
         return f"flat: {evidence} does not clear the gate {gate:.2f}"
     return f"flat: own tail Sharpe {own:.2f} not above the guard {guard:.2f} (pooled {pooled:.2f} cleared {gate:.2f})"
+
+
+def evidence_dict(window: WindowEvidence) -> dict:
+    """A window's evidence for report.json (`selection.out_of_sample`)."""
+    return {
+        "fold": window.fold,
+        "kind": window.kind,
+        "bars": window.bars,
+        "sharpe": window.sharpe,
+        "end_ns": window.end_ns,
+    }
+
+
+def evidence_from_dict(record: dict | None) -> WindowEvidence | None:
+    """The window a report.json recorded (None when it recorded none, or its Sharpe is undefined)."""
+    if not record or record.get("sharpe") is None:
+        return None
+    return WindowEvidence(
+        int(record["fold"]),
+        str(record["kind"]),
+        int(record["bars"]),
+        float(record["sharpe"]),
+        int(record["end_ns"]),
+    )
+
+
+def decision_dict(decision: PooledDecision) -> dict:
+    """A pooled decision for report.json (`selection.pooled`): its figures and the windows it pooled."""
+    return {
+        "trade": decision.trade,
+        "pooled_sharpe": decision.pooled_sharpe,
+        "gate_sharpe": decision.gate,
+        "bars": decision.bars,
+        "own_tail_sharpe": decision.own_tail_sharpe,
+        "guard_sharpe": decision.guard,
+        "windows": [[w.fold, w.kind] for w in decision.windows],
+        "ignored": decision.ignored,
+        "reason": decision.reason,
+    }

@@ -10,8 +10,10 @@ inside the captured step.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import torch
 from torch import nn
@@ -28,12 +30,15 @@ from foxhunt.train.diagnostics import (
     keep_diagnostics,
 )
 from foxhunt.train.epoch_graph import ReplayedFigures
+from foxhunt.train.evidence import WindowEvidence, pooled_decision
 from foxhunt.train.policy import greedy_maps, greedy_rollout, held_sharpe, periods_per_year, score_positions
 from foxhunt.train.selection import (
     SelectionChoice,
     TailSelection,
+    abstain_,
     abstain_margin,
     choose_policies,
+    make_flat_,
     score_as_kept,
     tail_gate,
 )
@@ -173,14 +178,49 @@ class MemberPolicies:
         """Member `member`'s abstention margin (selection.abstain_margin) at its evaluation cost."""
         return abstain_margin(self.configs[member], self.evaluation_cost(member=member))
 
-    def choose_policies(self, members: Sequence[int] | None = None) -> dict[int, SelectionChoice | None]:
+    def choose_policies(
+        self,
+        members: Sequence[int] | None = None,
+        earlier: Mapping[int, Sequence[WindowEvidence]] | None = None,
+    ) -> dict[int, SelectionChoice | None]:
         """At a fold's end, per member: the best tail epoch's weights or flat (select_tail_share), then the
-        abstention margin baked in (selection.choose_policies)."""
+        abstention margin baked in (selection.choose_policies). A member with `select_pool` pooled decides
+        on its tail and its `earlier` folds' out-of-sample windows instead (`choose_pooled`)."""
         members = range(self.size) if members is None else members
-        margins = {i: self.abstain_margin(i) for i in members}
+        pooled = [i for i in members if self.selecting and self.configs[i].select_pool == "pooled"]
+        alone = [i for i in members if i not in pooled]
+        margins = {i: self.abstain_margin(i) for i in alone}
         selection = self.selection if self.selecting else None
-        gates = {i: self.tail_gate(i) for i in members}
-        return choose_policies(selection, self.networks, gates, margins, members)
+        gates = {i: self.tail_gate(i) for i in alone}
+        chosen = choose_policies(selection, self.networks, gates, margins, alone)
+        for i in pooled:
+            chosen[i] = self.choose_pooled(i, (earlier or {}).get(i, ()))
+        return chosen
+
+    def choose_pooled(self, member: int, earlier: Sequence[WindowEvidence]) -> SelectionChoice:
+        """Member `member`'s best tail epoch, abstaining by its margin, scored on the fold's validation window
+        (the out-of-sample evidence LATER folds pool), then kept or made flat by the pooled decision on its
+        tail and the `earlier` windows (evidence.pooled_decision; no window at or after the validation start)."""
+        net, fold, timestamp = self.networks[member], self.window.fold, self.data.timestamp
+        best = self.selection.choose(member, net, -math.inf)  # the best epoch's weights, or flat if none
+        abstain_(net, self.abstain_margin(member))
+        if best.epoch is None:
+            return replace(best, gate=math.inf)
+        start, end = self.window.learn_end, fold.train_end
+        own = WindowEvidence(fold.fold, "tail", end - start, best.tail_sharpe, int(timestamp[end - 1]))
+        positions = self.greedy_positions(member=member)
+        cost = self.evaluation_cost(member=member)
+        shadow = float(held_sharpe(self.data, positions, fold.val_start, cost, self.execution))
+        oos = WindowEvidence(
+            fold.fold, "out_of_sample", fold.val_rows, shadow, int(timestamp[fold.val_end - 1])
+        )
+        bars_per_year = periods_per_year(timestamp[start:end])
+        decision = pooled_decision(
+            own, earlier, self.configs[member], bars_per_year, int(timestamp[fold.val_start])
+        )
+        if not decision.trade:
+            make_flat_(net)
+        return replace(best, flat=not decision.trade, gate=decision.gate, pooled=decision, out_of_sample=oos)
 
     def tail_gate(self, member: int = 0) -> float:
         """The tail net Sharpe member `member`'s best epoch must exceed to trade (selection.tail_gate)."""

@@ -15,14 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
 
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
-from foxhunt.train.evidence import sharpe_gate
+from foxhunt.train.evidence import PooledDecision, WindowEvidence, decision_dict, evidence_dict, sharpe_gate
 from foxhunt.train.networks import linears
 from foxhunt.train.policy import FLAT, N_ACTIONS
 
@@ -53,17 +53,26 @@ class SelectionChoice:
     tail_sharpe: float  # that epoch's net Sharpe on the tail (−inf when none was scored)
     flat: bool  # the fold's policy is flat: the best tail Sharpe did not clear the gate
     tail_sharpes: tuple[float, ...] = ()  # every scored epoch's tail Sharpe, in order
-    gate: float = 0.0  # the tail Sharpe it had to exceed to trade (tail_gate)
+    gate: float = 0.0  # the tail Sharpe it had to exceed to trade (tail_gate), pooled: the pooled gate
+    # select_pool pooled: the decision, and what the chosen policy earned on the fold's validation window
+    # before any flattening (evidence for LATER folds only; no decision of this fold reads it).
+    pooled: PooledDecision | None = None
+    out_of_sample: WindowEvidence | None = None
 
     def to_dict(self) -> dict:
         """The `selection` entry of a fold's report.json."""
-        return {
+        record: dict[str, Any] = {
             "selected_epoch": self.epoch,
             "tail_sharpe": self.tail_sharpe,
             "went_flat": self.flat,
             "tail_sharpes": list(self.tail_sharpes),
             "gate_sharpe": self.gate,
         }
+        if self.pooled is not None:
+            record["pooled"] = decision_dict(self.pooled)
+        if self.out_of_sample is not None:
+            record["out_of_sample"] = evidence_dict(self.out_of_sample)
+        return record
 
 
 class TailSelection:
@@ -93,7 +102,8 @@ class TailSelection:
     @torch.no_grad()
     def choose(self, member: int, net: nn.Module, gate: float) -> SelectionChoice:
         """Write the chosen weights into `net` (in place: the trainer's own slot): the best epoch's, or a
-        flat network when the best tail Sharpe is not above `gate` (tail_gate)."""
+        flat network when the best tail Sharpe is not above `gate` (tail_gate; −inf: flat only when no
+        epoch was scored, the pooled decision deciding after)."""
         best = self.best_weights[member]
         flat = best is None or not self.best_sharpe[member] > gate
         if best is not None:
