@@ -110,6 +110,14 @@ def shape_flags(shape: str, timestamp, args: argparse.Namespace) -> list[str]:
     return fold_flags(plan_folds(timestamp)) if shape == "plan" else shlex.split(args.two_years_folds)
 
 
+def setting_value(text: str):
+    """A `dqn.KEY=VALUE` value: JSON (numbers, true, "quoted"), else the bare word as a string (pooled)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
 def parse_variant(spec: str) -> tuple[str, list[str], dict]:
     """'NAME=FLAGS' → (name, `foxhunt train` flags, DQN settings from `dqn.KEY=VALUE` tokens). Commas separate
     tokens as spaces do, so a variant survives the word splitting of gpu_run.sh's POWER_ARGS."""
@@ -118,7 +126,7 @@ def parse_variant(spec: str) -> tuple[str, list[str], dict]:
     for token in shlex.split(flags.replace(",", " ")):
         setting = DQN_SETTING.match(token)
         if setting:
-            dqn[setting.group(1)] = json.loads(setting.group(2))
+            dqn[setting.group(1)] = setting_value(setting.group(2))
         else:
             tokens.append(token)
     return name, tokens, dqn

@@ -57,6 +57,11 @@ def test_a_second_call_with_the_same_work_folder_reuses_the_fxcache(tmp_path):
 def test_a_variant_is_train_flags_and_dqn_settings():
     name, flags, dqn = power.parse_variant("strict=--window expanding dqn.select_min_t=1.5 dqn.n_step=5")
     assert (name, flags, dqn) == ("strict", ["--window", "expanding"], {"select_min_t": 1.5, "n_step": 5})
+    assert power.parse_variant("pooled=dqn.select_pool=pooled,dqn.select_pool_t=2") == (
+        "pooled",
+        [],
+        {"select_pool": "pooled", "select_pool_t": 2},
+    )
     assert power.parse_variant("base=") == ("base", [], {})
     assert power.parse_variant("e=--window,expanding,dqn.n_step=3") == (
         "e",
