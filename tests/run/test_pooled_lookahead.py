@@ -15,7 +15,7 @@ import pytest
 from support.pooled_walks import DAY_ROWS, arrays_folds, decision, redrawn_from, selections, walk
 from support.signal_arrays import signal_arrays
 
-from foxhunt.config import DQNConfig, FoldConfig, TARGET_HORIZONS
+from foxhunt.config import TARGET_HORIZONS, DQNConfig, FoldConfig
 from foxhunt.train import evidence
 
 # Folds 0..3: 4 training days (a quarter of them the selection tail), 3 validation days, a step of 2.
@@ -73,4 +73,3 @@ def test_without_the_look_ahead_rule_the_same_perturbation_reaches_the_folds_dec
     base, moved, _ = _walks(tmp_path, "leak")
     assert [K - 1, "out_of_sample"] in base[K]["pooled"]["windows"]  # the overlapping window is admitted
     assert moved[K]["pooled"]["pooled_sharpe"] != pytest.approx(base[K]["pooled"]["pooled_sharpe"])
-

@@ -21,7 +21,6 @@ from foxhunt.evaluate.run_scores import run_scoring
 from foxhunt.run.fold import FoldOutcome
 from foxhunt.run.walk import Walked, WalkHooks, walk_folds
 from foxhunt.train import DQNTrainer, to_device
-
 from support.signal_arrays import SIGMA, SignalArrays, forward_sums
 
 EVAL_COST = EvalConfig().cost  # the cost that scores the tails and the validation windows (1 bp)
@@ -98,4 +97,3 @@ def redrawn_from(arrays: SignalArrays, row: int, seed: int = 99) -> SignalArrays
         expected=arrays.expected,
         returns=returns,
     )
-

@@ -5,7 +5,8 @@ forward-return targets over 1, 5, 15, 60 bars, int64 minute timestamps) from a h
 
 * the regime s[t] ∈ {−1, 0, +1} persists: at each bar it is redrawn (uniformly) with probability
   1 / `REGIME_BARS`, so it lasts about `REGIME_BARS` bars;
-* the 1-bar log return from bar t's close to the next is r[t] = `DRIFT` · s[t] + `SIGMA` · ε: the
+* the 1-bar log return from bar t's close to the next is r[t] = drift · s[t] + `SIGMA` · ε (drift
+  `DRIFT` unless given; the draws are the same at any drift): the
   regime known at t's close moves the next bar (target column 0 is r[t]; column k sums r over the
   next 1, 5, 15, 60 bars);
 * feature `SIGNAL_FEATURE` is s[t] plus noise of std `FEATURE_NOISE` (one column carries the
