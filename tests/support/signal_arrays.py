@@ -5,7 +5,8 @@ forward-return targets over 1, 5, 15, 60 bars, int64 minute timestamps) from a h
 
 * the regime s[t] ∈ {−1, 0, +1} persists: at each bar it is redrawn (uniformly) with probability
   1 / `REGIME_BARS`, so it lasts about `REGIME_BARS` bars;
-* the 1-bar log return from bar t's close to the next is r[t] = `DRIFT` · s[t] + `SIGMA` · ε: the
+* the 1-bar log return from bar t's close to the next is r[t] = drift · s[t] + `SIGMA` · ε (drift
+  `DRIFT` unless given; the draws are the same at any drift): the
   regime known at t's close moves the next bar (target column 0 is r[t]; column k sums r over the
   next 1, 5, 15, 60 bars);
 * feature `SIGNAL_FEATURE` is s[t] plus noise of std `FEATURE_NOISE` (one column carries the
@@ -55,7 +56,8 @@ class SignalArrays:
     targets: np.ndarray  # float32 (n, 4): forward log returns over TARGET_HORIZONS bars
     timestamp: np.ndarray  # int64 ns, one minute apart
     regime: np.ndarray  # int8 (n,): s[t]
-    expected: np.ndarray  # float64 (n,): E[r[t] | bar t's close] = DRIFT · s[t] (0 for the twin)
+    expected: np.ndarray  # float64 (n,): E[r[t] | bar t's close] = drift · s[t] (0 for the twin)
+    returns: np.ndarray  # float64 (n + 59,): the 1-bar log returns r[t] the targets sum (bars ahead included)
 
 
 def forward_sums(returns: np.ndarray, horizons=TARGET_HORIZONS) -> np.ndarray:
@@ -66,8 +68,11 @@ def forward_sums(returns: np.ndarray, horizons=TARGET_HORIZONS) -> np.ndarray:
     return np.stack([cum[rows + h] - cum[rows] for h in horizons], axis=1)
 
 
-def signal_arrays(n_rows: int = N_ROWS, seed: int = 0, *, signal: bool = True) -> SignalArrays:
-    """The arrays of `n_rows` minute bars with the regime's drift (or without it: `signal=False`)."""
+def signal_arrays(
+    n_rows: int = N_ROWS, seed: int = 0, *, signal: bool = True, drift: float = DRIFT
+) -> SignalArrays:
+    """The arrays of `n_rows` minute bars with the regime's `drift` a bar (or without it: `signal=False`);
+    the draws do not depend on `drift`, so fixtures of two drifts differ in the drift alone."""
     rng = np.random.default_rng(seed)
     longest = max(TARGET_HORIZONS)
     total = n_rows + longest - 1  # the last rows' targets need bars ahead
@@ -76,7 +81,7 @@ def signal_arrays(n_rows: int = N_ROWS, seed: int = 0, *, signal: bool = True) -
     draws = rng.integers(-1, 2, total)
     regime = draws[np.maximum.accumulate(np.where(redraw, np.arange(total), 0))].astype(np.int8)
     noise = rng.standard_normal(total) * SIGMA
-    expected = DRIFT * regime * (1.0 if signal else 0.0)
+    expected = drift * regime * (1.0 if signal else 0.0)
     returns = expected + noise
     features = rng.standard_normal((n_rows, len(FEATURE_NAMES)))
     features[:, SIGNAL_FEATURE] = regime[:n_rows] + FEATURE_NOISE * rng.standard_normal(n_rows)
@@ -86,4 +91,5 @@ def signal_arrays(n_rows: int = N_ROWS, seed: int = 0, *, signal: bool = True) -
         timestamp=T0_NS + np.arange(n_rows, dtype=np.int64) * MINUTE_NS,
         regime=regime[:n_rows],
         expected=expected[:n_rows],
+        returns=returns,
     )
