@@ -82,3 +82,42 @@ def test_the_summary_file_as_written_holds_the_words_of_a_flat_run():
     flat_run = summary(folds=[gated(0, -1.5, 0.8), gated(1, -2.0, 0.9)], stitched=flat_window(-1, n=480))
     written = json.loads(SummaryText().render(flat_run))
     assert written == flat_run.to_dict() and written["flat_reading"].startswith("flat in every fold")
+
+
+def pooled_flat(fold: int, pooled: float, gate: float, own: float, windows: int):
+    """A fold the pooled decision made flat: its pooled Sharpe over `windows` windows against `gate`."""
+    decision = {
+        "pooled_sharpe": pooled,
+        "gate_sharpe": gate,
+        "own_tail_sharpe": own,
+        "windows": [[0, "tail"]] * windows,
+    }
+    selection = {
+        "selected_epoch": 1,
+        "tail_sharpe": own,
+        "went_flat": True,
+        "gate_sharpe": gate,
+        "pooled": decision,
+    }
+    return dataclasses.replace(report(fold), evaluation=flat_window(fold), selection=selection)
+
+
+def test_a_fold_the_pooled_decision_made_flat_says_its_pooled_sharpe_not_its_tails():
+    # Catches: the own tail (15.22) read against the pooled gate (7.86), which would look like a fault.
+    assert flat_fold_note(pooled_flat(2, 5.10, 7.86, 15.22, 3)) == (
+        "flat: the gate found no edge; pooled Sharpe 5.10 over 3 window(s) against a gate of 7.86"
+    )
+
+
+def test_a_fold_whose_pooled_sharpe_cleared_the_gate_but_not_the_guard_says_the_guard():
+    assert flat_fold_note(pooled_flat(1, 9.0, 7.0, -2.5, 2)).endswith(
+        "pooled Sharpe 9.00 over 2 window(s) cleared its gate, but the own tail -2.50 not the guard"
+    )
+
+
+def test_a_pooled_run_flat_in_every_fold_names_each_folds_evidence():
+    got = flat_run_reading([pooled_flat(0, 2.36, 14.81, 2.36, 1), pooled_flat(1, 1.69, 9.84, 4.05, 2)])
+    assert got == (
+        "flat in every fold: the gate found no edge; fold 0: pooled Sharpe 2.36 over 1 window(s) against a "
+        "gate of 14.81; fold 1: pooled Sharpe 1.69 over 2 window(s) against a gate of 9.84"
+    )

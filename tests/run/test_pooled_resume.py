@@ -4,6 +4,8 @@ evidence from them and decide the same, to the bit; without the taken-over folds
 
 from __future__ import annotations
 
+import dataclasses
+
 from support.pooled_walks import DAY_ROWS, arrays_folds, selections, walk
 from support.signal_arrays import signal_arrays
 
@@ -60,8 +62,10 @@ def test_a_resumed_walk_that_lost_the_taken_over_folds_evidence_would_decide_oth
         if fold_range.fold >= TAKEN:
             return None
         outcome = load_fold(f"{first_out}/member_0", fold_range.fold)
-        outcome.report.selection = {k: v for k, v in outcome.report.selection.items() if k != "out_of_sample"}
-        return {0: outcome}
+        selection = {k: v for k, v in outcome.report.selection.items() if k != "out_of_sample"}
+        return {
+            0: dataclasses.replace(outcome, report=dataclasses.replace(outcome.report, selection=selection))
+        }
 
     resumed = walk(arrays, folds, [POOLED], [0], EPOCHS, str(tmp_path / "resumed"), stripped)
     before, after = selections(first), selections(resumed)

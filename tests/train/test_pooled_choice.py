@@ -21,7 +21,9 @@ from foxhunt.train.evidence import WindowEvidence
 from foxhunt.train.policy import held_sharpe
 
 FOLD_NUMBER = 3  # the fold decided (earlier evidence comes from folds 0..2)
-BASE = DQNConfig(hidden=16, batch_size=256, lr=1e-3, cost=2e-4, steps_per_epoch=20, compile=False)
+BASE = DQNConfig(
+    hidden=16, batch_size=256, lr=1e-3, cost=2e-4, steps_per_epoch=20, compile=False, select_pool="fold"
+)
 KEEPS = replace(BASE, select_min_sharpe=-1e3, select_min_t=0.0)  # the per-fold gate, passed by any tail
 FLATTENS = replace(BASE, select_min_sharpe=1e3)  # the per-fold gate, passed by no tail
 POOLED = replace(BASE, select_pool="pooled", select_pool_guard=-1e3)  # guard out of the way

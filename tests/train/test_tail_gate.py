@@ -61,7 +61,9 @@ def test_the_gate_reads_the_tails_bar_frequency_not_the_whole_datas():
 
 
 def test_a_fold_whose_best_tail_sharpe_is_below_the_gate_is_flat_and_says_its_gate():
-    trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.25, select_min_t=2.0))
+    trainer = small_trainer(
+        "cpu", replace(SMALL, select_tail_share=0.25, select_min_t=2.0, select_pool="fold")
+    )
     trainer.train_epoch(0, 1)
     gate = trainer.policies.tail_gate()
     best = trainer.selection.best_sharpe[0]
@@ -72,7 +74,9 @@ def test_a_fold_whose_best_tail_sharpe_is_below_the_gate_is_flat_and_says_its_ga
 
 
 def test_a_fold_clearing_the_gate_keeps_its_best_epoch():
-    trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.25, select_min_t=1e-9))
+    trainer = small_trainer(
+        "cpu", replace(SMALL, select_tail_share=0.25, select_min_t=1e-9, select_pool="fold")
+    )
     trainer.train_epoch(0, 1)
     trainer.selection.best_sharpe[0] = 1.0  # a best tail epoch just above a gate of ~2e-8
     assert not trainer.policies.choose_policies()[0].flat

@@ -101,7 +101,7 @@ class DQNConfig:
         unit="standard errors",
     )
     select_pool: str = setting(
-        "fold",
+        "pooled",
         "With select_tail_share, what decides whether a fold trades: fold, its own tail alone "
         "(select_min_t); pooled, its tail and the earlier folds' out-of-sample windows of the policies "
         "they chose, bar-weighted (foxhunt.train.evidence).",

@@ -312,6 +312,12 @@ def _gate_words(selection: dict) -> str:
     """What the tail selection found, from a fold's `selection` record."""
     if selection.get("selected_epoch") is None:
         return f"no epoch was scored on the training tail (gate {selection['gate_sharpe']:.2f})"
+    pooled = selection.get("pooled")
+    if pooled is not None:  # select_pool pooled: the evidence of the tail and the earlier folds' windows
+        words = f"pooled Sharpe {pooled['pooled_sharpe']:.2f} over {len(pooled['windows'])} window(s)"
+        if pooled["pooled_sharpe"] > pooled["gate_sharpe"]:
+            return f"{words} cleared its gate, but the own tail {pooled['own_tail_sharpe']:.2f} not the guard"
+        return f"{words} against a gate of {pooled['gate_sharpe']:.2f}"
     return (
         f"learned tail Sharpe {selection['tail_sharpe']:.2f} against a gate of {selection['gate_sharpe']:.2f}"
     )
@@ -338,8 +344,11 @@ def flat_run_reading(folds: Sequence[FoldReport]) -> str | None:
     selections = [r.selection or {} for r in folds]
     if not all(s.get("went_flat") for s in selections):
         return "flat in every fold: the policy took no position"
-    if len(folds) == 1:
-        return f"flat in every fold: the gate found no edge; {_gate_words(selections[0])}"
+    if len(folds) == 1 or any("pooled" in s for s in selections):
+        return "flat in every fold: the gate found no edge; " + "; ".join(
+            f"fold {r.fold}: {_gate_words(s)}" if len(folds) > 1 else _gate_words(s)
+            for r, s in zip(folds, selections, strict=True)
+        )
     figures = ", ".join(
         f"{s['tail_sharpe']:.2f} against {s['gate_sharpe']:.2f} (fold {r.fold})"
         if s.get("selected_epoch") is not None
