@@ -12,10 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.pooled_walks import DAY_ROWS, arrays_folds, decision, redrawn_from, selections, walk
+from support.pooled_walks import (
+    CHURNING_POOLED,
+    DAY_ROWS,
+    arrays_folds,
+    decision,
+    redrawn_from,
+    selections,
+    walk,
+)
 from support.signal_arrays import signal_arrays
 
-from foxhunt.config import TARGET_HORIZONS, DQNConfig, FoldConfig
+from foxhunt.config import TARGET_HORIZONS, FoldConfig
 from foxhunt.train import evidence
 
 # Folds 0..3: 4 training days (a quarter of them the selection tail), 3 validation days, a step of 2.
@@ -23,17 +31,7 @@ FOLDS = FoldConfig(train_days=4.0, val_days=3.0, step_days=2.0, max_folds=4)
 K = 3  # the fold whose validation start the bars are redrawn from (the walk's last)
 # A small learner that churns (its Sharpes are far below 0) with the gate and the guard lowered to its level,
 # so that some folds trade and some stay flat: both kinds of decision are compared.
-POOLED = DQNConfig(
-    hidden=16,
-    batch_size=256,
-    lr=1e-3,
-    cost=2e-4,
-    steps_per_epoch=20,
-    compile=False,
-    select_pool="pooled",
-    select_min_sharpe=-150.0,
-    select_pool_guard=-200.0,
-)
+POOLED = CHURNING_POOLED
 EPOCHS = 3
 
 

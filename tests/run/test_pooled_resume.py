@@ -6,25 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from support.pooled_walks import DAY_ROWS, arrays_folds, selections, walk
+from support.pooled_walks import CHURNING_POOLED, DAY_ROWS, arrays_folds, selections, walk
 from support.signal_arrays import signal_arrays
 
-from foxhunt.config import DQNConfig, FoldConfig
+from foxhunt.config import FoldConfig
 from foxhunt.run.fold import load_fold
 
 FOLDS = FoldConfig(train_days=4.0, val_days=2.0, step_days=2.0, max_folds=4)
 TAKEN = 2  # folds 0 and 1 are taken over, 2 and 3 trained again
-POOLED = DQNConfig(
-    hidden=16,
-    batch_size=256,
-    lr=1e-3,
-    cost=2e-4,
-    steps_per_epoch=20,
-    compile=False,
-    select_pool="pooled",
-    select_min_sharpe=-150.0,
-    select_pool_guard=-200.0,
-)
+POOLED = CHURNING_POOLED
 EPOCHS = 3
 
 

@@ -97,3 +97,18 @@ def redrawn_from(arrays: SignalArrays, row: int, seed: int = 99) -> SignalArrays
         expected=arrays.expected,
         returns=returns,
     )
+
+
+# A small learner that churns (its Sharpes are far below 0), with the gate and the guard lowered to its
+# level so that some folds trade and some stay flat: both kinds of decision get compared.
+CHURNING_POOLED = DQNConfig(
+    hidden=16,
+    batch_size=256,
+    lr=1e-3,
+    cost=2e-4,
+    steps_per_epoch=20,
+    compile=False,
+    select_pool="pooled",
+    select_min_sharpe=-150.0,
+    select_pool_guard=-200.0,
+)
