@@ -63,7 +63,7 @@ def test_each_extra_seed_trains_as_a_run_of_its_own_seed(tiny_fxcache, tiny_para
 
 def test_each_fold_reports_the_epoch_chosen_on_the_training_tail(tiny_fxcache, tmp_path):
     out = tmp_path / "out"
-    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=-1e3)
+    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=-1e3, select_pool="fold")
     assert main(train_argv(tiny_fxcache, out, params, *FEW_EPOCHS)) == 0
     for report in fold_reports(out).values():
         selection = report["selection"]
@@ -86,7 +86,9 @@ def test_a_flat_fold_names_its_gate_and_carries_no_warning_of_the_policy_it_does
     tiny_fxcache, tmp_path, capsys
 ):
     out = tmp_path / "out"
-    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0)
+    params = _params(
+        tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0, select_pool="fold"
+    )
     assert main(train_argv(tiny_fxcache, out, params, *FEW_EPOCHS)) == 0
     console = capsys.readouterr()
     for fold, report in fold_reports(out).items():
@@ -100,7 +102,9 @@ def test_a_run_flat_in_every_fold_says_so_with_each_folds_tail_sharpe_and_gate(
 ):
     # Catches: the run's console reading `PSR(>0) 0.00` and `hit rate 0.0%` for a run that never traded.
     out = tmp_path / "out"
-    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0)
+    params = _params(
+        tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0, select_pool="fold"
+    )
     assert main(train_argv(tiny_fxcache, out, params, "--epochs", "1")) == 0
     console = capsys.readouterr().out
     figures = ", ".join(
