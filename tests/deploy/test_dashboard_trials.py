@@ -15,6 +15,9 @@ import pytest
 from support.forked_runs import start_foxhunt
 from support.prom_services import unique_run_id
 
+# A real search feeds the panels (15 s of setup): in CI, left out by -m "not slow".
+pytestmark = pytest.mark.slow
+
 DASHBOARD = Path(__file__).resolve().parents[2] / "helm" / "foxhunt" / "dashboards" / "foxhunt-training.json"
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 TRIAL_ARGS = (

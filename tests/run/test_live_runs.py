@@ -80,6 +80,7 @@ def test_ten_concurrent_runs_on_one_pushgateway_keep_complete_separate_series(pu
         assert value(samples, "foxhunt_run_finished", status="succeeded") == 1
 
 
+@pytest.mark.slow
 def test_a_deleted_group_is_gone_from_the_pushgateway_after_prometheus_scraped_it(
     prometheus, pushgateway, tiny_fxcache, tiny_params, tmp_path
 ):

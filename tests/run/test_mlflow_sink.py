@@ -16,6 +16,9 @@ from foxhunt import extras
 from foxhunt.cli import main
 from foxhunt.run.mlflow_sink import record_run, tracking_uri
 
+# A real MLflow store and runs behind every test: in CI, left out by -m "not slow".
+pytestmark = pytest.mark.slow
+
 PIPELINE_ARGS = (
     "--sample-bars", "20000", "--epochs", "1", "--train-days", "5", "--val-days", "2", "--step-days", "2",
     "--max-folds", "2", "--device", "cpu", "--seed", "5",
