@@ -12,7 +12,7 @@ One sub-package per stage, imports pointing down the flow only (tests/test_impor
     search    the study above the run (`--trials N`): one ask/tell loop for batches of P ≥ 1 trials,
               space, storage, outputs, telemetry
 
-`config` (settings, the search's light options), `errors`, `out_dir` (every `--out` name) and
+`config` (settings, the search's light options), `errors`, `out_names` (every `--out` name) and
 `storage` sit below every stage; `cli` (entry point, `parser`, `commands`) sits above everything and
 nothing imports it.
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Literal, Protocol
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.config import RunConfig
 from foxhunt.errors import FoxhuntError, RunFailure, RunInterrupted
 from foxhunt.evaluate.reports import FoldReport, RunSummary
@@ -194,7 +194,7 @@ class Run:
     def _write_summary(self, *, fresh: bool = False) -> None:
         # Written after every fold: the finished folds' text is reused (summary_file.py says why).
         data = self.summary_text.render(self.summary, fresh=fresh)
-        storage.write_bytes(storage.join(self.out_uri, out_dir.SUMMARY), data.encode())
+        storage.write_bytes(storage.join(self.out_uri, out_names.SUMMARY), data.encode())
 
     def finish(self, status: str, error: str | None = None) -> None:
         """The one way out: manifest, final push, `summary.json` with the status, group deletion, unlock."""
