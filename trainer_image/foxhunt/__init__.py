@@ -22,7 +22,7 @@ Words, one per idea:
 - *trial*: one set of settings the search tries; with `--population P`, P trials train as the P
   members of one population;
 - *fold*: one walk-forward window (training range, then validation range);
-- *telemetry*: what goes to Prometheus (run/telemetry.py, search/telemetry.py);
+- *telemetry*: what goes to Prometheus (run/sinks/telemetry.py, search/telemetry.py);
 - *figures* (or *scores*): trading results — Sharpe, returns, drawdowns — in reports and JSON;
 - *record*: the bars a policy traded out of sample, with its positions and returns.
 """

@@ -118,7 +118,7 @@ def mlflow_uri(args: argparse.Namespace) -> str | None:
     if args.mlflow_uri is None:
         return None
     require_extra("mlflow", f"foxhunt {args.command} --mlflow-uri")
-    from foxhunt.run.mlflow_sink import tracking_uri
+    from foxhunt.run.sinks.mlflow_sink import tracking_uri
 
     return tracking_uri(args.mlflow_uri)
 
@@ -127,7 +127,7 @@ def live_record(uri: str | None):
     """The MLflow run written while the run goes, for the store `uri` (None without `--mlflow-uri`)."""
     if uri is None:
         return None
-    from foxhunt.run.mlflow_live import LiveRecord
+    from foxhunt.run.sinks.mlflow_live import LiveRecord
 
     return LiveRecord(uri)
 
@@ -148,8 +148,8 @@ def _pictures(settings: RunConfig) -> str:
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
-    from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import train
+    from foxhunt.run.sinks.mlflow_sink import recorded_in_mlflow
 
     uri = mlflow_uri(args)
     live = live_record(uri)
@@ -170,8 +170,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
     from foxhunt import storage
-    from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import pipeline
+    from foxhunt.run.sinks.mlflow_sink import recorded_in_mlflow
 
     overlay = overlay_options(args)
     uri = mlflow_uri(args)

@@ -116,7 +116,7 @@ def run_holdout(
     Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
     """
     from foxhunt.evaluate.run_scores import verdict_line
-    from foxhunt.run.telemetry_reads import holdout_figures
+    from foxhunt.run.sinks.telemetry_reads import holdout_figures
     from foxhunt.run.walk import WalkHooks, walk_folds
 
     config = run.config

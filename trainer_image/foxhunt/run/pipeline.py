@@ -35,8 +35,8 @@ from foxhunt.run.out_folder import (
     remove_stale_temp_files,
 )
 from foxhunt.run.precompute import OverlayOptions, check_bars_and_output, check_overlay, precompute
-from foxhunt.run.pushgateway import refuse_live_run, resolve_pushgateway, resolve_run_id
-from foxhunt.run.telemetry import RunMetrics
+from foxhunt.run.sinks.pushgateway import refuse_live_run, resolve_pushgateway, resolve_run_id
+from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.walk_forward import SearchPlan, run_folds
 from foxhunt.train import resolve_device
 from foxhunt.train.cuda_start import start_cuda_context

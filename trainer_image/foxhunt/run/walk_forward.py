@@ -24,7 +24,7 @@ from foxhunt.run import compile_cache
 from foxhunt.run.fold import FoldOutcome, load_fold, stitch_outcomes
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run
-from foxhunt.run.telemetry_reads import stitched_figures
+from foxhunt.run.sinks.telemetry_reads import stitched_figures
 from foxhunt.run.walk import FoldDone, FoldResults, WalkHooks, walk_folds
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, to_device
 

@@ -15,7 +15,7 @@ store never stalls or stops a fold. A call that fails is counted (`failures`) an
 as a warning; each HTTP call is bounded by MLflow's timeout and retries (`mlflow_store.BOUNDED_RETRIES`,
 the end-of-run record's bound, unless the environment sets them). At the run's end the queue is given `FLUSH_SECONDS` to drain.
 
-    from foxhunt.run.mlflow_live import fold_policy_from_mlflow
+    from foxhunt.run.sinks.mlflow_live import fold_policy_from_mlflow
     policy = fold_policy_from_mlflow("sqlite:///mlflow.db", mlflow_run_id, fold=0)
     policy.rollout(features)   # as `foxhunt.evaluate.fold_policy.load_policy` on the run's fold_0/
 
@@ -41,7 +41,7 @@ from foxhunt.evaluate.fold_policy import Policy, load_policy
 from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.evaluate.run_scores import POSITIONS_FILE
 from foxhunt.run.manifest import Manifest
-from foxhunt.run.mlflow_sink import (
+from foxhunt.run.sinks.mlflow_sink import (
     _log,
     _ms,
     experiment_id,
@@ -49,7 +49,7 @@ from foxhunt.run.mlflow_sink import (
     fold_metrics,
     run_params,
 )
-from foxhunt.run.mlflow_store import quiet_mlflow
+from foxhunt.run.sinks.mlflow_store import quiet_mlflow
 from foxhunt.train.epoch_figures import EpochFigures
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def code_commit() -> str | None:
     the HEAD of the git checkout the package is imported from, else None."""
     if os.environ.get("FOXHUNT_COMMIT"):
         return os.environ["FOXHUNT_COMMIT"]
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]
     try:
         found = subprocess.run(
             ["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10

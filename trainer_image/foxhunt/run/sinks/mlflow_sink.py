@@ -33,7 +33,7 @@ from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
 from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.redaction import redact_url
 from foxhunt.run.lifecycle import console
-from foxhunt.run.mlflow_store import quiet_mlflow, store_problem
+from foxhunt.run.sinks.mlflow_store import quiet_mlflow, store_problem
 
 # `--mlflow-uri` without a value: $MLFLOW_TRACKING_URI, else a local file store `./mlruns` (what
 # `mlflow ui --backend-store-uri ./mlruns` shows): nothing to set up, one folder to copy or delete.
@@ -75,7 +75,7 @@ def tracking_uri(value: str) -> str:
 
     A plain path is a file store there; `file:` alone is `./mlruns`. UsageError (exit 2), naming the
     flag or the variable, for a scheme MLflow has no store for or a store that cannot take the record
-    (foxhunt.run.mlflow_store.store_problem): checked before any work."""
+    (foxhunt.run.sinks.mlflow_store.store_problem): checked before any work."""
     source = "--mlflow-uri"
     if value == "":
         value, source = os.environ.get("MLFLOW_TRACKING_URI", ""), "$MLFLOW_TRACKING_URI"
