@@ -159,12 +159,12 @@ def train(
 
 def folds_traded(summary: dict, out: Path, seed: str) -> tuple[int | None, int]:
     """(folds whose tail selection traded, folds) of one seed: seed 0's in `out`, the others' in seed_S/."""
-    from foxhunt import out_dir
+    from foxhunt import out_names
 
-    base = out if int(seed) == summary.get("seed", 0) else out / out_dir.seed_folder(int(seed))
+    base = out if int(seed) == summary.get("seed", 0) else out / out_names.seed_folder(int(seed))
     traded = 0
     for fold in summary["folds"]:
-        report = base / out_dir.fold_folder(fold["fold"]) / out_dir.FOLD_REPORT
+        report = base / out_names.fold_folder(fold["fold"]) / out_names.FOLD_REPORT
         if not report.exists():
             return None, len(summary["folds"])
         selection = json.loads(report.read_text()).get("selection") or {}

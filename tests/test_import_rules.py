@@ -1,6 +1,6 @@
 """The package's stages import downstream only: data → train → evaluate → run → search.
 
-`cli`, `config`, `errors`, `out_dir` and `storage` sit outside the flow: every stage may import the
+`cli`, `config`, `errors`, `out_names` and `storage` sit outside the flow: every stage may import the
 last four, and nothing imports `cli` (it is the entry point) but its own modules. Read from the source with `ast`, so a
 function-level import counts as much as one at the top of a module.
 """
@@ -14,7 +14,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "trainer_image" / "foxhunt"
 STAGES = ("data", "train", "evaluate", "run", "search")  # in the order data flows
-SHARED = ("config", "errors", "out_dir", "redaction", "storage", "strict_json")  # below every stage
+SHARED = ("config", "errors", "out_names", "redaction", "storage", "strict_json")  # below every stage
 
 
 def module_name(path: Path) -> str:

@@ -18,7 +18,7 @@ from support.run_cases import ONE_FOLD, copy_run, train_argv
 from foxhunt import redaction
 from foxhunt.cli import main
 from foxhunt.redaction import MASK, scrub_record, scrub_text
-from foxhunt.run.telemetry import RunMetrics
+from foxhunt.run.sinks.telemetry import RunMetrics
 
 PASSWORD = "pl4nted-pw"
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from foxhunt.evaluate.reports import FoldDates, FoldReport
-from foxhunt.run.telemetry import PHASES, RunMetrics
-from foxhunt.run.telemetry_reads import fold_figures
+from foxhunt.run.sinks.telemetry import PHASES, RunMetrics
+from foxhunt.run.sinks.telemetry_reads import fold_figures
 from foxhunt.train.epoch_figures import EpochFigures
 from support.evaluation_cases import window
 from support.prom_services import free_port

@@ -12,7 +12,7 @@ One sub-package per stage, imports pointing down the flow only (tests/test_impor
     search    the study above the run (`--trials N`): one ask/tell loop for batches of P ≥ 1 trials,
               space, storage, outputs, telemetry
 
-`config` (settings, the search's light options), `errors`, `out_dir` (every `--out` name) and
+`config` (settings, the search's light options), `errors`, `out_names` (every `--out` name) and
 `storage` sit below every stage; `cli` (entry point, `parser`, `commands`) sits above everything and
 nothing imports it.
 
@@ -22,7 +22,7 @@ Words, one per idea:
 - *trial*: one set of settings the search tries; with `--population P`, P trials train as the P
   members of one population;
 - *fold*: one walk-forward window (training range, then validation range);
-- *telemetry*: what goes to Prometheus (run/telemetry.py, search/telemetry.py);
+- *telemetry*: what goes to Prometheus (run/sinks/telemetry.py, search/telemetry.py);
 - *figures* (or *scores*): trading results — Sharpe, returns, drawdowns — in reports and JSON;
 - *record*: the bars a policy traded out of sample, with its positions and returns.
 """

@@ -8,7 +8,7 @@ import argparse
 import json
 import os
 
-from foxhunt import out_dir
+from foxhunt import out_names
 from foxhunt.config import PIPELINE_DQN, DQNConfig, RunConfig, override
 from foxhunt.config.flags import FLAGS, flag_of, run_config_from_flags
 from foxhunt.errors import BadInput, ConfigError, UsageError
@@ -118,7 +118,7 @@ def mlflow_uri(args: argparse.Namespace) -> str | None:
     if args.mlflow_uri is None:
         return None
     require_extra("mlflow", f"foxhunt {args.command} --mlflow-uri")
-    from foxhunt.run.mlflow_sink import tracking_uri
+    from foxhunt.run.sinks.mlflow_sink import tracking_uri
 
     return tracking_uri(args.mlflow_uri)
 
@@ -127,7 +127,7 @@ def live_record(uri: str | None):
     """The MLflow run written while the run goes, for the store `uri` (None without `--mlflow-uri`)."""
     if uri is None:
         return None
-    from foxhunt.run.mlflow_live import LiveRecord
+    from foxhunt.run.sinks.mlflow_live import LiveRecord
 
     return LiveRecord(uri)
 
@@ -135,21 +135,21 @@ def live_record(uri: str | None):
 def _pictures(settings: RunConfig) -> str:
     """The pictures a run draws, for its `outputs:` line."""
     names = [
-        out_dir.RUN_PICTURE,
-        out_dir.POSITIONS_PICTURE,
-        out_dir.LEARNING_PICTURE,
-        out_dir.TIMINGS_PICTURE,
+        out_names.RUN_PICTURE,
+        out_names.POSITIONS_PICTURE,
+        out_names.LEARNING_PICTURE,
+        out_names.TIMINGS_PICTURE,
     ]
     if settings.seeds > 1:
-        names.append(out_dir.SEEDS_PICTURE)
+        names.append(out_names.SEEDS_PICTURE)
     return ", ".join(names)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
-    from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import train
+    from foxhunt.run.sinks.mlflow_sink import recorded_in_mlflow
 
     uri = mlflow_uri(args)
     live = live_record(uri)
@@ -170,8 +170,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
     search = search_options(args, settings)
     from foxhunt import storage
-    from foxhunt.run.mlflow_sink import recorded_in_mlflow
     from foxhunt.run.pipeline import pipeline
+    from foxhunt.run.sinks.mlflow_sink import recorded_in_mlflow
 
     overlay = overlay_options(args)
     uri = mlflow_uri(args)
@@ -235,14 +235,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _closing_lines(settings: RunConfig, summary, where: str, files: str) -> None:
     """The fold table and where the outputs are, on the run's console (text, or JSON lines)."""
-    from foxhunt import out_dir
+    from foxhunt import out_names
     from foxhunt.evaluate.reports import fold_table
     from foxhunt.run.lifecycle import console
 
     if summary.holdout is not None:  # the headline's files, named where a reader looks for outputs
-        files += (
-            f", {out_dir.HOLDOUT_REPORT} (the headline), {out_dir.HOLDOUT_PICTURE}, {out_dir.HOLDOUT_DIR}/"
-        )
+        files += f", {out_names.HOLDOUT_REPORT} (the headline), {out_names.HOLDOUT_PICTURE}, {out_names.HOLDOUT_DIR}/"
     emit = console(settings.log_format, summary.run_id)
     for line in [*fold_table(summary).splitlines(), f"outputs: {where} ({files})"]:
         emit(line)

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 from foxhunt.data.bars import iso_utc
 from foxhunt.data.fxcache import FxCache, read_fxcache
 from foxhunt.errors import BadInput
-from foxhunt.out_dir import PIPELINE_FXCACHE
+from foxhunt.out_names import PIPELINE_FXCACHE
 
 # What must be equal across a universe's fxcaches for their features to mean the same.
 BUILD_KEYS = ("format_version", "feature_names", "target_names", "foxhunt_version")

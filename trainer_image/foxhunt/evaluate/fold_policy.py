@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.config import DQNConfig, override
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.errors import BadInput
@@ -38,7 +38,7 @@ from foxhunt.train.device_data import chunk_rows
 from foxhunt.train.dqn import build_qnet
 from foxhunt.train.policy import FLAT, greedy_maps, policy_state, rollout_positions
 
-FOLD_FOLDER = out_dir.FOLD_FOLDER
+FOLD_FOLDER = out_names.FOLD_FOLDER
 
 
 @dataclass
@@ -107,7 +107,7 @@ def run_folder(fold_dir_uri: str) -> tuple[str, int]:
 
 def run_dqn_config(run_uri: str) -> DQNConfig:
     """The DQN settings a run trained with: its manifest's, else its summary's."""
-    for name, path in ((out_dir.MANIFEST, ("config", "dqn")), (out_dir.SUMMARY, ("dqn_config",))):
+    for name, path in ((out_names.MANIFEST, ("config", "dqn")), (out_names.SUMMARY, ("dqn_config",))):
         try:
             data = json.loads(storage.read_bytes(storage.join(run_uri, name)))
         except (FileNotFoundError, ValueError):
@@ -124,16 +124,16 @@ def load_policy(fold_dir_uri: str, device: str | torch.device = "cpu") -> Policy
     run_uri, fold = run_folder(fold_dir_uri)
     folder = str(fold_dir_uri).rstrip("/")
     config = run_dqn_config(run_uri)
-    norm_uri = storage.join(folder, out_dir.norm_stats_file(fold))
+    norm_uri = storage.join(folder, out_names.norm_stats_file(fold))
     norm = _json(norm_uri, "norm_stats_foldN.json")
     if norm.get("feature_names") != list(FEATURE_NAMES):
         raise BadInput(
             f"{norm_uri}: its feature names differ from this version's {len(FEATURE_NAMES)} features"
         )
-    weights_uri = storage.join(folder, out_dir.WEIGHTS)
+    weights_uri = storage.join(folder, out_names.WEIGHTS)
     try:
         state = torch.load(
-            io.BytesIO(_read(weights_uri, out_dir.WEIGHTS)), map_location="cpu", weights_only=True
+            io.BytesIO(_read(weights_uri, out_names.WEIGHTS)), map_location="cpu", weights_only=True
         )
         qnet = build_qnet(len(FEATURE_NAMES), config.hidden)
         qnet.load_state_dict(state)

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.evaluate.plot import LINE_COLORS, agg_figure, png_bytes
 
 Z = 1.959963984540054  # two-sided 95%
@@ -82,12 +82,12 @@ def _read_json(uri: str) -> Any:
 
 def read_trials_picture(out_uri: str) -> TrialsPicture:
     """The picture's inputs from a search's `--out`: the table, the summary and each trial's report."""
-    summary = _read_json(storage.join(out_uri, out_dir.STUDY_SUMMARY))
-    rows = _read_json(storage.join(out_uri, out_dir.TRIALS_JSON))
+    summary = _read_json(storage.join(out_uri, out_names.STUDY_SUMMARY))
+    rows = _read_json(storage.join(out_uri, out_names.TRIALS_JSON))
     objective, points = "objective", []
     for row in rows:
         try:
-            report = _read_json(storage.join(out_uri, row["folder"], out_dir.TRIAL_REPORT))
+            report = _read_json(storage.join(out_uri, row["folder"], out_names.TRIAL_REPORT))
         except FileNotFoundError:  # failed before its first fold: no report
             report = {}
         objective = (report.get("objective") or {}).get("name", objective)

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from foxhunt import out_dir
+from foxhunt import out_names
 from foxhunt.config import EvalConfig
 from foxhunt.evaluate.evaluation import (
     BUY_AND_HOLD,
@@ -37,7 +37,7 @@ from foxhunt.evaluate.execution import ExecutionRows
 from foxhunt.evaluate.supervised import oracle_record
 from foxhunt.train.epoch_figures import COLLAPSE_SHARE, COLLAPSED, IGNORED_AGREEMENT, EpochFigures
 
-POSITIONS_FILE = out_dir.POSITIONS
+POSITIONS_FILE = out_names.POSITIONS
 ACTION_NAMES = ("short", "flat", "long")
 BaselinePositions = Mapping[str, object]  # baseline name → positions over a validation window
 
@@ -247,16 +247,16 @@ def run_pictures(run: RunEvaluation | None, reports: Sequence, title: str) -> di
     pictures = {}
     selections = {r.fold: r.selection for r in reports}
     if run is not None:
-        pictures[out_dir.RUN_PICTURE] = render_run_png(run_picture(run, selections), title)
-        pictures[out_dir.POSITIONS_PICTURE] = render_positions_png(
+        pictures[out_names.RUN_PICTURE] = render_run_png(run_picture(run, selections), title)
+        pictures[out_names.POSITIONS_PICTURE] = render_positions_png(
             positions_picture(run, selections), f"{title}: positions"
         )
     if reports:
         from foxhunt.evaluate.plot import render_timings_png
 
         phases = {p: [r.phases[p] for r in reports] for p in PHASES}
-        pictures[out_dir.TIMINGS_PICTURE] = render_timings_png(
+        pictures[out_names.TIMINGS_PICTURE] = render_timings_png(
             [r.fold for r in reports], phases, f"{title}: timings"
         )
-        pictures[out_dir.LEARNING_PICTURE] = render_learning_png(reports, f"{title}: learning")
+        pictures[out_names.LEARNING_PICTURE] = render_learning_png(reports, f"{title}: learning")
     return pictures

@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from foxhunt import out_dir
+from foxhunt import out_names
 
 if TYPE_CHECKING:
     from foxhunt.evaluate.evaluation import Record, RunEvaluation
     from foxhunt.evaluate.execution import ExecutionRows
 
-TRADES_FILE = out_dir.TRADES
-DAILY_FILE = out_dir.DAILY
-MONTHLY_FILE = out_dir.MONTHLY
+TRADES_FILE = out_names.TRADES
+DAILY_FILE = out_names.DAILY
+MONTHLY_FILE = out_names.MONTHLY
 TRADE_COLUMNS = (
     "entry",
     "exit",

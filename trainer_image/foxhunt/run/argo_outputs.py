@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from foxhunt import out_dir, storage, strict_json
+from foxhunt import out_names, storage, strict_json
 from foxhunt.evaluate.evaluation import MODEL
 from foxhunt.evaluate.reports import RunSummary
 
@@ -21,8 +21,8 @@ OUTPUTS_ENV = "FOXHUNT_OUTPUTS_DIR"
 SUMMARY_URI_FILE = "summary_uri"
 STITCHED_SHARPE_FILE = "stitched_sharpe"
 HOLDOUT_SHARPE_FILE = "holdout_sharpe"  # the headline's net Sharpe on the held-out final period
-PICTURE_FILE = out_dir.RUN_PICTURE
-SUMMARY_FILE = out_dir.SUMMARY
+PICTURE_FILE = out_names.RUN_PICTURE
+SUMMARY_FILE = out_names.SUMMARY
 
 
 def summary_uri(out_uri: str) -> str:

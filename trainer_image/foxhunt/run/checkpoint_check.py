@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import io
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.run.manifest import FoldRecord
 
-WEIGHTS = out_dir.WEIGHTS
+WEIGHTS = out_names.WEIGHTS
 
 
 def checkpoint_problem(data: bytes, hidden: int) -> str | None:

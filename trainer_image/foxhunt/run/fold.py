@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from foxhunt import out_dir, storage, strict_json
+from foxhunt import out_names, storage, strict_json
 from foxhunt.config import PHASES
 from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
@@ -34,7 +34,7 @@ from foxhunt.evaluate.run_scores import (
     positions_from_bytes,
     stitched_evaluation,
 )
-from foxhunt.out_dir import fold_folder
+from foxhunt.out_names import fold_folder
 from foxhunt.run.manifest import sha256
 from foxhunt.run.step_progress import StepProgress
 from foxhunt.train import DQNTrainer, TrainingDiverged, synchronize
@@ -207,9 +207,9 @@ def finish_fold(
     for warning in report.warnings:
         progress(f"WARNING {warning}")
     # Strict JSON: an undefined figure (no bootstrap, no tail scored) is null.
-    files[out_dir.FOLD_REPORT] = strict_json.json_bytes(report.to_dict())
+    files[out_names.FOLD_REPORT] = strict_json.json_bytes(report.to_dict())
     storage.write_bytes(
-        storage.join(out_uri, fold_folder(fold), out_dir.FOLD_REPORT), files[out_dir.FOLD_REPORT]
+        storage.join(out_uri, fold_folder(fold), out_names.FOLD_REPORT), files[out_names.FOLD_REPORT]
     )
     outputs = {f"{fold_folder(fold)}/{name}": sha256(content) for name, content in files.items()}
     return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
@@ -240,8 +240,8 @@ def save_fold(weights: dict, norm_stats: dict, fold: int, positions, out_uri: st
     torch.save(weights, buf)
     norm = {"fold": fold, "feature_names": list(FEATURE_NAMES), **norm_stats}
     files = {
-        out_dir.WEIGHTS: buf.getvalue(),
-        out_dir.norm_stats_file(fold): strict_json.json_bytes(norm),
+        out_names.WEIGHTS: buf.getvalue(),
+        out_names.norm_stats_file(fold): strict_json.json_bytes(norm),
         POSITIONS_FILE: positions_bytes(positions),
     }
     for name, data in files.items():
@@ -252,7 +252,7 @@ def save_fold(weights: dict, norm_stats: dict, fold: int, positions, out_uri: st
 def load_fold(out_uri: str, fold: int) -> FoldOutcome:
     """The report and validation positions of a fold an earlier attempt completed (its outputs verified)."""
     folder = storage.join(out_uri, fold_folder(fold))
-    report = FoldReport.from_dict(json.loads(storage.read_bytes(storage.join(folder, out_dir.FOLD_REPORT))))
+    report = FoldReport.from_dict(json.loads(storage.read_bytes(storage.join(folder, out_names.FOLD_REPORT))))
     positions = positions_from_bytes(storage.read_bytes(storage.join(folder, POSITIONS_FILE)))
     return FoldOutcome(report, positions, None, None)
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from foxhunt import out_dir, storage, strict_json
+from foxhunt import out_names, storage, strict_json
 from foxhunt.config import TARGET_HORIZONS
 from foxhunt.data.bars import NS_PER_DAY, iso_utc
 from foxhunt.data.folds import FoldRange
@@ -32,9 +32,9 @@ if TYPE_CHECKING:
     from foxhunt.config import FoldConfig
 
 HOLDOUT_GAP = max(TARGET_HORIZONS)  # rows between the last planned row and the first held-out one
-HOLDOUT_DIR = out_dir.HOLDOUT_DIR
-HOLDOUT_FILE = out_dir.HOLDOUT_REPORT
-HOLDOUT_PICTURE = out_dir.HOLDOUT_PICTURE
+HOLDOUT_DIR = out_names.HOLDOUT_DIR
+HOLDOUT_FILE = out_names.HOLDOUT_REPORT
+HOLDOUT_PICTURE = out_names.HOLDOUT_PICTURE
 HEADLINE = "held-out final period"
 
 
@@ -116,7 +116,7 @@ def run_holdout(
     Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
     """
     from foxhunt.evaluate.run_scores import verdict_line
-    from foxhunt.run.telemetry_reads import holdout_figures
+    from foxhunt.run.sinks.telemetry_reads import holdout_figures
     from foxhunt.run.walk import WalkHooks, walk_folds
 
     config = run.config

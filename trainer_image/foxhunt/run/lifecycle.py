@@ -19,16 +19,16 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Literal, Protocol
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.config import RunConfig
 from foxhunt.errors import FoxhuntError, RunFailure, RunInterrupted
 from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.redaction import scrub_text
 from foxhunt.run.lock import HEARTBEAT_SECONDS, OutLock
 from foxhunt.run.manifest import FoldRecord, Manifest, write_manifest
+from foxhunt.run.sinks.telemetry import RunMetrics
+from foxhunt.run.sinks.telemetry_reads import fold_figures
 from foxhunt.run.summary_file import SummaryText
-from foxhunt.run.telemetry import RunMetrics
-from foxhunt.run.telemetry_reads import fold_figures
 from foxhunt.train.epoch_figures import EpochFigures
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def console(log_format: str, run_id: str) -> Progress:
 
 
 class RunSink(Protocol):
-    """Where a run's progress goes as it happens (the MLflow live record: `run/mlflow_live.py`). Called on
+    """Where a run's progress goes as it happens (the MLflow live record: `run/sinks/mlflow_live.py`). Called on
     the training thread: an implementation returns at once and never raises, so it cannot stop a run."""
 
     def run_started(self, out_uri: str, summary: RunSummary, manifest: Manifest) -> None: ...
@@ -194,7 +194,7 @@ class Run:
     def _write_summary(self, *, fresh: bool = False) -> None:
         # Written after every fold: the finished folds' text is reused (summary_file.py says why).
         data = self.summary_text.render(self.summary, fresh=fresh)
-        storage.write_bytes(storage.join(self.out_uri, out_dir.SUMMARY), data.encode())
+        storage.write_bytes(storage.join(self.out_uri, out_names.SUMMARY), data.encode())
 
     def finish(self, status: str, error: str | None = None) -> None:
         """The one way out: manifest, final push, `summary.json` with the status, group deletion, unlock."""

@@ -21,11 +21,11 @@ import uuid
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.errors import FoxhuntError, UsageError
 from foxhunt.storage.cache import pid_alive
 
-LOCK_NAME = out_dir.LOCK
+LOCK_NAME = out_names.LOCK
 HEARTBEAT_SECONDS = 10.0
 STALE_SECONDS = 60.0  # six missed heartbeats
 MAX_PID = 2**22  # Linux's largest pid_max; a lock naming a larger pid was not written by a run

@@ -18,21 +18,21 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.config import RESULT_SETTINGS
 from foxhunt.errors import UsageError
 from foxhunt.redaction import scrub_record
 from foxhunt.run.manifest_schema import validate
 from foxhunt.run.out_folder import folds_folder, overwrite_plan, remove_planned
 
-MANIFEST_NAME = out_dir.MANIFEST
+MANIFEST_NAME = out_names.MANIFEST
 MANIFEST_FORMAT = 1
-RUN_FILES = out_dir.RUN_FILES
-OUTPUT_FOLDER = out_dir.FOLD_FOLDER  # the run's folds
+RUN_FILES = out_names.RUN_FILES
+OUTPUT_FOLDER = out_names.FOLD_FOLDER  # the run's folds
 # A search's per-trial folders are `trials/NNNN`; other folders under `trials/` (the trial workers'
 # `--out` of an Argo study, `trials/worker-N`) belong to other runs.
-TRIALS_FOLDER = out_dir.TRIALS_DIR
-TRIAL_FOLDER = out_dir.TRIAL_FOLDER
+TRIALS_FOLDER = out_names.TRIALS_DIR
+TRIAL_FOLDER = out_names.TRIAL_FOLDER
 
 
 def sha256(data: bytes) -> str:

@@ -17,24 +17,24 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.errors import UsageError
 from foxhunt.storage.locations import locate
 
 # What a run writes at the top of --out; the pipeline's fxcache and the lock are the run's too, but
 # `--overwrite` keeps them (the pipeline has just written the fxcache).
-TOP_FILES = frozenset({*out_dir.RUN_FILES, out_dir.TIMINGS_PICTURE, out_dir.EVALUATION})
-KEPT_FILES = frozenset({out_dir.LOCK, out_dir.PIPELINE_FXCACHE})
-FOLD_FOLDER = out_dir.FOLD_FOLDER
-SEED_FOLDER = out_dir.SEED_FOLDER
-HOLDOUT_FOLDER = out_dir.HOLDOUT_DIR
-TRIALS_FOLDER = out_dir.TRIALS_DIR
-TRIAL_FOLDER = out_dir.TRIAL_FOLDER
+TOP_FILES = frozenset({*out_names.RUN_FILES, out_names.TIMINGS_PICTURE, out_names.EVALUATION})
+KEPT_FILES = frozenset({out_names.LOCK, out_names.PIPELINE_FXCACHE})
+FOLD_FOLDER = out_names.FOLD_FOLDER
+SEED_FOLDER = out_names.SEED_FOLDER
+HOLDOUT_FOLDER = out_names.HOLDOUT_DIR
+TRIALS_FOLDER = out_names.TRIALS_DIR
+TRIAL_FOLDER = out_names.TRIAL_FOLDER
 FOLD_FILE = re.compile(
-    "|".join(re.escape(n) for n in (out_dir.WEIGHTS, out_dir.FOLD_REPORT, out_dir.POSITIONS))
+    "|".join(re.escape(n) for n in (out_names.WEIGHTS, out_names.FOLD_REPORT, out_names.POSITIONS))
     + r"|norm_stats_fold\d+\.json"
 )
-TRIAL_FILE = out_dir.TRIAL_REPORT
+TRIAL_FILE = out_names.TRIAL_REPORT
 TEMP_FILE = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{12}\.tmp")  # foxhunt.storage.local's atomic writes
 
 

@@ -14,7 +14,7 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING
 
-from foxhunt import __version__, out_dir, storage
+from foxhunt import __version__, out_names, storage
 from foxhunt.config import SAMPLE_BARS, RunConfig
 from foxhunt.config.search import SearchOptions
 from foxhunt.data.folds import FoldRange, generate_walk_forward_indices
@@ -35,8 +35,8 @@ from foxhunt.run.out_folder import (
     remove_stale_temp_files,
 )
 from foxhunt.run.precompute import OverlayOptions, check_bars_and_output, check_overlay, precompute
-from foxhunt.run.pushgateway import refuse_live_run, resolve_pushgateway, resolve_run_id
-from foxhunt.run.telemetry import RunMetrics
+from foxhunt.run.sinks.pushgateway import refuse_live_run, resolve_pushgateway, resolve_run_id
+from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.walk_forward import SearchPlan, run_folds
 from foxhunt.train import resolve_device
 from foxhunt.train.cuda_start import start_cuda_context
@@ -270,7 +270,7 @@ def pipeline(
     check_bars_and_output(bars_uris, tz, timestamp_unit, out_uri, folder=True)
     check_overlay(overlay, bars_uris)
     check_inputs_outside(out_uri, bars_uris or ())
-    fxcache_uri = storage.join(out_uri, out_dir.PIPELINE_FXCACHE)
+    fxcache_uri = storage.join(out_uri, out_names.PIPELINE_FXCACHE)
     settings = replace(settings, run_id=resolve_run_id(settings.run_id))  # one id for both steps' lines
     emit = progress or console(settings.log_format, settings.run_id or "")
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from foxhunt import out_dir, storage, strict_json
+from foxhunt import out_names, storage, strict_json
 from foxhunt.config import EvalConfig, config_keys
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import BadInput, ConfigError, UsageError
@@ -81,7 +81,7 @@ class SavedRunScore:
 def read_run_summary(run_uri: str) -> RunSummary:
     """The summary of a run folder; BadInput (exit 2) when the folder is not a foxhunt run, or when a
     field evaluate reads (seed, eval_config) is not what a run writes (naming the file and the key)."""
-    uri = storage.join(run_uri, out_dir.SUMMARY)
+    uri = storage.join(run_uri, out_names.SUMMARY)
     try:
         summary = RunSummary.from_dict(json.loads(storage.read_bytes(uri)))
     except FileNotFoundError as exc:
@@ -101,7 +101,7 @@ def run_eval_config(
 
     BadInput (exit 2) naming summary.json and the key for an unknown key or a bad value recorded
     there; a ConfigError naming the flag for a bad value of a flag."""
-    where = storage.join(run_uri, out_dir.SUMMARY)
+    where = storage.join(run_uri, out_names.SUMMARY)
     if not isinstance(recorded, dict):
         raise BadInput(f"{where}: eval_config is {type(recorded).__name__}, not an object")
     unknown = sorted(str(key) for key in set(recorded) - set(config_keys(EvalConfig)))
@@ -233,7 +233,7 @@ def score_saved_run(
             )
             continue
         policy = load_policy(
-            storage.join(run_uri, out_dir.fold_folder(report.fold)), device=data.features.device
+            storage.join(run_uri, out_names.fold_folder(report.fold)), device=data.features.device
         )
         positions[report.fold] = policy.rollout(data.features[fold_range.val_slice].cpu().numpy())
         folds.append(fold_range)
@@ -257,7 +257,7 @@ def write_saved_run_score(score: SavedRunScore, out_uri: str) -> list[str]:
     """Write `evaluation.json` and (with matplotlib) `run.png` into `out_uri`."""
     from foxhunt.evaluate.run_scores import run_pictures
 
-    written = {out_dir.EVALUATION: strict_json.json_bytes(score.to_dict())}
+    written = {out_names.EVALUATION: strict_json.json_bytes(score.to_dict())}
     try:
         written.update(run_pictures(score.evaluation, [], f"{score.run} on {score.fxcache}"))
     except ImportError:

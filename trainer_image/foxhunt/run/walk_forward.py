@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.plot import flat_words
@@ -24,7 +24,7 @@ from foxhunt.run import compile_cache
 from foxhunt.run.fold import FoldOutcome, load_fold, stitch_outcomes
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run
-from foxhunt.run.telemetry_reads import stitched_figures
+from foxhunt.run.sinks.telemetry_reads import stitched_figures
 from foxhunt.run.walk import FoldDone, FoldResults, WalkHooks, walk_folds
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, to_device
 
@@ -173,7 +173,7 @@ def _fold_line(outcome: FoldOutcome) -> str:
     )
 
 
-seed_folder = out_dir.seed_folder
+seed_folder = out_names.seed_folder
 
 
 def _all_outputs(outcome: FoldOutcome, members: FoldResults, seeds: list[int]) -> dict[str, str] | None:
@@ -194,7 +194,7 @@ def _take_over(run: Run, fold: int, outs: dict[int, str], seeds: list[int]) -> d
     record = run.manifest.run.folds[fold]
     taken = {0: load_fold(outs[0], fold)}
     for i in outs:
-        report = f"{seed_folder(seeds[i])}/{out_dir.fold_folder(fold)}/{out_dir.FOLD_REPORT}"
+        report = f"{seed_folder(seeds[i])}/{out_names.fold_folder(fold)}/{out_names.FOLD_REPORT}"
         if i and report in record.outputs:
             taken[i] = load_fold(outs[i], fold)
     return taken
@@ -232,9 +232,9 @@ def _seed_spread(
         picture = seeds_picture(evaluations, selections)
         png = render_seeds_png(picture, summary.seed_spread, f"foxhunt run {summary.run_id}")
     except ImportError as exc:  # a slim image without matplotlib still reports in JSON
-        run.progress(f"{out_dir.SEEDS_PICTURE} not drawn: {exc}")
+        run.progress(f"{out_names.SEEDS_PICTURE} not drawn: {exc}")
         return
-    storage.write_bytes(storage.join(run.out_uri, out_dir.SEEDS_PICTURE), png)
+    storage.write_bytes(storage.join(run.out_uri, out_names.SEEDS_PICTURE), png)
 
 
 def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring, memo: ScoreMemo):

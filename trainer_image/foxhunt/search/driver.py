@@ -28,7 +28,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from foxhunt import out_dir, storage, strict_json
+from foxhunt import out_names, storage, strict_json
 from foxhunt.config import DQNConfig, RunConfig, override
 from foxhunt.config.search import (
     DEFAULT_SEARCH_SPACE,
@@ -45,7 +45,7 @@ from foxhunt.run.fold import FoldOutcome, stitch_outcomes
 from foxhunt.run.holdout import holdout_range, run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
-from foxhunt.run.telemetry_reads import fold_figures
+from foxhunt.run.sinks.telemetry_reads import fold_figures
 from foxhunt.search.headline import TABLE_FILES, write_headline_tables
 from foxhunt.search.outputs import BestTrial, StudySummary, TrialReport, trial_folder, write_study_outputs
 from foxhunt.search.population import PopulationObjective, TrainerPool, trainer_builder
@@ -70,7 +70,7 @@ from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import DeviceData, TrainingDiverged
 from foxhunt.train.epoch_figures import COLLAPSED
 
-TRIAL_REPORT = out_dir.TRIAL_REPORT
+TRIAL_REPORT = out_names.TRIAL_REPORT
 # A trial whose training diverges failed on its settings: a verdict, and the study goes on.
 SETTINGS_FAILURES = (TrainingDiverged, OverflowError, FloatingPointError)  # numbers its settings broke
 
@@ -299,7 +299,7 @@ def _headline(
     except FileNotFoundError as exc:  # a shared study: another worker, another --out, ran the best trial
         run.progress(f"headline files not written: best trial {best.number}'s folds are not in --out ({exc})")
     storage.write_bytes(
-        storage.join(run.out_uri, out_dir.STUDY_SUMMARY), strict_json.json_bytes(summary.to_dict())
+        storage.join(run.out_uri, out_names.STUDY_SUMMARY), strict_json.json_bytes(summary.to_dict())
     )
 
 
@@ -324,9 +324,9 @@ def _draw_trials(run: Run) -> None:
 
         png = render_trials_png(run.out_uri)
     except ImportError as exc:  # a slim image without matplotlib still reports in JSON
-        run.progress(f"{out_dir.TRIALS_PICTURE} not drawn: {exc}")
+        run.progress(f"{out_names.TRIALS_PICTURE} not drawn: {exc}")
         return
-    storage.write_bytes(storage.join(run.out_uri, out_dir.TRIALS_PICTURE), png)
+    storage.write_bytes(storage.join(run.out_uri, out_names.TRIALS_PICTURE), png)
 
 
 def _save_on_the_way_out(run: Run, save: Callable[[], Any]) -> None:
@@ -362,5 +362,5 @@ def _closing_line(summary: StudySummary, best: BestTrial, out_uri: str) -> str:
     return (
         f"study {summary.study_name}: {summary.finished_trials}/{summary.planned_trials} trials finished; "
         f"best trial {best.number} objective {best.objective:.4g}; {dsr_text}; "
-        f"best settings: {storage.join(out_uri, out_dir.BEST_PARAMS)}"
+        f"best settings: {storage.join(out_uri, out_names.BEST_PARAMS)}"
     )

@@ -13,14 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import Scoring
 from foxhunt.evaluate.records import fold_record, host_array, stitch
 from foxhunt.evaluate.trades import record_tables
 from foxhunt.run.fold import load_fold
 
-TABLE_FILES = (out_dir.TRADES, out_dir.DAILY, out_dir.MONTHLY)
+TABLE_FILES = (out_names.TRADES, out_names.DAILY, out_names.MONTHLY)
 
 
 def headline_tables(
@@ -47,10 +47,10 @@ def write_headline_tables(
     """Write the headline's files into `out_uri`: the held-out fold's (`holdout`, read from `holdout/`), or
     best trial `trial`'s folds' (read from its folder); returns what they hold, for `study.json`."""
     if holdout is not None:
-        where, chosen = storage.join(out_uri, out_dir.HOLDOUT_DIR), [holdout]
+        where, chosen = storage.join(out_uri, out_names.HOLDOUT_DIR), [holdout]
         record = f"the held-out final period (fold {holdout.fold}), best trial {trial}'s settings"
     else:
-        where, chosen = storage.join(out_uri, out_dir.trial_folder(trial)), list(folds)
+        where, chosen = storage.join(out_uri, out_names.trial_folder(trial)), list(folds)
         record = (
             f"best trial {trial}'s stitched out-of-sample record over {len(chosen)} fold(s), the record the "
             "search selected on (optimistic: no held-out period was asked for)"

@@ -18,17 +18,17 @@ from typing import Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from foxhunt import out_dir, storage, strict_json
+from foxhunt import out_names, storage, strict_json
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.evaluation import Evaluation
 from foxhunt.search.selection_check import SelectionCheck, selection_check
 from foxhunt.search.study import ERROR_ATTR, FOLDS_ATTR, WORKER_ATTR, is_finished, is_surplus
 
-TABLE_CSV = out_dir.TRIALS_CSV
-TABLE_JSON = out_dir.TRIALS_JSON
-BEST_PARAMS = out_dir.BEST_PARAMS
-SUMMARY = out_dir.STUDY_SUMMARY
-TRIALS_DIR = out_dir.TRIALS_DIR
+TABLE_CSV = out_names.TRIALS_CSV
+TABLE_JSON = out_names.TRIALS_JSON
+BEST_PARAMS = out_names.BEST_PARAMS
+SUMMARY = out_names.STUDY_SUMMARY
+TRIALS_DIR = out_names.TRIALS_DIR
 TABLE_COLUMNS = (
     "number",
     "state",
@@ -66,7 +66,7 @@ class TrialRow:
     params: dict[str, Any] = field(default_factory=dict)
 
 
-trial_folder = out_dir.trial_folder
+trial_folder = out_names.trial_folder
 
 
 def _duration(trial: FrozenTrial) -> float | None:
@@ -282,7 +282,7 @@ def study_lines(out_uri: str) -> list[str]:
             f"{row['number']:>5} {row['state'].lower():<9} {objective:>10} {row['folds_run']:>5} "
             f"{seconds:>8} {_warning(row):<9} {settings}"
         )
-    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, {out_dir.TRIALS_PICTURE}, manifest.json, summary.json"
+    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, {out_names.TRIALS_PICTURE}, manifest.json, summary.json"
     try:
         headline = json.loads(storage.read_bytes(storage.join(out_uri, SUMMARY))).get("headline_tables")
     except FileNotFoundError:

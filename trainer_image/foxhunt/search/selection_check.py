@@ -18,7 +18,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from foxhunt.evaluate.selection import dsr_inputs, dsr_reading, dsr_undefined_reason, overfitting_record
+from foxhunt.evaluate.overfitting import dsr_inputs, dsr_reading, dsr_undefined_reason, overfitting_record
 from foxhunt.evaluate.sharpe import deflated_sharpe_ratio, expected_max_sharpe
 from foxhunt.search.study import is_finished
 

@@ -21,12 +21,12 @@ from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.config.urls import POSTGRES_DRIVERS, study_storage_problem
 from foxhunt.errors import BadInput, RunFailure
 from foxhunt.redaction import NOT_A_URL, redact_url
 
-STUDY_FILE = out_dir.STUDY_FILE
+STUDY_FILE = out_names.STUDY_FILE
 SQLITE_BUSY_TIMEOUT_S = 60
 # Workers that start together on a fresh database race to create Optuna's tables; the losers retry.
 OPEN_ATTEMPTS = 5

@@ -6,7 +6,7 @@ import pytest
 from support.prom_services import pushed_samples, unique_run_id
 from support.telemetry_cases import new_metrics, one_run, value
 
-from foxhunt.run.telemetry_reads import holdout_figures
+from foxhunt.run.sinks.telemetry_reads import holdout_figures
 
 pytestmark = pytest.mark.services
 

@@ -12,8 +12,8 @@ import pytest
 # Four folds (rows) × three trials A, B, C (columns); with S = 4 each fold is a group.
 from support.selection_cases import HAND  # noqa: E402
 
-from foxhunt.evaluate import selection
-from foxhunt.evaluate.selection import dsr_inputs, probability_of_overfitting
+from foxhunt.evaluate import overfitting
+from foxhunt.evaluate.overfitting import dsr_inputs, probability_of_overfitting
 
 
 def test_pbo_of_a_hand_computed_example():
@@ -49,7 +49,7 @@ def test_the_earliest_folds_that_fill_no_group_are_left_out():
 
 
 def test_the_default_groups_are_the_largest_even_count_up_to_sixteen():
-    assert [selection.default_groups(n) for n in (2, 3, 8, 9, 16, 17, 40)] == [2, 2, 8, 8, 16, 16, 16]
+    assert [overfitting.default_groups(n) for n in (2, 3, 8, 9, 16, 17, 40)] == [2, 2, 8, 8, 16, 16, 16]
 
 
 def test_pbo_of_trials_with_no_skill_is_about_one_half():
@@ -95,21 +95,21 @@ def test_a_nan_result_is_refused():
 # ---- PBO's record: when it is read, and what it says it used ------------------------------------------
 def test_pbo_of_trials_all_flat_in_every_fold_is_undefined():
     # Catches: CSCV on tied records, where every split ranks the selected trial at the median (PBO 1.0).
-    got = selection.overfitting_record(np.zeros((4, 3)), [0, 1, 2, 3], [7, 8, 9])
+    got = overfitting.overfitting_record(np.zeros((4, 3)), [0, 1, 2, 3], [7, 8, 9])
     assert got["pbo"] is None and "reading" not in got
     assert "flat in every fold" in got["reason"] and "no ranking" in got["reason"]
 
 
 def test_pbo_of_trials_with_one_and_the_same_record_is_undefined():
     tied = np.repeat(np.array([[0.5], [-1.0], [2.0], [0.1]]), 3, axis=1)
-    got = selection.overfitting_record(tied, [0, 1, 2, 3], [0, 1, 2])
+    got = overfitting.overfitting_record(tied, [0, 1, 2, 3], [0, 1, 2])
     assert got["pbo"] is None and "same per-fold record" in got["reason"]
 
 
 def test_pbo_with_two_trials_tied_and_one_apart_is_read():
     results = HAND.copy()
     results[:, 1] = results[:, 0]
-    got = selection.overfitting_record(results, [0, 1, 2, 3], [0, 1, 2])
+    got = overfitting.overfitting_record(results, [0, 1, 2, 3], [0, 1, 2])
     assert got["pbo"] is not None and "reason" not in got
 
 
@@ -117,13 +117,15 @@ def test_pbo_with_two_trials_tied_and_one_apart_is_read():
 def test_pbo_is_not_read_below_the_minimum_of_folds(n_folds):
     # Catches: reading 2 mirror splits (PBO 0, ½ or 1) as a measurement.
     rng = np.random.default_rng(5)
-    got = selection.overfitting_record(rng.normal(size=(n_folds, 10)), list(range(n_folds)), list(range(10)))
-    assert got["pbo"] is None and got["min_folds"] == selection.MIN_PBO_FOLDS == 4
+    got = overfitting.overfitting_record(
+        rng.normal(size=(n_folds, 10)), list(range(n_folds)), list(range(10))
+    )
+    assert got["pbo"] is None and got["min_folds"] == overfitting.MIN_PBO_FOLDS == 4
     assert "4 or more" in got["reason"] and "mirror" in got["reason"]
 
 
 def test_pbo_states_its_trials_folds_and_splits():
-    got = selection.overfitting_record(HAND, [0, 1, 2, 3], [0, 2, 3])
+    got = overfitting.overfitting_record(HAND, [0, 1, 2, 3], [0, 2, 3])
     assert (
         got["pbo"] == pytest.approx(1 / 3)
         and got["folds_used"] == [0, 1, 2, 3]
@@ -135,7 +137,7 @@ def test_pbo_states_its_trials_folds_and_splits():
 def test_pbo_names_the_earliest_fold_it_leaves_out():
     # Five folds, 4 groups: fold 10 (the earliest) fills no group. Catches: dropping it silently.
     rng = np.random.default_rng(6)
-    got = selection.overfitting_record(rng.normal(size=(5, 4)), [10, 11, 12, 13, 14], [0, 1, 2, 3])
+    got = overfitting.overfitting_record(rng.normal(size=(5, 4)), [10, 11, 12, 13, 14], [0, 1, 2, 3])
     assert got["folds_used"] == [11, 12, 13, 14] and got["folds_left_out"] == [10]
     assert "folds 11–14 (fold 10 left out: 5 folds do not fill 4 groups evenly)" in got["reading"]
 
@@ -168,12 +170,12 @@ def test_the_dsr_needs_two_trials_with_a_sharpe():
 )
 def test_the_dsr_of_a_flat_best_trial_is_undefined(best, sharpes, words):
     # Catches: reading PSR(0 against 0) = 0.50 as a DSR.
-    assert words in selection.dsr_undefined_reason(best, sharpes)
+    assert words in overfitting.dsr_undefined_reason(best, sharpes)
 
 
 @pytest.mark.parametrize(("best", "sharpes"), [(0.01, [0.01, 0.0]), (-0.01, [-0.01, -0.02])])
 def test_the_dsr_of_a_best_trial_that_traded_is_defined(best, sharpes):
-    assert selection.dsr_undefined_reason(best, sharpes) is None
+    assert overfitting.dsr_undefined_reason(best, sharpes) is None
 
 
 # ---- readings ------------------------------------------------------------------------------------------
@@ -182,7 +184,7 @@ def test_the_dsr_of_a_best_trial_that_traded_is_defined(best, sharpes):
     [(0.5, "selection explains"), (0.49, "caution"), (0.2, "caution"), (0.19, "holds up")],
 )
 def test_pbo_readings_at_their_thresholds(pbo, words):
-    assert words in selection.pbo_reading(pbo)
+    assert words in overfitting.pbo_reading(pbo)
 
 
 @pytest.mark.parametrize(
@@ -195,10 +197,10 @@ def test_pbo_readings_at_their_thresholds(pbo, words):
     ],
 )
 def test_dsr_readings_at_their_thresholds(dsr, words):
-    got = selection.dsr_reading(dsr, 12, 0.8)
+    got = overfitting.dsr_reading(dsr, 12, 0.8)
     assert words in got and "best of 12 trials tried with no skill would reach 80% of this Sharpe" in got
 
 
 def test_a_dsr_with_a_negative_sharpe_reads_as_nothing_to_deflate():
-    assert "negative; there is nothing to deflate" in selection.dsr_reading(0.1, 5, None)
-    assert "undefined" in selection.dsr_reading(None, 5, 0.5)
+    assert "negative; there is nothing to deflate" in overfitting.dsr_reading(0.1, 5, None)
+    assert "undefined" in overfitting.dsr_reading(None, 5, 0.5)

@@ -1,6 +1,6 @@
 """The figures a run tells its telemetry, read off its reports and evaluations.
 
-`run/telemetry.py` takes plain numbers (`run/telemetry_figures.py`) and imports no report type;
+`run/sinks/telemetry.py` takes plain numbers (`run/sinks/telemetry_figures.py`) and imports no report type;
 what a fold report or an evaluation means in those numbers is said here, once.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
 from foxhunt.evaluate.reports import FoldReport
-from foxhunt.run.telemetry_figures import FoldFigures, HoldoutFigures, PolicyFigures, StitchedFigures
+from foxhunt.run.sinks.telemetry_figures import FoldFigures, HoldoutFigures, PolicyFigures, StitchedFigures
 
 
 def _model_figures(window: WindowEvaluation) -> PolicyFigures:

@@ -1,7 +1,7 @@
-"""What a run tells its telemetry (`run/telemetry.py`): plain numbers in small records.
+"""What a run tells its telemetry (`run/sinks/telemetry.py`): plain numbers in small records.
 
 The telemetry knows no report or evaluation type; the run reads these figures off its reports
-(`run/telemetry_reads.py`) and hands them over.
+(`run/sinks/telemetry_reads.py`) and hands them over.
 """
 
 from __future__ import annotations

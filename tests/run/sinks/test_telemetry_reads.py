@@ -1,4 +1,4 @@
-"""Specification of foxhunt.run.telemetry_reads: which figure of a report the telemetry is told, and that
+"""Specification of foxhunt.run.sinks.telemetry_reads: which figure of a report the telemetry is told, and that
 the telemetry itself knows no report or evaluation type."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from support.evaluation_cases import window
 from support.telemetry_cases import fold_report
 
 from foxhunt.evaluate.evaluation import MODEL
-from foxhunt.run.telemetry_reads import fold_figures, holdout_figures, stitched_figures
+from foxhunt.run.sinks.telemetry_reads import fold_figures, holdout_figures, stitched_figures
 
-PACKAGE = Path(__file__).resolve().parents[2] / "trainer_image" / "foxhunt"
+PACKAGE = Path(__file__).resolve().parents[3] / "trainer_image" / "foxhunt"
 
 
 def test_a_folds_figures_are_the_models_net_figures_not_the_gross_ones():
@@ -67,7 +67,7 @@ def test_the_holdout_interval_is_read_low_then_high():
 
 def test_the_telemetry_imports_no_report_or_evaluation_module():
     for name in ("telemetry.py", "telemetry_figures.py"):
-        tree = ast.parse((PACKAGE / "run" / name).read_text())
+        tree = ast.parse((PACKAGE / "run" / "sinks" / name).read_text())
         imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
         assert [m for m in imported if m.startswith(("foxhunt.evaluate", "foxhunt.train"))] == [], name

@@ -15,7 +15,7 @@ store never stalls or stops a fold. A call that fails is counted (`failures`) an
 as a warning; each HTTP call is bounded by MLflow's timeout and retries (`mlflow_store.BOUNDED_RETRIES`,
 the end-of-run record's bound, unless the environment sets them). At the run's end the queue is given `FLUSH_SECONDS` to drain.
 
-    from foxhunt.run.mlflow_live import fold_policy_from_mlflow
+    from foxhunt.run.sinks.mlflow_live import fold_policy_from_mlflow
     policy = fold_policy_from_mlflow("sqlite:///mlflow.db", mlflow_run_id, fold=0)
     policy.rollout(features)   # as `foxhunt.evaluate.fold_policy.load_policy` on the run's fold_0/
 
@@ -36,12 +36,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.evaluate.fold_policy import Policy, load_policy
 from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.evaluate.run_scores import POSITIONS_FILE
 from foxhunt.run.manifest import Manifest
-from foxhunt.run.mlflow_sink import (
+from foxhunt.run.sinks.mlflow_sink import (
     _log,
     _ms,
     experiment_id,
@@ -49,14 +49,14 @@ from foxhunt.run.mlflow_sink import (
     fold_metrics,
     run_params,
 )
-from foxhunt.run.mlflow_store import quiet_mlflow
+from foxhunt.run.sinks.mlflow_store import quiet_mlflow
 from foxhunt.train.epoch_figures import EpochFigures
 
 log = logging.getLogger(__name__)
 # The epoch's figures logged live, each as `fold_N/<name>` (None ones are left out).
 EPOCH_FIGURES = ("loss", "q_mean", "q_max", "train_sharpe", "tail_sharpe")
 FLUSH_SECONDS = 60.0  # at the run's end: what the queue may still take before it is left behind
-FOLD_FILES = (out_dir.WEIGHTS, POSITIONS_FILE, out_dir.FOLD_REPORT)  # and the fold's norm stats
+FOLD_FILES = (out_names.WEIGHTS, POSITIONS_FILE, out_names.FOLD_REPORT)  # and the fold's norm stats
 
 
 def code_commit() -> str | None:
@@ -64,7 +64,7 @@ def code_commit() -> str | None:
     the HEAD of the git checkout the package is imported from, else None."""
     if os.environ.get("FOXHUNT_COMMIT"):
         return os.environ["FOXHUNT_COMMIT"]
-    package = Path(__file__).resolve().parents[1]
+    package = Path(__file__).resolve().parents[2]
     try:
         found = subprocess.run(
             ["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10
@@ -105,7 +105,7 @@ class LiveRecord:
         values = {name: getattr(figures, name) for name in EPOCH_FIGURES}
         step = fold * epochs + epoch
         rows = [
-            (f"{out_dir.fold_folder(fold)}/{k}", float(v), step) for k, v in values.items() if v is not None
+            (f"{out_names.fold_folder(fold)}/{k}", float(v), step) for k, v in values.items() if v is not None
         ]
         self._queue.put(lambda: self._log_epoch(rows))
 
@@ -165,7 +165,7 @@ class LiveRecord:
             client.log_inputs(
                 self.run_id, datasets=[fxcache_input(summary.fxcache, summary.fxcache_checksum)]
             )
-        _log_artifacts(client, self.run_id, out_uri, (out_dir.MANIFEST,), None)
+        _log_artifacts(client, self.run_id, out_uri, (out_names.MANIFEST,), None)
 
     def _log_epoch(self, rows: list[tuple[str, float, int]]) -> None:
         _log(self._started_client(), str(self.run_id), {}, rows)
@@ -174,9 +174,9 @@ class LiveRecord:
     def _log_fold(self, report: FoldReport, out_uri: str) -> None:
         client, fold = self._started_client(), report.fold
         _log(client, str(self.run_id), {}, [(k, v, fold) for k, v in fold_metrics(report).items()])
-        folder = storage.join(out_uri, out_dir.fold_folder(fold))
-        names = (*FOLD_FILES, out_dir.norm_stats_file(fold))
-        _log_artifacts(client, str(self.run_id), folder, names, out_dir.fold_folder(fold))
+        folder = storage.join(out_uri, out_names.fold_folder(fold))
+        names = (*FOLD_FILES, out_names.norm_stats_file(fold))
+        _log_artifacts(client, str(self.run_id), folder, names, out_names.fold_folder(fold))
         self.folds_logged.append(fold)
 
 
@@ -216,6 +216,6 @@ def fold_policy_from_mlflow(uri: str, run_id: str, fold: int, device: str = "cpu
     from mlflow.artifacts import download_artifacts
 
     with tempfile.TemporaryDirectory(prefix="foxhunt-policy-") as tmp:
-        for path in (out_dir.MANIFEST, out_dir.fold_folder(fold)):
+        for path in (out_names.MANIFEST, out_names.fold_folder(fold)):
             download_artifacts(run_id=run_id, artifact_path=path, dst_path=tmp, tracking_uri=uri)
-        return load_policy(str(Path(tmp, out_dir.fold_folder(fold))), device)
+        return load_policy(str(Path(tmp, out_names.fold_folder(fold))), device)

@@ -25,9 +25,9 @@ from support.telemetry_cases import (
 
 import foxhunt
 from foxhunt.evaluate.evaluation import MODEL
-from foxhunt.run.pushgateway import live_run
-from foxhunt.run.telemetry import PHASES
-from foxhunt.run.telemetry_reads import fold_figures, stitched_figures
+from foxhunt.run.sinks.pushgateway import live_run
+from foxhunt.run.sinks.telemetry import PHASES
+from foxhunt.run.sinks.telemetry_reads import fold_figures, stitched_figures
 
 pytestmark = pytest.mark.services
 
@@ -237,11 +237,11 @@ def test_failures_are_carried_by_the_next_successful_push(pushgateway):
 
 def test_first_push_failure_warns_and_later_ones_log_at_debug(caplog):
     m = new_metrics(unique_run_id("logged"), dead_url())
-    with caplog.at_level(logging.DEBUG, logger="foxhunt.run.telemetry"):
+    with caplog.at_level(logging.DEBUG, logger="foxhunt.run.sinks.telemetry"):
         m.run_started()
         m.data_loaded(1.0, 10)
         m.run_finished("failed")
-    levels = [r.levelno for r in caplog.records if r.name == "foxhunt.run.telemetry"]
+    levels = [r.levelno for r in caplog.records if r.name == "foxhunt.run.sinks.telemetry"]
     assert levels == [logging.WARNING, logging.DEBUG, logging.DEBUG]
 
 

@@ -14,7 +14,7 @@ from support import strict_json
 
 from foxhunt import extras
 from foxhunt.cli import main
-from foxhunt.run.mlflow_sink import record_run, tracking_uri
+from foxhunt.run.sinks.mlflow_sink import record_run, tracking_uri
 
 # A real MLflow store and runs behind every test: in CI, left out by -m "not slow".
 pytestmark = pytest.mark.slow
@@ -196,7 +196,7 @@ def test_without_the_mlflow_extra_the_flag_exits_2_with_the_install_line(monkeyp
 
 
 def test_the_mlflow_extra_is_the_skinny_client_and_the_tests_install_it():
-    extras_table = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())[
+    extras_table = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())[
         "project"
     ]["optional-dependencies"]
 
@@ -256,7 +256,7 @@ def test_an_unreachable_server_fails_the_record_within_seconds(one_fold_run, mon
     import socket
     import time
 
-    from foxhunt.run.mlflow_store import BOUNDED_RETRIES
+    from foxhunt.run.sinks.mlflow_store import BOUNDED_RETRIES
 
     for name in BOUNDED_RETRIES:
         monkeypatch.delenv(name, raising=False)

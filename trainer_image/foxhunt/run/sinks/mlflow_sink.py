@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from foxhunt import out_dir, storage
+from foxhunt import out_names, storage
 from foxhunt.errors import RunFailure, UsageError
 from foxhunt.evaluate.evaluation import MODEL, WindowEvaluation
 from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.redaction import redact_url
 from foxhunt.run.lifecycle import console
-from foxhunt.run.mlflow_store import quiet_mlflow, store_problem
+from foxhunt.run.sinks.mlflow_store import quiet_mlflow, store_problem
 
 # `--mlflow-uri` without a value: $MLFLOW_TRACKING_URI, else a local file store `./mlruns` (what
 # `mlflow ui --backend-store-uri ./mlruns` shows): nothing to set up, one folder to copy or delete.
@@ -47,15 +47,15 @@ RUN_STATUS = {"succeeded": "FINISHED", "failed": "FAILED", "interrupted": "KILLE
 # A trial still RUNNING in the table when its process ended was stopped with it.
 TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED", "RUNNING": "KILLED"}
 PICTURES = (
-    out_dir.RUN_PICTURE,
-    out_dir.TIMINGS_PICTURE,
-    out_dir.HOLDOUT_PICTURE,
-    out_dir.LEARNING_PICTURE,
-    out_dir.POSITIONS_PICTURE,
-    out_dir.SEEDS_PICTURE,
-    out_dir.TRIALS_PICTURE,
+    out_names.RUN_PICTURE,
+    out_names.TIMINGS_PICTURE,
+    out_names.HOLDOUT_PICTURE,
+    out_names.LEARNING_PICTURE,
+    out_names.POSITIONS_PICTURE,
+    out_names.SEEDS_PICTURE,
+    out_names.TRIALS_PICTURE,
 )
-STUDY_FILES = (out_dir.STUDY_SUMMARY, out_dir.BEST_PARAMS, out_dir.TRIALS_CSV)
+STUDY_FILES = (out_names.STUDY_SUMMARY, out_names.BEST_PARAMS, out_names.TRIALS_CSV)
 # MLflow's per-call limits on a batch.
 PARAMS_PER_BATCH, METRICS_PER_BATCH = 100, 1000
 
@@ -75,7 +75,7 @@ def tracking_uri(value: str) -> str:
 
     A plain path is a file store there; `file:` alone is `./mlruns`. UsageError (exit 2), naming the
     flag or the variable, for a scheme MLflow has no store for or a store that cannot take the record
-    (foxhunt.run.mlflow_store.store_problem): checked before any work."""
+    (foxhunt.run.sinks.mlflow_store.store_problem): checked before any work."""
     source = "--mlflow-uri"
     if value == "":
         value, source = os.environ.get("MLFLOW_TRACKING_URI", ""), "$MLFLOW_TRACKING_URI"
@@ -139,7 +139,7 @@ def record_run(uri: str, out_uri: str, log_format: str = "text", live: LiveRun |
     """Write the run (or study) in `out_uri` to the MLflow store `uri`; prints and returns a line saying
     where (on the run's console, text or JSON). A `live` run is completed: its params and folds are not
     written again when every one reached it."""
-    summary_uri = storage.join(out_uri, out_dir.SUMMARY)
+    summary_uri = storage.join(out_uri, out_names.SUMMARY)
     if not storage.exists(summary_uri):
         line = f"mlflow: nothing recorded, {summary_uri} does not exist"
         console(log_format, "")(line)
@@ -167,7 +167,7 @@ def record_run(uri: str, out_uri: str, log_format: str = "text", live: LiveRun |
         _log(client, run_id, {}, run_metrics(summary, folds=False))
     else:
         _log(client, run_id, run_params(summary), run_metrics(summary))
-    _log_files(client, run_id, out_uri, (out_dir.SUMMARY, *PICTURES))
+    _log_files(client, run_id, out_uri, (out_names.SUMMARY, *PICTURES))
     trials = 0
     if summary.trials > 0:
         _log_files(client, run_id, out_uri, STUDY_FILES)
@@ -250,12 +250,12 @@ def run_metrics(summary: RunSummary, folds: bool = True) -> list[tuple[str, floa
 
 def _record_trials(client, experiment: str, parent: str, out_uri: str) -> int:
     """A nested run per trial of the study table: its settings, each fold's net Sharpe, its record."""
-    table_uri = storage.join(out_uri, out_dir.TRIALS_JSON)
+    table_uri = storage.join(out_uri, out_names.TRIALS_JSON)
     if not storage.exists(table_uri):
         return 0
     rows = json.loads(storage.read_bytes(table_uri))
     for row in rows:
-        report_uri = storage.join(out_uri, row["folder"], out_dir.TRIAL_REPORT)
+        report_uri = storage.join(out_uri, row["folder"], out_names.TRIAL_REPORT)
         report = json.loads(storage.read_bytes(report_uri)) if storage.exists(report_uri) else {}
         run = client.create_run(
             experiment,
@@ -264,7 +264,9 @@ def _record_trials(client, experiment: str, parent: str, out_uri: str) -> int:
         )  # fmt: skip
         _log(client, run.info.run_id, *trial_record(row, report))
         if report:
-            _log_files(client, run.info.run_id, storage.join(out_uri, row["folder"]), (out_dir.TRIAL_REPORT,))
+            _log_files(
+                client, run.info.run_id, storage.join(out_uri, row["folder"]), (out_names.TRIAL_REPORT,)
+            )
         client.set_terminated(run.info.run_id, TRIAL_STATUS.get(row["state"], "FAILED"))
     return len(rows)
 

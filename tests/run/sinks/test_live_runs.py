@@ -18,8 +18,8 @@ from support.telemetry_cases import (
 
 from foxhunt.cli import main
 from foxhunt.errors import UsageError
-from foxhunt.run.pushgateway import resolve_pushgateway, resolve_run_id
-from foxhunt.run.telemetry_reads import fold_figures
+from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
+from foxhunt.run.sinks.telemetry_reads import fold_figures
 from foxhunt.train import DQNTrainer
 
 pytestmark = pytest.mark.services

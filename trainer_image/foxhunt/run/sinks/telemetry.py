@@ -1,6 +1,6 @@
 """Run and per-fold metrics, pushed to a Prometheus Pushgateway under the grouping key {job, run_id}.
 
-The run tells them plain figures (`run/telemetry_figures.py`), never its reports. A push that fails is logged and counted; training never waits on, or stops for, the metrics path.
+The run tells them plain figures (`run/sinks/telemetry_figures.py`), never its reports. A push that fails is logged and counted; training never waits on, or stops for, the metrics path.
 Which Pushgateway and run id, and whether a run id is live there, is `pushgateway`'s.
 """
 
@@ -27,8 +27,8 @@ from foxhunt.config import PHASES, RUN_ENDINGS
 from foxhunt.config.urls import pushgateway_credentials
 from foxhunt.errors import ConfigError
 from foxhunt.redaction import redact_url, scrub_text
-from foxhunt.run.pushgateway import DEFAULT_JOB, has_host
-from foxhunt.run.telemetry_figures import FoldFigures, HoldoutFigures, StitchedFigures
+from foxhunt.run.sinks.pushgateway import DEFAULT_JOB, has_host
+from foxhunt.run.sinks.telemetry_figures import FoldFigures, HoldoutFigures, StitchedFigures
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from foxhunt.cli import commands, main
-from foxhunt.run.mlflow_live import LiveRecord, fold_policy_from_mlflow
+from foxhunt.run.sinks.mlflow_live import LiveRecord, fold_policy_from_mlflow
 
 # Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ PIPELINE_ARGS = (
     "--sample-bars", "20000", "--epochs", str(EPOCHS), "--train-days", "5", "--val-days", "2",
     "--step-days", "2", "--max-folds", "2", "--device", "cpu", "--seed", "5",
 )  # fmt: skip
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SERVER_ENV = ("_MLFLOW_SERVER_FILE_STORE", "_MLFLOW_SERVER_ARTIFACT_ROOT", "_MLFLOW_SERVER_SERVE_ARTIFACTS")
 
 
@@ -138,7 +138,7 @@ def test_the_run_names_the_codes_commit(live):
 
 
 def test_an_images_commit_from_the_environment_wins(monkeypatch):
-    from foxhunt.run.mlflow_live import code_commit
+    from foxhunt.run.sinks.mlflow_live import code_commit
 
     monkeypatch.setenv("FOXHUNT_COMMIT", "0123abc")
 
@@ -198,14 +198,14 @@ def test_a_store_that_fails_never_stops_training(tiny_params, tmp_path, caplog, 
 
     assert summary.status == "succeeded" and len(summary.folds) == 2
     assert dead.run_id is None and dead.failures == 1 + 2 + 2  # the start, each epoch, each fold
-    said = [r.levelname for r in caplog.records if r.name == "foxhunt.run.mlflow_live"]
+    said = [r.levelname for r in caplog.records if r.name == "foxhunt.run.sinks.mlflow_live"]
     assert said == ["WARNING"]  # said once; the rest are counted
 
 
 def test_the_run_and_its_live_record_import_no_mlflow_until_a_run_starts():
     code = (
-        "import sys; import foxhunt.cli.commands, foxhunt.run.pipeline, foxhunt.run.mlflow_sink; "
-        "from foxhunt.run.mlflow_live import LiveRecord; LiveRecord('sqlite:///x.db'); "
+        "import sys; import foxhunt.cli.commands, foxhunt.run.pipeline, foxhunt.run.sinks.mlflow_sink; "
+        "from foxhunt.run.sinks.mlflow_live import LiveRecord; LiveRecord('sqlite:///x.db'); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'mlflow'))"
     )
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'trainer_image'}{os.pathsep}{REPO}"}
@@ -221,7 +221,7 @@ def test_a_live_call_to_an_unreachable_server_gives_up_within_the_end_of_run_rec
     import time
 
     from foxhunt.evaluate.reports import RunSummary
-    from foxhunt.run.mlflow_store import BOUNDED_RETRIES
+    from foxhunt.run.sinks.mlflow_store import BOUNDED_RETRIES
 
     for name in BOUNDED_RETRIES:  # MLflow's own defaults would retry for minutes
         monkeypatch.delenv(name, raising=False)
