@@ -125,7 +125,7 @@ def test_run_defaults_are_the_train_commands_defaults():
     args = build_parser().parse_args(["train", "--fxcache", "f", "--out", "o"])
     assert run_config(args) == RunConfig()
     assert run_defaults()["train-days"] == "120" and run_defaults()["eval-cost"] == "0.0001"
-    assert run_defaults()["window"] == "rolling" and run_defaults()["epochs"] == "50"
+    assert run_defaults()["window"] == "expanding" and run_defaults()["epochs"] == "50"
 
 
 def test_every_run_default_parses_back_to_the_default_config():
