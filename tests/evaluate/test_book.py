@@ -195,3 +195,15 @@ def test_an_annualised_volatility_scales_by_the_root_of_the_bars_per_year():
     # Catches: weights per bar for instruments whose sessions hold different numbers of bars a year.
     stamps, returns = _history(0.01)
     assert bk.volatility_before(stamps, returns, 1, periods_per_year=400.0) == pytest.approx(0.2)
+
+
+def test_equal_risk_weights_measure_each_instrument_before_the_books_start():
+    # Catches: a start per instrument (B's own first bar, 2), which would let B's weight see bar 1's return.
+    instruments = {"A": _a(), "B": _b()}
+    history = {"A": _history(0.01), "B": _history(0.03)}
+    weights = bk.equal_risk_weights(history, bk.book_start(instruments))
+    assert weights == pytest.approx({"A": 0.75, "B": 0.25}, abs=1e-12)
+    stamps, returns = history["B"]
+    moved = returns.copy()
+    moved[stamps == 1] = 3.0  # bar 1 is out of sample for the book, though B has no bar there
+    assert bk.equal_risk_weights({**history, "B": (stamps, moved)}, 1) == weights

@@ -8,6 +8,8 @@ repeated `--fxcache` flags. `foxhunt submit` refuses a bad list in one line, exi
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 from support.argo_standin import CI_RUN, DATA, foxhunt, refused, sent_parameters
@@ -178,3 +180,18 @@ def test_submit_to_precompute_takes_one_instruments_bars(argo, capsys):
             "-p", f"fxcache-uri={DATA['fxcache-uri']}")  # fmt: skip
     assert "must be an s3://BUCKET/KEY URI" in refused(capsys, *argv)
     assert argo.requests == []
+
+
+def test_the_launcher_runs_foxhunt_on_the_expanded_arguments(monkeypatch):
+    ran = []
+    monkeypatch.setattr(ins.os, "execvp", lambda file, argv: ran.append((file, argv)))
+    ins.main(["train", "--fxcache", json.dumps(["s3://c/A.fxcache", "s3://c/B.fxcache"]), "--out", "s3://o"])
+    assert ran == [("foxhunt", ["foxhunt", "train", "--fxcache", "s3://c/A.fxcache",
+                                "--fxcache", "s3://c/B.fxcache", "--out", "s3://o"])]  # fmt: skip
+
+
+def test_the_launcher_imports_nothing_heavy():
+    # It starts every GPU pod: no Hera (not in every image's path), no numpy or torch before foxhunt runs.
+    code = "import sys, foxhunt_workflows.instruments; print(sorted({'hera', 'numpy', 'torch'} & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"

@@ -139,6 +139,23 @@ def inverse_vol_weights(volatilities: Mapping[str, float]) -> dict[str, float]:
     return {name: value / total for name, value in inverse.items()}
 
 
+def equal_risk_weights(
+    history: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    start_ns: int,
+    periods_per_year: Mapping[str, float] | None = None,
+) -> dict[str, float]:
+    """`inverse_vol_weights` of each instrument's `volatility_before(timestamp, returns, start_ns)`, where
+    `history[name]` is (timestamps, 1-bar returns) of its loaded data and `start_ns` the book's first
+    out-of-sample bar (`book_start`); per year where `periods_per_year[name]` is given."""
+    per_year = periods_per_year or {}
+    return inverse_vol_weights(
+        {
+            name: volatility_before(stamps, returns, start_ns, periods_per_year=per_year.get(name))
+            for name, (stamps, returns) in history.items()
+        }
+    )
+
+
 def stated_weights(weights: Mapping[str, float]) -> dict[str, float]:
     """Stated weights, checked: each ≥ 0, summing to 1 (within `WEIGHT_TOLERANCE`)."""
     if not weights or any(not (np.isfinite(w) and w >= 0) for w in weights.values()):
