@@ -22,6 +22,7 @@ variance 2.81375e-4 / 5 = 5.6275e-5; equity 0.00675, 0.02625, 0.023, 0.026, 0.03
 0.00325 (bar 2 to 3), a drawdown of 1 − e^−0.00325; every bar is in the market and 4 of 5 gain.
 """
 
+import json
 import math
 
 import numpy as np
@@ -30,6 +31,7 @@ import pytest
 from foxhunt.evaluate import book as bk
 from foxhunt.evaluate import paired
 from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, Scoring
+from foxhunt.evaluate.reports import window_from_dict
 from foxhunt.evaluate.seed_spread import seed_spread
 
 SCORING = Scoring(resamples=200, seed=3)
@@ -207,3 +209,10 @@ def test_equal_risk_weights_measure_each_instrument_before_the_books_start():
     moved = returns.copy()
     moved[stamps == 1] = 3.0  # bar 1 is out of sample for the book, though B has no bar there
     assert bk.equal_risk_weights({**history, "B": (stamps, moved)}, 1) == weights
+
+
+def test_the_books_report_entry_reads_back_as_its_window():
+    book = _book()
+    data = json.loads(json.dumps(bk.book_to_dict(book)))
+    assert data["weights"] == pytest.approx({"A": 0.75, "B": 0.25})
+    assert window_from_dict(data["window"]) == book.window

@@ -275,6 +275,14 @@ def evaluate_book(
     return BookEvaluation(dict(weights), window, series)
 
 
+def book_to_dict(book: BookEvaluation) -> dict:
+    """The book for report.json: its weights and its window (`reports.window_to_dict`: each policy's gross
+    and net figures, the standings); `reports.window_from_dict` reads the window back."""
+    from foxhunt.evaluate.reports import window_to_dict
+
+    return {"weights": dict(book.weights), "window": window_to_dict(book.window)}
+
+
 def book_net(book: BookEvaluation) -> Metrics:
     """The book's stitched net figures (what a seed's spread and the search read)."""
     return book.window.policies[MODEL].net
