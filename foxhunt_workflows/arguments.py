@@ -19,8 +19,9 @@ import yaml
 from foxhunt import config
 from foxhunt.config import flags
 from foxhunt.errors import ConfigError, UsageError
+from foxhunt_workflows import instruments
 from foxhunt_workflows.cluster_secrets import STUDY_SECRET
-from foxhunt_workflows.params import TRAINER_SETTINGS
+from foxhunt_workflows.params import PIPELINE_TEMPLATE, TRAIN_TEMPLATE, TRAINER_SETTINGS
 from foxhunt_workflows.schema import SCHEMA_ANNOTATION, allowed, value_problem
 
 SUBMITTED_BY = ("foxhunt.io/submitted-by", "foxhunt-cli")
@@ -186,8 +187,23 @@ def check_parameters(params: Mapping[str, str] | Submission, spec: TemplateParam
             raise SubmitUsageError(
                 f"{name} is required by {spec.template} (it has no default): pass -p {name}=... ({words})"
             )
+    _check_instruments(submission, spec)
     _check_with_the_trainers_config(submission)
     _check_trials(spec.defaults | submission.params, spec)
+
+
+def _check_instruments(submission: Submission, spec: TemplateParameters) -> None:
+    # The bars list (pipeline), the caches list (train): every entry, before any request is made.
+    params = submission.params
+    lists = {"bars-uri": spec.template != TRAIN_TEMPLATE, "fxcache-uri": spec.template == TRAIN_TEMPLATE}
+    try:
+        for name, checked in lists.items():
+            if checked and name in params and instruments.is_list(params[name]):
+                instruments.check_bars(instruments.parse_uris(params[name], name), name)
+        if spec.template == PIPELINE_TEMPLATE and {"bars-uri", "fxcache-uri"} <= set(params):
+            instruments.plan(params["bars-uri"], params["fxcache-uri"])
+    except instruments.InstrumentsError as error:
+        raise SubmitUsageError(str(error)) from None
 
 
 def _typed(flag: str, value: str):

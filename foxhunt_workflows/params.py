@@ -19,6 +19,7 @@ from typing import Any
 from foxhunt import __version__
 from foxhunt.config import flags
 from foxhunt.config.search import MAX_POPULATION
+from foxhunt_workflows.instruments import MAX_INSTRUMENTS
 from foxhunt_workflows.schema import (
     ALLOWED,
     ARGUMENT,
@@ -68,6 +69,8 @@ COMMAND_LINE_PARAMETERS = frozenset(
 # Object storage is the pods' only storage: data and outputs are s3:// URIs.
 _S3_OBJECT = r"^s3://[^/\s]+/.+$"
 _S3_FOLDER = r"^s3://[^/\s]+(/.*)?$"
+# Several instruments: a JSON list (`foxhunt_workflows.instruments` checks its entries).
+_S3_OBJECT_OR_LIST = r"^(s3://[^/\s]+/.+|\s*\[[\s\S]*\]\s*)$"
 # A Kubernetes label value (the GPU pool is a node label's value), not empty.
 _LABEL_VALUE = r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$"
 # A Secret's name (a DNS subdomain), or empty.
@@ -122,7 +125,18 @@ STEP_OUTPUT_DESCRIPTION = (
 )
 STEP_DESCRIPTIONS: dict[tuple[str, str], str] = {
     (TRAIN_TEMPLATE, "output-uri"): STEP_OUTPUT_DESCRIPTION,
-    (TRAIN_TEMPLATE, "fxcache-uri"): "Feature cache to train on (precompute-features builds it from bars)",
+    (TRAIN_TEMPLATE, "fxcache-uri"): "Feature cache to train on (precompute-features builds it from bars), "
+    "or a JSON list of caches, one per instrument, trained on together",
+    (PRECOMPUTE_TEMPLATE, "bars-uri"): "Raw OHLCV bars (CSV or Parquet) of one instrument",
+}
+
+
+# And where its values differ: the train step takes a list of caches, a precompute pod one instrument's bars.
+STEP_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
+    (TRAIN_TEMPLATE, "fxcache-uri"): _text(
+        _S3_OBJECT_OR_LIST, "an s3://BUCKET/KEY URI, or a JSON list of them"
+    ),
+    (PRECOMPUTE_TEMPLATE, "bars-uri"): _text(_S3_OBJECT, "an s3://BUCKET/KEY URI"),
 }
 
 
@@ -160,9 +174,12 @@ def pipeline_parameters() -> tuple[WorkflowParameter, ...]:
         *(settings[f] for f in TRAINER_SETTINGS[3:]),
         p("gpu-pool", "training-h100", "Node pool the GPU pods are pinned to (a node label's value)",
           _text(_LABEL_VALUE, "a node label value (letters, digits, '-', '_' and '.', at most 63)", min_length=1)),
-        p("bars-uri", None, "Raw OHLCV bars (CSV or Parquet)", _text(_S3_OBJECT, "an s3://BUCKET/KEY URI")),
-        p("fxcache-uri", None, "Feature cache to build from the bars, or reuse when it matches them",
-          _text(_S3_OBJECT, "an s3://BUCKET/KEY URI")),
+        p("bars-uri", None, "Raw OHLCV bars (CSV or Parquet): one instrument's, or a JSON list of URIs, one "
+          f"per instrument (at most {MAX_INSTRUMENTS}; each precomputed in its own pod, all trained by one)",
+          _text(_S3_OBJECT_OR_LIST, "an s3://BUCKET/KEY URI, or a JSON list of them")),
+        p("fxcache-uri", None, "Feature cache to build from the bars, or reuse when it matches them; with a "
+          "list of bars, the folder of the caches (<fxcache-uri>/<name>.fxcache, the name being the bars "
+          "file's up to its first dot)", _text(_S3_OBJECT, "an s3://BUCKET/KEY URI")),
         p("output-uri", None, "Runs write under OUTPUT-URI/<workflow name>, so no run overwrites another",
           _text(_S3_FOLDER, "an s3://BUCKET[/PREFIX] URI")),
         p("pushgateway", flags.run_defaults()["pushgateway"], "Prometheus Pushgateway URL; empty disables pushes",
@@ -175,13 +192,15 @@ def pipeline_parameters() -> tuple[WorkflowParameter, ...]:
 def parameter(name: str, template: str = PIPELINE_TEMPLATE) -> WorkflowParameter:
     """The workflow parameter called `name` as `template` declares it; KeyError when there is none.
 
-    A step template (`train`, `precompute-features`) may describe it differently (STEP_DESCRIPTIONS);
-    its default and schema are the pipeline's.
+    A step template (`train`, `precompute-features`) may describe it differently (STEP_DESCRIPTIONS) and
+    allow other values (STEP_SCHEMAS); its default is the pipeline's.
     """
     for candidate in pipeline_parameters():
         if candidate.name == name:
             description = STEP_DESCRIPTIONS.get((template, name), candidate.description)
-            return WorkflowParameter(name, candidate.default, description, candidate.schema)
+            schema = STEP_SCHEMAS.get((template, name))
+            schema = candidate.schema if schema is None else {**candidate.schema, **schema}
+            return WorkflowParameter(name, candidate.default, description, schema)
     raise KeyError(f"no workflow parameter {name!r}")
 
 

@@ -23,6 +23,7 @@ from hera.workflows import (
     NoneArchiveStrategy,
     Parameter,
     RawArtifact,
+    Resources,
     SecretEnv,
     Task,
     WorkflowTemplate,
@@ -30,6 +31,7 @@ from hera.workflows import (
 from hera.workflows import models as m
 
 from foxhunt_workflows.cluster_secrets import STUDY_SECRET
+from foxhunt_workflows.instruments import FXCACHES_FILE, ITEMS_FILE, LAUNCHER
 from foxhunt_workflows.params import (
     DQN_PARAMS_FILE,
     PIPELINE_TEMPLATE,
@@ -53,8 +55,13 @@ PRECOMPUTE_STEP = "precompute"
 TRAIN_STEP = "train"
 TRIAL_WORKER = "trial-worker"
 PIPELINE_ENTRYPOINT = "pipeline"
+INSTRUMENTS_STEP = "instruments"
+# What the instruments step hands on: the precompute fan-out's items, and the caches the training pods take.
+INSTRUMENT_ITEMS = f"{{{{tasks.{INSTRUMENTS_STEP}.outputs.parameters.instruments}}}}"
+FXCACHE_LIST = f"{{{{tasks.{INSTRUMENTS_STEP}.outputs.parameters.fxcache-uris}}}}"
 # The key in the study Secret that holds the PostgreSQL URL (SQLAlchemy form).
 STUDY_STORAGE = STUDY_SECRET.key("FOXHUNT_STUDY_STORAGE")
+INSTRUMENTS_DEADLINE_SECONDS = 600  # the plan reads two parameters and writes two small files
 
 # Inputs the pipeline fills for each trial worker; they are not workflow parameters.
 WORKER_INDEX = WorkflowParameter(
@@ -143,6 +150,7 @@ def train_step(options: RenderOptions) -> Container:
         deadline_seconds=options.train_deadline_seconds,
         gpu=True,
     )
+    step.command = list(LAUNCHER)  # expands a JSON list in --fxcache into one flag per cache
     ref = _ref(step)
     step.inputs.append(_dqn_params_file(ref))  # type: ignore[union-attr]
     step.args = [
@@ -184,6 +192,7 @@ def trial_worker_step(options: RenderOptions) -> Container:
         gpu=True,
         env=common_env(options, run_id="{{workflow.name}}-worker-{{inputs.parameters.worker}}"),
     )
+    step.command = list(LAUNCHER)
     ref = _ref(step)
     step.inputs += [  # type: ignore[operator]
         _dqn_params_file(ref),
@@ -207,6 +216,26 @@ def trial_worker_step(options: RenderOptions) -> Container:
     return step
 
 
+def instruments_step(options: RenderOptions) -> Container:
+    """The small CPU pod that checks the bars list and plans each instrument's cache (`instruments.plan`)."""
+    step = foxhunt_container(
+        options,
+        name=INSTRUMENTS_STEP,
+        inputs=[_as_input(p) for p in _declared(PRECOMPUTE_INPUTS, options, PIPELINE_TEMPLATE)],
+        resources=Resources(cpu_request="100m", cpu_limit="500m", memory_request="128Mi",
+                            memory_limit="256Mi", ephemeral_request="64Mi", ephemeral_limit="128Mi"),
+        deadline_seconds=INSTRUMENTS_DEADLINE_SECONDS,
+    )  # fmt: skip
+    step.command = list(LAUNCHER)
+    ref = _ref(step)
+    step.args = ["plan", "--bars", ref("bars-uri"), "--fxcache", ref("fxcache-uri"), "--out", OUTPUTS_DIR]
+    step.outputs = [
+        Parameter(name="instruments", value_from=m.ValueFrom(path=f"{OUTPUTS_DIR}/{ITEMS_FILE}")),
+        Parameter(name="fxcache-uris", value_from=m.ValueFrom(path=f"{OUTPUTS_DIR}/{FXCACHES_FILE}")),
+    ]
+    return step
+
+
 def arguments_for(target: Container, pipeline: WorkflowTemplate, overrides: Mapping[str, str] = {}) -> list:
     """A task's arguments: each input of `target` from the workflow parameter of its name, or `overrides`.
 
@@ -221,10 +250,28 @@ def arguments_for(target: Container, pipeline: WorkflowTemplate, overrides: Mapp
     ]
 
 
+def _precompute_tasks(pipeline: WorkflowTemplate, plan: Container, precompute: Container) -> Task:
+    """The plan of the instruments, then one precompute pod per instrument side by side (Argo's fan-out
+    over the plan's items); returns the fan-out, which the training tasks wait for."""
+    instruments = Task(name=INSTRUMENTS_STEP, template=plan, arguments=arguments_for(plan, pipeline))
+    fan_out = Task(
+        name=PRECOMPUTE_STEP,
+        template_ref=m.TemplateRef(name=PRECOMPUTE_TEMPLATE, template=precompute.name),
+        arguments=arguments_for(
+            precompute, pipeline, {"bars-uri": "{{item.bars}}", "fxcache-uri": "{{item.fxcache}}"}
+        ),
+        with_param=INSTRUMENT_ITEMS,
+    )
+    instruments >> fan_out
+    return fan_out
+
+
 def pipeline_template(options: RenderOptions, precompute: Container, train: Container) -> WorkflowTemplate:
-    """`train-pipeline`: precompute, then train; with trials > 0, trial workers then train of the best."""
+    """`train-pipeline`: the instruments' plan, one precompute pod per instrument, then train; with
+    trials > 0, trial workers then train of the best."""
     declared = _declared([p.name for p in pipeline_parameters()], options, PIPELINE_TEMPLATE)
     worker = trial_worker_step(options)
+    plan = instruments_step(options)
     with WorkflowTemplate(
         name=PIPELINE_TEMPLATE,
         entrypoint=PIPELINE_ENTRYPOINT,
@@ -240,15 +287,12 @@ def pipeline_template(options: RenderOptions, precompute: Container, train: Cont
         # the study's best; worker 0's is read.
         best_params = f"{run_dir}/trials/worker-0/best_params.json"
         with DAG(name=PIPELINE_ENTRYPOINT):
-            first = Task(
-                name=PRECOMPUTE_STEP,
-                template_ref=m.TemplateRef(name=PRECOMPUTE_TEMPLATE, template=precompute.name),
-                arguments=arguments_for(precompute, wt),
-            )
+            first = _precompute_tasks(wt, plan, precompute)
+            caches = {"fxcache-uri": FXCACHE_LIST}  # every training pod takes every instrument's cache
             single = Task(
                 name=TRAIN_STEP,
                 template_ref=m.TemplateRef(name=TRAIN_TEMPLATE, template=train.name),
-                arguments=arguments_for(train, wt, {"output-uri": run_dir}),
+                arguments=arguments_for(train, wt, {"output-uri": run_dir, **caches}),
                 when=f"{trials} == 0",
             )
             # One pod per sequence item: trial-workers is the study's concurrency (a template's
@@ -261,6 +305,7 @@ def pipeline_template(options: RenderOptions, precompute: Container, train: Cont
                     worker,
                     wt,
                     {
+                        **caches,
                         "output-uri": f"{run_dir}/trials/worker-{{{{item}}}}",
                         "worker": "{{item}}",
                         "study-name": "{{workflow.name}}",
@@ -272,7 +317,9 @@ def pipeline_template(options: RenderOptions, precompute: Container, train: Cont
                 name="train-best",
                 template_ref=m.TemplateRef(name=TRAIN_TEMPLATE, template=train.name),
                 arguments=arguments_for(
-                    train, wt, {"output-uri": run_dir, "trials": "0", "hyperopt-params-uri": best_params}
+                    train,
+                    wt,
+                    {"output-uri": run_dir, "trials": "0", "hyperopt-params-uri": best_params, **caches},
                 ),
                 when=f"{trials} > 0",
             )

@@ -28,7 +28,8 @@ def panel_targets(dashboard: dict) -> list[tuple[str, dict]]:
 
 
 def fill_variables(expr: str, run_id: str) -> str:
-    """The PromQL Grafana would send with this run selected."""
+    """The PromQL Grafana would send with this run selected and every instrument (All: `.*`)."""
+    expr = expr.replace("${instrument}", ".*").replace("$instrument", ".*")
     return expr.replace("${run_id}", run_id).replace("$run_id", run_id)
 
 

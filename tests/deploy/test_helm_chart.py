@@ -141,10 +141,11 @@ def test_rendered_templates_pass_the_semantic_checks(variant, request):
 
 def test_argo_expressions_survive_helm(defaults):
     pipeline = of_kind(defaults, "WorkflowTemplate")["train-pipeline"]
-    train_task = pipeline["spec"]["templates"][0]["dag"]["tasks"][1]
+    train_task = next(t for t in pipeline["spec"]["templates"][0]["dag"]["tasks"] if t["name"] == "train")
     passed = {p["name"]: p["value"] for p in train_task["arguments"]["parameters"] if "value" in p}
 
     assert passed["epochs"] == "{{workflow.parameters.epochs}}"
+    assert passed["fxcache-uri"] == "{{tasks.instruments.outputs.parameters.fxcache-uris}}"
     assert passed["output-uri"] == "{{workflow.parameters.output-uri}}/{{workflow.name}}"
 
 

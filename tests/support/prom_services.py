@@ -173,14 +173,17 @@ class Prometheus:
 
 
 def pushed_samples(pushgateway_url: str, run_id: str) -> dict[tuple[str, frozenset], float]:
-    """Samples the Pushgateway exposes for one run id: {(sample name, labels without job/run_id/instance): value}."""
+    """Samples the Pushgateway exposes for one run id: {(sample name, labels without job/run_id/instance): value};
+    a label with an empty value is left out, as Prometheus reads it (a run without an instrument name)."""
     text = _http_get(f"{pushgateway_url}/metrics").decode()
     samples: dict[tuple[str, frozenset], float] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             if s.labels.get("run_id") != run_id:
                 continue
-            labels = frozenset((k, v) for k, v in s.labels.items() if k not in ("job", "run_id", "instance"))
+            labels = frozenset(
+                (k, v) for k, v in s.labels.items() if k not in ("job", "run_id", "instance") and v != ""
+            )
             samples[(s.name, labels)] = s.value
     return samples
 

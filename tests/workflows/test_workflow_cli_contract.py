@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from foxhunt.cli.parser import build_parser
+from foxhunt_workflows.instruments import LAUNCHER, expand_fxcache
 from foxhunt_workflows.params import TRAINER_SETTINGS
 from foxhunt_workflows.schema import SCHEMA_ANNOTATION
 
@@ -25,7 +26,9 @@ def foxhunt_containers():
         }
         for template in doc["spec"]["templates"]:
             container = template.get("container")
-            if container and container.get("command") == ["foxhunt"]:
+            # The launcher's pods run `foxhunt` on their args (a list of caches expanded), but for its plan.
+            runs_foxhunt = container and container.get("command") in (["foxhunt"], list(LAUNCHER))
+            if runs_foxhunt and container["args"][0] != "plan":
                 inputs = {
                     p["name"]: str(p.get("default", p.get("value", defaults.get(p["name"], ""))))
                     for p in template.get("inputs", {}).get("parameters", [])
@@ -39,7 +42,7 @@ def foxhunt_containers():
 def test_template_args_parse_with_the_cli(args, parameters):
     filled = [EXPRESSION.sub(lambda m: parameters.get(m.group(2), ""), a) for a in args]
     assert not any("{{" in a for a in filled), filled
-    parsed = build_parser().parse_args(filled)
+    parsed = build_parser().parse_args(expand_fxcache(filled))
     assert parsed.command in {"precompute", "train"}
 
 

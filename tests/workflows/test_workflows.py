@@ -28,6 +28,7 @@ from foxhunt_workflows.checks import (
     template_ref_problems,
 )
 from foxhunt_workflows.commands import add_workflow_commands
+from foxhunt_workflows.instruments import LAUNCHER
 from foxhunt_workflows.render import render_all, render_documents
 from foxhunt_workflows.templates import RenderOptions
 
@@ -146,7 +147,8 @@ def test_every_template_ref_resolves(documents):
 
 def test_a_template_ref_to_a_missing_template_is_reported(documents):
     broken = copy.deepcopy(documents)
-    broken["train-pipeline"]["spec"]["templates"][0]["dag"]["tasks"][1]["templateRef"]["template"] = "trian"
+    by_name = {t["name"]: t for t in broken["train-pipeline"]["spec"]["templates"][0]["dag"]["tasks"]}
+    by_name["train"]["templateRef"]["template"] = "trian"
 
     assert template_ref_problems(broken.values()) == [
         "train-pipeline/pipeline/train: 'train' has no template 'trian'"
@@ -195,8 +197,8 @@ def test_precompute_pod_asks_for_no_gpu_but_has_requests_and_limits(documents):
 
 def test_gpu_pool_selector_follows_the_parameter(documents):
     train = only_pod(documents["train"])
-    tasks = documents["train-pipeline"]["spec"]["templates"][0]["dag"]["tasks"]
-    passed = {p["name"]: p["value"] for p in tasks[1]["arguments"]["parameters"]}
+    tasks = {t["name"]: t for t in documents["train-pipeline"]["spec"]["templates"][0]["dag"]["tasks"]}
+    passed = {p["name"]: p["value"] for p in tasks["train"]["arguments"]["parameters"]}
 
     assert train["nodeSelector"] == {"foxhunt.io/gpu-pool": "{{inputs.parameters.gpu-pool}}"}
     assert passed["gpu-pool"] == "{{workflow.parameters.gpu-pool}}"
@@ -240,7 +242,8 @@ def test_pods_retry_transient_failures_with_backoff_and_have_a_deadline(document
 def test_pods_run_the_foxhunt_cli_without_a_shell(documents, name):
     container = only_pod(documents[name])["container"]
 
-    assert container["command"] == ["foxhunt"]
+    # The train pod's command expands a list of caches into --fxcache flags, then runs foxhunt itself.
+    assert container["command"] == (list(LAUNCHER) if name == "train" else ["foxhunt"])
     assert container["args"][0] == ("train" if name == "train" else "precompute")
     assert not {"sh", "bash", "-c"} & set(container["args"])
 

@@ -253,14 +253,18 @@ def test_without_a_pushgateway_nothing_is_pushed_and_nothing_fails():
 
 def test_live_metrics_endpoint_serves_the_runs_registry():
     port = free_port()
-    m = new_metrics(unique_run_id("live"), None, metrics_port=port, metrics_addr="127.0.0.1")
+    m = new_metrics(
+        unique_run_id("live"), None, metrics_port=port, metrics_addr="127.0.0.1", instrument="EURUSD"
+    )
     try:
         m.fold_finished(fold_figures(fold_report(0)))
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
     finally:
         m.close()
     expected = fold_report(0).phases["train"]
-    match = re.search(r'^foxhunt_fold_phase_seconds\{fold="0",phase="train"\} (\S+)$', text, re.M)
+    match = re.search(
+        r'^foxhunt_fold_phase_seconds\{fold="0",instrument="EURUSD",phase="train"\} (\S+)$', text, re.M
+    )
     assert match is not None and float(match.group(1)) == expected
 
 

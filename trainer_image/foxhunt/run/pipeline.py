@@ -37,6 +37,7 @@ from foxhunt.run.out_folder import (
 from foxhunt.run.precompute import OverlayOptions, check_bars_and_output, check_overlay, precompute
 from foxhunt.run.sinks.pushgateway import refuse_live_run, resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
+from foxhunt.run.sinks.telemetry_gauges import instrument_name
 from foxhunt.run.walk_forward import SearchPlan, run_folds
 from foxhunt.train import resolve_device
 from foxhunt.train.cuda_start import start_cuda_context
@@ -211,7 +212,7 @@ def train(
         done = _resumed_folds(out_uri, manifest, settings, progress)
         metrics = RunMetrics(
             run_id, pushgateway=pushgateway, model=settings.model, device=str(device),
-            metrics_port=settings.metrics_port,
+            metrics_port=settings.metrics_port, instrument=instrument_name(fxcache_uri),
         )  # fmt: skip
     except BaseException:
         _refused(out_uri, lock, cuda_ready, new_out)

@@ -10,7 +10,6 @@ import http.client
 import logging
 import threading
 import time
-from collections.abc import Callable
 
 from prometheus_client import (
     CollectorRegistry,
@@ -29,6 +28,13 @@ from foxhunt.errors import ConfigError
 from foxhunt.redaction import redact_url, scrub_text
 from foxhunt.run.sinks.pushgateway import DEFAULT_JOB, has_host
 from foxhunt.run.sinks.telemetry_figures import FoldFigures, HoldoutFigures, StitchedFigures
+from foxhunt.run.sinks.telemetry_gauges import (
+    BOOK,
+    FOLD_GAUGES,
+    HOLDOUT_GAUGES,
+    INSTRUMENT,
+    STITCHED_GAUGES,
+)
 
 log = logging.getLogger(__name__)
 
@@ -40,81 +46,6 @@ def _basic_auth(user: str, password: str):
         return basic_auth_handler(url, method, timeout, headers, data, user, password)
 
     return handler
-
-
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else 0.0
-
-
-# One gauge per fold figure, labelled by fold: (name, help, how to read it from the fold's figures).
-FOLD_GAUGES: tuple[tuple[str, str, Callable[[FoldFigures], float]], ...] = (
-    ("foxhunt_fold_seconds", "Wall seconds of a whole fold.", lambda f: f.fold_seconds),
-    (
-        "foxhunt_fold_epoch_seconds",
-        "Mean seconds per training epoch of a fold.",
-        lambda f: _mean(list(f.epoch_seconds)),
-    ),
-    (
-        "foxhunt_fold_last_epoch_seconds",
-        "Seconds of a fold's last epoch.",
-        lambda f: f.epoch_seconds[-1] if f.epoch_seconds else 0.0,
-    ),
-    ("foxhunt_fold_epochs", "Training epochs run in a fold.", lambda f: len(f.epoch_seconds)),
-    (
-        "foxhunt_fold_samples_per_second",
-        "Training samples per second of a fold.",
-        lambda f: f.samples_per_second,
-    ),
-    ("foxhunt_fold_final_loss", "Training loss of a fold's last epoch.", lambda f: f.final_loss),
-    ("foxhunt_fold_train_rows", "Rows in a fold's training range.", lambda f: f.train_rows),
-    ("foxhunt_fold_validation_rows", "Rows in a fold's validation range.", lambda f: f.val_rows),
-    ("foxhunt_fold_difficulty_score", "Difficulty score of a fold's range.", lambda f: f.difficulty_score),
-    (
-        "foxhunt_fold_validation_sharpe",
-        "Validation Sharpe ratio of the greedy policy.",
-        lambda f: f.model.sharpe,
-    ),
-    (
-        "foxhunt_fold_validation_return",
-        "Validation total log return after costs.",
-        lambda f: f.model.log_return,
-    ),
-    (
-        "foxhunt_fold_validation_max_drawdown",
-        "Validation maximum drawdown of the greedy policy.",
-        lambda f: f.model.max_drawdown,
-    ),
-    (
-        "foxhunt_fold_validation_turnover",
-        "Validation turnover of the greedy policy.",
-        lambda f: f.model.turnover,
-    ),
-)
-
-
-# The held-out final period's gauges (--holdout-days; the run's headline): name → its figure.
-HOLDOUT_GAUGES: dict[str, tuple[str, Callable[[HoldoutFigures], float]]] = {
-    "foxhunt_holdout_net_sharpe": ("Annualised Sharpe after costs", lambda h: h.net_sharpe),
-    "foxhunt_holdout_net_sharpe_ci_low": (
-        "Lower bound of the bootstrap interval of the Sharpe",
-        lambda h: h.net_sharpe_ci_low,
-    ),
-    "foxhunt_holdout_net_sharpe_ci_high": (
-        "Upper bound of the bootstrap interval of the Sharpe",
-        lambda h: h.net_sharpe_ci_high,
-    ),
-    "foxhunt_holdout_net_sharpe_se": ("Standard error (Lo 2002) of the Sharpe", lambda h: h.net_sharpe_se),
-}
-# The stitched record's gauges: name → (what it holds, how to read it from the stitched figures).
-STITCHED_GAUGES: dict[str, tuple[str, Callable[[StitchedFigures], float]]] = {
-    "foxhunt_stitched_validation_sharpe": ("Annualised Sharpe", lambda s: s.model.sharpe),
-    "foxhunt_stitched_validation_sharpe_se": (
-        "Standard error (Lo 2002) of the Sharpe",
-        lambda s: s.model.sharpe_se,
-    ),
-    "foxhunt_stitched_return": ("Total log return", lambda s: s.model.log_return),
-    "foxhunt_stitched_max_drawdown": ("Max drawdown", lambda s: s.model.max_drawdown),
-}
 
 
 class RunMetrics:
@@ -131,6 +62,7 @@ class RunMetrics:
         timeout: float = 2.0,
         metrics_port: int | None = None,
         metrics_addr: str = "0.0.0.0",
+        instrument: str = "",
     ) -> None:
         if pushgateway and not has_host(pushgateway):
             raise ConfigError(
@@ -139,6 +71,8 @@ class RunMetrics:
                 f"expected a URL like http://host:9091, got {redact_url(pushgateway)}",
             )
         self.run_id = run_id
+        # The `instrument` label of the fold, stitched and held-out gauges, unless a call names another.
+        self.instrument = instrument
         self.pushgateway = pushgateway
         self.shown = redact_url(pushgateway)  # what lines and errors name: no password
         self.job = job
@@ -183,11 +117,12 @@ class RunMetrics:
         self._phase = Gauge(
             "foxhunt_fold_phase_seconds",
             "Seconds spent in each phase of a fold.",
-            ["fold", "phase"],
+            ["fold", "phase", INSTRUMENT],
             registry=r,
         )
         self._fold_figures = [
-            (Gauge(name, help_text, ["fold"], registry=r), read) for name, help_text, read in FOLD_GAUGES
+            (Gauge(name, help_text, ["fold", INSTRUMENT], registry=r), read)
+            for name, help_text, read in FOLD_GAUGES
         ]
 
     def _progress_gauges(self, r: CollectorRegistry) -> None:
@@ -208,24 +143,29 @@ class RunMetrics:
         self._fold_info = Gauge(
             "foxhunt_fold_info",
             "Always 1; labels give a fold's validation dates (first and last bar, ISO-8601 UTC).",
-            ["fold", "val_start", "val_end"],
+            ["fold", "val_start", "val_end", INSTRUMENT],
             registry=r,
         )
         self._fold_sharpe_se = Gauge(
             "foxhunt_fold_validation_sharpe_se",
             "Standard error (Lo 2002) of a fold's validation Sharpe after costs.",
-            ["fold"],
+            ["fold", INSTRUMENT],
             registry=r,
         )
         self._fold_best_baseline = Gauge(
             "foxhunt_fold_best_baseline_sharpe",
             "Validation Sharpe after costs of a fold's best baseline, labelled by its name.",
-            ["fold", "baseline"],
+            ["fold", "baseline", INSTRUMENT],
             registry=r,
         )
         self._stitched = {
             name: (
-                Gauge(name, f"{what} of the stitched out-of-sample record, after costs.", registry=r),
+                Gauge(
+                    name,
+                    f"{what} of the stitched out-of-sample record, after costs.",
+                    [INSTRUMENT],
+                    registry=r,
+                ),
                 read,
             )
             for name, (what, read) in STITCHED_GAUGES.items()
@@ -237,7 +177,7 @@ class RunMetrics:
                 Gauge(
                     name,
                     f"{what} on the held-out final period (the run's headline), by its days.",
-                    ["days"],
+                    ["days", INSTRUMENT],
                     registry=r,
                 ),
                 read,
@@ -247,7 +187,7 @@ class RunMetrics:
         self._stitched_baseline = Gauge(
             "foxhunt_stitched_baseline_sharpe",
             "Sharpe after costs of each baseline over the stitched record's bars.",
-            ["baseline"],
+            ["baseline", INSTRUMENT],
             registry=r,
         )
 
@@ -267,33 +207,39 @@ class RunMetrics:
         self._folds_planned.set(folds)
         self.push()
 
-    def fold_finished(self, figures: FoldFigures) -> None:
-        """Record a finished fold's figures and push."""
-        fold = str(figures.fold)
+    def fold_finished(self, figures: FoldFigures, instrument: str | None = None) -> None:
+        """Record a finished fold's figures (of `instrument`, default the run's) and push."""
+        fold, of = str(figures.fold), self.instrument if instrument is None else instrument
         for phase in PHASES:
-            self._phase.labels(fold=fold, phase=phase).set(figures.phases[phase])
+            self._phase.labels(fold=fold, phase=phase, instrument=of).set(figures.phases[phase])
         for gauge, read in self._fold_figures:
-            gauge.labels(fold).set(read(figures))
-        self._fold_info.labels(fold, figures.val_first_bar, figures.val_last_bar).set(1)
-        self._fold_sharpe_se.labels(fold).set(figures.model.sharpe_se)
-        self._fold_best_baseline.labels(fold, figures.best_baseline).set(figures.best_baseline_sharpe)
+            gauge.labels(fold, of).set(read(figures))
+        self._fold_info.labels(fold, figures.val_first_bar, figures.val_last_bar, of).set(1)
+        self._fold_sharpe_se.labels(fold, of).set(figures.model.sharpe_se)
+        self._fold_best_baseline.labels(fold, figures.best_baseline, of).set(figures.best_baseline_sharpe)
         self._folds_done.inc()
         self._last_fold_ts.set(time.time())
         self.push()
 
-    def stitched_scored(self, stitched: StitchedFigures) -> None:
-        """Record the stitched out-of-sample record (model and baselines after costs) and push."""
+    def stitched_scored(self, stitched: StitchedFigures, instrument: str | None = None) -> None:
+        """Record a stitched out-of-sample record (model and baselines after costs) of `instrument`
+        (default the run's) and push."""
+        of = self.instrument if instrument is None else instrument
         for gauge, read in self._stitched.values():
-            gauge.set(read(stitched))
+            gauge.labels(of).set(read(stitched))
         for name, sharpe in stitched.baseline_sharpes.items():
-            self._stitched_baseline.labels(name).set(sharpe)
+            self._stitched_baseline.labels(name, of).set(sharpe)
         self.push()
 
-    def holdout_scored(self, holdout: HoldoutFigures) -> None:
-        """Record the held-out final period's headline and push."""
-        days = f"{holdout.days:g}"
+    def book_scored(self, book: StitchedFigures) -> None:
+        """Record the book's stitched record (the instruments combined) under `instrument="book"` and push."""
+        self.stitched_scored(book, BOOK)
+
+    def holdout_scored(self, holdout: HoldoutFigures, instrument: str | None = None) -> None:
+        """Record the held-out final period's headline (of `instrument`, default the run's) and push."""
+        days, of = f"{holdout.days:g}", self.instrument if instrument is None else instrument
         for gauge, read in self._holdout.values():
-            gauge.labels(days).set(read(holdout))
+            gauge.labels(days, of).set(read(holdout))
         self.push()
 
     def run_finished(self, status: str) -> None:
