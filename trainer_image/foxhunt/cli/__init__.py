@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     # Every URL that can carry a password (flags and environment) is known before any line is printed.
     redaction.forget()  # this command's secrets only: an earlier command's must not mask this one's words
     redaction.register_environment()
-    redaction.register(value for value in vars(args).values() if isinstance(value, str) and "://" in value)
+    values = [v for value in vars(args).values() for v in (value if isinstance(value, list) else [value])]
+    redaction.register(value for value in values if isinstance(value, str) and "://" in value)
     # The flags whose value is a URL even without a scheme (`user:PW@host:9091`).
     redaction.register(getattr(args, name, None) for name in URL_FLAGS)
     redaction.install_log_filter()

@@ -147,6 +147,8 @@ def _pictures(settings: RunConfig) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
+    if len(args.fxcache) > 1:
+        return _train_universe(args, settings)
     search = search_options(args, settings)
     from foxhunt.run.pipeline import train
     from foxhunt.run.sinks.mlflow_sink import recorded_in_mlflow
@@ -155,7 +157,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     live = live_record(uri)
     with recorded_in_mlflow(uri, args.out, settings.log_format, live):
         summary = train(
-            args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings), sink=live
+            args.fxcache[0],
+            args.out,
+            settings,
+            search=search,
+            plan_search=search_planner(settings),
+            sink=live,
         )
     if search is not None:
         _study_lines(settings, summary, args.out)
@@ -163,6 +170,16 @@ def cmd_train(args: argparse.Namespace) -> int:
     _closing_lines(
         settings, summary, args.out, f"summary.json, manifest.json, {_pictures(settings)}, fold_N/"
     )
+    return 0
+
+
+def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
+    """`foxhunt train` with several --fxcache: one trainer on the universe (run/universe_run.py)."""
+    from foxhunt.run.universe_run import train_universe
+
+    result = train_universe(args.fxcache, args.out, settings)
+    names = ", ".join(i["name"] for i in result.summary["instruments"])
+    print(f"outputs: {args.out}: summary.json, instruments/<name>/ for {names}", flush=True)
     return 0
 
 

@@ -1,0 +1,187 @@
+"""A run over a universe: `foxhunt train --fxcache A --fxcache B ...` trains ONE trainer on all of them.
+
+Every fxcache is read and the universe checked (`data.universe_inputs.read_universe`: duplicates, other
+feature versions, no time in common, a missing or damaged file, each refused with one line naming the
+file) and the folds planned by calendar date across the instruments (`data.universe.universe_folds`)
+before any device memory is touched; the memory estimate counts every instrument's rows. Then the
+arrays go to the device once, concatenated, one trainer walks every fold (`universe_walk`), and each
+instrument's out-of-sample positions are stitched over its folds and scored with its own execution costs:
+``instruments/<name>/`` holds its folds, ``stitched.json`` and ``series.npz`` (timestamps, positions, net
+returns), and the run's ``summary.json`` lists the instruments. `UniverseResult.series` hands the same
+series out in plain numpy, for the book (evaluate/book.py) to combine.
+
+Refused for now (UsageError): a search (`--trials`), several seeds, a held-out period. A universe run
+does not resume: the same command again starts over (with `--overwrite`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from foxhunt import storage, strict_json
+from foxhunt.config import RunConfig
+from foxhunt.data.universe import UniverseFold, instruments_in_no_fold, universe_folds
+from foxhunt.data.universe_inputs import instrument_name, read_universe
+from foxhunt.errors import UsageError
+from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
+from foxhunt.evaluate.reports import window_to_dict
+from foxhunt.run.fold import FoldOutcome, Progress, stitch_outcomes
+from foxhunt.run.universe_walk import (
+    InstrumentView,
+    instrument_folder,
+    instrument_views,
+    local_folds,
+    universe_execution,
+    walk_universe,
+)
+from foxhunt.train import DQNTrainer, resolve_device
+from foxhunt.train.device_data import universe_to_device
+from foxhunt.train.memory_estimate import check_device_memory
+
+SUMMARY = "summary.json"
+STITCHED = "stitched.json"
+SERIES = "series.npz"
+
+
+@dataclass(frozen=True)
+class UniverseResult:
+    """What a universe run hands out: its summary (as written) and, per instrument name, its stitched
+    out-of-sample series: ``timestamp`` (int64 ns), ``positions`` (float64 −1/0/1), ``net_returns``
+    (float64 log returns after its own costs), one entry per bar."""
+
+    summary: dict
+    series: dict[str, dict[str, np.ndarray]]
+
+
+def check_universe_settings(settings: RunConfig) -> None:
+    """What a universe run does not do yet: UsageError (exit 2) naming the setting."""
+    refused = {
+        "--trials": settings.trials > 0,
+        "--seeds": settings.seeds > 1,
+        "--holdout-days": settings.folds.holdout_days > 0,
+    }
+    for flag, on in refused.items():
+        if on:
+            raise UsageError(
+                f"{flag}: not supported with several --fxcache yet; train the universe without it"
+            )
+
+
+def stitched_series(evaluation: RunEvaluation) -> dict[str, np.ndarray]:
+    """The model's stitched record as plain arrays: timestamps, positions and net returns per bar."""
+    record = evaluation.records[MODEL]
+    net = record.pnl(evaluation.cost_per_unit, evaluation.execution)
+    return {
+        "timestamp": np.asarray(record.timestamp, dtype=np.int64),
+        "positions": np.asarray(record.positions, dtype=np.float64),
+        "net_returns": np.asarray(net, dtype=np.float64),
+    }
+
+
+def _series_bytes(series: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(
+        buf, timestamp=series["timestamp"], positions=series["positions"], net_returns=series["net_returns"]
+    )
+    return buf.getvalue()
+
+
+def train_universe(
+    fxcache_uris: Sequence[str], out_uri: str, settings: RunConfig, progress: Progress = print
+) -> UniverseResult:
+    """Train one trainer on every fxcache of `fxcache_uris` and write each instrument's records (module
+    docstring). Bad input is refused before anything is written."""
+    check_universe_settings(settings)
+    try:
+        device = resolve_device(settings.device)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    summary_uri = storage.join(out_uri, SUMMARY)
+    if storage.exists(summary_uri) and not settings.overwrite:
+        raise UsageError(f"{out_uri}: holds a run already; give another --out or --overwrite")
+    t0 = time.perf_counter()
+    caches = read_universe(fxcache_uris)
+    names = [instrument_name(c.uri, c.metadata) for c in caches]
+    folds = universe_folds(
+        [c.timestamp for c in caches],
+        settings.folds,
+        names=names,
+        close_returns=[c.targets[:, 0] for c in caches],
+    )
+    for name in instruments_in_no_fold(folds, names):
+        progress(f"WARNING instrument {name} fits in no fold and takes no part in the run")
+    max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in folds)
+    total = sum(len(c) for c in caches)
+    check_device_memory(device, total, caches[0].features.shape[1], max_rows, settings.dqn)
+    data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
+    progress(
+        f"loaded {len(caches)} instruments, {total:,} rows onto {device} in {time.perf_counter() - t0:.2f}s; "
+        f"{len(folds)} folds"
+    )
+    views = instrument_views(data, settings)
+    trainer = DQNTrainer(
+        data,
+        settings.dqn,
+        max_train_rows=max_rows,
+        seed=settings.seed,
+        eval_cost=settings.eval.cost,
+        eval_spread=settings.eval.spread,
+        execution=universe_execution(views),
+    )
+    outcomes = walk_universe(trainer, folds, views, out_uri, settings, progress)
+    instruments, series = _stitch_instruments(views, fxcache_uris, folds, outcomes, out_uri, progress)
+    summary = {
+        "status": "completed",
+        "device": str(device),
+        "folds": len(folds),
+        "instruments": instruments,
+        "run_config": json.loads(strict_json.json_bytes(_config_dict(settings))),
+    }
+    storage.write_bytes(summary_uri, strict_json.json_bytes(summary))
+    return UniverseResult(summary, series)
+
+
+def _stitch_instruments(
+    views: Sequence[InstrumentView],
+    uris: Sequence[str],
+    folds: Sequence[UniverseFold],
+    outcomes: dict[int, dict[int, FoldOutcome]],
+    out_uri: str,
+    progress: Progress,
+) -> tuple[list[dict], dict[str, dict[str, np.ndarray]]]:
+    """Each instrument's stitched record over the folds it took part in, written under its folder; its
+    summary entry, and its series by name."""
+    instruments, series = [], {}
+    for i, (view, uri) in enumerate(zip(views, uris, strict=True)):
+        entry: dict = {
+            "name": view.name,
+            "fxcache": uri,
+            "rows": len(view.data.timestamp),
+            "folds": sorted(outcomes[i]),
+        }
+        if outcomes[i]:
+            evaluation = stitch_outcomes(
+                view.data, local_folds(folds, i), outcomes[i], view.scoring, view.memo
+            )
+            series[view.name] = stitched_series(evaluation)
+            folder = instrument_folder(out_uri, view.name)
+            stitched = strict_json.json_bytes(window_to_dict(evaluation.stitched))
+            storage.write_bytes(storage.join(folder, STITCHED), stitched)
+            storage.write_bytes(storage.join(folder, SERIES), _series_bytes(series[view.name]))
+            net = evaluation.stitched.policies[MODEL].net
+            entry["stitched_net_sharpe"] = net.sharpe
+            progress(f"{view.name}: stitched net Sharpe {net.sharpe:.2f} over {len(outcomes[i])} folds")
+        instruments.append(entry)
+    return instruments, series
+
+
+def _config_dict(settings: RunConfig) -> dict:
+    from dataclasses import asdict
+
+    return asdict(settings)
