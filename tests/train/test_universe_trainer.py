@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 from support.dqn_cases import TINY, draw_for, member_q_and_target, readout_net, sign_net
-from support.trainer_cases import DEVICES, MINUTE_NS
+from support.trainer_cases import DEVICES, FOLDS, MINUTE_NS, SMALL, planted_arrays, run_fold
 
 from foxhunt.data.folds import FoldRange
 from foxhunt.train import DQNTrainer
@@ -180,3 +180,17 @@ def test_the_tail_figure_is_the_instruments_tails_pooled_by_bars():
     assert alone[0] != pytest.approx(alone[1])
     pooled = trainer.policies.pooled_tail_sharpes([0])[0]
     assert pooled == pytest.approx((10 * alone[0] + 16 * alone[1]) / 26, rel=1e-9)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_fold_of_one_instrument_in_a_universe_learns_what_that_instrument_alone_learns(device):
+    # The universe's path (stats gathered by instrument id, rows through the transition tensor) does the
+    # same arithmetic as one instrument's: the same weights, bit for bit.
+    alone_arrays, other = planted_arrays(), planted_arrays(seed=8)
+    alone = DQNTrainer(to_device(*alone_arrays, torch.device(device)), SMALL, max_train_rows=8000, seed=4)
+    data = universe_to_device(["a", "b"], [alone_arrays, other], torch.device(device))
+    together = DQNTrainer(data, SMALL, max_train_rows=8000, seed=4)
+    for trainer in (alone, together):
+        run_fold(trainer, FOLDS[0], epochs=2)
+    for name, weights in alone.networks[0].state_dict().items():
+        assert torch.equal(together.networks[0].state_dict()[name], weights), name
