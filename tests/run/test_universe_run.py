@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from foxhunt.cli import main
+from foxhunt.data.bars import write_bars
 from foxhunt.data.features import compute_features
 from foxhunt.data.fxcache import read_fxcache, write_fxcache
 from foxhunt.data.sample_universe import generate_universe
@@ -103,3 +104,26 @@ def test_a_missing_fxcache_is_refused_naming_it(caches, tmp_path, capsys):
     )
     assert missing in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_pipeline_precomputes_each_instruments_bars_then_trains_them_together(tmp_path):
+    files = []
+    for name, bars in generate_universe(2, n_bars=DAYS * 1440, seed=6, calendars=("fx", "exchange")):
+        files.append(tmp_path / f"{name}.csv")
+        write_bars(bars, files[-1])
+    out = tmp_path / "out"
+    args = ["pipeline", "--out", str(out), "--device", "cpu", "--epochs", "1", *FOLDS]
+    assert main([*args, "--bars", str(files[0]), "--bars", str(files[1])]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert [i["name"] for i in summary["instruments"]] == ["fx00", "exchange01"]
+    for name in ("fx00", "exchange01"):
+        assert (out / "instruments" / f"{name}.fxcache").exists()
+        assert (out / "instruments" / name / STITCHED).exists()
+
+
+def test_the_pipeline_refuses_one_instrument_given_twice_before_reading_a_bar(tmp_path, capsys):
+    bars = tmp_path / "eurusd.csv"
+    bars.write_text("not read\n")
+    out = tmp_path / "out"
+    assert main(["pipeline", "--out", str(out), "--bars", str(bars), "--bars", str(bars)]) == 2
+    assert "given twice" in capsys.readouterr().err and not out.exists()

@@ -183,8 +183,23 @@ def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
     return 0
 
 
+def _pipeline_universe(args: argparse.Namespace, settings: RunConfig) -> int:
+    """`foxhunt pipeline` with several --bars: each precomputed, then one trainer on all."""
+    from foxhunt.run.universe_run import pipeline_universe
+
+    if overlay_options(args) is not None:
+        raise UsageError("--overlay-drift: not supported with several --bars yet")
+    result = pipeline_universe(args.bars, args.out, settings, tz=args.tz, timestamp_unit=args.timestamp_unit)
+    names = ", ".join(i["name"] for i in result.summary["instruments"])
+    print(f"outputs: {args.out}: summary.json, instruments/<name>/ for {names}", flush=True)
+    return 0
+
+
 def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
+    if args.bars is not None and len(args.bars) > 1:
+        return _pipeline_universe(args, settings)
+    args.bars = None if args.bars is None else args.bars[0]  # one instrument: its files
     search = search_options(args, settings)
     from foxhunt import storage
     from foxhunt.run.pipeline import pipeline

@@ -194,7 +194,13 @@ def _add_pipeline(sub: argparse._SubParsersAction, train_note: str) -> None:
         description=train_note,
     )
     p.add_argument(
-        "--bars", nargs="+", default=None, metavar="URI", help="bars files (default: generated sample)"
+        "--bars",
+        nargs="+",
+        action="append",
+        default=None,
+        metavar="URI",
+        help="bars files of one instrument (default: generated sample); repeat --bars for several "
+        "instruments, trained together (a universe)",
     )
     p.add_argument(
         "--out", default="foxhunt-out", metavar="URI", help="output folder (default: ./foxhunt-out)"

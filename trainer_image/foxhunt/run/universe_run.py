@@ -12,6 +12,10 @@ series out in plain numpy, for the book (evaluate/book.py) to combine.
 
 Refused for now (UsageError): a search (`--trials`), several seeds, a held-out period. A universe run
 does not resume: the same command again starts over (with `--overwrite`).
+
+`pipeline_universe` is `foxhunt pipeline --bars A --bars B ...`: each instrument's bars (one `--bars`
+group each, named by its first file) precomputed to ``instruments/<name>.fxcache`` under `--out`, then
+`train_universe` on all of them.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 import numpy as np
 
@@ -32,7 +37,10 @@ from foxhunt.errors import UsageError
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.reports import window_to_dict
 from foxhunt.run.fold import FoldOutcome, Progress, stitch_outcomes
+from foxhunt.run.out_folder import check_inputs_outside
+from foxhunt.run.precompute import check_bars_and_output, precompute
 from foxhunt.run.universe_walk import (
+    INSTRUMENTS_FOLDER,
     InstrumentView,
     instrument_folder,
     instrument_views,
@@ -185,3 +193,45 @@ def _config_dict(settings: RunConfig) -> dict:
     from dataclasses import asdict
 
     return asdict(settings)
+
+
+def bars_instrument_name(group: Sequence[str]) -> str:
+    """An instrument's name in a pipeline universe: the stem of its first bars file."""
+    return PurePosixPath(group[0].rstrip("/")).name.split(".")[0]
+
+
+def pipeline_universe(
+    bars_groups: Sequence[Sequence[str]],
+    out_uri: str,
+    settings: RunConfig,
+    *,
+    tz: str | None = None,
+    timestamp_unit: str | None = None,
+    progress: Progress = print,
+) -> UniverseResult:
+    """Precompute each group of bars files (one instrument each) under `out_uri`, then train one trainer
+    on all of them (`train_universe`). The inputs and names are checked before a bar is read."""
+    check_universe_settings(settings)
+    names = [bars_instrument_name(group) for group in bars_groups]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise UsageError(f"--bars {bars_groups[i][0]}: instrument name {name!r} given twice")
+    for group in bars_groups:
+        check_bars_and_output(list(group), tz, timestamp_unit, out_uri, folder=True)
+    check_inputs_outside(out_uri, [uri for group in bars_groups for uri in group])
+    if storage.exists(storage.join(out_uri, SUMMARY)) and not settings.overwrite:
+        raise UsageError(f"{out_uri}: holds a run already; give another --out or --overwrite")
+    uris = []
+    for name, group in zip(names, bars_groups, strict=True):
+        uri = storage.join(out_uri, INSTRUMENTS_FOLDER, f"{name}.fxcache")
+        precompute(
+            list(group),
+            uri,
+            tz=tz,
+            timestamp_unit=timestamp_unit,
+            seed=settings.seed,
+            progress=progress,
+            keep_other=not settings.overwrite,
+        )
+        uris.append(uri)
+    return train_universe(uris, out_uri, settings, progress)
