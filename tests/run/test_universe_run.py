@@ -14,7 +14,7 @@ from foxhunt.data.bars import write_bars
 from foxhunt.data.features import compute_features
 from foxhunt.data.fxcache import read_fxcache, write_fxcache
 from foxhunt.data.sample_universe import generate_universe
-from foxhunt.run.universe_run import SERIES, STITCHED
+from foxhunt.run.universe_run import SERIES, STITCHED, load_series
 
 DAYS = 12
 FOLDS = ["--train-days", "4", "--val-days", "2", "--step-days", "2", "--max-folds", "3"]
@@ -83,6 +83,13 @@ def test_each_instruments_stitched_series_are_its_validation_bars_in_time_order(
         assert len(series["positions"]) == len(series["net_returns"]) == len(stamps)
         stitched = json.loads((folder / STITCHED).read_text())
         assert stitched["n_bars"] == len(stamps)
+
+
+def test_the_series_read_back_are_every_instrument_that_traded_a_fold(run):
+    series = load_series(str(run))
+    assert series.keys() == {"fx00", "exchange01", "late"}
+    stitched = json.loads((run / "instruments" / "late" / STITCHED).read_text())
+    assert len(series["late"]["net_returns"]) == stitched["n_bars"]
 
 
 def test_a_duplicate_instrument_is_refused_before_work(caches, tmp_path, capsys):

@@ -92,6 +92,19 @@ def stitched_series(evaluation: RunEvaluation) -> dict[str, np.ndarray]:
     }
 
 
+def load_series(out_uri: str) -> dict[str, dict[str, np.ndarray]]:
+    """A finished universe run's per-instrument stitched series, read back from `out_uri` (the same arrays
+    as `UniverseResult.series`): for a book combined after the run."""
+    summary = json.loads(storage.read_bytes(storage.join(out_uri, SUMMARY)))
+    out = {}
+    for entry in summary["instruments"]:
+        if entry["folds"]:
+            uri = storage.join(instrument_folder(out_uri, entry["name"]), SERIES)
+            with np.load(io.BytesIO(storage.read_bytes(uri))) as npz:
+                out[entry["name"]] = {key: npz[key] for key in ("timestamp", "positions", "net_returns")}
+    return out
+
+
 def _series_bytes(series: dict[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
     np.savez(

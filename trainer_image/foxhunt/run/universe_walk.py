@@ -27,7 +27,7 @@ from foxhunt.config import PHASES, RunConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.data.pnl import ExecutionRows
 from foxhunt.data.universe import UniverseFold, UniverseIndex
-from foxhunt.evaluate.evaluation import ScoreMemo, Scoring
+from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.reports import FoldReport
 from foxhunt.evaluate.run_scores import (
     POSITIONS_FILE,
@@ -233,10 +233,8 @@ def walk_universe(
         )
         for i, outcome in by_instrument.items():
             outcomes[i][fold.fold] = outcome
-            net = outcome.report.evaluation.policies
-            progress(
-                f"fold {fold.fold} {views[i].name}: validation net Sharpe {next(iter(net.values())).net.sharpe:.2f}"
-            )
+            sharpe = outcome.report.evaluation.policies[MODEL].net.sharpe
+            progress(f"fold {fold.fold} {views[i].name}: validation net Sharpe {sharpe:.2f} after costs")
         if choice is not None and choice.out_of_sample is not None:
             evidence.append(choice.out_of_sample)
     return outcomes
