@@ -9,7 +9,8 @@ instruments' tails, bar-weighted (member_policy). At the fold's end the chosen p
 instrument's validation window separately (entered from flat, with that instrument's norm stats),
 scored beside the baselines on that instrument's own rows and execution costs (`InstrumentView`), and
 written under ``instruments/<name>/fold_N/`` like one instrument's fold. An instrument without a part in a
-fold has no record of it.
+fold has no record of it. The per-epoch diagnostics (validation and in-sample Sharpe, action shares) are
+the first instrument's of the fold (the focused part); the tail figure that selects is every one's.
 
 Not here (yet): a population (`--seeds`), resuming an interrupted universe run, the held-out period.
 """
@@ -235,6 +236,11 @@ def walk_universe(
             outcomes[i][fold.fold] = outcome
             sharpe = outcome.report.evaluation.policies[MODEL].net.sharpe
             progress(f"fold {fold.fold} {views[i].name}: validation net Sharpe {sharpe:.2f} after costs")
+        phases = next(iter(by_instrument.values())).report.phases
+        progress(
+            f"fold {fold.fold} done: reset {phases['reset'] * 1e3:.1f}ms normalize "
+            f"{phases['normalize'] * 1e3:.1f}ms collect {phases['collect']:.2f}s train {phases['train']:.2f}s"
+        )
         if choice is not None and choice.out_of_sample is not None:
             evidence.append(choice.out_of_sample)
     return outcomes
