@@ -92,6 +92,16 @@ def test_the_series_read_back_are_every_instrument_that_traded_a_fold(run):
     assert len(series["late"]["net_returns"]) == stitched["n_bars"]
 
 
+def test_the_series_carry_each_baseline_beside_the_model(run, caches):
+    late = load_series(str(run))["late"]
+    assert np.all(late["flat/positions"] == 0) and np.all(late["buy_and_hold/positions"] == 1)
+    # Buy-and-hold's net return: each bar's return, less the entry cost at the start of each fold's segment.
+    cache = read_fxcache(caches["late"])
+    returns = cache.targets[np.searchsorted(cache.timestamp, late["timestamp"]), 0]
+    paid = returns - late["buy_and_hold/net_returns"]
+    assert np.isclose(paid, 0, atol=1e-12).mean() > 0.99 and np.all(paid >= -1e-12)
+
+
 def test_a_duplicate_instrument_is_refused_before_work(caches, tmp_path, capsys):
     out = tmp_path / "out"
     assert train(caches, out, "fx00", "fx00") == 2

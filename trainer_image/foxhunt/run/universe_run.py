@@ -61,7 +61,7 @@ SERIES = "series.npz"
 class UniverseResult:
     """What a universe run hands out: its summary (as written) and, per instrument name, its stitched
     out-of-sample series: ``timestamp`` (int64 ns), ``positions`` (float64 −1/0/1), ``net_returns``
-    (float64 log returns after its own costs), one entry per bar."""
+    (float64 log returns after its own costs), one entry per bar, and the baselines' (`stitched_series`)."""
 
     summary: dict
     series: dict[str, dict[str, np.ndarray]]
@@ -82,14 +82,16 @@ def check_universe_settings(settings: RunConfig) -> None:
 
 
 def stitched_series(evaluation: RunEvaluation) -> dict[str, np.ndarray]:
-    """The model's stitched record as plain arrays: timestamps, positions and net returns per bar."""
-    record = evaluation.records[MODEL]
-    net = record.pnl(evaluation.cost_per_unit, evaluation.execution)
-    return {
-        "timestamp": np.asarray(record.timestamp, dtype=np.int64),
-        "positions": np.asarray(record.positions, dtype=np.float64),
-        "net_returns": np.asarray(net, dtype=np.float64),
-    }
+    """The stitched record as plain arrays, one entry per bar: ``timestamp``, the model's ``positions`` and
+    ``net_returns`` (after the instrument's own costs), and each baseline's as ``<baseline>/positions`` and
+    ``<baseline>/net_returns`` (buy-and-hold, ridge, ... over the same bars: what a book combines too)."""
+    out = {"timestamp": np.asarray(evaluation.records[MODEL].timestamp, dtype=np.int64)}
+    for policy, record in evaluation.records.items():
+        prefix = "" if policy == MODEL else f"{policy}/"
+        net = record.pnl(evaluation.cost_per_unit, evaluation.execution)
+        out[f"{prefix}positions"] = np.asarray(record.positions, dtype=np.float64)
+        out[f"{prefix}net_returns"] = np.asarray(net, dtype=np.float64)
+    return out
 
 
 def load_series(out_uri: str) -> dict[str, dict[str, np.ndarray]]:
@@ -101,15 +103,13 @@ def load_series(out_uri: str) -> dict[str, dict[str, np.ndarray]]:
         if entry["folds"]:
             uri = storage.join(instrument_folder(out_uri, entry["name"]), SERIES)
             with np.load(io.BytesIO(storage.read_bytes(uri))) as npz:
-                out[entry["name"]] = {key: npz[key] for key in ("timestamp", "positions", "net_returns")}
+                out[entry["name"]] = {key: npz[key] for key in npz.files}
     return out
 
 
 def _series_bytes(series: dict[str, np.ndarray]) -> bytes:
     buf = io.BytesIO()
-    np.savez(
-        buf, timestamp=series["timestamp"], positions=series["positions"], net_returns=series["net_returns"]
-    )
+    np.savez(buf, **series)  # type: ignore[arg-type]  # numpy's stub types the first keyword only
     return buf.getvalue()
 
 
