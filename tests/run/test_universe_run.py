@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 
 from foxhunt.cli import main
 from foxhunt.data.bars import write_bars
@@ -34,9 +35,10 @@ def caches(tmp_path_factory) -> dict[str, str]:
 
 
 def train(caches: dict[str, str], out, *names: str) -> int:
+    """`foxhunt train` on the instruments `names` (a name starting with -- is a flag, passed on)."""
     args = ["train", "--out", str(out), "--device", "cpu", "--epochs", "1", *FOLDS]
     for name in names:
-        args += ["--fxcache", caches[name]]
+        args += ["--fxcache", caches[name]] if name in caches else [name]
     return main(args)
 
 
@@ -144,3 +146,15 @@ def test_the_pipeline_refuses_one_instrument_given_twice_before_reading_a_bar(tm
     out = tmp_path / "out"
     assert main(["pipeline", "--out", str(out), "--bars", str(bars), "--bars", str(bars)]) == 2
     assert "given twice" in capsys.readouterr().err and not out.exists()
+
+
+def test_seeds_train_side_by_side_and_the_first_is_the_run_without_them(caches, run, tmp_path):
+    out = tmp_path / "seeds"
+    assert train(caches, out, "fx00", "exchange01", "late", "--seeds", "2") == 0
+    for name in ("fx00", "late"):
+        alone = torch.load(run / "instruments" / name / "fold_1" / "weights.pt", weights_only=True)
+        first = torch.load(out / "instruments" / name / "fold_1" / "weights.pt", weights_only=True)
+        assert all(torch.equal(first[k], alone[k]) for k in alone)
+        assert (out / "instruments" / name / "seed_1" / "fold_1" / "report.json").exists()
+    entry = json.loads((out / "summary.json").read_text())["instruments"][0]
+    assert entry["seed_spread"]["seeds"] == [0, 1]

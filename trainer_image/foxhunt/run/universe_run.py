@@ -10,7 +10,9 @@ instrument's out-of-sample positions are stitched over its folds and scored with
 returns), and the run's ``summary.json`` lists the instruments. `UniverseResult.series` hands the same
 series out in plain numpy, for the book (evaluate/book.py) to combine.
 
-Refused for now (UsageError): a search (`--trials`), several seeds, a held-out period. A universe run
+`--seeds K` trains K members side by side; the run's records are the first seed's, each instrument's
+summary entry lists every seed's stitched net Sharpe and their spread. Refused for now (UsageError): a
+search (`--trials`), a held-out period. A universe run
 does not resume: the same command again starts over (with `--overwrite`).
 
 `pipeline_universe` is `foxhunt pipeline --bars A --bars B ...`: each instrument's bars (one `--bars`
@@ -36,12 +38,14 @@ from foxhunt.data.universe_inputs import instrument_name, read_universe
 from foxhunt.errors import UsageError
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.reports import window_to_dict
-from foxhunt.run.fold import FoldOutcome, Progress, stitch_outcomes
+from foxhunt.evaluate.seed_spread import seed_spread
+from foxhunt.run.fold import Progress, stitch_outcomes
 from foxhunt.run.out_folder import check_inputs_outside
 from foxhunt.run.precompute import check_bars_and_output, precompute
 from foxhunt.run.universe_walk import (
     INSTRUMENTS_FOLDER,
     InstrumentView,
+    Walked,
     instrument_folder,
     instrument_views,
     local_folds,
@@ -71,7 +75,6 @@ def check_universe_settings(settings: RunConfig) -> None:
     """What a universe run does not do yet: UsageError (exit 2) naming the setting."""
     refused = {
         "--trials": settings.trials > 0,
-        "--seeds": settings.seeds > 1,
         "--holdout-days": settings.folds.holdout_days > 0,
     }
     for flag, on in refused.items():
@@ -146,17 +149,19 @@ def train_universe(
         f"{len(folds)} folds"
     )
     views = instrument_views(data, settings)
+    seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
     trainer = DQNTrainer(
         data,
-        settings.dqn,
+        settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
         max_train_rows=max_rows,
         seed=settings.seed,
+        member_seeds=seeds,
         eval_cost=settings.eval.cost,
         eval_spread=settings.eval.spread,
         execution=universe_execution(views),
     )
-    outcomes = walk_universe(trainer, folds, views, out_uri, settings, progress)
-    instruments, series = _stitch_instruments(views, fxcache_uris, folds, outcomes, out_uri, progress)
+    walked = walk_universe(trainer, folds, views, out_uri, settings, progress)
+    instruments, series = _stitch_instruments(views, fxcache_uris, folds, walked, seeds, out_uri, progress)
     summary = {
         "status": "completed",
         "device": str(device),
@@ -172,24 +177,24 @@ def _stitch_instruments(
     views: Sequence[InstrumentView],
     uris: Sequence[str],
     folds: Sequence[UniverseFold],
-    outcomes: dict[int, dict[int, FoldOutcome]],
+    walked: Walked,
+    seeds: list[int],
     out_uri: str,
     progress: Progress,
 ) -> tuple[list[dict], dict[str, dict[str, np.ndarray]]]:
-    """Each instrument's stitched record over the folds it took part in, written under its folder; its
-    summary entry, and its series by name."""
+    """Each instrument's stitched record over the folds it took part in (the first seed's), written under
+    its folder; its summary entry (with several seeds, their spread), and its series by name."""
     instruments, series = [], {}
     for i, (view, uri) in enumerate(zip(views, uris, strict=True)):
+        outcomes = walked[0][i]
         entry: dict = {
             "name": view.name,
             "fxcache": uri,
             "rows": len(view.data.timestamp),
-            "folds": sorted(outcomes[i]),
+            "folds": sorted(outcomes),
         }
-        if outcomes[i]:
-            evaluation = stitch_outcomes(
-                view.data, local_folds(folds, i), outcomes[i], view.scoring, view.memo
-            )
+        if outcomes:
+            evaluation = stitch_outcomes(view.data, local_folds(folds, i), outcomes, view.scoring, view.memo)
             series[view.name] = stitched_series(evaluation)
             folder = instrument_folder(out_uri, view.name)
             stitched = strict_json.json_bytes(window_to_dict(evaluation.stitched))
@@ -197,9 +202,27 @@ def _stitch_instruments(
             storage.write_bytes(storage.join(folder, SERIES), _series_bytes(series[view.name]))
             net = evaluation.stitched.policies[MODEL].net
             entry["stitched_net_sharpe"] = net.sharpe
-            progress(f"{view.name}: stitched net Sharpe {net.sharpe:.2f} over {len(outcomes[i])} folds")
+            progress(f"{view.name}: stitched net Sharpe {net.sharpe:.2f} over {len(outcomes)} folds")
+            if len(seeds) > 1:
+                entry["seed_spread"] = _instrument_spread(view, folds, i, walked, seeds, net)
         instruments.append(entry)
     return instruments, series
+
+
+def _instrument_spread(
+    view: InstrumentView, folds, instrument: int, walked: Walked, seeds: list[int], first
+) -> dict:
+    """The seeds' stitched net Sharpe on one instrument and their spread (`evaluate.seed_spread`); a seed
+    that stopped before the last fold has no stitched record and is left out."""
+    net = {seeds[0]: first}
+    for m in range(1, len(seeds)):
+        outcomes = walked.get(m, {}).get(instrument, {})
+        if outcomes and outcomes.keys() == walked[0][instrument].keys():
+            other = stitch_outcomes(
+                view.data, local_folds(folds, instrument), outcomes, view.scoring, view.memo
+            )
+            net[seeds[m]] = other.stitched.policies[MODEL].net
+    return seed_spread(net)
 
 
 def _config_dict(settings: RunConfig) -> dict:

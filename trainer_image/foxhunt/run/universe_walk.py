@@ -12,7 +12,9 @@ written under ``instruments/<name>/fold_N/`` like one instrument's fold. An inst
 fold has no record of it. The per-epoch diagnostics (validation and in-sample Sharpe, action shares) are
 the first instrument's of the fold (the focused part); the tail figure that selects is every one's.
 
-Not here (yet): a population (`--seeds`), resuming an interrupted universe run, the held-out period.
+With `--seeds K` the trainer holds K members (seed + i), trained side by side as a run's seeds are;
+member i > 0 writes under ``instruments/<name>/seed_<s>/``. Not here (yet): resuming an interrupted
+universe run, the held-out period.
 """
 
 from __future__ import annotations
@@ -132,6 +134,33 @@ def start_universe_fold(trainer: DQNTrainer, parts: list[SpanPart], fold: int) -
     return {"reset": t1 - t0, "normalize": time.perf_counter() - t1}
 
 
+Walked = dict[int, dict[int, dict[int, FoldOutcome]]]  # member → instrument → fold → its outcome
+
+
+def member_folder(out_uri: str, name: str, settings: RunConfig, member: int) -> str:
+    """Where member `member` (seed `settings.seed + member`) writes instrument `name`'s folds: the
+    instrument's folder for the first seed, its ``seed_<s>/`` for the others (as a run's --seeds)."""
+    folder = instrument_folder(out_uri, name)
+    return folder if member == 0 else storage.join(folder, out_names.seed_folder(settings.seed + member))
+
+
+def _train_epochs(trainer: DQNTrainer, fold: int, settings: RunConfig, progress: Progress) -> dict[int, list]:
+    """The fold's epochs for every member still walking; member 0's divergence ends the run, another's
+    leaves it (`trainer.failures`). Per member its epochs' figures."""
+    history: dict[int, list] = {m: [] for m in range(trainer.size)}
+    for epoch in range(settings.epochs):
+        diagnose = diagnostics_due(epoch, settings.epochs, settings.diagnostics_every)
+        live = [m for m in range(trainer.size) if trainer.failures[m] is None]
+        figures = trainer.train_epoch(epoch, settings.epochs, live, diagnose=diagnose)
+        if figures[0] is None:
+            raise trainer.failures[0] or RuntimeError(f"fold {fold}: no figures")
+        for m, figure in enumerate(figures):
+            if figure is not None:
+                history[m].append(figure)
+        progress(f"fold {fold} epoch {epoch + 1}/{settings.epochs}: loss {figures[0].loss:.4f}")
+    return history
+
+
 def train_universe_fold(
     trainer: DQNTrainer,
     fold: UniverseFold,
@@ -139,49 +168,52 @@ def train_universe_fold(
     out_uri: str,
     settings: RunConfig,
     progress: Progress,
-    earlier: Sequence[WindowEvidence],
-) -> tuple[dict[int, FoldOutcome], SelectionChoice | None]:
-    """One universe fold on `trainer` (member 0): learn from every instrument taking part, choose the
-    policy, then per instrument validate, save and report. Per instrument its outcome, and the choice."""
+    earlier: dict[int, list[WindowEvidence]],
+) -> tuple[dict[int, dict[int, FoldOutcome]], dict[int, SelectionChoice | None]]:
+    """One universe fold on `trainer` for each of its members still walking (one per seed): learn from
+    every instrument taking part, choose the policy, then per instrument validate, save and report. Per
+    member: its outcome per instrument, and its choice."""
     fold_start = time.perf_counter()
     parts = fold_parts(trainer.data.universe, fold, settings.dqn.select_tail_share)
     phases = start_universe_fold(trainer, parts, fold.fold)
-    history = []
-    for epoch in range(settings.epochs):
-        diagnose = diagnostics_due(epoch, settings.epochs, settings.diagnostics_every)
-        figures = trainer.train_epoch(epoch, settings.epochs, [0], diagnose=diagnose)
-        if figures[0] is None:
-            raise trainer.failures[0] or RuntimeError(f"fold {fold.fold}: no figures")
-        history.append(figures[0])
-        progress(f"fold {fold.fold} epoch {epoch + 1}/{settings.epochs}: loss {figures[0].loss:.4f}")
-    choice = trainer.policies.choose_policies([0], {0: list(earlier)})[0]
-    phases["collect"] = sum(e.collect_seconds for e in history)
-    phases["train"] = sum(e.train_seconds for e in history)
-    outcomes = {}
-    for part in parts:
-        trainer.window.focus(part.instrument)
-        outcomes[part.instrument] = _finish_instrument(
-            trainer, fold, part, views[part.instrument], history, dict(phases), fold_start, out_uri, choice
-        )
-    return outcomes, choice
+    history = _train_epochs(trainer, fold.fold, settings, progress)
+    live = [m for m in range(trainer.size) if trainer.failures[m] is None]
+    choices = trainer.policies.choose_policies(live, {m: earlier[m] for m in live})
+    outcomes: dict[int, dict[int, FoldOutcome]] = {m: {} for m in live}
+    for m in live:
+        timed = {
+            **phases,
+            "collect": sum(e.collect_seconds for e in history[m]),
+            "train": sum(e.train_seconds for e in history[m]),
+        }
+        for part in parts:
+            trainer.window.focus(part.instrument)
+            view = views[part.instrument]
+            folder = member_folder(out_uri, view.name, settings, m)
+            outcomes[m][part.instrument] = _finish_instrument(
+                trainer, m, fold, part, view, history[m], dict(timed), fold_start, folder, choices[m]
+            )
+    return outcomes, choices
 
 
 def _finish_instrument(
     trainer: DQNTrainer,
+    member: int,
     fold: UniverseFold,
     part: SpanPart,
     view: InstrumentView,
     history: list,
     phases: dict[str, float],
     fold_start: float,
-    out_uri: str,
+    folder: str,
     choice: SelectionChoice | None,
 ) -> FoldOutcome:
-    """The focused instrument's validation: rolled, scored on its own rows beside the baselines, saved."""
+    """Member `member`'s policy on the focused instrument's validation: rolled, scored on its own rows
+    beside the baselines, saved under `folder`."""
     local = fold.ranges[part.instrument]
     assert local is not None
     t0 = time.perf_counter()
-    positions = trainer.policies.greedy_positions()
+    positions = trainer.policies.greedy_positions(member=member)
     data = view.data
     window, baselines = evaluate_fold(
         data.features, data.targets, data.timestamp, local, positions, view.scoring, view.memo
@@ -189,9 +221,12 @@ def _finish_instrument(
     synchronize(trainer.device)
     phases["validate"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    folder = instrument_folder(out_uri, view.name)
     files = save_fold(
-        trainer.policies.state_dict_cpu(), trainer.window.norm_stats_dict(), fold.fold, positions, folder
+        trainer.policies.state_dict_cpu(member),
+        trainer.window.norm_stats_dict(),
+        fold.fold,
+        positions,
+        folder,
     )
     phases["checkpoint"] = time.perf_counter() - t0
     report = FoldReport(
@@ -221,28 +256,30 @@ def walk_universe(
     out_uri: str,
     settings: RunConfig,
     progress: Progress,
-) -> dict[int, dict[int, FoldOutcome]]:
-    """Every universe fold in order on `trainer`: per instrument, its outcomes by fold (only the folds it
-    takes part in). The pooled decision weighs the earlier folds' pooled out-of-sample windows."""
-    outcomes: dict[int, dict[int, FoldOutcome]] = {i: {} for i in range(len(views))}
-    evidence: list[WindowEvidence] = []
+) -> Walked:
+    """Every universe fold in order on `trainer`: per member (seed), per instrument, its outcomes by fold
+    (only the folds it takes part in; a member that diverged stops). Each member's pooled decision weighs
+    its earlier folds' pooled out-of-sample windows."""
+    outcomes: Walked = {m: {i: {} for i in range(len(views))} for m in range(trainer.size)}
+    evidence: dict[int, list[WindowEvidence]] = {m: [] for m in range(trainer.size)}
     for fold in folds:
         names = ", ".join(views[i].name for i in fold.members)
         progress(f"fold {fold.fold}: {len(fold.members)} instruments ({names})")
-        by_instrument, choice = train_universe_fold(
-            trainer, fold, views, out_uri, settings, progress, evidence
-        )
-        for i, outcome in by_instrument.items():
-            outcomes[i][fold.fold] = outcome
+        by_member, choices = train_universe_fold(trainer, fold, views, out_uri, settings, progress, evidence)
+        for m, by_instrument in by_member.items():
+            for i, outcome in by_instrument.items():
+                outcomes[m][i][fold.fold] = outcome
+            choice = choices[m]
+            if choice is not None and choice.out_of_sample is not None:
+                evidence[m].append(choice.out_of_sample)
+        for i, outcome in by_member[0].items():
             sharpe = outcome.report.evaluation.policies[MODEL].net.sharpe
             progress(f"fold {fold.fold} {views[i].name}: validation net Sharpe {sharpe:.2f} after costs")
-        phases = next(iter(by_instrument.values())).report.phases
+        phases = next(iter(by_member[0].values())).report.phases
         progress(
             f"fold {fold.fold} done: reset {phases['reset'] * 1e3:.1f}ms normalize "
             f"{phases['normalize'] * 1e3:.1f}ms collect {phases['collect']:.2f}s train {phases['train']:.2f}s"
         )
-        if choice is not None and choice.out_of_sample is not None:
-            evidence.append(choice.out_of_sample)
     return outcomes
 
 
