@@ -128,11 +128,11 @@ def universe_to_device(
         feats = torch.from_numpy(np.concatenate([a[0] for a in arrays]))
         targs = torch.from_numpy(np.concatenate([a[1] for a in arrays]))
         return DeviceData(feats, targs, timestamp, 0, index)
-    parts = []
+    parts, staging = [], _Staging.new((64 << 20) // 4)
     for column in (0, 1):
         out = torch.empty((index.n_rows, arrays[0][column].shape[1]), dtype=torch.float32, device=device)
         for i, a in enumerate(arrays):
-            _upload(a[column], device, out=out[index.rows(i)])
+            _upload(a[column], device, out=out[index.rows(i)], staging=staging)
         parts.append(out)
     synchronize(device)
     uploaded = sum(a[0].nbytes + a[1].nbytes for a in arrays)
@@ -155,22 +155,40 @@ def execution_on_device(rows: ExecutionRows | None, device: torch.device) -> Exe
     )
 
 
+@dataclass
+class _Staging:
+    """Two pinned host buffers and the events of the copies that last read them, reused by every upload
+    of a load (pinning memory costs milliseconds per buffer: once per load, not once per array)."""
+
+    buffers: list[torch.Tensor]
+    done: list
+
+    @classmethod
+    def new(cls, chunk: int) -> _Staging:
+        buffers = [torch.empty(chunk, dtype=torch.float32, pin_memory=True) for _ in range(2)]
+        return cls(buffers, [torch.cuda.Event(), torch.cuda.Event()])
+
+
 def _upload(
-    array: np.ndarray, device: torch.device, chunk_bytes: int = 64 << 20, out: torch.Tensor | None = None
+    array: np.ndarray,
+    device: torch.device,
+    chunk_bytes: int = 64 << 20,
+    out: torch.Tensor | None = None,
+    staging: _Staging | None = None,
 ) -> torch.Tensor:
     """Copy a host array to the device through two pinned staging buffers (copy and DMA overlap), into
-    `out` (a contiguous device slice of the array's shape) when given."""
+    `out` (a contiguous device slice of the array's shape) when given, through `staging` when given."""
     if out is None:
         out = torch.empty(array.shape, dtype=torch.float32, device=device)
     flat_src = array.reshape(-1)
     flat_dst = out.view(-1)
     chunk = max(1, chunk_bytes // array.itemsize)
-    staging = [torch.empty(chunk, dtype=torch.float32, pin_memory=True) for _ in range(2)]
-    done = [torch.cuda.Event(), torch.cuda.Event()]
+    stage = staging if staging is not None else _Staging.new(chunk)
+    chunk = min(chunk, stage.buffers[0].numel())
     stream = torch.cuda.current_stream(device)
     for i, lo in enumerate(range(0, flat_src.size, chunk)):
         hi = min(lo + chunk, flat_src.size)
-        buf, ev = staging[i % 2], done[i % 2]
+        buf, ev = stage.buffers[i % 2], stage.done[i % 2]
         ev.synchronize()  # the DMA that last read this buffer has finished
         buf[: hi - lo].numpy()[:] = flat_src[lo:hi]
         flat_dst[lo:hi].copy_(buf[: hi - lo], non_blocking=True)
