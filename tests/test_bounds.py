@@ -58,7 +58,7 @@ def test_the_estimate_grows_with_each_setting_as_its_buffers_do():
     bigger = needed_bytes(10_000, 42, 8_000, DQNConfig(hidden=64, batch_size=2048), chunk=4096)
     assert bigger["batch_size"] == 2 * base["batch_size"] and bigger["hidden"] == base["hidden"]
     assert 2 * base["hidden"] < wider["hidden"] < 4 * base["hidden"]  # weights ~hidden², chunk ~hidden
-    assert base["rows"] == 10_000 * (46 * 4 + 8) and base["train_days"] == 8_000 * 24
+    assert base["rows"] == 10_000 * (46 * 4 + 8 + 4) and base["train_days"] == 8_000 * (24 + 16)
     assert (
         needed_bytes(10_000, 42, 8_000, DQNConfig(hidden=64, batch_size=1024), population=3, chunk=4096)[
             "hidden"

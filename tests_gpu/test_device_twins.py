@@ -11,3 +11,4 @@ from test_tail_execution import *  # noqa: F403
 from test_trainer import *  # noqa: F403
 from test_trainer_warmup import *  # noqa: F403
 from test_trials_run import *  # noqa: F403
+from test_universe_trainer import *  # noqa: F403

@@ -22,6 +22,13 @@ URL_FLAGS = ("pushgateway", "study_storage", "mlflow_uri")
 DEBUG_ENV = "FOXHUNT_DEBUG"  # set to 1 for the traceback of an unexpected error
 
 
+def _flat(value) -> list:
+    """A flag's values as one list: repeated flags (`--fxcache`, `--bars` groups) give lists of them."""
+    if isinstance(value, list):
+        return [v for item in value for v in _flat(item)]
+    return [value]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script: every error ends as one line on stderr and an exit code."""
     # Before any command imports torch: MKL reads its numeric mode once, at its first call.
@@ -32,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     # Every URL that can carry a password (flags and environment) is known before any line is printed.
     redaction.forget()  # this command's secrets only: an earlier command's must not mask this one's words
     redaction.register_environment()
-    redaction.register(value for value in vars(args).values() if isinstance(value, str) and "://" in value)
+    values = [v for value in vars(args).values() for v in _flat(value)]
+    redaction.register(value for value in values if isinstance(value, str) and "://" in value)
     # The flags whose value is a URL even without a scheme (`user:PW@host:9091`).
     redaction.register(getattr(args, name, None) for name in URL_FLAGS)
     redaction.install_log_filter()

@@ -147,6 +147,8 @@ def _pictures(settings: RunConfig) -> str:
 
 def cmd_train(args: argparse.Namespace) -> int:
     settings = run_config(args)
+    if len(args.fxcache) > 1:
+        return _train_universe(args, settings)
     search = search_options(args, settings)
     from foxhunt.run.pipeline import train
     from foxhunt.run.sinks.mlflow_sink import recorded_in_mlflow
@@ -155,7 +157,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     live = live_record(uri)
     with recorded_in_mlflow(uri, args.out, settings.log_format, live):
         summary = train(
-            args.fxcache, args.out, settings, search=search, plan_search=search_planner(settings), sink=live
+            args.fxcache[0],
+            args.out,
+            settings,
+            search=search,
+            plan_search=search_planner(settings),
+            sink=live,
         )
     if search is not None:
         _study_lines(settings, summary, args.out)
@@ -166,8 +173,33 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
+    """`foxhunt train` with several --fxcache: one trainer on the universe (run/universe_run.py)."""
+    from foxhunt.run.universe_run import train_universe
+
+    result = train_universe(args.fxcache, args.out, settings)
+    names = ", ".join(i["name"] for i in result.summary["instruments"])
+    print(f"outputs: {args.out}: summary.json, instruments/<name>/ for {names}", flush=True)
+    return 0
+
+
+def _pipeline_universe(args: argparse.Namespace, settings: RunConfig) -> int:
+    """`foxhunt pipeline` with several --bars: each precomputed, then one trainer on all."""
+    from foxhunt.run.universe_run import pipeline_universe
+
+    if overlay_options(args) is not None:
+        raise UsageError("--overlay-drift: not supported with several --bars yet")
+    result = pipeline_universe(args.bars, args.out, settings, tz=args.tz, timestamp_unit=args.timestamp_unit)
+    names = ", ".join(i["name"] for i in result.summary["instruments"])
+    print(f"outputs: {args.out}: summary.json, instruments/<name>/ for {names}", flush=True)
+    return 0
+
+
 def cmd_pipeline(args: argparse.Namespace) -> int:
     settings = run_config(args)
+    if args.bars is not None and len(args.bars) > 1:
+        return _pipeline_universe(args, settings)
+    args.bars = None if args.bars is None else args.bars[0]  # one instrument: its files
     search = search_options(args, settings)
     from foxhunt import storage
     from foxhunt.run.pipeline import pipeline

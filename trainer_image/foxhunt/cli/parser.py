@@ -168,7 +168,14 @@ def _add_train(sub: argparse._SubParsersAction, train_note: str) -> None:
         help=f"the one-pod run: load once, every fold on one trainer, reports, metrics {train_note}",
         description=train_note,
     )
-    p.add_argument("--fxcache", required=True, metavar="URI", help="fxcache to train on, local or s3://")
+    p.add_argument(
+        "--fxcache",
+        required=True,
+        action="append",
+        metavar="URI",
+        help="fxcache to train on, local or s3://; repeat it to train one policy on several instruments "
+        "(a universe: records per instrument under --out/instruments/)",
+    )
     p.add_argument(
         "--out",
         required=True,
@@ -187,7 +194,13 @@ def _add_pipeline(sub: argparse._SubParsersAction, train_note: str) -> None:
         description=train_note,
     )
     p.add_argument(
-        "--bars", nargs="+", default=None, metavar="URI", help="bars files (default: generated sample)"
+        "--bars",
+        nargs="+",
+        action="append",
+        default=None,
+        metavar="URI",
+        help="bars files of one instrument (default: generated sample); repeat --bars for several "
+        "instruments, trained together (a universe)",
     )
     p.add_argument(
         "--out", default="foxhunt-out", metavar="URI", help="output folder (default: ./foxhunt-out)"

@@ -54,7 +54,7 @@ from foxhunt.train.stacked import (
     stacked_q,
     stacked_weights,
 )
-from foxhunt.train.step import StepParts, TrainStep, warm_up_range
+from foxhunt.train.step import StepParts, TrainStep, warm_up_parts
 
 
 # ---- the algorithm's formulas ----------------------------------------------------------------------
@@ -263,20 +263,18 @@ class DQNTrainer:
     def q_and_target(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per member, for the transitions drawn by `u` (P, batch): Q taken, TD target, all Q of the states."""
         batch = u.shape[1]
-        idx = torch.minimum((u * self.window.n_valid).long(), self.window.n_valid - 1)
-        rows = idx + self.window.train_start
+        window = self.window
+        idx = torch.minimum((u * window.n_valid).long(), window.n_valid - 1)
+        rows = window.rows[idx]  # the fold's transition rows: t + 1 lies in t's span by construction
         action = self.replay.action.gather(1, idx)
-        hold = bootstrap_bars(idx, self.window.n_valid, self.settings.n_step)  # 1 unless n_step > 1
+        # 1 unless n_step > 1; never past the span's end (window.left), so never into another instrument
+        hold = bootstrap_bars(idx, window.left[idx], self.settings.n_step)
         # State and next state in one gather: rows t and t + m; the next position is the action taken.
         position = torch.cat(
             [self.replay.position.gather(1, idx), (action - 1).to(self.replay.position.dtype)], dim=1
         )
-        states = policy_state(
-            self.data.features[torch.cat([rows, rows + hold], dim=1)],
-            position,
-            self.window.mean,
-            self.window.std,
-        )
+        both = torch.cat([rows, rows + hold], dim=1)
+        states = policy_state(self.data.features[both], position, *window.row_stats(both))
         state, next_state = states[:, :batch], states[:, batch:]
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cuda and self.config.bf16):
             q_all = stacked_q(self.params, state).float()
@@ -386,10 +384,10 @@ class DQNTrainer:
         """A fold's transition, collection and evaluation once at build, on a range shaped like the largest
         fold, then undone: CUDA loads each kernel and cuBLAS picks each shape's kernels on first use, which
         the first fold paid before (≈35 ms against ≈1 ms). `reset_for_fold` then resets the rest."""
-        fold_range = warm_up_range(self.data.features.shape[0], max_train_rows)
-        if fold_range is None:
+        parts = warm_up_parts(self.data.universe, max_train_rows)
+        if not parts:
             return
-        self.window.set_fold_range(fold_range)
+        self.window.set_parts(parts)
         self.window.compute_norm_stats()
         self.collect(0.5)
         self.policies.epoch_diagnostics()

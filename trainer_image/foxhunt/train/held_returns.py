@@ -6,7 +6,7 @@ position p, action a) has the target
     y = scale · (a · Σ_{k<m} γ^k r_{t+k} − cost · |a − p|) + γ^m · Q_target(s_{t+m}, a)[argmax Q_online(s_{t+m}, a)]
 
 with m = min(n, N − i): the position moves once, at t, so the cost is paid once; the hold is truncated
-at the end of the learning rows (fewer bars near the end, and the bootstrap state is at most the last
+at the end of the learning rows (of each instrument's span in a fold of several; fewer bars near the end, and the bootstrap state is at most the last
 learning row, the one-bar target's own last next state: no row beyond is read). n = 1 is the one-bar
 target exactly.
 
@@ -64,7 +64,9 @@ def held_returns_(
         out[:, : n - k] += weights[:, k].unsqueeze(1) * returns[k:]
 
 
-def bootstrap_bars(idx: torch.Tensor, n_valid: torch.Tensor, n_step: torch.Tensor) -> torch.Tensor:
+def bootstrap_bars(idx: torch.Tensor, left: torch.Tensor, n_step: torch.Tensor) -> torch.Tensor:
     """Bars m = min(n, N − i) each drawn transition holds its action before the bootstrap: `idx` (P, batch)
-    transition indices, `n_valid` N, `n_step` (P,) the members' n (floats holding integers)."""
-    return torch.minimum(n_valid - idx, n_step.long().unsqueeze(1))
+    transition indices, `left` N − i (P, batch: the transitions from each to the end of its span, or the
+    0-d N and then N − idx is taken), `n_step` (P,) the members' n (floats holding integers)."""
+    remaining = left - idx if left.dim() == 0 else left
+    return torch.minimum(remaining, n_step.long().unsqueeze(1))

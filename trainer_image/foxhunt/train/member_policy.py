@@ -100,6 +100,9 @@ class MemberPolicies:
             size = epoch_vector_size(diagnose=diagnose, tail=self.selecting)
             reads[i] = epoch_reads(values[at : at + size], diagnose=diagnose, tail=self.selecting)
             at += size
+        if self.selecting and len(self.window.parts) > 1:
+            for i, tail in self.pooled_tail_sharpes(due).items():
+                reads[i]["tail_sharpe"] = tail
         seconds = time.perf_counter() - started
         for i, read in reads.items():
             history = histories[i]
@@ -108,6 +111,21 @@ class MemberPolicies:
             if self.selecting:
                 self.selection.observe(i, epoch, read["tail_sharpe"], self.networks[i])
         return {i: reads.get(i, {}) for i in histories}
+
+    def pooled_tail_sharpes(self, due: Sequence[int]) -> dict[int, float]:
+        """A fold of several instruments: each member's tail net Sharpe on every instrument's held-back tail
+        (its own costs and stats), pooled bar-weighted (as evidence.pooled_decision pools windows)."""
+        window, first = self.window, self.window.focused
+        scored: dict[int, list[tuple[float, float]]] = {i: [] for i in due}
+        try:
+            for part in window.parts:
+                window.focus(part.instrument)
+                values = self.figures_vector(due, [False] * len(due)).tolist()
+                for i, value in zip(due, values, strict=True):
+                    scored[i].append((part.fold_range.train_end - part.learn_end, value))
+        finally:
+            window.focused = first
+        return {i: pool_by_bars(pairs) for i, pairs in scored.items()}
 
     def figures_vector(
         self, due: Sequence[int], diagnose: Sequence[bool], *, graphed: bool = True
@@ -206,26 +224,53 @@ class MemberPolicies:
         abstain_(net, self.abstain_margin(member))
         if best.epoch is None:
             return replace(best, gate=math.inf)
-        start, end = self.window.learn_end, fold.train_end
-        own = WindowEvidence(fold.fold, "tail", end - start, best.tail_sharpe, int(timestamp[end - 1]))
-        positions = self.greedy_positions(member=member)
-        cost = self.evaluation_cost(member=member)
-        shadow = float(held_sharpe(self.data, positions, fold.val_start, cost, self.execution))
-        oos = WindowEvidence(
-            fold.fold, "out_of_sample", fold.val_rows, shadow, int(timestamp[fold.val_end - 1])
+        parts = self.window.parts
+        tail_bars = sum(p.fold_range.train_end - p.learn_end for p in parts)
+        tail_end = max(int(timestamp[p.fold_range.train_end - 1]) for p in parts)
+        own = WindowEvidence(fold.fold, "tail", tail_bars, best.tail_sharpe, tail_end)
+        shadow = pool_by_bars(
+            [(p.fold_range.val_rows, self.shadow_sharpe(member, p.instrument)) for p in parts]
         )
-        bars_per_year = periods_per_year(timestamp[start:end])
+        val_bars = sum(p.fold_range.val_rows for p in parts)
+        val_end = max(int(timestamp[p.fold_range.val_end - 1]) for p in parts)
+        oos = WindowEvidence(fold.fold, "out_of_sample", val_bars, shadow, val_end)
         decision = pooled_decision(
-            own, earlier, self.configs[member], bars_per_year, int(timestamp[fold.val_start])
+            own,
+            earlier,
+            self.configs[member],
+            self.tail_bars_per_year(),
+            min(int(timestamp[p.fold_range.val_start]) for p in parts),
         )
         if not decision.trade:
             make_flat_(net)
         return replace(best, flat=not decision.trade, gate=decision.gate, pooled=decision, out_of_sample=oos)
 
+    def shadow_sharpe(self, member: int, instrument: int) -> float:
+        """Member `member`'s policy as chosen, scored on `instrument`'s validation window of the fold."""
+        window, first = self.window, self.window.focused
+        try:
+            window.focus(instrument)
+            positions = self.greedy_positions(member=member)
+            cost = self.evaluation_cost(member=member)
+            return float(held_sharpe(self.data, positions, window.fold.val_start, cost, self.execution))
+        finally:
+            window.focused = first
+
+    def tail_bars_per_year(self) -> float:
+        """Bars a year of the held-back tails: one instrument's own, or the bar-weighted mean of each
+        instrument's (so a gate of t standard errors of the pooled zero Sharpe is `sharpe_gate`'s)."""
+        ts = self.data.timestamp
+        per = [
+            (p.fold_range.train_end - p.learn_end, periods_per_year(ts[p.learn_end : p.fold_range.train_end]))
+            for p in self.window.parts
+        ]
+        return pool_by_bars(per)
+
     def tail_gate(self, member: int = 0) -> float:
-        """The tail net Sharpe member `member`'s best epoch must exceed to trade (selection.tail_gate)."""
-        start, end = self.window.learn_end, self.window.fold.train_end
-        return tail_gate(self.configs[member], end - start, periods_per_year(self.data.timestamp[start:end]))
+        """The tail net Sharpe member `member`'s best epoch must exceed to trade (selection.tail_gate), over
+        every instrument's tail in a fold of several."""
+        bars = sum(p.fold_range.train_end - p.learn_end for p in self.window.parts)
+        return tail_gate(self.configs[member], bars, self.tail_bars_per_year())
 
     def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
         """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""
@@ -270,3 +315,11 @@ def execution_addresses(execution: ExecutionRows | None) -> tuple[int, ...]:
     return tuple(
         t.data_ptr() for t in (execution.change_cost, execution.carry, execution.gap) if t is not None
     )
+
+
+def pool_by_bars(pairs: Sequence[tuple[float, float]]) -> float:
+    """The bar-weighted mean of (bars, value) pairs; one pair's value exactly (no round trip through bars)."""
+    if len(pairs) == 1:
+        return pairs[0][1]
+    bars = sum(b for b, _ in pairs)
+    return sum(b * v for b, v in pairs) / bars if bars > 0 else 0.0

@@ -6,7 +6,8 @@ counts the big buffers by what they scale with: the fxcache's arrays (rows), the
 collection's forward passes over a fold (training rows × hidden), the training step's activations
 (batch size × hidden) and the network with its target and Adam moments (hidden²). It errs high
 (a factor of two on activations) so that a refused run would not have fit; exit 2 names the setting
-whose share is largest.
+whose share is largest. A universe counts every instrument: `rows` all of theirs, `max_train_rows` the
+largest fold's training rows summed over the instruments taking part.
 """
 
 from __future__ import annotations
@@ -30,9 +31,11 @@ def needed_bytes(
     width = n_features + 1
     params = width * dqn.hidden + dqn.hidden * dqn.hidden + 3 * dqn.hidden + 2 * dqn.hidden + 3
     return {
-        "rows": rows * ((n_features + 4) * FLOAT + 8),
-        # replay: position, action (8 bytes), reward, and the held returns with n_step > 1
-        "train_days": population * max_train_rows * (6 + (dqn.n_step > 1)) * FLOAT,
+        # features and targets, the host's timestamp, the per-row instrument id (int32)
+        "rows": rows * ((n_features + 4) * FLOAT + 8 + 4),
+        # replay: position, action (8 bytes), reward, and the held returns with n_step > 1; the fold
+        # window's transition rows and span lengths (8 bytes each, shared by the members)
+        "train_days": population * max_train_rows * (6 + (dqn.n_step > 1)) * FLOAT + max_train_rows * 16,
         "batch_size": population * dqn.batch_size * (2 * width + 8 * dqn.hidden) * FLOAT * 2,
         # online, target, gradient, two moments and a copy; two hidden layers of a chunk, twice
         "hidden": population * (params * 6 + min(chunk, max_train_rows) * dqn.hidden * 4) * FLOAT,

@@ -4,6 +4,10 @@ Because a position never moves the market, every training bar yields a transitio
 one batched forward pass over the fold's rows; the incoming position is drawn uniformly ("exploring
 starts"), so the replay covers every (bar, position) pair the greedy policy can reach. Fixed buffers,
 sized once for the largest fold, which the captured step reads.
+
+A fold of several instruments is learnt over its transition rows (`FoldWindow.rows`): the replay's index
+i is the fold's i-th transition, span after span, and a held return stops at its span's end, never
+summing one instrument's returns into another's.
 """
 
 from __future__ import annotations
@@ -54,13 +58,17 @@ class Replay:
         target's column is read as it is), computed when the fold, γ or n changed since the last call."""
         if max(n_steps) <= 1:
             return None
-        n = window.learn_rows - 1
-        key = (window.fold.train_start, n, tuple(gammas), tuple(n_steps))
+        spans = tuple((p.fold_range.train_start, p.learn_rows - 1) for p in window.parts)
+        key = (spans, tuple(gammas), tuple(n_steps))
         if self.held is None:
             self.held = torch.zeros_like(self.reward)
         if key != self.held_for:
-            start = window.fold.train_start
-            held_returns_(self.held, window.data.targets[start : start + n, 0], gammas, n_steps)
+            at = 0
+            for start, n in spans:  # span by span: each hold truncated at its own span's end
+                held_returns_(
+                    self.held[:, at : at + n], window.data.targets[start : start + n, 0], gammas, n_steps
+                )
+                at += n
             self.held_for = key
         return self.held
 
@@ -79,12 +87,14 @@ class Replay:
         and exploration rate `epsilon[i]`, rewarded with `held` returns (n_step > 1) or the 1-bar ones;
         returns the transitions per member."""
         self.epsilon.copy_(torch.tensor(list(epsilon), dtype=torch.float32))
-        fr, data = window.fold, window.data
-        n, size, device = window.learn_rows - 1, len(networks), self.position.device
+        data, start = window.data, window.parts[0].fold_range.train_start
+        n, size, device = window.transitions, len(networks), self.position.device
         chunk = chunk_rows(device)
         for lo in range(0, n, chunk):
             hi = min(lo + chunk, n)
-            rows = slice(fr.train_start + lo, fr.train_start + hi)
+            # One span: a slice of the rows (no copy); several: the transition rows gathered.
+            rows = slice(start + lo, start + hi) if window.contiguous else window.rows[lo:hi]
+            mean, std = window.row_stats(window.rows[lo:hi])
             incoming, explore_u, random_action = member_draws(generators, size, hi - lo, device)
             position = (incoming - 1).to(torch.float32)
             features = data.features[rows]
@@ -92,9 +102,7 @@ class Replay:
             # write each activation once; a batched product would write it twice for no fewer bytes.
             greedy = torch.stack(
                 [
-                    inference_q(
-                        net, policy_state(features, position[i], window.mean, window.std), fused
-                    ).argmax(1)
+                    inference_q(net, policy_state(features, position[i], mean, std), fused).argmax(1)
                     for i, net in enumerate(networks)
                 ]
             )

@@ -19,6 +19,8 @@ from dataclasses import dataclass, replace
 import torch
 
 from foxhunt.data.folds import FoldRange
+from foxhunt.data.universe import UniverseIndex
+from foxhunt.train.device_data import SpanPart
 
 # Dynamo guards a compiled function on the trainer's modules and optimizer by identity, so each new
 # trainer compiles its step again; past dynamo's default of 8 compiles per function (a test run, or
@@ -109,3 +111,27 @@ def warm_up_range(rows: int, max_train_rows: int) -> FoldRange | None:
     if val_rows < 2 or train_end < 2:
         return None
     return FoldRange(-1, 0, train_end, train_end, train_end + val_rows, 0.0)
+
+
+def warm_up_parts(index: UniverseIndex, max_train_rows: int) -> list[SpanPart]:
+    """The warm-up's fold: shaped like the run's largest (`warm_up_range`), in instrument 0's rows, or
+    (several instruments) the largest fold's transitions spread over the instruments' first rows."""
+    if len(index) == 1:
+        fold_range = warm_up_range(index.n_rows, max_train_rows)
+        return [] if fold_range is None else [SpanPart(0, fold_range, fold_range.train_end)]
+    parts, wanted = [], max_train_rows
+    for i in range(len(index)):
+        rows = index.rows(i)
+        fold_range = warm_up_range(rows.stop - rows.start, wanted)
+        if fold_range is None or wanted < 2:
+            continue
+        shifted = replace(
+            fold_range,
+            train_start=rows.start,
+            train_end=rows.start + fold_range.train_end,
+            val_start=rows.start + fold_range.val_start,
+            val_end=rows.start + fold_range.val_end,
+        )
+        parts.append(SpanPart(i, shifted, shifted.train_end))
+        wanted -= fold_range.train_rows
+    return parts

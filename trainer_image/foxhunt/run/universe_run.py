@@ -1,0 +1,273 @@
+"""A run over a universe: `foxhunt train --fxcache A --fxcache B ...` trains ONE trainer on all of them.
+
+Every fxcache is read and the universe checked (`data.universe_inputs.read_universe`: duplicates, other
+feature versions, no time in common, a missing or damaged file, each refused with one line naming the
+file) and the folds planned by calendar date across the instruments (`data.universe.universe_folds`)
+before any device memory is touched; the memory estimate counts every instrument's rows. Then the
+arrays go to the device once, concatenated, one trainer walks every fold (`universe_walk`), and each
+instrument's out-of-sample positions are stitched over its folds and scored with its own execution costs:
+``instruments/<name>/`` holds its folds, ``stitched.json`` and ``series.npz`` (timestamps, positions, net
+returns), and the run's ``summary.json`` lists the instruments. `UniverseResult.series` hands the same
+series out in plain numpy, for the book (evaluate/book.py) to combine.
+
+`--seeds K` trains K members side by side; the run's records are the first seed's, each instrument's
+summary entry lists every seed's stitched net Sharpe and their spread. Refused for now (UsageError): a
+search (`--trials`), a held-out period. A universe run
+does not resume: the same command again starts over (with `--overwrite`).
+
+`pipeline_universe` is `foxhunt pipeline --bars A --bars B ...`: each instrument's bars (one `--bars`
+group each, named by its first file) precomputed to ``instruments/<name>.fxcache`` under `--out`, then
+`train_universe` on all of them.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+import numpy as np
+
+from foxhunt import storage, strict_json
+from foxhunt.config import RunConfig
+from foxhunt.data.universe import UniverseFold, instruments_in_no_fold, universe_folds
+from foxhunt.data.universe_inputs import instrument_name, read_universe
+from foxhunt.errors import UsageError
+from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
+from foxhunt.evaluate.reports import window_to_dict
+from foxhunt.evaluate.seed_spread import seed_spread
+from foxhunt.run.fold import Progress, stitch_outcomes
+from foxhunt.run.out_folder import check_inputs_outside
+from foxhunt.run.precompute import check_bars_and_output, precompute
+from foxhunt.run.universe_walk import (
+    INSTRUMENTS_FOLDER,
+    InstrumentView,
+    Walked,
+    instrument_folder,
+    instrument_views,
+    local_folds,
+    universe_execution,
+    walk_universe,
+)
+from foxhunt.train import DQNTrainer, resolve_device
+from foxhunt.train.device_data import universe_to_device
+from foxhunt.train.memory_estimate import check_device_memory
+
+SUMMARY = "summary.json"
+STITCHED = "stitched.json"
+SERIES = "series.npz"
+
+
+@dataclass(frozen=True)
+class UniverseResult:
+    """What a universe run hands out: its summary (as written) and, per instrument name, its stitched
+    out-of-sample series: ``timestamp`` (int64 ns), ``positions`` (float64 −1/0/1), ``net_returns``
+    (float64 log returns after its own costs), one entry per bar, and the baselines' (`stitched_series`)."""
+
+    summary: dict
+    series: dict[str, dict[str, np.ndarray]]
+
+
+def check_universe_settings(settings: RunConfig) -> None:
+    """What a universe run does not do yet: UsageError (exit 2) naming the setting."""
+    refused = {
+        "--trials": settings.trials > 0,
+        "--holdout-days": settings.folds.holdout_days > 0,
+    }
+    for flag, on in refused.items():
+        if on:
+            raise UsageError(
+                f"{flag}: not supported with several --fxcache yet; train the universe without it"
+            )
+
+
+def stitched_series(evaluation: RunEvaluation) -> dict[str, np.ndarray]:
+    """The stitched record as plain arrays, one entry per bar: ``timestamp``, the model's ``positions`` and
+    ``net_returns`` (after the instrument's own costs), and each baseline's as ``<baseline>/positions`` and
+    ``<baseline>/net_returns`` (buy-and-hold, ridge, ... over the same bars: what a book combines too)."""
+    out = {"timestamp": np.asarray(evaluation.records[MODEL].timestamp, dtype=np.int64)}
+    for policy, record in evaluation.records.items():
+        prefix = "" if policy == MODEL else f"{policy}/"
+        net = record.pnl(evaluation.cost_per_unit, evaluation.execution)
+        out[f"{prefix}positions"] = np.asarray(record.positions, dtype=np.float64)
+        out[f"{prefix}net_returns"] = np.asarray(net, dtype=np.float64)
+    return out
+
+
+def load_series(out_uri: str) -> dict[str, dict[str, np.ndarray]]:
+    """A finished universe run's per-instrument stitched series, read back from `out_uri` (the same arrays
+    as `UniverseResult.series`): for a book combined after the run."""
+    summary = json.loads(storage.read_bytes(storage.join(out_uri, SUMMARY)))
+    out = {}
+    for entry in summary["instruments"]:
+        if entry["folds"]:
+            uri = storage.join(instrument_folder(out_uri, entry["name"]), SERIES)
+            with np.load(io.BytesIO(storage.read_bytes(uri))) as npz:
+                out[entry["name"]] = {key: npz[key] for key in npz.files}
+    return out
+
+
+def _series_bytes(series: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **series)  # type: ignore[arg-type]  # numpy's stub types the first keyword only
+    return buf.getvalue()
+
+
+def train_universe(
+    fxcache_uris: Sequence[str], out_uri: str, settings: RunConfig, progress: Progress = print
+) -> UniverseResult:
+    """Train one trainer on every fxcache of `fxcache_uris` and write each instrument's records (module
+    docstring). Bad input is refused before anything is written."""
+    check_universe_settings(settings)
+    try:
+        device = resolve_device(settings.device)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    summary_uri = storage.join(out_uri, SUMMARY)
+    if storage.exists(summary_uri) and not settings.overwrite:
+        raise UsageError(f"{out_uri}: holds a run already; give another --out or --overwrite")
+    t0 = time.perf_counter()
+    caches = read_universe(fxcache_uris)
+    names = [instrument_name(c.uri, c.metadata) for c in caches]
+    folds = universe_folds(
+        [c.timestamp for c in caches],
+        settings.folds,
+        names=names,
+        close_returns=[c.targets[:, 0] for c in caches],
+    )
+    for name in instruments_in_no_fold(folds, names):
+        progress(f"WARNING instrument {name} fits in no fold and takes no part in the run")
+    max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in folds)
+    total = sum(len(c) for c in caches)
+    check_device_memory(device, total, caches[0].features.shape[1], max_rows, settings.dqn)
+    data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
+    progress(
+        f"loaded {len(caches)} instruments, {total:,} rows onto {device} in {time.perf_counter() - t0:.2f}s; "
+        f"{len(folds)} folds"
+    )
+    views = instrument_views(data, settings)
+    seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
+    trainer = DQNTrainer(
+        data,
+        settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
+        max_train_rows=max_rows,
+        seed=settings.seed,
+        member_seeds=seeds,
+        eval_cost=settings.eval.cost,
+        eval_spread=settings.eval.spread,
+        execution=universe_execution(views),
+    )
+    walked = walk_universe(trainer, folds, views, out_uri, settings, progress)
+    instruments, series = _stitch_instruments(views, fxcache_uris, folds, walked, seeds, out_uri, progress)
+    summary = {
+        "status": "completed",
+        "device": str(device),
+        "folds": len(folds),
+        "instruments": instruments,
+        "run_config": json.loads(strict_json.json_bytes(_config_dict(settings))),
+    }
+    storage.write_bytes(summary_uri, strict_json.json_bytes(summary))
+    return UniverseResult(summary, series)
+
+
+def _stitch_instruments(
+    views: Sequence[InstrumentView],
+    uris: Sequence[str],
+    folds: Sequence[UniverseFold],
+    walked: Walked,
+    seeds: list[int],
+    out_uri: str,
+    progress: Progress,
+) -> tuple[list[dict], dict[str, dict[str, np.ndarray]]]:
+    """Each instrument's stitched record over the folds it took part in (the first seed's), written under
+    its folder; its summary entry (with several seeds, their spread), and its series by name."""
+    instruments, series = [], {}
+    for i, (view, uri) in enumerate(zip(views, uris, strict=True)):
+        outcomes = walked[0][i]
+        entry: dict = {
+            "name": view.name,
+            "fxcache": uri,
+            "rows": len(view.data.timestamp),
+            "folds": sorted(outcomes),
+        }
+        if outcomes:
+            evaluation = stitch_outcomes(view.data, local_folds(folds, i), outcomes, view.scoring, view.memo)
+            series[view.name] = stitched_series(evaluation)
+            folder = instrument_folder(out_uri, view.name)
+            stitched = strict_json.json_bytes(window_to_dict(evaluation.stitched))
+            storage.write_bytes(storage.join(folder, STITCHED), stitched)
+            storage.write_bytes(storage.join(folder, SERIES), _series_bytes(series[view.name]))
+            net = evaluation.stitched.policies[MODEL].net
+            entry["stitched_net_sharpe"] = net.sharpe
+            progress(f"{view.name}: stitched net Sharpe {net.sharpe:.2f} over {len(outcomes)} folds")
+            if len(seeds) > 1:
+                entry["seed_spread"] = _instrument_spread(view, folds, i, walked, seeds, net)
+        instruments.append(entry)
+    return instruments, series
+
+
+def _instrument_spread(
+    view: InstrumentView, folds, instrument: int, walked: Walked, seeds: list[int], first
+) -> dict:
+    """The seeds' stitched net Sharpe on one instrument and their spread (`evaluate.seed_spread`); a seed
+    that stopped before the last fold has no stitched record and is left out."""
+    net = {seeds[0]: first}
+    for m in range(1, len(seeds)):
+        outcomes = walked.get(m, {}).get(instrument, {})
+        if outcomes and outcomes.keys() == walked[0][instrument].keys():
+            other = stitch_outcomes(
+                view.data, local_folds(folds, instrument), outcomes, view.scoring, view.memo
+            )
+            net[seeds[m]] = other.stitched.policies[MODEL].net
+    return seed_spread(net)
+
+
+def _config_dict(settings: RunConfig) -> dict:
+    from dataclasses import asdict
+
+    return asdict(settings)
+
+
+def bars_instrument_name(group: Sequence[str]) -> str:
+    """An instrument's name in a pipeline universe: the stem of its first bars file."""
+    return PurePosixPath(group[0].rstrip("/")).name.split(".")[0]
+
+
+def pipeline_universe(
+    bars_groups: Sequence[Sequence[str]],
+    out_uri: str,
+    settings: RunConfig,
+    *,
+    tz: str | None = None,
+    timestamp_unit: str | None = None,
+    progress: Progress = print,
+) -> UniverseResult:
+    """Precompute each group of bars files (one instrument each) under `out_uri`, then train one trainer
+    on all of them (`train_universe`). The inputs and names are checked before a bar is read."""
+    check_universe_settings(settings)
+    names = [bars_instrument_name(group) for group in bars_groups]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise UsageError(f"--bars {bars_groups[i][0]}: instrument name {name!r} given twice")
+    for group in bars_groups:
+        check_bars_and_output(list(group), tz, timestamp_unit, out_uri, folder=True)
+    check_inputs_outside(out_uri, [uri for group in bars_groups for uri in group])
+    if storage.exists(storage.join(out_uri, SUMMARY)) and not settings.overwrite:
+        raise UsageError(f"{out_uri}: holds a run already; give another --out or --overwrite")
+    uris = []
+    for name, group in zip(names, bars_groups, strict=True):
+        uri = storage.join(out_uri, INSTRUMENTS_FOLDER, f"{name}.fxcache")
+        precompute(
+            list(group),
+            uri,
+            tz=tz,
+            timestamp_unit=timestamp_unit,
+            seed=settings.seed,
+            progress=progress,
+            keep_other=not settings.overwrite,
+        )
+        uris.append(uri)
+    return train_universe(uris, out_uri, settings, progress)

@@ -1,0 +1,288 @@
+"""The walk over a universe's folds: one trainer learns each fold from every instrument taking part, then
+each instrument's validation is rolled and scored on its own.
+
+A universe fold (`foxhunt.data.universe.UniverseFold`) becomes one `SpanPart` per instrument taking part
+(`fold_parts`): its `FoldRange` moved into the concatenated rows, its learning rows ending where the tail
+selection holds its tail back (`selection.head_end`, per instrument, as one instrument's fold does). The
+trainer collects and draws from all parts; the tail figure that picks the epoch is pooled over the
+instruments' tails, bar-weighted (member_policy). At the fold's end the chosen policy is rolled over each
+instrument's validation window separately (entered from flat, with that instrument's norm stats),
+scored beside the baselines on that instrument's own rows and execution costs (`InstrumentView`), and
+written under ``instruments/<name>/fold_N/`` like one instrument's fold. An instrument without a part in a
+fold has no record of it. The per-epoch diagnostics (validation and in-sample Sharpe, action shares) are
+the first instrument's of the fold (the focused part); the tail figure that selects is every one's.
+
+With `--seeds K` the trainer holds K members (seed + i), trained side by side as a run's seeds are;
+member i > 0 writes under ``instruments/<name>/seed_<s>/``. Not here (yet): resuming an interrupted
+universe run, the held-out period.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from foxhunt import out_names, storage, strict_json
+from foxhunt.config import PHASES, RunConfig
+from foxhunt.data.folds import FoldRange
+from foxhunt.data.pnl import ExecutionRows
+from foxhunt.data.universe import UniverseFold, UniverseIndex
+from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
+from foxhunt.evaluate.reports import FoldReport
+from foxhunt.evaluate.run_scores import (
+    POSITIONS_FILE,
+    evaluate_fold,
+    fold_warnings,
+    positions_from_bytes,
+    run_scoring,
+)
+from foxhunt.out_names import fold_folder
+from foxhunt.run.fold import FoldOutcome, Progress, fold_dates, save_fold
+from foxhunt.run.manifest import sha256
+from foxhunt.train import DeviceData, DQNTrainer, synchronize
+from foxhunt.train.device_data import SpanPart
+from foxhunt.train.diagnostics import diagnostics_due
+from foxhunt.train.evidence import WindowEvidence
+from foxhunt.train.selection import SelectionChoice, head_end
+
+INSTRUMENTS_FOLDER = "instruments"
+
+
+def instrument_folder(out_uri: str, name: str) -> str:
+    """Where instrument `name`'s records of a universe run live: ``instruments/<name>/``."""
+    return storage.join(out_uri, INSTRUMENTS_FOLDER, name)
+
+
+@dataclass(frozen=True)
+class InstrumentView:
+    """One instrument of the loaded universe on its own: its rows as a view of the device arrays (no copy),
+    and its scoring (execution costs from its own rows, a memo of its own)."""
+
+    name: str
+    offset: int  # its first row in the concatenated arrays
+    data: DeviceData
+    scoring: Scoring
+    memo: ScoreMemo
+
+
+def instrument_views(data: DeviceData, settings: RunConfig) -> list[InstrumentView]:
+    """Each instrument of `data` as an `InstrumentView` scored with `settings.eval` and the run's seed."""
+    views = []
+    index = data.universe
+    for i, name in enumerate(index.names):
+        rows = index.rows(i)
+        local = DeviceData(data.features[rows], data.targets[rows], data.timestamp[rows])
+        views.append(
+            InstrumentView(
+                name, rows.start, local, run_scoring(settings.eval, settings.seed, local), ScoreMemo()
+            )
+        )
+    return views
+
+
+def universe_execution(views: Sequence[InstrumentView]) -> ExecutionRows | None:
+    """The instruments' execution rows concatenated like their data (the tail selection scores with them),
+    each computed from its own rows only; None when the execution model adds nothing."""
+    rows = [v.scoring.execution for v in views]
+    if any(r is None for r in rows):
+        return None
+
+    def cat(field: str) -> np.ndarray | None:
+        parts = [getattr(r, field) for r in rows]
+        return None if parts[0] is None else np.concatenate([np.asarray(p) for p in parts])
+
+    change_cost, carry = cat("change_cost"), cat("carry")
+    assert change_cost is not None and carry is not None  # both always present
+    return ExecutionRows(change_cost=change_cost, carry=carry, gap=cat("gap"))
+
+
+def shifted(fold_range: FoldRange, offset: int) -> FoldRange:
+    """`fold_range` (an instrument's own rows) moved by `offset` rows (into the concatenated arrays)."""
+    return replace(
+        fold_range,
+        train_start=fold_range.train_start + offset,
+        train_end=fold_range.train_end + offset,
+        val_start=fold_range.val_start + offset,
+        val_end=fold_range.val_end + offset,
+    )
+
+
+def fold_parts(index: UniverseIndex, fold: UniverseFold, tail_share: float) -> list[SpanPart]:
+    """The fold's parts, one per instrument taking part: its range in the concatenated rows, its learning
+    rows ending before its own held-back tail."""
+    parts = []
+    for i in fold.members:
+        local = fold.ranges[i]
+        assert local is not None  # a member has a range
+        moved = shifted(local, int(index.offsets[i]))
+        parts.append(SpanPart(i, moved, head_end(moved, tail_share)))
+    return parts
+
+
+def start_universe_fold(trainer: DQNTrainer, parts: list[SpanPart], fold: int) -> dict[str, float]:
+    """Point the trainer at the fold's parts, forget what it learnt, compute each instrument's norm stats."""
+    t0 = time.perf_counter()
+    trainer.window.set_parts(parts)
+    trainer.reset_for_fold(fold)
+    synchronize(trainer.device)
+    t1 = time.perf_counter()
+    trainer.window.compute_norm_stats()
+    synchronize(trainer.device)
+    return {"reset": t1 - t0, "normalize": time.perf_counter() - t1}
+
+
+Walked = dict[int, dict[int, dict[int, FoldOutcome]]]  # member → instrument → fold → its outcome
+
+
+def member_folder(out_uri: str, name: str, settings: RunConfig, member: int) -> str:
+    """Where member `member` (seed `settings.seed + member`) writes instrument `name`'s folds: the
+    instrument's folder for the first seed, its ``seed_<s>/`` for the others (as a run's --seeds)."""
+    folder = instrument_folder(out_uri, name)
+    return folder if member == 0 else storage.join(folder, out_names.seed_folder(settings.seed + member))
+
+
+def _train_epochs(trainer: DQNTrainer, fold: int, settings: RunConfig, progress: Progress) -> dict[int, list]:
+    """The fold's epochs for every member still walking; member 0's divergence ends the run, another's
+    leaves it (`trainer.failures`). Per member its epochs' figures."""
+    history: dict[int, list] = {m: [] for m in range(trainer.size)}
+    for epoch in range(settings.epochs):
+        diagnose = diagnostics_due(epoch, settings.epochs, settings.diagnostics_every)
+        live = [m for m in range(trainer.size) if trainer.failures[m] is None]
+        figures = trainer.train_epoch(epoch, settings.epochs, live, diagnose=diagnose)
+        if figures[0] is None:
+            raise trainer.failures[0] or RuntimeError(f"fold {fold}: no figures")
+        for m, figure in enumerate(figures):
+            if figure is not None:
+                history[m].append(figure)
+        progress(f"fold {fold} epoch {epoch + 1}/{settings.epochs}: loss {figures[0].loss:.4f}")
+    return history
+
+
+def train_universe_fold(
+    trainer: DQNTrainer,
+    fold: UniverseFold,
+    views: Sequence[InstrumentView],
+    out_uri: str,
+    settings: RunConfig,
+    progress: Progress,
+    earlier: dict[int, list[WindowEvidence]],
+) -> tuple[dict[int, dict[int, FoldOutcome]], dict[int, SelectionChoice | None]]:
+    """One universe fold on `trainer` for each of its members still walking (one per seed): learn from
+    every instrument taking part, choose the policy, then per instrument validate, save and report. Per
+    member: its outcome per instrument, and its choice."""
+    fold_start = time.perf_counter()
+    parts = fold_parts(trainer.data.universe, fold, settings.dqn.select_tail_share)
+    phases = start_universe_fold(trainer, parts, fold.fold)
+    history = _train_epochs(trainer, fold.fold, settings, progress)
+    live = [m for m in range(trainer.size) if trainer.failures[m] is None]
+    choices = trainer.policies.choose_policies(live, {m: earlier[m] for m in live})
+    outcomes: dict[int, dict[int, FoldOutcome]] = {m: {} for m in live}
+    for m in live:
+        timed = {
+            **phases,
+            "collect": sum(e.collect_seconds for e in history[m]),
+            "train": sum(e.train_seconds for e in history[m]),
+        }
+        for part in parts:
+            trainer.window.focus(part.instrument)
+            view = views[part.instrument]
+            folder = member_folder(out_uri, view.name, settings, m)
+            outcomes[m][part.instrument] = _finish_instrument(
+                trainer, m, fold, part, view, history[m], dict(timed), fold_start, folder, choices[m]
+            )
+    return outcomes, choices
+
+
+def _finish_instrument(
+    trainer: DQNTrainer,
+    member: int,
+    fold: UniverseFold,
+    part: SpanPart,
+    view: InstrumentView,
+    history: list,
+    phases: dict[str, float],
+    fold_start: float,
+    folder: str,
+    choice: SelectionChoice | None,
+) -> FoldOutcome:
+    """Member `member`'s policy on the focused instrument's validation: rolled, scored on its own rows
+    beside the baselines, saved under `folder`."""
+    local = fold.ranges[part.instrument]
+    assert local is not None
+    t0 = time.perf_counter()
+    positions = trainer.policies.greedy_positions(member=member)
+    data = view.data
+    window, baselines = evaluate_fold(
+        data.features, data.targets, data.timestamp, local, positions, view.scoring, view.memo
+    )
+    synchronize(trainer.device)
+    phases["validate"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    files = save_fold(
+        trainer.policies.state_dict_cpu(member),
+        trainer.window.norm_stats_dict(),
+        fold.fold,
+        positions,
+        folder,
+    )
+    phases["checkpoint"] = time.perf_counter() - t0
+    report = FoldReport(
+        **local.to_dict(),
+        dates=fold_dates(local, data.timestamp),
+        phases={p: phases[p] for p in PHASES},
+        fold_seconds=time.perf_counter() - fold_start,
+        samples_per_second=trainer.steps_done * trainer.config.batch_size / max(phases["train"], 1e-9),
+        steps=trainer.steps_done,
+        epochs=history,
+        evaluation=window,
+        warnings=[] if choice is not None and choice.flat else fold_warnings(fold.fold, history),
+        selection=None if choice is None else choice.to_dict(),
+    )
+    files[out_names.FOLD_REPORT] = strict_json.json_bytes(report.to_dict())
+    storage.write_bytes(
+        storage.join(folder, fold_folder(fold.fold), out_names.FOLD_REPORT), files[out_names.FOLD_REPORT]
+    )
+    outputs = {f"{fold_folder(fold.fold)}/{name}": sha256(content) for name, content in files.items()}
+    return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
+
+
+def walk_universe(
+    trainer: DQNTrainer,
+    folds: Sequence[UniverseFold],
+    views: Sequence[InstrumentView],
+    out_uri: str,
+    settings: RunConfig,
+    progress: Progress,
+) -> Walked:
+    """Every universe fold in order on `trainer`: per member (seed), per instrument, its outcomes by fold
+    (only the folds it takes part in; a member that diverged stops). Each member's pooled decision weighs
+    its earlier folds' pooled out-of-sample windows."""
+    outcomes: Walked = {m: {i: {} for i in range(len(views))} for m in range(trainer.size)}
+    evidence: dict[int, list[WindowEvidence]] = {m: [] for m in range(trainer.size)}
+    for fold in folds:
+        names = ", ".join(views[i].name for i in fold.members)
+        progress(f"fold {fold.fold}: {len(fold.members)} instruments ({names})")
+        by_member, choices = train_universe_fold(trainer, fold, views, out_uri, settings, progress, evidence)
+        for m, by_instrument in by_member.items():
+            for i, outcome in by_instrument.items():
+                outcomes[m][i][fold.fold] = outcome
+            choice = choices[m]
+            if choice is not None and choice.out_of_sample is not None:
+                evidence[m].append(choice.out_of_sample)
+        for i, outcome in by_member[0].items():
+            sharpe = outcome.report.evaluation.policies[MODEL].net.sharpe
+            progress(f"fold {fold.fold} {views[i].name}: validation net Sharpe {sharpe:.2f} after costs")
+        phases = next(iter(by_member[0].values())).report.phases
+        progress(
+            f"fold {fold.fold} done: reset {phases['reset'] * 1e3:.1f}ms normalize "
+            f"{phases['normalize'] * 1e3:.1f}ms collect {phases['collect']:.2f}s train {phases['train']:.2f}s"
+        )
+    return outcomes
+
+
+def local_folds(folds: Sequence[UniverseFold], instrument: int) -> list[FoldRange]:
+    """Instrument `instrument`'s folds in its own rows, in walk order (the folds it takes part in)."""
+    return [r for f in folds if (r := f.ranges[instrument]) is not None]
