@@ -176,8 +176,8 @@ def finish_fold(
     phases["train"] = sum(e.train_seconds for e in epochs)
 
     t0 = time.perf_counter()
-    # One rollout: the evaluation and the saved record.
-    positions = trainer.policies.greedy_positions(member=member)
+    # One rollout a fold: the evaluation and the saved record (a pooled choice's, when it rolled them out).
+    positions = trainer.policies.validation_positions(member=member)
     data = trainer.data
     window, baselines = evaluate_fold(
         data.features, data.targets, data.timestamp, fold_range, positions, scoring, memo

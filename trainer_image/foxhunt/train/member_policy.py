@@ -71,6 +71,9 @@ class MemberPolicies:
         self.networks, self.configs, self.window, self.data = list(networks), configs, window, data
         self.selection, self.eval_cost, self.eval_spread = selection, eval_cost, eval_spread
         self.execution = execution
+        # Per member, its chosen policy's validation positions where choosing already rolled them out
+        # (`choose_pooled`): the fold's record takes them (`validation_positions`) instead of a second rollout.
+        self.chosen_positions: dict[int, torch.Tensor] = {}
         self.replayed = ReplayedFigures(data.features.device)  # the epoch figures' CUDA graph, per fold
 
     @property
@@ -187,6 +190,7 @@ class MemberPolicies:
         abstention margin baked in (selection.choose_policies). A member with `select_pool` pooled decides
         on its tail and its `earlier` folds' out-of-sample windows instead (`choose_pooled`)."""
         members = range(self.size) if members is None else members
+        self.chosen_positions.clear()
         pooled = [i for i in members if self.selecting and self.configs[i].select_pool == "pooled"]
         alone = [i for i in members if i not in pooled]
         margins = {i: self.abstain_margin(i) for i in alone}
@@ -218,6 +222,8 @@ class MemberPolicies:
         decision = pooled_decision(
             own, earlier, self.configs[member], bars_per_year, int(timestamp[fold.val_start])
         )
+        # The kept policy's validation positions: these, or flat everywhere once made flat (make_flat_).
+        self.chosen_positions[member] = positions if decision.trade else torch.zeros_like(positions)
         if not decision.trade:
             make_flat_(net)
         return replace(best, flat=not decision.trade, gate=decision.gate, pooled=decision, out_of_sample=oos)
@@ -251,6 +257,12 @@ class MemberPolicies:
         return greedy_rollout(
             self.networks[member], self.data.features[start:end], self.window.mean, self.window.std
         )
+
+    def validation_positions(self, member: int = 0) -> torch.Tensor:
+        """Member `member`'s fold policy over the fold's validation, as `greedy_positions`: the positions its
+        choice rolled out (`choose_pooled`, handed over once), else a rollout now."""
+        kept = self.chosen_positions.pop(member, None)
+        return self.greedy_positions(member=member) if kept is None else kept
 
     def validate(self, start: int | None = None, end: int | None = None, *, member: int = 0) -> dict:
         """Member `member`'s greedy policy over [start, end) (default: validation), beside buy-and-hold and flat."""
