@@ -1,14 +1,24 @@
 """The pooled trading decision (foxhunt.train.evidence): a fold trades on its own tail and the earlier folds'
 out-of-sample windows, pooled by bars, with a guard on its own tail and no window from its validation on."""
 
+import json
 import math
 from dataclasses import replace
 
 import pytest
 
+from foxhunt import strict_json
 from foxhunt.config import DQNConfig
 from foxhunt.errors import ConfigError
-from foxhunt.train.evidence import PooledDecision, WindowEvidence, pooled_decision, zero_sharpe_error
+from foxhunt.train.evidence import (
+    PooledDecision,
+    WindowEvidence,
+    decision_dict,
+    evidence_dict,
+    evidence_from_dict,
+    pooled_decision,
+    zero_sharpe_error,
+)
 from foxhunt.train.selection import tail_gate
 
 PER_YEAR = 362_880.0  # 252 days of 1440 minute bars
@@ -133,3 +143,33 @@ def test_the_default_pools_the_evidence_at_3_errors_and_the_settings_are_checked
         DQNConfig(select_pool="run")
     with pytest.raises(ConfigError, match="select_pool_t"):
         DQNConfig(select_pool_t=-1.0)
+
+
+def test_a_windows_evidence_reads_back_from_report_json_as_written():
+    window = oos(1, 2.5, bars=4_321, end_ns=VAL_START - 7)
+    written = json.loads(strict_json.json_bytes(evidence_dict(window)))
+    assert written == {
+        "fold": 1,
+        "kind": "out_of_sample",
+        "bars": 4_321,
+        "sharpe": 2.5,
+        "end_ns": VAL_START - 7,
+    }
+    assert evidence_from_dict(written) == window
+    assert evidence_from_dict({**written, "sharpe": None}) is None  # an undefined Sharpe is no evidence
+
+
+def test_a_pooled_decision_is_written_under_report_jsons_keys_in_its_order():
+    decision = decide(tail(12.0), [oos(0, 4.0), oos(1, 1.0)])
+    written = json.loads(strict_json.json_bytes(decision_dict(decision)))
+    assert list(written) == [
+        "trade", "pooled_sharpe", "gate_sharpe", "bars", "own_tail_sharpe", "guard_sharpe", "windows",
+        "ignored", "reason",
+    ]  # fmt: skip
+    assert (written["gate_sharpe"], written["guard_sharpe"]) == (decision.gate, decision.guard)
+    assert written["windows"] == [[3, "tail"], [0, "out_of_sample"], [1, "out_of_sample"]]
+    assert (written["trade"], written["bars"], written["reason"]) == (
+        decision.trade,
+        decision.bars,
+        decision.reason,
+    )

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 
 from foxhunt.config import DQNConfig
 
@@ -64,17 +64,18 @@ class WindowEvidence:
 
 @dataclass(frozen=True)
 class PooledDecision:
-    """Whether a fold trades on the pooled evidence, and the figures it was decided on."""
+    """Whether a fold trades on the pooled evidence, and the figures it was decided on (in report.json's
+    order: `decision_dict`)."""
 
     trade: bool
     pooled_sharpe: float  # bar-weighted mean Sharpe of the windows used
     gate: float  # the pooled Sharpe it had to exceed
     bars: float  # bars pooled (earlier tails count at their weight)
-    windows: tuple[WindowEvidence, ...]  # the windows used, own tail first
     own_tail_sharpe: float
     guard: float  # the own tail Sharpe it had to exceed
+    windows: tuple[WindowEvidence, ...]  # the windows used, own tail first
+    ignored: int  # windows offered but not usable (at/after before_ns, a later fold, an earlier tail)
     reason: str
-    ignored: int = 0  # windows offered but not usable (at/after before_ns, a later fold, an earlier tail)
 
 
 def zero_sharpe_error(bars: float, bars_per_year: float) -> float:
@@ -145,15 +146,13 @@ def _reason(trade: bool, pooled: float, gate: float, own: float, guard: float, w
     return f"flat: own tail Sharpe {own:.2f} not above the guard {guard:.2f} (pooled {pooled:.2f} cleared {gate:.2f})"
 
 
+# report.json's names of the fields it spells otherwise (its keys since the pooled decision shipped).
+DECISION_KEYS = {"gate": "gate_sharpe", "guard": "guard_sharpe"}
+
+
 def evidence_dict(window: WindowEvidence) -> dict:
-    """A window's evidence for report.json (`selection.out_of_sample`)."""
-    return {
-        "fold": window.fold,
-        "kind": window.kind,
-        "bars": window.bars,
-        "sharpe": window.sharpe,
-        "end_ns": window.end_ns,
-    }
+    """A window's evidence for report.json (`selection.out_of_sample`): its fields."""
+    return asdict(window)
 
 
 def evidence_from_dict(record: dict | None) -> WindowEvidence | None:
@@ -170,15 +169,8 @@ def evidence_from_dict(record: dict | None) -> WindowEvidence | None:
 
 
 def decision_dict(decision: PooledDecision) -> dict:
-    """A pooled decision for report.json (`selection.pooled`): its figures and the windows it pooled."""
-    return {
-        "trade": decision.trade,
-        "pooled_sharpe": decision.pooled_sharpe,
-        "gate_sharpe": decision.gate,
-        "bars": decision.bars,
-        "own_tail_sharpe": decision.own_tail_sharpe,
-        "guard_sharpe": decision.guard,
-        "windows": [[w.fold, w.kind] for w in decision.windows],
-        "ignored": decision.ignored,
-        "reason": decision.reason,
-    }
+    """A pooled decision for report.json (`selection.pooled`): its fields (gate and guard as `DECISION_KEYS`
+    names them), the windows it pooled by fold and kind."""
+    record = {DECISION_KEYS.get(f.name, f.name): getattr(decision, f.name) for f in fields(decision)}
+    record["windows"] = [[w.fold, w.kind] for w in decision.windows]
+    return record
