@@ -10,7 +10,7 @@ from support.evaluation_cases import flat_window, window
 from test_reports import report, summary
 
 from foxhunt.evaluate.reports import RunSummary, flat_fold_note, flat_run_reading, fold_table
-from foxhunt.evaluate.run_scores import stitched_report
+from foxhunt.evaluate.stitched_report import stitched_report
 
 
 def gated(fold: int, tail: float, gate: float, epoch: int | None = 1):

@@ -19,8 +19,7 @@ from foxhunt.cli import main
 from foxhunt.evaluate.baselines import BASELINE_NAMES
 from foxhunt.evaluate.evaluation import MODEL
 from foxhunt.evaluate.reports import RunSummary
-from foxhunt.evaluate.run_scores import fold_warnings
-from foxhunt.train.epoch_figures import EpochFigures
+from foxhunt.train.epoch_figures import EpochFigures, fold_warnings
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_TEMPLATE = ROOT / "foxhunt_workflows" / "rendered" / "train.yaml"

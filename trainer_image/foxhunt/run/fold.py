@@ -25,21 +25,15 @@ from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import RunEvaluation, ScoreMemo, Scoring
+from foxhunt.evaluate.records import positions_bytes, positions_from_bytes
 from foxhunt.evaluate.reports import FoldDates, FoldReport
-from foxhunt.evaluate.run_scores import (
-    POSITIONS_FILE,
-    evaluate_fold,
-    fold_warnings,
-    positions_bytes,
-    positions_from_bytes,
-    stitched_evaluation,
-)
+from foxhunt.evaluate.run_scores import evaluate_fold, stitched_evaluation
 from foxhunt.out_names import fold_folder
 from foxhunt.run.manifest import sha256
 from foxhunt.run.step_progress import StepProgress
 from foxhunt.train import DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.diagnostics import diagnostics_due
-from foxhunt.train.epoch_figures import EpochFigures
+from foxhunt.train.epoch_figures import EpochFigures, fold_warnings
 from foxhunt.train.evidence import WindowEvidence, evidence_from_dict
 
 Progress = Callable[[str], None]
@@ -212,7 +206,7 @@ def finish_fold(
         storage.join(out_uri, fold_folder(fold), out_names.FOLD_REPORT), files[out_names.FOLD_REPORT]
     )
     outputs = {f"{fold_folder(fold)}/{name}": sha256(content) for name, content in files.items()}
-    return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
+    return FoldOutcome(report, positions_from_bytes(files[out_names.POSITIONS]), baselines, outputs)
 
 
 def _epoch_line(fold: int, epoch: int, epochs: int, figures: list[EpochFigures | None]) -> str:
@@ -242,7 +236,7 @@ def save_fold(weights: dict, norm_stats: dict, fold: int, positions, out_uri: st
     files = {
         out_names.WEIGHTS: buf.getvalue(),
         out_names.norm_stats_file(fold): strict_json.json_bytes(norm),
-        POSITIONS_FILE: positions_bytes(positions),
+        out_names.POSITIONS: positions_bytes(positions),
     }
     for name, data in files.items():
         storage.write_bytes(storage.join(out_uri, fold_folder(fold), name), data)
@@ -253,7 +247,7 @@ def load_fold(out_uri: str, fold: int) -> FoldOutcome:
     """The report and validation positions of a fold an earlier attempt completed (its outputs verified)."""
     folder = storage.join(out_uri, fold_folder(fold))
     report = FoldReport.from_dict(json.loads(storage.read_bytes(storage.join(folder, out_names.FOLD_REPORT))))
-    positions = positions_from_bytes(storage.read_bytes(storage.join(folder, POSITIONS_FILE)))
+    positions = positions_from_bytes(storage.read_bytes(storage.join(folder, out_names.POSITIONS)))
     return FoldOutcome(report, positions, None, None)
 
 
