@@ -75,7 +75,7 @@ def test_a_window_ending_at_the_validation_start_is_not_used():
     # A window whose last bar is the fold's first validation bar would decide it: it must be ignored.
     late = oos(2, 50.0, end_ns=VAL_START)
     decision = decide(tail(8.0), [late])
-    assert not decision.trade and decision.windows == (tail(8.0),) and decision.ignored == 1
+    assert not decision.trade and decision.windows == (tail(8.0).name,) and decision.ignored == 1
     assert decide(tail(8.0), [replace(late, end_ns=VAL_START - 1)]).trade  # one ns earlier: used
 
 
@@ -108,7 +108,7 @@ def test_a_fold_whose_own_tail_does_not_beat_the_guard_stays_flat_on_strong_evid
 
 def test_earlier_tails_are_left_out_unless_weighted():
     biased = [tail(12.0, fold=j, end_ns=j) for j in range(3)]  # best-of-E tails of folds 0-2
-    assert decide(tail(8.0), biased).windows == (tail(8.0),)
+    assert decide(tail(8.0), biased).windows == (tail(8.0).name,)
     weighted = decide(tail(8.0), biased, earlier_tail_weight=0.5)
     assert weighted.bars == TAIL * 2.5 and weighted.pooled_sharpe == pytest.approx((8 + 1.5 * 12) / 2.5)
 

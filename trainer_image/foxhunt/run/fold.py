@@ -34,7 +34,8 @@ from foxhunt.run.step_progress import StepProgress
 from foxhunt.train import DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.diagnostics import diagnostics_due
 from foxhunt.train.epoch_figures import EpochFigures, fold_warnings
-from foxhunt.train.evidence import WindowEvidence, evidence_from_dict
+from foxhunt.train.evidence import WindowEvidence
+from foxhunt.train.fold_selection import FoldSelection
 
 Progress = Callable[[str], None]
 # Told of each finished epoch: fold, epoch, epochs, and each member's figures (None: the member failed).
@@ -109,8 +110,9 @@ def train_fold(
     # The best tail epoch's weights, or flat (select_tail_share).
     chosen = trainer.policies.choose_policies(live, earlier)
     for i in live:
-        if chosen[i] is not None:
-            progress(_selection_line(fold_range.fold, i, chosen[i]))
+        choice = chosen[i]
+        if choice is not None:
+            progress(_selection_line(fold_range.fold, i, choice))
     return {  # validate, save, report
         i: trainer.failures[i]
         or finish_fold(
@@ -120,7 +122,7 @@ def train_fold(
     }
 
 
-def _selection_line(fold: int, member: int, choice) -> str:
+def _selection_line(fold: int, member: int, choice: FoldSelection) -> str:
     """The console line of a fold's tail selection."""
     if choice.epoch is None:
         return f"fold {fold} member {member}: no epoch scored on the tail; the policy is flat"
@@ -161,7 +163,7 @@ def finish_fold(
     progress: Progress,
     scoring: Scoring,
     memo: ScoreMemo | None = None,
-    selection=None,
+    selection: FoldSelection | None = None,
 ) -> FoldOutcome:
     """After a trained fold, for one member: validate beside the baselines, checkpoint, write `report.json`."""
     device, fold_range = trainer.device, trainer.window.fold
@@ -196,7 +198,7 @@ def finish_fold(
         evaluation=window,
         # A fold the tail gate made flat trades nothing: the last epoch's policy warnings do not apply.
         warnings=[] if selection is not None and selection.flat else fold_warnings(fold, epochs),
-        selection=None if selection is None else selection.to_dict(),
+        selection=selection,
     )
     for warning in report.warnings:
         progress(f"WARNING {warning}")
@@ -276,5 +278,5 @@ def stitch_outcomes(
 
 def out_of_sample_evidence(outcomes: Mapping[int, FoldOutcome]) -> list[WindowEvidence]:
     """The out-of-sample windows a member's completed folds recorded (report.json `selection`), in fold order."""
-    found = (evidence_from_dict((o.report.selection or {}).get("out_of_sample")) for o in outcomes.values())
+    found = (o.report.selection.out_of_sample for o in outcomes.values() if o.report.selection is not None)
     return [w for w in found if w is not None]

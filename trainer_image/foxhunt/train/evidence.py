@@ -37,12 +37,20 @@ this is today's `tail_gate` decision exactly. Torch-free: the simulation and the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
+from typing import NamedTuple
 
 from foxhunt.config import DQNConfig
 
 KINDS = ("tail", "out_of_sample")
+
+
+class WindowName(NamedTuple):
+    """A window by fold and kind: how a pooled decision names the windows it used."""
+
+    fold: int
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,11 @@ class WindowEvidence:
         if self.bars < 1:
             raise ValueError(f"window of fold {self.fold}: {self.bars} bars, need at least 1")
 
+    @property
+    def name(self) -> WindowName:
+        """The window by fold and kind."""
+        return WindowName(self.fold, self.kind)
+
 
 @dataclass(frozen=True)
 class PooledDecision:
@@ -73,7 +86,7 @@ class PooledDecision:
     bars: float  # bars pooled (earlier tails count at their weight)
     own_tail_sharpe: float
     guard: float  # the own tail Sharpe it had to exceed
-    windows: tuple[WindowEvidence, ...]  # the windows used, own tail first
+    windows: tuple[WindowName, ...]  # the windows used, own tail first
     ignored: int  # windows offered but not usable (at/after before_ns, a later fold, an earlier tail)
     reason: str
 
@@ -126,7 +139,7 @@ def pooled_decision(
         pooled_sharpe=pooled,
         gate=gate,
         bars=bars,
-        windows=tuple(w for w, _ in weighted),
+        windows=tuple(w.name for w, _ in weighted),
         own_tail_sharpe=own,
         guard=guard,
         reason=_reason(trade, pooled, gate, own, guard, len(weighted)),
@@ -155,7 +168,7 @@ def evidence_dict(window: WindowEvidence) -> dict:
     return asdict(window)
 
 
-def evidence_from_dict(record: dict | None) -> WindowEvidence | None:
+def evidence_from_dict(record: Mapping | None) -> WindowEvidence | None:
     """The window a report.json recorded (None when it recorded none, or its Sharpe is undefined)."""
     if not record or record.get("sharpe") is None:
         return None
@@ -172,5 +185,28 @@ def decision_dict(decision: PooledDecision) -> dict:
     """A pooled decision for report.json (`selection.pooled`): its fields (gate and guard as `DECISION_KEYS`
     names them), the windows it pooled by fold and kind."""
     record = {DECISION_KEYS.get(f.name, f.name): getattr(decision, f.name) for f in fields(decision)}
-    record["windows"] = [[w.fold, w.kind] for w in decision.windows]
+    record["windows"] = [list(w) for w in decision.windows]
     return record
+
+
+def decision_from_dict(record: Mapping | None) -> PooledDecision | None:
+    """The pooled decision a report.json recorded (`decision_dict`; None when it recorded none; an
+    undefined figure, null in the file, as NaN)."""
+    if not record:
+        return None
+    return PooledDecision(
+        trade=bool(record["trade"]),
+        pooled_sharpe=number(record["pooled_sharpe"]),
+        gate=number(record["gate_sharpe"]),
+        bars=number(record["bars"]),
+        own_tail_sharpe=number(record["own_tail_sharpe"]),
+        guard=number(record["guard_sharpe"]),
+        windows=tuple(WindowName(int(fold), str(kind)) for fold, kind in record["windows"]),
+        ignored=int(record["ignored"]),
+        reason=str(record["reason"]),
+    )
+
+
+def number(value: float | None) -> float:
+    """A figure as report.json holds it, read back: null (undefined: foxhunt.strict_json) as NaN."""
+    return math.nan if value is None else float(value)

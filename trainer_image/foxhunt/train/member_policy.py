@@ -31,9 +31,9 @@ from foxhunt.train.diagnostics import (
 )
 from foxhunt.train.epoch_graph import ReplayedFigures
 from foxhunt.train.evidence import WindowEvidence, pooled_decision
+from foxhunt.train.fold_selection import FoldSelection
 from foxhunt.train.policy import greedy_maps, greedy_rollout, held_sharpe, periods_per_year, score_positions
 from foxhunt.train.selection import (
-    SelectionChoice,
     TailSelection,
     abstain_,
     abstain_margin,
@@ -185,7 +185,7 @@ class MemberPolicies:
         self,
         members: Sequence[int] | None = None,
         earlier: Mapping[int, Sequence[WindowEvidence]] | None = None,
-    ) -> dict[int, SelectionChoice | None]:
+    ) -> dict[int, FoldSelection | None]:
         """At a fold's end, per member: the best tail epoch's weights or flat (select_tail_share), then the
         abstention margin baked in (selection.choose_policies). A member with `select_pool` pooled decides
         on its tail and its `earlier` folds' out-of-sample windows instead (`choose_pooled`)."""
@@ -201,7 +201,7 @@ class MemberPolicies:
             chosen[i] = self.choose_pooled(i, (earlier or {}).get(i, ()))
         return chosen
 
-    def choose_pooled(self, member: int, earlier: Sequence[WindowEvidence]) -> SelectionChoice:
+    def choose_pooled(self, member: int, earlier: Sequence[WindowEvidence]) -> FoldSelection:
         """Member `member`'s best tail epoch, abstaining by its margin, scored on the fold's validation window
         (the out-of-sample evidence LATER folds pool), then kept or made flat by the pooled decision on its
         tail and the `earlier` windows (evidence.pooled_decision; no window at or after the validation start)."""
