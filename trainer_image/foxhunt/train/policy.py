@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from foxhunt.config import NS_PER_YEAR
-from foxhunt.data.pnl import ExecutionRows, net_pnl
+from foxhunt.data.pnl import ExecutionRows, gross_pnl, net_pnl
 from foxhunt.train.device_data import chunk_rows
 from foxhunt.train.reductions import fixed_mean, fixed_std, fixed_sum
 
@@ -145,9 +145,9 @@ def policy_metric_tensors(
     positions: torch.Tensor, returns: torch.Tensor, cost: float, periods: float
 ) -> dict[str, torch.Tensor]:
     """`policy_metrics` as 0-d device tensors, for callers that batch their host transfers."""
-    changes = position_changes(positions)
-    gross = (positions * returns).double()
-    pnl = (positions * returns - cost * changes).double()
+    changes, previous = position_changes(positions), previous_positions(positions)
+    gross = gross_pnl(positions, previous, returns).double()
+    pnl = net_pnl(positions, previous, returns, cost, changes=changes).double()  # data.pnl: the one formula
     n = pnl.numel()
     equity = torch.cumsum(pnl, 0)
     peak = torch.cummax(torch.cat([equity.new_zeros(1), equity]), 0).values[1:]
