@@ -51,8 +51,8 @@ def test_the_trainers_policy_pnl_pays_the_one_pnl():
 
 def test_the_greedy_policys_figures_sum_the_one_pnl():
     figures = policy_metrics(tensor(POSITIONS), tensor(RETURNS), COST, 252.0)
-    assert figures["total_return"] == pytest.approx(by_hand().sum(), rel=1e-12)
-    assert figures["gross_return"] == pytest.approx((POSITIONS * RETURNS).sum(), rel=1e-12)
+    assert figures.total_return == pytest.approx(by_hand().sum(), rel=1e-12)
+    assert figures.gross_return == pytest.approx((POSITIONS * RETURNS).sum(), rel=1e-12)
 
 
 def test_the_learners_reward_is_each_bars_one_pnl_scaled():

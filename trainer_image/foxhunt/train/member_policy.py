@@ -32,7 +32,14 @@ from foxhunt.train.diagnostics import (
 from foxhunt.train.epoch_graph import ReplayedFigures
 from foxhunt.train.evidence import WindowEvidence, pooled_decision
 from foxhunt.train.fold_selection import FoldSelection
-from foxhunt.train.policy import greedy_maps, greedy_rollout, held_sharpe, periods_per_year, score_positions
+from foxhunt.train.policy import (
+    ValidationFigures,
+    greedy_maps,
+    greedy_rollout,
+    held_sharpe,
+    periods_per_year,
+    score_positions,
+)
 from foxhunt.train.selection import (
     TailSelection,
     abstain_,
@@ -264,7 +271,9 @@ class MemberPolicies:
         kept = self.chosen_positions.pop(member, None)
         return self.greedy_positions(member=member) if kept is None else kept
 
-    def validate(self, start: int | None = None, end: int | None = None, *, member: int = 0) -> dict:
+    def validate(
+        self, start: int | None = None, end: int | None = None, *, member: int = 0
+    ) -> ValidationFigures:
         """Member `member`'s greedy policy over [start, end) (default: validation), beside buy-and-hold and flat."""
         start = self.window.fold.val_start if start is None else start
         positions = self.greedy_positions(start, end, member=member)
