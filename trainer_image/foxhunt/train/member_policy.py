@@ -239,9 +239,8 @@ class MemberPolicies:
         tail_bars = sum(p.fold_range.train_end - p.learn_end for p in parts)
         tail_end = max(int(timestamp[p.fold_range.train_end - 1]) for p in parts)
         own = WindowEvidence(fold.fold, "tail", tail_bars, best.tail_sharpe, tail_end)
-        shadow = pool_by_bars(
-            [(p.fold_range.val_rows, self.shadow_sharpe(member, p.instrument)) for p in parts]
-        )
+        shadows = [self.shadow(member, p.instrument) for p in parts]
+        shadow = pool_by_bars([(p.fold_range.val_rows, s) for p, (s, _) in zip(parts, shadows, strict=True)])
         val_bars = sum(p.fold_range.val_rows for p in parts)
         val_end = max(int(timestamp[p.fold_range.val_end - 1]) for p in parts)
         oos = WindowEvidence(fold.fold, "out_of_sample", val_bars, shadow, val_end)
@@ -252,20 +251,23 @@ class MemberPolicies:
             self.tail_bars_per_year(),
             min(int(timestamp[p.fold_range.val_start]) for p in parts),
         )
-        # The kept policy's validation positions: these, or flat everywhere once made flat (make_flat_).
-        self.chosen_positions[member] = positions if decision.trade else torch.zeros_like(positions)
+        if len(parts) == 1:  # one instrument: the fold's record takes these positions, not a second rollout
+            positions = shadows[0][1]  # flat everywhere once made flat (make_flat_)
+            self.chosen_positions[member] = positions if decision.trade else torch.zeros_like(positions)
         if not decision.trade:
             make_flat_(net)
         return replace(best, flat=not decision.trade, gate=decision.gate, pooled=decision, out_of_sample=oos)
 
-    def shadow_sharpe(self, member: int, instrument: int) -> float:
-        """Member `member`'s policy as chosen, scored on `instrument`'s validation window of the fold."""
+    def shadow(self, member: int, instrument: int) -> tuple[float, torch.Tensor]:
+        """Member `member`'s policy as chosen, scored on `instrument`'s validation window of the fold: its
+        net Sharpe and its positions there."""
         window, first = self.window, self.window.focused
         try:
             window.focus(instrument)
             positions = self.greedy_positions(member=member)
             cost = self.evaluation_cost(member=member)
-            return float(held_sharpe(self.data, positions, window.fold.val_start, cost, self.execution))
+            sharpe = held_sharpe(self.data, positions, window.fold.val_start, cost, self.execution)
+            return float(sharpe), positions
         finally:
             window.focused = first
 
