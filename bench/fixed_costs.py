@@ -3,7 +3,7 @@
 Run as a script, this file is the measured child: `python bench/fixed_costs.py OUT.json FOXHUNT-ARGS…` pins
 the CPU numerics as the CLI does, imports the CLI and the run's modules (the `imports` phase), wraps the
 run's phase functions in timers (wall and process CPU seconds, calls; a phase re-entered inside itself counts
-once), runs `foxhunt.cli.main(FOXHUNT-ARGS)` and writes what each phase took to OUT.json. Phases nest: each
+once), runs `foxhunt.cli.main()` on FOXHUNT-ARGS (as `sys.argv`, as the console script does) and writes what each phase took to OUT.json. Phases nest: each
 is inclusive of the ones it calls (`PHASES` says where each sits). The parent (`measure`) spawns the child
 pinned to `--cores`, keeps the process's wall and CPU seconds (its rusage) and the Python start-up and
 teardown around the timed part, and takes medians over `--repeats` cold processes of:
@@ -21,6 +21,7 @@ import json
 import os
 import resource
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -107,7 +108,8 @@ def child(out: str, argv: list[str]) -> int:
 
     seconds: dict = {"imports": {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}}
     install(seconds)
-    code = foxhunt.cli.main(argv)
+    sys.argv = ["foxhunt", *argv]  # main() with no argument list: as the console script calls it
+    code = foxhunt.cli.main()
     record = {
         "exit_code": code,
         "startup_seconds": startup,
@@ -172,6 +174,8 @@ def phase_run(args, work: Path, name: str, argv: list[str], summary: Path) -> di
     import harness as h
 
     phases = work / f"{name}-phases.json"
+    phases.unlink(missing_ok=True)
+    shutil.rmtree(summary.parent, ignore_errors=True)  # a fresh --out: an earlier run's folds are not resumed
     command = pinned([sys.executable, str(Path(__file__).resolve()), str(phases), *argv], args.cores)
     record, _ = spawn(command, env_of(work), args.run_timeout)
     if record["exit_code"] != 0 or not phases.exists():

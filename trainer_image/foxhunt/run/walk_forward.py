@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from foxhunt import out_names, storage
+from foxhunt import collector, out_names, storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.plot import flat_words
@@ -54,6 +54,7 @@ def run_folds(
     """
     settings, summary, out_uri, progress = run.config, run.summary, run.out_uri, run.progress
     data = _upload(run, cache, folds, read_seconds, device)
+    collector.settle()  # the run's modules are imported: later collections skip them (collector.py says why)
     if plan is not None:
         plan.run(run, data, folds)
         return
@@ -64,6 +65,7 @@ def run_folds(
     scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
     trainer = _build_trainer(run, data, max_rows, scoring, seeds)
+    collector.settle()  # on CUDA the build's compile imported as many again
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     walked = walk_folds(
