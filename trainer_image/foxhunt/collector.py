@@ -5,7 +5,9 @@ the process, and a CUDA run's compile adds as many. The cyclic collector walks e
 each full collection (a few a run, 0.2–0.6 s each on one core) and once more as the interpreter exits
 (about a second). `settle()` freezes what is alive (`gc.freeze`): those objects leave the collector's
 generations, so later collections walk only what the run makes since, and the exit skips them. Nothing
-is freed by freezing and no figure depends on it; what a frozen cycle holds is only released at exit.
+is freed by freezing and no figure depends on it; what a frozen cycle holds is only released at exit, so
+a run freezes once its data is loaded and before its trainer is built (what a trainer holds, device memory
+among it, stays collectable), and at the end.
 
 Only the console command's own process freezes: `own_process()` (the CLI's `main` called with no argument
 list, as the console script and `python -m foxhunt` call it) marks it. A test or a library caller of the

@@ -65,7 +65,6 @@ def run_folds(
     scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
     trainer = _build_trainer(run, data, max_rows, scoring, seeds)
-    collector.settle()  # on CUDA the build's compile imported as many again
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     walked = walk_folds(
