@@ -5,6 +5,7 @@
     python bench/speed.py seeds [--seeds 3] [--repeats 3]
     python bench/speed.py pipeline [--repeats 3] [--cores 0,1]
     python bench/speed.py scoring [--val-bars 185000] [--repeats 3] [--device cuda]
+    python bench/speed.py fixed [--repeats 3] [--cores 0,1] [--kinds help,pipeline,train] [--max-folds 0]
     CPU checks: plan/seeds --bars 20000 --epochs 1 --repeats 1 --device cpu;
                 real --bars tests/data/<file> --epochs 1 --repeats 1 --device cpu -- --train-days 60 --val-days 20
 
@@ -17,6 +18,8 @@ seeds: `--seeds K` against one seed at the plan's shape, cold with the cache (th
 pipeline: README's default `foxhunt pipeline`, pinned with taskset (run it on an idle machine).
 scoring: one fold's baselines and scoring (`evaluate_fold`) at a 185k-bar window, in this process, cold
 (the first call) and warm (median of the repeats), on the host or the GPU (`--device cuda`).
+fixed: a run's fixed costs phase by phase (imports, load, baselines, scoring, pictures, files, …) in cold
+CPU processes: `--help`, the default pipeline, a two-year `foxhunt train` of few steps (`fixed_costs.py`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import sys
 import time
 from pathlib import Path
 
+import fixed_costs
 import harness as h
 
 PLAN_BARS = 4_700_000
@@ -328,7 +332,8 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
 
 
 BENCHMARKS = {"plan": ("plan_shape", plan), "real": ("real_shape", real), "seeds": ("seeds", seeds),
-              "pipeline": ("pipeline_cpu", pipeline), "scoring": ("fold_scoring", scoring)}  # fmt: skip
+              "pipeline": ("pipeline_cpu", pipeline), "scoring": ("fold_scoring", scoring),
+              "fixed": ("fixed_costs", fixed_costs.measure)}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -336,7 +341,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sub = p.add_subparsers(dest="benchmark", required=True)
     for name in BENCHMARKS:
         s = sub.add_parser(name)
-        h.common_args(s, device="cpu" if name in ("pipeline", "scoring") else "auto")
+        h.common_args(s, device="cpu" if name in ("pipeline", "scoring", "fixed") else "auto")
         if name in ("plan", "seeds"):
             s.add_argument("--bars", type=int, default=PLAN_BARS, help="generated bars")
         if name in ("plan", "seeds", "real"):
@@ -355,6 +360,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sub.choices["pipeline"].add_argument(
         "extra", nargs="*", help="more `foxhunt pipeline` arguments (after --)"
     )
+    fixed_costs.add_args(sub.choices["fixed"])
     sub.choices["scoring"].add_argument("--bars", type=int, default=400_000, help="generated bars")
     sub.choices["scoring"].add_argument("--val-bars", type=int, default=185_000)
     return p.parse_args(argv)

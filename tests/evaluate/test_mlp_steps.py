@@ -1,6 +1,8 @@
 """The supervised MLP's steps: the functional AdamW steps a CUDA graph captures equal torch's AdamW bit for bit."""
 
 import copy
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -99,3 +101,17 @@ def test_a_failed_capture_warns_and_the_fit_runs_eagerly_from_then_on(batches, m
     want = weights_after_each_segment(eager_segments(b, z, y, plan()), b)
     assert all(torch.equal(g, w) for g, w in zip(got[-1], want[-1], strict=True))
     assert not graphed(cuda_plan)
+
+
+def test_a_cpu_fit_imports_no_torch_dynamo():
+    """torch.optim.AdamW's first step imports torch._dynamo (seconds, some 800 modules) in a fresh process;
+    a CPU fit steps through the functional AdamW and leaves it unimported."""
+    code = (
+        "import sys, torch\n"
+        "from foxhunt.evaluate.supervised import fit_mlp\n"
+        "g = torch.Generator().manual_seed(0)\n"
+        "fit_mlp(torch.randn(2000, 42, generator=g), torch.randn(2000, generator=g), 15, steps=50)\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

@@ -197,3 +197,17 @@ def test_the_stitched_report_names_the_feature_oracle_and_the_models_share_of_it
     share = stitched.policies[MODEL].net.sharpe / sharpe
     line = next(x for x in stitched_report(stitched, 1) if "feature oracle" in x)
     assert f"ridge_15): Sharpe {sharpe:.2f}" in line and f"earns {share:.0%} of it" in line
+
+
+@pytest.mark.parametrize("fit_rows", [40, 900])  # fewer fitted rows than the steps draw (160), and more
+def test_the_steps_rows_are_standardised_as_each_row_on_its_own_whichever_comes_first(fit_rows):
+    g = torch.Generator().manual_seed(5)
+    features = torch.randn(1000, 42, generator=g) * 4
+    mean, std = features[:fit_rows].mean(0), features[:fit_rows].std(0)
+    rows = torch.randint(0, fit_rows, (8, 20), generator=g)
+    got = sv._step_rows_standardised(features, rows, fit_rows, mean, std)
+    assert got.shape == (8, 20, 42)
+    for step in range(8):
+        for j, row in enumerate(rows[step].tolist()):
+            want = ((features[row] - mean) / std).clamp(-sv.MLP_CLIP, sv.MLP_CLIP)
+            assert torch.equal(got[step, j], want)

@@ -12,7 +12,7 @@ import os
 import sys
 import traceback
 
-from foxhunt import redaction
+from foxhunt import collector, redaction
 from foxhunt.cli.parser import build_parser
 from foxhunt.config.numerics import pin_cpu_numerics
 from foxhunt.errors import EXIT_FAILURE, EXIT_USAGE, FoxhuntError, RunInterrupted
@@ -30,9 +30,23 @@ def _flat(value) -> list:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script: every error ends as one line on stderr and an exit code."""
+    """Entry point of the console script: every error ends as one line on stderr and an exit code.
+
+    Called with no `argv` (the console script, `python -m foxhunt`) the process is the command's own: its
+    long-lived objects leave the garbage collector's generations (`foxhunt.collector`) once imported, and
+    at the end, so the interpreter's exit does not walk them."""
     # Before any command imports torch: MKL reads its numeric mode once, at its first call.
     pin_cpu_numerics()
+    if argv is None:
+        collector.own_process()
+    try:
+        return _run_command(argv)
+    finally:
+        collector.settle()
+
+
+def _run_command(argv: list[str] | None) -> int:
+    """Parse the command line and run its command; every error as one line on stderr and an exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     name = f"foxhunt {args.command}"

@@ -1,8 +1,9 @@
 """The supervised MLP's Adam steps, segment by segment between checkpoints: eager, or replayed CUDA graphs.
 
 A fit is `steps` AdamW steps on minibatches fixed in advance, with a checkpoint every `every` steps.
-On the CPU (and wherever a graph cannot serve) the steps run eagerly through `torch.optim.AdamW`. On a
-CUDA device each segment of `every` steps is one CUDA graph, captured once per process and shape and
+On the CPU (and wherever a graph cannot serve) the steps run eagerly through the functional AdamW
+(`functional_segments`: the same numbers as `torch.optim.AdamW`, whose first step imports torch._dynamo,
+about 2 s and 800 modules in a fresh CPU process that compiles nothing). On a CUDA device each segment of `every` steps is one CUDA graph, captured once per process and shape and
 replayed for every fit that follows: a fit is then 12 replays, not 300 × ~40 kernel launches from
 Python. The graphs run the same kernels as the eager loop (the functional AdamW with host-side step
 counters, whose per-step bias corrections are baked into each segment's graph, as the eager loop would
@@ -161,16 +162,17 @@ def graphed(plan: StepPlan) -> bool:
 def fit_segments(
     net: nn.Module, batches_z: torch.Tensor, batches_y: torch.Tensor, plan: StepPlan, use_graphs: bool = True
 ) -> Iterator[None]:
-    """The fit's segments: replayed CUDA graphs where `graphed(plan)` (captured at the first fit), else eager."""
+    """The fit's segments: replayed CUDA graphs where `graphed(plan)` (captured at the first fit), else eager
+    through the functional AdamW (`functional_segments`, which gives `eager_segments`' weights)."""
     if not (use_graphs and graphed(plan)):
-        return eager_segments(net, batches_z, batches_y, plan)
+        return functional_segments(net, batches_z, batches_y, plan)
     if plan not in _GRAPHS:
         try:
             _GRAPHS[plan] = SegmentGraphs(net, plan)
         except Exception as exc:  # noqa: BLE001 (a fit must not fail for want of a graph: eager gives the same)
             warnings.warn(f"MLP baseline fits run eagerly: CUDA graph capture failed ({exc})", stacklevel=2)
             _GRAPHS[plan] = None
-            return eager_segments(net, batches_z, batches_y, plan)
+            return functional_segments(net, batches_z, batches_y, plan)
     graphs = _GRAPHS[plan]
     assert graphs is not None
     return graphs.segments(net, batches_z, batches_y)

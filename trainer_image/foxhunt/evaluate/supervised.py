@@ -133,7 +133,20 @@ class MLPFit:
 
 
 def _standardise(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    return ((x.float() - mean) / std).clamp(-MLP_CLIP, MLP_CLIP)
+    # In place after the subtraction: the same operations in the same order, one buffer instead of three.
+    return (x.float() - mean).div_(std).clamp_(-MLP_CLIP, MLP_CLIP)
+
+
+def _step_rows_standardised(features, rows: torch.Tensor, fit_rows: int, mean, std) -> torch.Tensor:
+    """Every step's rows of `features`, standardised: (steps, batch, k). Elementwise, so the same numbers
+    whichever comes first: the fitted rows standardised once and gathered when they are fewer than the
+    steps draw (300 × 1024; a two-year fold fits ~100,000), else the drawn rows gathered and standardised."""
+    flat = rows.reshape(-1)
+    if fit_rows < flat.numel():
+        z = _standardise(features[:fit_rows], mean, std)[flat]
+    else:
+        z = _standardise(features[flat], mean, std)
+    return z.view(*rows.shape, features.shape[1])
 
 
 def fit_mlp(
@@ -236,8 +249,7 @@ def _fit_mlp(
         net.eval()
         return MLPFit(net, mean, std, y_mean, y_std)
     best_loss, best_state = tail_loss(), {name: v.clone() for name, v in net.state_dict().items()}
-    # Every step's rows standardised at once (elementwise, so the same numbers as step by step).
-    batches_z = _standardise(features[rows.reshape(-1)], mean, std).view(*rows.shape, k)
+    batches_z = _step_rows_standardised(features, rows, fit_rows, mean, std)
     batches_y = scaled_target(rows.reshape(-1)).view(rows.shape)
     plan = StepPlan(dev, k, hidden, steps, fit_batch, MLP_CHECK_EVERY, lr, MLP_WEIGHT_DECAY)
     # AdamW (foreach) steps; on a CUDA device replayed graphs of the same kernels (mlp_steps).

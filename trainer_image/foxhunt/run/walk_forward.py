@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from foxhunt import out_names, storage
+from foxhunt import collector, out_names, storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.plot import flat_words
@@ -51,6 +51,7 @@ def run_folds(
     """
     settings, summary, out_uri, progress = run.config, run.summary, run.out_uri, run.progress
     data = _upload(run, cache, folds, read_seconds, device)
+    collector.settle()  # the run's modules are imported: later collections skip them (collector.py says why)
     if plan is not None:
         plan.run(run, data, folds)
         return
