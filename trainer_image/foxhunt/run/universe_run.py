@@ -36,22 +36,29 @@ from foxhunt.config import RunConfig
 from foxhunt.data.universe import UniverseFold, instruments_in_no_fold, universe_folds
 from foxhunt.data.universe_inputs import instrument_name, read_universe
 from foxhunt.errors import UsageError
+from foxhunt.evaluate.book import BookEvaluation, book_seed_spread
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.reports import window_to_dict
 from foxhunt.evaluate.seed_spread import seed_spread
 from foxhunt.run.fold import Progress, stitch_outcomes
 from foxhunt.run.out_folder import check_inputs_outside
 from foxhunt.run.precompute import check_bars_and_output, precompute
+from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
+from foxhunt.run.sinks.telemetry import RunMetrics
+from foxhunt.run.sinks.telemetry_reads import fold_figures, stitched_figures
+from foxhunt.run.universe_book import BOOK_FILE, book_entry, book_line, book_scoring, universe_book
 from foxhunt.run.universe_walk import (
     INSTRUMENTS_FOLDER,
     InstrumentView,
-    Walked,
+    UniverseOutcome,
     instrument_folder,
+    instrument_outcomes,
     instrument_views,
     local_folds,
     universe_execution,
-    walk_universe,
+    universe_step,
 )
+from foxhunt.run.walk import FoldDone, Walked, WalkHooks, walk_folds
 from foxhunt.train import DQNTrainer, resolve_device
 from foxhunt.train.device_data import universe_to_device
 from foxhunt.train.memory_estimate import check_device_memory
@@ -117,10 +124,15 @@ def _series_bytes(series: dict[str, np.ndarray]) -> bytes:
 
 
 def train_universe(
-    fxcache_uris: Sequence[str], out_uri: str, settings: RunConfig, progress: Progress = print
+    fxcache_uris: Sequence[str],
+    out_uri: str,
+    settings: RunConfig,
+    progress: Progress = print,
+    metrics: RunMetrics | None = None,
 ) -> UniverseResult:
-    """Train one trainer on every fxcache of `fxcache_uris` and write each instrument's records (module
-    docstring). Bad input is refused before anything is written."""
+    """Train one trainer on every fxcache of `fxcache_uris` and write each instrument's records and the
+    book's (module docstring). Bad input is refused before anything is written. `metrics`: where the
+    figures go (default: the run's Pushgateway, if one is configured), each instrument's under its name."""
     check_universe_settings(settings)
     try:
         device = resolve_device(settings.device)
@@ -129,6 +141,23 @@ def train_universe(
     summary_uri = storage.join(out_uri, SUMMARY)
     if storage.exists(summary_uri) and not settings.overwrite:
         raise UsageError(f"{out_uri}: holds a run already; give another --out or --overwrite")
+    if metrics is None:
+        metrics = RunMetrics(
+            resolve_run_id(settings.run_id), pushgateway=resolve_pushgateway(settings.pushgateway),
+            model=settings.model, device=str(device), metrics_port=settings.metrics_port,
+        )  # fmt: skip
+    metrics.run_started()
+    try:
+        result = _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics)
+    except BaseException:
+        metrics.run_finished("failed")
+        raise
+    metrics.run_finished("succeeded")
+    return result
+
+
+def _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics: RunMetrics) -> UniverseResult:
+    """Load, walk, stitch, combine, write: `train_universe` once its settings are checked."""
     t0 = time.perf_counter()
     caches = read_universe(fxcache_uris)
     names = [instrument_name(c.uri, c.metadata) for c in caches]
@@ -144,12 +173,39 @@ def train_universe(
     total = sum(len(c) for c in caches)
     check_device_memory(device, total, caches[0].features.shape[1], max_rows, settings.dqn)
     data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
+    metrics.data_loaded(time.perf_counter() - t0, total)
+    metrics.folds_planned(len(folds))
     progress(
         f"loaded {len(caches)} instruments, {total:,} rows onto {device} in {time.perf_counter() - t0:.2f}s; "
         f"{len(folds)} folds"
     )
     views = instrument_views(data, settings)
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
+    walked = _walk(data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics)
+    instruments, evaluations = _stitch_instruments(
+        views, fxcache_uris, folds, walked, seeds, out_uri, progress
+    )
+    series = {name: stitched_series(e) for name, e in evaluations[0].items()}
+    history = {c_name: (c.timestamp, c.targets[:, 0]) for c_name, c in zip(names, caches, strict=True)}
+    summary = {
+        "status": "completed",
+        "device": str(device),
+        "folds": len(folds),
+        "instruments": instruments,
+        "run_config": json.loads(strict_json.json_bytes(_config_dict(settings))),
+    }
+    for entry in instruments:
+        if entry["name"] in evaluations[0]:
+            metrics.stitched_scored(stitched_figures(evaluations[0][entry["name"]].stitched), entry["name"])
+    if series:
+        summary["book"] = _book(evaluations, history, seeds, settings, out_uri, progress, metrics)
+    storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary))
+    return UniverseResult(summary, series)
+
+
+def _walk(data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics: RunMetrics) -> Walked:
+    """One trainer over the universe's folds, through the one walk over folds (`walk.walk_folds`) with a
+    universe fold as its step; each instrument's fold figures told to `metrics` under its name."""
     trainer = DQNTrainer(
         data,
         settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
@@ -160,17 +216,23 @@ def train_universe(
         eval_spread=settings.eval.spread,
         execution=universe_execution(views),
     )
-    walked = walk_universe(trainer, folds, views, out_uri, settings, progress)
-    instruments, series = _stitch_instruments(views, fxcache_uris, folds, walked, seeds, out_uri, progress)
-    summary = {
-        "status": "completed",
-        "device": str(device),
-        "folds": len(folds),
-        "instruments": instruments,
-        "run_config": json.loads(strict_json.json_bytes(_config_dict(settings))),
-    }
-    storage.write_bytes(summary_uri, strict_json.json_bytes(summary))
-    return UniverseResult(summary, series)
+
+    def on_fold(done: FoldDone) -> tuple[int, ...]:
+        first = done.results.get(0)
+        if isinstance(first, UniverseOutcome):
+            for i, outcome in first.instruments.items():
+                metrics.fold_finished(fold_figures(outcome.report), views[i].name)
+        return ()
+
+    return walk_folds(
+        trainer,
+        folds,
+        {m: out_uri for m in range(len(seeds))},
+        settings.epochs,
+        None,
+        hooks=WalkHooks(progress=progress, on_fold=on_fold),
+        step=universe_step(trainer, views, out_uri, settings, progress),
+    )
 
 
 def _stitch_instruments(
@@ -181,12 +243,14 @@ def _stitch_instruments(
     seeds: list[int],
     out_uri: str,
     progress: Progress,
-) -> tuple[list[dict], dict[str, dict[str, np.ndarray]]]:
+) -> tuple[list[dict], dict[int, dict[str, RunEvaluation]]]:
     """Each instrument's stitched record over the folds it took part in (the first seed's), written under
-    its folder; its summary entry (with several seeds, their spread), and its series by name."""
-    instruments, series = [], {}
+    its folder; its summary entry (with several seeds, their spread); per member, its stitched evaluation
+    of each instrument it walked to the end."""
+    instruments = []
+    evaluations: dict[int, dict[str, RunEvaluation]] = {m: {} for m in range(len(seeds))}
     for i, (view, uri) in enumerate(zip(views, uris, strict=True)):
-        outcomes = walked[0][i]
+        outcomes = instrument_outcomes(walked, 0, i)
         entry: dict = {
             "name": view.name,
             "fxcache": uri,
@@ -194,35 +258,57 @@ def _stitch_instruments(
             "folds": sorted(outcomes),
         }
         if outcomes:
-            evaluation = stitch_outcomes(view.data, local_folds(folds, i), outcomes, view.scoring, view.memo)
-            series[view.name] = stitched_series(evaluation)
+            for m in range(len(seeds)):
+                own = instrument_outcomes(walked, m, i)
+                if own.keys() == outcomes.keys():  # a seed that stopped early has no stitched record
+                    evaluations[m][view.name] = stitch_outcomes(
+                        view.data, local_folds(folds, i), own, view.scoring, view.memo
+                    )
+            evaluation = evaluations[0][view.name]
             folder = instrument_folder(out_uri, view.name)
             stitched = strict_json.json_bytes(window_to_dict(evaluation.stitched))
             storage.write_bytes(storage.join(folder, STITCHED), stitched)
-            storage.write_bytes(storage.join(folder, SERIES), _series_bytes(series[view.name]))
+            storage.write_bytes(storage.join(folder, SERIES), _series_bytes(stitched_series(evaluation)))
             net = evaluation.stitched.policies[MODEL].net
             entry["stitched_net_sharpe"] = net.sharpe
             progress(f"{view.name}: stitched net Sharpe {net.sharpe:.2f} over {len(outcomes)} folds")
             if len(seeds) > 1:
-                entry["seed_spread"] = _instrument_spread(view, folds, i, walked, seeds, net)
+                nets = {seeds[m]: ev[view.name].stitched.policies[MODEL].net for m, ev in evaluations.items()
+                        if view.name in ev}  # fmt: skip
+                entry["seed_spread"] = seed_spread(nets)
         instruments.append(entry)
-    return instruments, series
+    return instruments, evaluations
 
 
-def _instrument_spread(
-    view: InstrumentView, folds, instrument: int, walked: Walked, seeds: list[int], first
+def _book(
+    evaluations: dict[int, dict[str, RunEvaluation]],
+    history: dict[str, tuple[np.ndarray, np.ndarray]],
+    seeds: list[int],
+    settings: RunConfig,
+    out_uri: str,
+    progress: Progress,
+    metrics: RunMetrics,
 ) -> dict:
-    """The seeds' stitched net Sharpe on one instrument and their spread (`evaluate.seed_spread`); a seed
-    that stopped before the last fold has no stitched record and is left out."""
-    net = {seeds[0]: first}
-    for m in range(1, len(seeds)):
-        outcomes = walked.get(m, {}).get(instrument, {})
-        if outcomes and outcomes.keys() == walked[0][instrument].keys():
-            other = stitch_outcomes(
-                view.data, local_folds(folds, instrument), outcomes, view.scoring, view.memo
-            )
-            net[seeds[m]] = other.stitched.policies[MODEL].net
-    return seed_spread(net)
+    """The book of the first seed's stitched records (`universe_book`), written to book.json, printed and
+    told to `metrics`; with several seeds, the spread of every seed's book that holds every instrument."""
+    scoring = book_scoring(settings.eval, settings.seed)
+    books: dict[int, BookEvaluation] = {}
+    cutoffs: dict[str, int] = {}
+    for m, by_name in evaluations.items():
+        if by_name.keys() == evaluations[0].keys():
+            series = {name: stitched_series(e) for name, e in by_name.items()}
+            costs = {name: e.cost_per_unit for name, e in by_name.items()}
+            books[seeds[m]], cutoffs = universe_book(series, history, costs, scoring)
+            if len(seeds) == 1:
+                break
+    book = books[seeds[0]]
+    entry = book_entry(book, cutoffs)
+    if len(seeds) > 1:
+        entry["seed_spread"] = book_seed_spread(books)
+    storage.write_bytes(storage.join(out_uri, BOOK_FILE), strict_json.json_bytes(entry))
+    progress(book_line(book))
+    metrics.book_scored(stitched_figures(book.window))
+    return entry
 
 
 def _config_dict(settings: RunConfig) -> dict:
