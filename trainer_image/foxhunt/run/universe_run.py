@@ -4,16 +4,32 @@ Every fxcache is read and the universe checked (`data.universe_inputs.read_unive
 feature versions, no time in common, a missing or damaged file, each refused with one line naming the
 file) and the folds planned by calendar date across the instruments (`data.universe.universe_folds`)
 before any device memory is touched; the memory estimate counts every instrument's rows. Then the
-arrays go to the device once, concatenated, one trainer walks every fold (`universe_walk`), and each
+arrays go to the device once, concatenated, and one trainer walks every fold through the one walk over
+folds (`walk.walk_folds`, whose step is a universe fold: `universe_walk.universe_step`). Each
 instrument's out-of-sample positions are stitched over its folds and scored with its own execution costs:
 ``instruments/<name>/`` holds its folds, ``stitched.json`` and ``series.npz`` (timestamps, positions, net
 returns), and the run's ``summary.json`` lists the instruments. `UniverseResult.series` hands the same
-series out in plain numpy, for the book (evaluate/book.py) to combine.
+series out in plain numpy.
+
+The book (`run/universe_book.py`): the instruments' stitched records combined with equal-risk weights
+measured before the book's first out-of-sample bar (evaluate/book.py), scored beside its buy-and-hold and
+flat with the paired comparisons; summary.json's ``book`` and ``book.json``, and a console line after
+the instruments'. Metrics (a Pushgateway given by `--pushgateway` or $FOXHUNT_PUSHGATEWAY): each fold's
+and each stitched record's figures under ``instrument="<name>"``, the book's under ``instrument="book"``.
 
 `--seeds K` trains K members side by side; the run's records are the first seed's, each instrument's
-summary entry lists every seed's stitched net Sharpe and their spread. Refused for now (UsageError): a
-search (`--trials`), a held-out period. A universe run
-does not resume: the same command again starts over (with `--overwrite`).
+summary entry and the book list every seed's stitched net Sharpe and their spread. Refused for now
+(UsageError): a search (`--trials`), a held-out period. A universe run does not resume: the same command
+again starts over (with `--overwrite`).
+
+Speed with K instruments: an epoch is ``ceil(learning rows / batch size)`` gradient steps, and the
+learning rows are every instrument's, so K instruments make about K times the steps of one (and the
+collection and the validation, which roll every instrument's rows, grow with K too). To hold an epoch at
+one instrument's steps while learning from all K (each batch then draws from every instrument, so each
+sees about 1/K of the samples it would alone), fix the steps with the DQN setting `steps_per_epoch`, e.g.
+``--hyperopt-params params.json`` holding ``{"dqn": {"steps_per_epoch": N}}``, N about one instrument's
+``ceil(learning rows of a fold / batch size)``; 0, the default, keeps ``ceil(rows / batch)``. A fixed N
+is the same in every fold, where the default grows with an expanding window's rows.
 
 `pipeline_universe` is `foxhunt pipeline --bars A --bars B ...`: each instrument's bars (one `--bars`
 group each, named by its first file) precomputed to ``instruments/<name>.fxcache`` under `--out`, then
