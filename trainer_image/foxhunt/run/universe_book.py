@@ -1,6 +1,6 @@
 """The book of a universe run: its instruments' stitched out-of-sample records combined (evaluate/book.py).
 
-Each instrument's series (`universe_run.stitched_series`: timestamps, positions, net returns after its own
+Each instrument's series (`stitched_series`: timestamps, positions, net returns after its own
 costs) is taken with its 1-bar forward log returns at those bars (`targets[:, 0]` of its fxcache, for
 buy-and-hold) and the cost per unit its stitched record paid. The weights are equal risk, measured per
 year (σ of the 1-bar returns × √(bars per year), so an exchange's sessions and FX's 24×5 compare) on the
@@ -21,11 +21,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from foxhunt.config import EvalConfig
+from foxhunt import storage, strict_json
+from foxhunt.config import EvalConfig, RunConfig
 from foxhunt.data.bars import iso_utc
 from foxhunt.evaluate.book import (
     BookEvaluation,
     InstrumentSeries,
+    book_seed_spread,
     book_start,
     book_to_dict,
     evaluate_book,
@@ -33,8 +35,11 @@ from foxhunt.evaluate.book import (
     inverse_vol_weights,
     volatility_before,
 )
-from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, Scoring
+from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, RunEvaluation, Scoring
 from foxhunt.evaluate.records import bars_per_year
+from foxhunt.run.fold import Progress
+from foxhunt.run.sinks.telemetry import RunMetrics
+from foxhunt.run.sinks.telemetry_reads import stitched_figures
 
 BOOK_FILE = "book.json"
 History = Mapping[str, tuple[np.ndarray, np.ndarray]]  # name → (timestamps ns, 1-bar forward log returns)
@@ -116,3 +121,47 @@ def book_line(book: BookEvaluation) -> str:
         f"{vs.difference:+.2f} [{vs.difference_ci_low:+.2f}, {vs.difference_ci_high:+.2f}]: {vs.verdict}; "
         f"equal-risk weights {weights}"
     )
+
+
+def stitched_series(evaluation: RunEvaluation) -> dict[str, np.ndarray]:
+    """The stitched record as plain arrays, one entry per bar: ``timestamp``, the model's ``positions`` and
+    ``net_returns`` (after the instrument's own costs), and each baseline's as ``<baseline>/positions`` and
+    ``<baseline>/net_returns`` (buy-and-hold, ridge, ... over the same bars: what a book combines too)."""
+    out = {"timestamp": np.asarray(evaluation.records[MODEL].timestamp, dtype=np.int64)}
+    for policy, record in evaluation.records.items():
+        prefix = "" if policy == MODEL else f"{policy}/"
+        net = record.pnl(evaluation.cost_per_unit, evaluation.execution)
+        out[f"{prefix}positions"] = np.asarray(record.positions, dtype=np.float64)
+        out[f"{prefix}net_returns"] = np.asarray(net, dtype=np.float64)
+    return out
+
+
+def write_book(
+    evaluations: dict[int, dict[str, RunEvaluation]],
+    history: dict[str, tuple[np.ndarray, np.ndarray]],
+    seeds: list[int],
+    settings: RunConfig,
+    out_uri: str,
+    progress: Progress,
+    metrics: RunMetrics,
+) -> dict:
+    """The book of the first seed's stitched records (`universe_book`), written to book.json, printed and
+    told to `metrics`; with several seeds, the spread of every seed's book that holds every instrument."""
+    scoring = book_scoring(settings.eval, settings.seed)
+    books: dict[int, BookEvaluation] = {}
+    cutoffs: dict[str, int] = {}
+    for m, by_name in evaluations.items():
+        if by_name.keys() == evaluations[0].keys():
+            series = {name: stitched_series(e) for name, e in by_name.items()}
+            costs = {name: e.cost_per_unit for name, e in by_name.items()}
+            books[seeds[m]], cutoffs = universe_book(series, history, costs, scoring)
+            if len(seeds) == 1:
+                break
+    book = books[seeds[0]]
+    entry = book_entry(book, cutoffs)
+    if len(seeds) > 1:
+        entry["seed_spread"] = book_seed_spread(books)
+    storage.write_bytes(storage.join(out_uri, BOOK_FILE), strict_json.json_bytes(entry))
+    progress(book_line(book))
+    metrics.book_scored(stitched_figures(book.window))
+    return entry

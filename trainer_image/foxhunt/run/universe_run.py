@@ -46,13 +46,13 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import numpy as np
+import torch
 
 from foxhunt import storage, strict_json
 from foxhunt.config import RunConfig
 from foxhunt.data.universe import UniverseFold, instruments_in_no_fold, universe_folds
 from foxhunt.data.universe_inputs import instrument_name, read_universe
 from foxhunt.errors import UsageError
-from foxhunt.evaluate.book import BookEvaluation, book_seed_spread
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.reports import window_to_dict
 from foxhunt.evaluate.seed_spread import seed_spread
@@ -62,7 +62,7 @@ from foxhunt.run.precompute import check_bars_and_output, precompute
 from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import fold_figures, stitched_figures
-from foxhunt.run.universe_book import BOOK_FILE, book_entry, book_line, book_scoring, universe_book
+from foxhunt.run.universe_book import stitched_series, write_book
 from foxhunt.run.universe_walk import (
     INSTRUMENTS_FOLDER,
     InstrumentView,
@@ -75,7 +75,7 @@ from foxhunt.run.universe_walk import (
     universe_step,
 )
 from foxhunt.run.walk import FoldDone, Walked, WalkHooks, walk_folds
-from foxhunt.train import DQNTrainer, resolve_device
+from foxhunt.train import DeviceData, DQNTrainer, resolve_device
 from foxhunt.train.device_data import universe_to_device
 from foxhunt.train.memory_estimate import check_device_memory
 
@@ -105,19 +105,6 @@ def check_universe_settings(settings: RunConfig) -> None:
             raise UsageError(
                 f"{flag}: not supported with several --fxcache yet; train the universe without it"
             )
-
-
-def stitched_series(evaluation: RunEvaluation) -> dict[str, np.ndarray]:
-    """The stitched record as plain arrays, one entry per bar: ``timestamp``, the model's ``positions`` and
-    ``net_returns`` (after the instrument's own costs), and each baseline's as ``<baseline>/positions`` and
-    ``<baseline>/net_returns`` (buy-and-hold, ridge, ... over the same bars: what a book combines too)."""
-    out = {"timestamp": np.asarray(evaluation.records[MODEL].timestamp, dtype=np.int64)}
-    for policy, record in evaluation.records.items():
-        prefix = "" if policy == MODEL else f"{policy}/"
-        net = record.pnl(evaluation.cost_per_unit, evaluation.execution)
-        out[f"{prefix}positions"] = np.asarray(record.positions, dtype=np.float64)
-        out[f"{prefix}net_returns"] = np.asarray(net, dtype=np.float64)
-    return out
 
 
 def load_series(out_uri: str) -> dict[str, dict[str, np.ndarray]]:
@@ -162,18 +149,22 @@ def train_universe(
             resolve_run_id(settings.run_id), pushgateway=resolve_pushgateway(settings.pushgateway),
             model=settings.model, device=str(device), metrics_port=settings.metrics_port,
         )  # fmt: skip
-    metrics.run_started()
     try:
-        result = _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics)
-    except BaseException:
-        metrics.run_finished("failed")
-        raise
-    metrics.run_finished("succeeded")
-    return result
+        return _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics)
+    finally:
+        metrics.close()
 
 
-def _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics: RunMetrics) -> UniverseResult:
-    """Load, walk, stitch, combine, write: `train_universe` once its settings are checked."""
+def _train_universe(
+    fxcache_uris: Sequence[str],
+    out_uri: str,
+    settings: RunConfig,
+    device: torch.device,
+    progress: Progress,
+    metrics: RunMetrics,
+) -> UniverseResult:
+    """Read and check, then (the run started, its end told to `metrics`) load, walk, stitch, combine and
+    write: `train_universe` once its settings are checked."""
     t0 = time.perf_counter()
     caches = read_universe(fxcache_uris)
     names = [instrument_name(c.uri, c.metadata) for c in caches]
@@ -188,38 +179,83 @@ def _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics: 
     max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in folds)
     total = sum(len(c) for c in caches)
     check_device_memory(device, total, caches[0].features.shape[1], max_rows, settings.dqn)
-    data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
-    metrics.data_loaded(time.perf_counter() - t0, total)
-    metrics.folds_planned(len(folds))
-    progress(
-        f"loaded {len(caches)} instruments, {total:,} rows onto {device} in {time.perf_counter() - t0:.2f}s; "
-        f"{len(folds)} folds"
-    )
-    views = instrument_views(data, settings)
-    seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
-    walked = _walk(data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics)
-    instruments, evaluations = _stitch_instruments(
-        views, fxcache_uris, folds, walked, seeds, out_uri, progress
-    )
-    series = {name: stitched_series(e) for name, e in evaluations[0].items()}
-    history = {c_name: (c.timestamp, c.targets[:, 0]) for c_name, c in zip(names, caches, strict=True)}
+    metrics.run_started()  # refusals above are before the run: nothing pushed for them
+    try:
+        data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
+        metrics.data_loaded(time.perf_counter() - t0, total)
+        metrics.folds_planned(len(folds))
+        progress(
+            f"loaded {len(caches)} instruments, {total:,} rows onto {device} in "
+            f"{time.perf_counter() - t0:.2f}s; {len(folds)} folds"
+        )
+        views = instrument_views(data, settings)
+        seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
+        walked = _walk(data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics)
+        history = {n: (c.timestamp, c.targets[:, 0]) for n, c in zip(names, caches, strict=True)}
+        result = _records(
+            views,
+            fxcache_uris,
+            folds,
+            walked,
+            seeds,
+            history,
+            out_uri,
+            settings,
+            str(device),
+            progress,
+            metrics,
+        )
+    except BaseException as exc:
+        metrics.run_finished("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        raise
+    metrics.run_finished("succeeded")
+    return result
+
+
+def _records(
+    views: Sequence[InstrumentView],
+    uris: Sequence[str],
+    folds: Sequence[UniverseFold],
+    walked: Walked,
+    seeds: list[int],
+    history: dict[str, tuple[np.ndarray, np.ndarray]],
+    out_uri: str,
+    settings: RunConfig,
+    device: str,
+    progress: Progress,
+    metrics: RunMetrics,
+) -> UniverseResult:
+    """Each instrument's stitched record and the book's, written, printed and told to `metrics`; then
+    summary.json."""
+    instruments, evaluations = _stitch_instruments(views, uris, folds, walked, seeds, out_uri, progress)
+    for entry in instruments:
+        if entry["name"] in evaluations[0]:
+            metrics.stitched_scored(stitched_figures(evaluations[0][entry["name"]].stitched), entry["name"])
     summary = {
         "status": "completed",
-        "device": str(device),
+        "device": device,
         "folds": len(folds),
         "instruments": instruments,
         "run_config": json.loads(strict_json.json_bytes(_config_dict(settings))),
     }
-    for entry in instruments:
-        if entry["name"] in evaluations[0]:
-            metrics.stitched_scored(stitched_figures(evaluations[0][entry["name"]].stitched), entry["name"])
+    series = {name: stitched_series(e) for name, e in evaluations[0].items()}
     if series:
-        summary["book"] = _book(evaluations, history, seeds, settings, out_uri, progress, metrics)
+        summary["book"] = write_book(evaluations, history, seeds, settings, out_uri, progress, metrics)
     storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary))
     return UniverseResult(summary, series)
 
 
-def _walk(data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics: RunMetrics) -> Walked:
+def _walk(
+    data: DeviceData,
+    views: Sequence[InstrumentView],
+    folds: Sequence[UniverseFold],
+    max_rows: int,
+    seeds: list[int],
+    out_uri: str,
+    settings: RunConfig,
+    progress: Progress,
+    metrics: RunMetrics,
+) -> Walked:
     """One trainer over the universe's folds, through the one walk over folds (`walk.walk_folds`) with a
     universe fold as its step; each instrument's fold figures told to `metrics` under its name."""
     trainer = DQNTrainer(
@@ -294,37 +330,6 @@ def _stitch_instruments(
                 entry["seed_spread"] = seed_spread(nets)
         instruments.append(entry)
     return instruments, evaluations
-
-
-def _book(
-    evaluations: dict[int, dict[str, RunEvaluation]],
-    history: dict[str, tuple[np.ndarray, np.ndarray]],
-    seeds: list[int],
-    settings: RunConfig,
-    out_uri: str,
-    progress: Progress,
-    metrics: RunMetrics,
-) -> dict:
-    """The book of the first seed's stitched records (`universe_book`), written to book.json, printed and
-    told to `metrics`; with several seeds, the spread of every seed's book that holds every instrument."""
-    scoring = book_scoring(settings.eval, settings.seed)
-    books: dict[int, BookEvaluation] = {}
-    cutoffs: dict[str, int] = {}
-    for m, by_name in evaluations.items():
-        if by_name.keys() == evaluations[0].keys():
-            series = {name: stitched_series(e) for name, e in by_name.items()}
-            costs = {name: e.cost_per_unit for name, e in by_name.items()}
-            books[seeds[m]], cutoffs = universe_book(series, history, costs, scoring)
-            if len(seeds) == 1:
-                break
-    book = books[seeds[0]]
-    entry = book_entry(book, cutoffs)
-    if len(seeds) > 1:
-        entry["seed_spread"] = book_seed_spread(books)
-    storage.write_bytes(storage.join(out_uri, BOOK_FILE), strict_json.json_bytes(entry))
-    progress(book_line(book))
-    metrics.book_scored(stitched_figures(book.window))
-    return entry
 
 
 def _config_dict(settings: RunConfig) -> dict:
