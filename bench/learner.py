@@ -185,8 +185,8 @@ def one_fold(changes: dict, seed: int, signal: bool, epochs: int) -> dict:
         trainer.train_epoch(epoch, epochs)
     choice = trainer.policies.choose_policies()[0]
     result = trainer.policies.validate()
-    return {"sharpe": result["sharpe"], "turnover": result["turnover"], "exposure": result["exposure"],
-            "buy_and_hold": result["buy_and_hold"]["sharpe"], "went_flat": bool(choice and choice.flat)}  # fmt: skip
+    return {"sharpe": result.sharpe, "turnover": result.turnover, "exposure": result.exposure,
+            "buy_and_hold": result.buy_and_hold.sharpe, "went_flat": bool(choice and choice.flat)}  # fmt: skip
 
 
 def quartiles(values: list[float]) -> dict:

@@ -8,7 +8,7 @@ import pytest
 from support.data_files import EURUSD, YNDX
 
 from foxhunt.data.bars import Bars, generate_sample_bars, read_bars, validate_bars
-from foxhunt.data.overlay import SIGMA_CLIP_QUANTILE, overlay_news, plant_overlay, robust_sigma
+from foxhunt.data.overlay import SIGMA_CLIP_QUANTILE, plant_overlay, robust_sigma
 from foxhunt.data.sample import (
     NEWS_BARS,
     NEWS_JUMP_SIGMAS,
@@ -29,7 +29,7 @@ def real(name: str) -> Bars:
 @pytest.mark.parametrize("name", sorted(SLICES))
 @pytest.mark.parametrize("drift_multiple", [0.0, 1.0, 50.0])
 def test_the_overlaid_real_bars_keep_every_rule_of_the_bars_contract(name, drift_multiple):
-    bars = overlay_news(real(name), drift_multiple=drift_multiple, seed=4, news_rate=0.02)
+    bars = plant_overlay(real(name), drift_multiple=drift_multiple, seed=4, news_rate=0.02).bars
     validate_bars(bars, name)  # positive prices, high ≥ max(open, close), low ≤ min(open, close), ...
     assert np.all(bars.high >= np.maximum(bars.open, bars.close))
     assert np.all(bars.low <= np.minimum(bars.open, bars.close))
@@ -114,9 +114,9 @@ def test_volume_is_multiplied_on_the_news_bars_only():
 
 
 def test_the_same_seed_plants_the_same_overlay_and_another_seed_another():
-    a = overlay_news(real("eurusd"), drift_multiple=1.0, seed=7)
-    b = overlay_news(real("eurusd"), drift_multiple=1.0, seed=7)
-    c = overlay_news(real("eurusd"), drift_multiple=1.0, seed=8)
+    a = plant_overlay(real("eurusd"), drift_multiple=1.0, seed=7).bars
+    b = plant_overlay(real("eurusd"), drift_multiple=1.0, seed=7).bars
+    c = plant_overlay(real("eurusd"), drift_multiple=1.0, seed=8).bars
     for column in ("open", "high", "low", "close", "volume"):
         np.testing.assert_array_equal(getattr(a, column), getattr(b, column))
     assert a.content_hash == b.content_hash
@@ -127,7 +127,7 @@ def test_the_overlay_is_named_in_the_source_and_hash_so_no_cache_takes_it_for_th
     plain = real("eurusd")
     hashes = {plain.content_hash}
     for drift, seed in ((1.0, 0), (0.0, 0), (1.0, 1), (0.5, 0)):
-        bars = overlay_news(plain, drift_multiple=drift, seed=seed)
+        bars = plant_overlay(plain, drift_multiple=drift, seed=seed).bars
         assert bars.source.startswith(plain.source) and f"overlay(drift={drift!r}x,seed={seed}" in bars.source
         hashes.add(bars.content_hash)
     assert len(hashes) == 5
@@ -136,4 +136,4 @@ def test_the_overlay_is_named_in_the_source_and_hash_so_no_cache_takes_it_for_th
 @pytest.mark.parametrize("drift_multiple", [-1.0, float("nan"), float("inf")])
 def test_a_drift_multiple_below_zero_or_not_finite_is_refused(drift_multiple):
     with pytest.raises(ValueError, match="drift_multiple"):
-        overlay_news(real("eurusd"), drift_multiple=drift_multiple, seed=0)
+        plant_overlay(real("eurusd"), drift_multiple=drift_multiple, seed=0)

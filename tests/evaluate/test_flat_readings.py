@@ -10,12 +10,14 @@ from support.evaluation_cases import flat_window, window
 from test_reports import report, summary
 
 from foxhunt.evaluate.reports import RunSummary, flat_fold_note, flat_run_reading, fold_table
-from foxhunt.evaluate.run_scores import stitched_report
+from foxhunt.evaluate.stitched_report import stitched_report
+from foxhunt.train.evidence import PooledDecision, WindowName
+from foxhunt.train.fold_selection import FoldSelection
 
 
 def gated(fold: int, tail: float, gate: float, epoch: int | None = 1):
     """A fold the tail gate made flat: its best tail Sharpe `tail` did not clear `gate`."""
-    selection = {"selected_epoch": epoch, "tail_sharpe": tail, "went_flat": True, "gate_sharpe": gate}
+    selection = FoldSelection(epoch, tail, flat=True, gate=gate)
     return dataclasses.replace(report(fold), evaluation=flat_window(fold), selection=selection)
 
 
@@ -86,19 +88,18 @@ def test_the_summary_file_as_written_holds_the_words_of_a_flat_run():
 
 def pooled_flat(fold: int, pooled: float, gate: float, own: float, windows: int):
     """A fold the pooled decision made flat: its pooled Sharpe over `windows` windows against `gate`."""
-    decision = {
-        "pooled_sharpe": pooled,
-        "gate_sharpe": gate,
-        "own_tail_sharpe": own,
-        "windows": [[0, "tail"]] * windows,
-    }
-    selection = {
-        "selected_epoch": 1,
-        "tail_sharpe": own,
-        "went_flat": True,
-        "gate_sharpe": gate,
-        "pooled": decision,
-    }
+    decision = PooledDecision(
+        trade=False,
+        pooled_sharpe=pooled,
+        gate=gate,
+        bars=1000.0,
+        own_tail_sharpe=own,
+        guard=-1.0,
+        windows=(WindowName(0, "tail"),) * windows,
+        ignored=0,
+        reason="",
+    )
+    selection = FoldSelection(1, own, flat=True, gate=gate, pooled=decision)
     return dataclasses.replace(report(fold), evaluation=flat_window(fold), selection=selection)
 
 

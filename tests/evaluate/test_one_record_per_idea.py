@@ -12,8 +12,7 @@ from support.telemetry_cases import fold_report
 
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.reports import FoldReport
-from foxhunt.evaluate.run_scores import fold_flags, fold_warnings
-from foxhunt.train.epoch_figures import COLLAPSE_SHARE, EpochFigures
+from foxhunt.train.epoch_figures import COLLAPSE_SHARE, EpochFigures, fold_flags, fold_warnings
 
 RANGE_KEYS = ["fold", "train_start", "train_end", "val_start", "val_end", "difficulty_score"]
 

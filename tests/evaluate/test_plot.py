@@ -18,6 +18,7 @@ from foxhunt.evaluate.plot import (
     render_timings_png,
     run_picture,
 )
+from foxhunt.train.fold_selection import FoldSelection
 
 MINUTE = 60_000_000_000
 T0 = np.datetime64("2024-01-01T00:00", "ns").astype(np.int64)
@@ -106,7 +107,7 @@ def test_run_png_says_a_flat_fold_in_words_and_draws_no_sharpe_mark_for_it():
     folds = [FoldRange(k, 1000 * k, 2000 + 1000 * k, 2000 + 1000 * k, 3000 + 1000 * k, 0.0) for k in range(4)]
     model = {f.fold: torch.sign(features[f.val_slice, 5]) * (f.fold != 1) for f in folds}  # fold 1 flat
     run = evaluate_run(features, targets, timestamp, folds, model, Scoring(resamples=100))
-    selections = {f.fold: {"went_flat": f.fold == 1} for f in folds}
+    selections = {f.fold: FoldSelection(0, 1.0, flat=f.fold == 1) for f in folds}
     fig = run_figure(run_picture(run, selections), "t")
     texts = {t.get_gid(): t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid()}
     assert texts == {"flat fold 1": f"fold 1\n{FLAT_GATE}"}
@@ -126,7 +127,7 @@ def test_run_png_of_a_record_that_never_traded_says_so_instead_of_a_zero_sharpe(
     folds = [FoldRange(k, 1000 * k, 2000 + 1000 * k, 2000 + 1000 * k, 3000 + 1000 * k, 0.0) for k in range(2)]
     run = evaluate_run(features, targets, timestamp, folds, {f.fold: torch.zeros(1000) for f in folds},
                        Scoring(resamples=100))  # fmt: skip
-    picture = run_picture(run, {0: {"went_flat": True}, 1: {"went_flat": True}})
+    picture = run_picture(run, {0: FoldSelection(0, 1.0, flat=True), 1: FoldSelection(0, 1.0, flat=True)})
     fig = run_figure(picture, "t")
     texts = {t.get_gid(): t.get_text() for ax in fig.axes for t in ax.texts if t.get_gid()}
     assert texts["flat stitched"] == f"stitched record {FLAT_GATE} in any fold"

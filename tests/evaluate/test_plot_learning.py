@@ -8,6 +8,7 @@ from foxhunt.evaluate.plot import FLAT_GATE
 from foxhunt.evaluate.plot_learning import fold_curve, learning_figure, render_learning_png
 from foxhunt.evaluate.reports import FoldDates, FoldReport, RunSummary
 from foxhunt.train.epoch_figures import EpochFigures
+from foxhunt.train.fold_selection import FoldSelection
 
 
 def epoch(k: int, loss: float, train_sharpe: float | None) -> EpochFigures:
@@ -16,7 +17,7 @@ def epoch(k: int, loss: float, train_sharpe: float | None) -> EpochFigures:
     )
 
 
-def report(fold: int, selection: dict | None, train=(1.0, 9.0, 2.0, 3.0)) -> FoldReport:
+def report(fold: int, selection: FoldSelection | None, train=(1.0, 9.0, 2.0, 3.0)) -> FoldReport:
     """A fold of four epochs; the evaluation is not read by the picture."""
     epochs = [epoch(k, 2.0 - 0.1 * k, s) for k, s in enumerate(train)]
     dates = FoldDates("a", "b", "c", "d")
@@ -26,9 +27,8 @@ def report(fold: int, selection: dict | None, train=(1.0, 9.0, 2.0, 3.0)) -> Fol
     )  # type: ignore[arg-type]
 
 
-def selection(chosen: int, tails: list[float], gate: float, flat: bool) -> dict:
-    return {"selected_epoch": chosen, "tail_sharpe": tails[chosen], "went_flat": flat,
-            "tail_sharpes": tails, "gate_sharpe": gate}  # fmt: skip
+def selection(chosen: int, tails: list[float], gate: float, flat: bool) -> FoldSelection:
+    return FoldSelection(chosen, tails[chosen], flat, tuple(tails), gate)
 
 
 KEPT = selection(2, [0.5, 1.0, 4.0, 3.0], 2.5, flat=False)
@@ -56,7 +56,7 @@ def test_the_in_sample_and_tail_sharpe_lines_hold_the_reports_values():
     lines = drawn(learning_figure([fold_curve(report(0, KEPT))], "t"))
     assert np.allclose(lines["fold 0 train_sharpe"].get_ydata(), [1.0, 9.0, 2.0, 3.0])
     assert list(lines["fold 0 tail_sharpe"].get_xdata()) == [1, 2, 3, 4]
-    assert np.allclose(lines["fold 0 tail_sharpe"].get_ydata(), KEPT["tail_sharpes"])
+    assert np.allclose(lines["fold 0 tail_sharpe"].get_ydata(), KEPT.tail_sharpes)
 
 
 def test_the_kept_epoch_mark_sits_at_the_selected_epoch_not_the_best_in_sample_one():

@@ -8,6 +8,7 @@ from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, Scoring, evaluate_run
 from foxhunt.evaluate.plot import FLAT_GATE, MAX_POINTS
 from foxhunt.evaluate.plot_positions import positions_figure, positions_picture, render_positions_png
+from foxhunt.train.fold_selection import FoldSelection
 
 MINUTE = 60_000_000_000
 T0 = np.datetime64("2024-01-01T00:00", "ns").astype(np.int64)
@@ -61,7 +62,7 @@ def test_the_wealth_lines_are_the_model_and_buy_and_hold_net_wealth():
 
 def test_a_flat_fold_is_said_in_words_and_a_trading_one_is_not():
     run = small_run(300, flat_fold=1)
-    selections = {0: {"went_flat": False}, 1: {"went_flat": True}, 2: {"went_flat": False}}
+    selections = {k: FoldSelection(0, 1.0, flat=k == 1) for k in range(3)}
     fig = positions_figure(positions_picture(run, selections), "t")
     texts = drawn(fig)
     assert texts["flat fold 1"].get_text() == f"fold 1\n{FLAT_GATE}"

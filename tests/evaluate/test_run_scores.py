@@ -19,8 +19,6 @@ from foxhunt.cli import main
 from foxhunt.evaluate.baselines import BASELINE_NAMES
 from foxhunt.evaluate.evaluation import MODEL
 from foxhunt.evaluate.reports import RunSummary
-from foxhunt.evaluate.run_scores import fold_warnings
-from foxhunt.train.epoch_figures import EpochFigures
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAIN_TEMPLATE = ROOT / "foxhunt_workflows" / "rendered" / "train.yaml"
@@ -159,31 +157,7 @@ def test_a_failed_run_writes_what_exists_to_the_argo_outputs(tiny_fxcache, tmp_p
     assert strict_json.read(tmp_path / "argo" / "summary.json")["status"] == "failed"
 
 
-# ---- diagnostics' warnings ------------------------------------------------------------------------------
-def epoch(shares=None, agreement=None) -> EpochFigures:
-    return EpochFigures(0, 0.1, 0.05, 4, 0.1, 0.1, 1e4, action_shares=shares, feature_agreement=agreement)
-
-
-def test_a_policy_on_one_action_for_95_percent_of_bars_has_collapsed():
-    (warning,) = fold_warnings(3, [epoch([0.01, 0.04, 0.95], 0.5)])
-    assert warning.startswith("fold 3: the policy collapsed to one action: long on 95.0%")
-    assert fold_warnings(3, [epoch([0.02, 0.04, 0.94], 0.5)]) == []
-
-
-def test_only_the_last_epoch_decides_the_warnings():
-    assert fold_warnings(0, [epoch([0.0, 1.0, 0.0], 1.0), epoch([0.3, 0.3, 0.4], 0.5)]) == []
-
-
-def test_a_policy_whose_actions_stay_with_features_at_their_mean_ignores_the_features():
-    (warning,) = fold_warnings(1, [epoch([0.3, 0.3, 0.4], 0.995)])
-    assert "ignores the features: 99.5%" in warning
-    assert fold_warnings(1, [epoch([0.3, 0.3, 0.4], 0.98)]) == []
-
-
-def test_no_diagnostics_no_warnings():
-    assert fold_warnings(0, [epoch()]) == [] and fold_warnings(0, []) == []
-
-
+# ---- diagnostics' warnings (their words: tests/train/test_epoch_figures.py) -----------------------------
 class AlwaysFlat(torch.nn.Module):
     """A planted Q-network: flat is worth most from every state, whatever the features."""
 

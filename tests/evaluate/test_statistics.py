@@ -39,11 +39,11 @@ def test_evaluation_agrees_with_the_trainers_policy_metrics():
     want = policy_metrics(
         torch.from_numpy(positions), torch.from_numpy(returns), 2e-4, periods_per_year(record.timestamp)
     )
-    assert net.sharpe == pytest.approx(want["sharpe"], rel=1e-9)
-    assert net.log_return == pytest.approx(want["total_return"], rel=1e-9)
-    assert net.max_drawdown == pytest.approx(want["max_drawdown"], rel=1e-9)
-    assert net.turnover == want["turnover"]
-    assert net.hit_rate == pytest.approx(want["hit_rate"], rel=1e-6)  # the trainer divides in float32
+    assert net.sharpe == pytest.approx(want.sharpe, rel=1e-9)
+    assert net.log_return == pytest.approx(want.total_return, rel=1e-9)
+    assert net.max_drawdown == pytest.approx(want.max_drawdown, rel=1e-9)
+    assert net.turnover == want.turnover
+    assert net.hit_rate == pytest.approx(want.hit_rate, rel=1e-6)  # the trainer divides in float32
 
 
 def test_returns_drawdown_turnover_and_exposure_on_a_hand_built_record():

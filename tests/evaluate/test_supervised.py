@@ -183,7 +183,7 @@ def test_the_stitched_report_names_the_feature_oracle_and_the_models_share_of_it
     from support.evaluation_cases import MINUTE, T0
 
     from foxhunt.evaluate.evaluation import MODEL, evaluate_window, fold_record
-    from foxhunt.evaluate.run_scores import stitched_report
+    from foxhunt.evaluate.stitched_report import stitched_report
 
     rng = np.random.default_rng(0)
     returns = rng.normal(0.0, 4e-4, 2000)

@@ -57,7 +57,7 @@ def traded_sharpe(walked: Walked, member: int, arrays, folds: list[FoldRange]) -
     pnl = []
     for fold in folds:
         outcome = walked.outcomes[member][fold.fold]
-        if outcome.report.selection["went_flat"]:
+        if outcome.report.selection.flat:
             continue
         returns = torch.from_numpy(arrays.targets[fold.val_slice, 0]).double()
         pnl.append(policy_pnl(torch.from_numpy(outcome.positions), returns, EVAL_COST).numpy())

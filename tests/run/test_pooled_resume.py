@@ -52,7 +52,7 @@ def test_a_resumed_walk_that_lost_the_taken_over_folds_evidence_would_decide_oth
         if fold_range.fold >= TAKEN:
             return None
         outcome = load_fold(f"{first_out}/member_0", fold_range.fold)
-        selection = {k: v for k, v in outcome.report.selection.items() if k != "out_of_sample"}
+        selection = dataclasses.replace(outcome.report.selection, out_of_sample=None)
         return {
             0: dataclasses.replace(outcome, report=dataclasses.replace(outcome.report, selection=selection))
         }

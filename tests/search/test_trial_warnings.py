@@ -9,11 +9,10 @@ from support.trials_worker import one_at_a_time
 from test_trials import TEST_SPACE, _study
 
 from foxhunt.config.search import OBJECTIVES
-from foxhunt.evaluate.run_scores import fold_flags
 from foxhunt.search.outputs import study_lines, study_summary, study_table, table_csv, write_study_outputs
 from foxhunt.search.study import TrialOutcome
 from foxhunt.search.trial_loop import run_trials
-from foxhunt.train.epoch_figures import EpochFigures
+from foxhunt.train.epoch_figures import EpochFigures, fold_flags
 
 COLLAPSE = "fold 1: the policy collapsed to one action: flat on 99.0% of validation bars (warning at 95%)"
 

@@ -36,6 +36,8 @@ PRELOAD = (
     "foxhunt.search.driver",
     "foxhunt.evaluate.plot",
     "foxhunt.evaluate.run_scores",
+    "foxhunt.evaluate.stitched_report",
+    "foxhunt.evaluate.plot_run",
     "foxhunt.evaluate.supervised",
     "optuna",
     "matplotlib.figure",

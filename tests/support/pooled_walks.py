@@ -70,7 +70,10 @@ def walk(
 
 def selections(walked: Walked, member: int = 0) -> dict[int, dict]:
     """Member `member`'s `selection` record per fold, as report.json holds it."""
-    return {fold: dict(o.report.selection or {}) for fold, o in walked.outcomes[member].items()}
+    return {
+        fold: {} if o.report.selection is None else o.report.selection.to_dict()
+        for fold, o in walked.outcomes[member].items()
+    }
 
 
 def decision(selection: dict) -> dict:

@@ -6,6 +6,7 @@ import torch
 
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
+from foxhunt.train.policy import ValidationFigures
 
 # The devices the parametrised trainer tests run on: CUDA only where it exists, so CI has nothing to skip.
 DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
@@ -35,7 +36,7 @@ def planted_arrays(n: int = 20_000, seed: int = 7) -> tuple[np.ndarray, np.ndarr
     return features, targets, np.arange(n, dtype=np.int64) * MINUTE_NS
 
 
-def run_fold(trainer, fold_range: FoldRange, epochs: int = 2) -> dict:
+def run_fold(trainer, fold_range: FoldRange, epochs: int = 2) -> ValidationFigures:
     """One fold as the pipeline runs it: point, reset, normalize, train, validate."""
     trainer.window.set_fold_range(fold_range)
     trainer.reset_for_fold(fold_range.fold)

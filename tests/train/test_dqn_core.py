@@ -329,18 +329,16 @@ def test_only_a_correct_dqn_holds_a_persistent_signal_through_costs(device):
         trainer.window.compute_norm_stats()
         for epoch in range(4):
             trainer.train_epoch(epoch, 4)
-        return trainer.policies.validate()["sharpe"]  # always at the evaluation cost
+        return trainer.policies.validate().sharpe  # always at the evaluation cost
 
     dqn = validation_sharpe(config)
     myopic = validation_sharpe(replace(config, gamma=0.0))
     cost_blind = validation_sharpe(replace(config, cost=0.0))
     returns = torch.from_numpy(targets[24_000:, 0].copy())
     periods = periods_per_year(timestamp[24_000:])
-    hold_regime = policy_metrics(torch.from_numpy(features[24_000:, 0].copy()), returns, COST, periods)[
-        "sharpe"
-    ]
+    hold_regime = policy_metrics(torch.from_numpy(features[24_000:, 0].copy()), returns, COST, periods).sharpe
     last_sign = torch.sign(torch.from_numpy(targets[23_999:29_999, 0].copy()))  # the return known at bar t
-    sign_rule = policy_metrics(last_sign, returns, COST, periods)["sharpe"]
+    sign_rule = policy_metrics(last_sign, returns, COST, periods).sharpe
 
     bar = 0.5 * hold_regime
     assert hold_regime > 0

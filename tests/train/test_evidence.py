@@ -1,14 +1,24 @@
 """The pooled trading decision (foxhunt.train.evidence): a fold trades on its own tail and the earlier folds'
 out-of-sample windows, pooled by bars, with a guard on its own tail and no window from its validation on."""
 
+import json
 import math
 from dataclasses import replace
 
 import pytest
 
+from foxhunt import strict_json
 from foxhunt.config import DQNConfig
 from foxhunt.errors import ConfigError
-from foxhunt.train.evidence import PooledDecision, WindowEvidence, pooled_decision, zero_sharpe_error
+from foxhunt.train.evidence import (
+    PooledDecision,
+    WindowEvidence,
+    decision_dict,
+    evidence_dict,
+    evidence_from_dict,
+    pooled_decision,
+    zero_sharpe_error,
+)
 from foxhunt.train.selection import tail_gate
 
 PER_YEAR = 362_880.0  # 252 days of 1440 minute bars
@@ -65,7 +75,7 @@ def test_a_window_ending_at_the_validation_start_is_not_used():
     # A window whose last bar is the fold's first validation bar would decide it: it must be ignored.
     late = oos(2, 50.0, end_ns=VAL_START)
     decision = decide(tail(8.0), [late])
-    assert not decision.trade and decision.windows == (tail(8.0),) and decision.ignored == 1
+    assert not decision.trade and decision.windows == (tail(8.0).name,) and decision.ignored == 1
     assert decide(tail(8.0), [replace(late, end_ns=VAL_START - 1)]).trade  # one ns earlier: used
 
 
@@ -98,7 +108,7 @@ def test_a_fold_whose_own_tail_does_not_beat_the_guard_stays_flat_on_strong_evid
 
 def test_earlier_tails_are_left_out_unless_weighted():
     biased = [tail(12.0, fold=j, end_ns=j) for j in range(3)]  # best-of-E tails of folds 0-2
-    assert decide(tail(8.0), biased).windows == (tail(8.0),)
+    assert decide(tail(8.0), biased).windows == (tail(8.0).name,)
     weighted = decide(tail(8.0), biased, earlier_tail_weight=0.5)
     assert weighted.bars == TAIL * 2.5 and weighted.pooled_sharpe == pytest.approx((8 + 1.5 * 12) / 2.5)
 
@@ -133,3 +143,33 @@ def test_the_default_pools_the_evidence_at_3_errors_and_the_settings_are_checked
         DQNConfig(select_pool="run")
     with pytest.raises(ConfigError, match="select_pool_t"):
         DQNConfig(select_pool_t=-1.0)
+
+
+def test_a_windows_evidence_reads_back_from_report_json_as_written():
+    window = oos(1, 2.5, bars=4_321, end_ns=VAL_START - 7)
+    written = json.loads(strict_json.json_bytes(evidence_dict(window)))
+    assert written == {
+        "fold": 1,
+        "kind": "out_of_sample",
+        "bars": 4_321,
+        "sharpe": 2.5,
+        "end_ns": VAL_START - 7,
+    }
+    assert evidence_from_dict(written) == window
+    assert evidence_from_dict({**written, "sharpe": None}) is None  # an undefined Sharpe is no evidence
+
+
+def test_a_pooled_decision_is_written_under_report_jsons_keys_in_its_order():
+    decision = decide(tail(12.0), [oos(0, 4.0), oos(1, 1.0)])
+    written = json.loads(strict_json.json_bytes(decision_dict(decision)))
+    assert list(written) == [
+        "trade", "pooled_sharpe", "gate_sharpe", "bars", "own_tail_sharpe", "guard_sharpe", "windows",
+        "ignored", "reason",
+    ]  # fmt: skip
+    assert (written["gate_sharpe"], written["guard_sharpe"]) == (decision.gate, decision.guard)
+    assert written["windows"] == [[3, "tail"], [0, "out_of_sample"], [1, "out_of_sample"]]
+    assert (written["trade"], written["bars"], written["reason"]) == (
+        decision.trade,
+        decision.bars,
+        decision.reason,
+    )

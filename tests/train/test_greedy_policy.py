@@ -72,10 +72,10 @@ def test_validation_metrics_equal_a_per_bar_loop_at_the_evaluation_cost(device):
     )  # hysteresis: the rollout depends on the position held
     got = trainer.policies.validate()
     loop = _sequential_metrics(trainer, 600, 900, cost=3e-4)  # fee + half the spread
-    assert 0 < got["turnover"] < 300, "the case must trade, and not on every bar"
+    assert 0 < got.turnover < 300, "the case must trade, and not on every bar"
     for key in ("total_return", "sharpe", "gross_return", "gross_sharpe", "max_drawdown"):
-        assert got[key] == pytest.approx(loop[key], rel=TOLERANCE[device]["rel"] * 10, abs=1e-9), key
-    assert got["turnover"] == loop["turnover"]
+        assert getattr(got, key) == pytest.approx(loop[key], rel=TOLERANCE[device]["rel"] * 10, abs=1e-9), key
+    assert got.turnover == loop["turnover"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -93,13 +93,13 @@ def test_evaluation_cost_is_apart_from_the_training_cost(device):
     start = trainer.window.fold.val_start
     default = score_positions(trainer.data, positions, start, trainer.policies.evaluation_cost())
     explicit = score_positions(trainer.data, positions, start, trading_cost(2e-4, 2e-4))
-    assert default["turnover"] > 0
-    assert default["gross_return"] - default["total_return"] == pytest.approx(1e-4 * default["turnover"])
-    assert explicit["gross_return"] - explicit["total_return"] == pytest.approx(3e-4 * explicit["turnover"])
+    assert default.turnover > 0
+    assert default.gross_return - default.total_return == pytest.approx(1e-4 * default.turnover)
+    assert explicit.gross_return - explicit.total_return == pytest.approx(3e-4 * explicit.turnover)
     legacy = tiny_trainer(rng.choice([-1.0, 1.0], 900), np.zeros(900), device, replace(TINY, cost=5e-4))
     sign_net(legacy.networks[0])
     legacy_metrics = legacy.policies.validate()
-    assert legacy_metrics["total_return"] == pytest.approx(-5e-4 * legacy_metrics["turnover"])
+    assert legacy_metrics.total_return == pytest.approx(-5e-4 * legacy_metrics.turnover)
 
 
 # ---- per-epoch diagnostics --------------------------------------------------------------------------------
@@ -129,8 +129,8 @@ def test_epoch_diagnostics_read_the_greedy_policy_in_and_out_of_sample(device):
     stats = trainer.train_epoch(0, 1)[0]
     validation = trainer.policies.validate()
     in_sample = trainer.policies.validate(0, 600)
-    assert stats.val_sharpe == pytest.approx(validation["sharpe"], rel=1e-9)
-    assert stats.train_sharpe == pytest.approx(in_sample["sharpe"], rel=1e-9)  # 600 rows: one whole block
+    assert stats.val_sharpe == pytest.approx(validation.sharpe, rel=1e-9)
+    assert stats.train_sharpe == pytest.approx(in_sample.sharpe, rel=1e-9)  # 600 rows: one whole block
     positions = trainer.policies.greedy_positions().cpu().numpy()
     assert stats.action_shares == pytest.approx([(positions == p).mean() for p in (-1.0, 0.0, 1.0)])
     assert stats.feature_agreement == 0.0 and not stats.features_ignored and not stats.collapsed

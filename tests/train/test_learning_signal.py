@@ -85,14 +85,14 @@ def test_the_correct_dqn_beats_flat_and_buy_and_hold_outside_the_interval(seed):
 def test_a_cost_blind_learner_does_not_beat_flat(seed):
     pnl, _, figures = validation_pnl(replace(UNGATED, cost=0.0, abstain_cost_multiple=0.0), seed)
     assert not above_flat(pnl)
-    assert figures["turnover"] > 1000  # it churns: every flicker of the noise is worth a trade to it
+    assert figures.turnover > 1000  # it churns: every flicker of the noise is worth a trade to it
 
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_the_shipped_gate_keeps_a_cost_blind_learner_flat_instead_of_churning(seed):
     pnl, _, figures = validation_pnl(replace(CORRECT, cost=0.0), seed)
     assert not below_flat(pnl)
-    assert figures["turnover"] < 100  # its tail Sharpe after costs is far below the gate: the fold is flat
+    assert figures.turnover < 100  # its tail Sharpe after costs is far below the gate: the fold is flat
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -105,4 +105,4 @@ def test_a_myopic_learner_does_not_beat_flat(seed):
 def test_on_the_driftless_twin_the_dqn_stays_mostly_flat_and_not_below_flat(seed):
     pnl, _, figures = validation_pnl(CORRECT, seed, signal=False)
     assert not below_flat(pnl)
-    assert figures["turnover"] < 100 and figures["exposure"] < 0.25
+    assert figures.turnover < 100 and figures.exposure < 0.25

@@ -146,3 +146,16 @@ def test_the_guard_keeps_a_fold_whose_own_tail_is_below_it_flat_despite_strong_e
     assert decision is not None and decision.pooled_sharpe > decision.gate  # the evidence cleared the gate
     assert chosen[1].flat and decision.own_tail_sharpe < 1e3 and "guard" in decision.reason
     assert not trainer.policies.greedy_positions(member=1).any()
+
+
+def test_the_validation_positions_handed_to_the_fold_are_its_kept_policys_rollout():
+    trades = replace(POOLED, select_min_sharpe=-1e3, select_pool_t=0.0)
+    trainer = trained([trades, replace(POOLED, select_min_sharpe=1e3)])
+    chosen = trainer.policies.choose_policies()
+    assert not chosen[0].flat and chosen[1].flat
+    policies = trainer.policies
+    handed = {i: policies.validation_positions(member=i) for i in (0, 1)}
+    assert handed[0].any() and not handed[1].any()  # the kept candidate trades; the flattened fold does not
+    for i in (0, 1):
+        assert torch.equal(handed[i], policies.greedy_positions(member=i))
+    assert policies.chosen_positions == {}  # handed over once: a later call rolls out again

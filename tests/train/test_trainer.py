@@ -3,7 +3,7 @@
 Tests that can run on any device take `device` from DEVICES (CUDA only where present)."""
 
 import math
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -228,15 +228,15 @@ def test_validation_equals_a_sequential_greedy_loop(synthetic, device):
             position = new
     pnl = np.array(pnl)
     got = trainer.policies.validate(start, end)
-    assert got["total_return"] == pytest.approx(pnl.sum(), **TOLERANCE[device])
+    assert got.total_return == pytest.approx(pnl.sum(), **TOLERANCE[device])
     expected_sharpe = pnl.mean() / pnl.std() * math.sqrt(periods_per_year(timestamp[start:end]))
-    assert got["sharpe"] == pytest.approx(expected_sharpe, rel=TOLERANCE[device]["rel"])
+    assert got.sharpe == pytest.approx(expected_sharpe, rel=TOLERANCE[device]["rel"])
 
 
 def test_policy_metrics_of_flat_and_known_series():
     returns = torch.tensor([0.01, -0.02, 0.03, 0.0])
     flat = policy_metrics(torch.zeros(4), returns, 0.001, 100.0)
-    assert flat == {
+    assert asdict(flat) == {
         "sharpe": 0.0,
         "total_return": 0.0,
         "max_drawdown": 0.0,
@@ -248,24 +248,24 @@ def test_policy_metrics_of_flat_and_known_series():
     }
     long = policy_metrics(torch.tensor([1.0, 1.0, 0.0, -1.0]), returns, 0.001, 100.0)
     pnl = np.array([0.01 - 0.001, -0.02, 0.0 - 0.001, 0.0 - 0.001])
-    assert long["total_return"] == pytest.approx(pnl.sum())
-    assert long["turnover"] == 3.0
-    assert long["hit_rate"] == pytest.approx(1 / 3)
+    assert long.total_return == pytest.approx(pnl.sum())
+    assert long.turnover == 3.0
+    assert long.hit_rate == pytest.approx(1 / 3)
     equity = np.cumsum(pnl)
-    assert long["max_drawdown"] == pytest.approx(
+    assert long.max_drawdown == pytest.approx(
         1 - math.exp(-(np.maximum.accumulate(np.r_[0, equity])[1:] - equity).max())
     )
-    assert long["sharpe"] == pytest.approx(pnl.mean() / pnl.std() * 10.0)
+    assert long.sharpe == pytest.approx(pnl.mean() / pnl.std() * 10.0)
 
 
 def test_policy_metrics_report_gross_figures_and_exposure_before_costs():
     returns = torch.tensor([0.01, -0.02, 0.03, 0.0])
     got = policy_metrics(torch.tensor([1.0, 1.0, 0.0, -1.0]), returns, 0.001, 100.0)
     gross = np.array([0.01, -0.02, 0.0, 0.0])
-    assert got["gross_return"] == pytest.approx(gross.sum())
-    assert got["gross_return"] - got["total_return"] == pytest.approx(0.001 * got["turnover"])
-    assert got["gross_sharpe"] == pytest.approx(gross.mean() / gross.std() * 10.0)
-    assert got["exposure"] == pytest.approx(0.75)
+    assert got.gross_return == pytest.approx(gross.sum())
+    assert got.gross_return - got.total_return == pytest.approx(0.001 * got.turnover)
+    assert got.gross_sharpe == pytest.approx(gross.mean() / gross.std() * 10.0)
+    assert got.exposure == pytest.approx(0.75)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -279,11 +279,11 @@ def test_policy_metrics_on_the_device_equal_a_float64_reference(device):
     p, r = positions.astype(np.float64), returns.astype(np.float64)
     changes = np.abs(np.diff(p, prepend=0.0))
     pnl = p * r - 1e-4 * changes
-    assert got["total_return"] == pytest.approx(pnl.sum(), rel=1e-5)
-    assert got["sharpe"] == pytest.approx(pnl.mean() / pnl.std() * math.sqrt(525_960.0), rel=1e-5)
-    assert got["turnover"] == changes.sum()
-    assert got["hit_rate"] == pytest.approx(((pnl > 0) & (p != 0)).sum() / (p != 0).sum(), rel=1e-6)
-    assert got["exposure"] == pytest.approx(np.abs(p).mean(), rel=1e-6)
+    assert got.total_return == pytest.approx(pnl.sum(), rel=1e-5)
+    assert got.sharpe == pytest.approx(pnl.mean() / pnl.std() * math.sqrt(525_960.0), rel=1e-5)
+    assert got.turnover == changes.sum()
+    assert got.hit_rate == pytest.approx(((pnl > 0) & (p != 0)).sum() / (p != 0).sum(), rel=1e-6)
+    assert got.exposure == pytest.approx(np.abs(p).mean(), rel=1e-6)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -312,12 +312,12 @@ def test_it_learns_a_planted_signal_from_generated_bars(device):
     expected = ar * last_return  # what the planted model predicts for the next bar
     oracle = torch.where(expected.abs() > config.cost, torch.sign(expected), torch.zeros_like(expected))
     periods = periods_per_year(table.timestamp[fold.val_start : fold.val_end])
-    oracle_sharpe = policy_metrics(oracle, returns, config.cost, periods)["sharpe"]
+    oracle_sharpe = policy_metrics(oracle, returns, config.cost, periods).sharpe
     rng = torch.Generator().manual_seed(0)
     random_positions = torch.randint(-1, 2, returns.shape, generator=rng).float()
-    random_sharpe = policy_metrics(random_positions, returns, config.cost, periods)["sharpe"]
+    random_sharpe = policy_metrics(random_positions, returns, config.cost, periods).sharpe
 
     assert oracle_sharpe > 0
-    assert got["sharpe"] > got["flat"]["sharpe"] + 1.0
-    assert got["sharpe"] > random_sharpe + 1.0
-    assert got["sharpe"] >= 0.5 * oracle_sharpe, (got["sharpe"], oracle_sharpe)
+    assert got.sharpe > got.flat.sharpe + 1.0
+    assert got.sharpe > random_sharpe + 1.0
+    assert got.sharpe >= 0.5 * oracle_sharpe, (got.sharpe, oracle_sharpe)

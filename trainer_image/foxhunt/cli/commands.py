@@ -232,7 +232,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from foxhunt.evaluate.run_scores import stitched_report
+    from foxhunt.evaluate.stitched_report import stitched_report
     from foxhunt.run.rescore import (
         check_evaluate_out,
         read_run_summary,

@@ -89,7 +89,9 @@ def plant_overlay(
     news_jump: float = NEWS_JUMP_SIGMAS,
     sigma: float | None = None,
 ) -> Overlay:
-    """`overlay_news`'s bars with what was planted in them (news bars, directions, the knowable drift)."""
+    """`bars` with the sample's news process laid over them (the module docstring says how; `.bars`), and
+    what was planted in them (news bars, directions, the knowable drift). The overlaid bars' source and
+    content hash name the overlay, so their fxcache never passes for the plain bars'."""
     if not np.isfinite(drift_multiple) or drift_multiple < 0:
         raise ValueError(f"drift_multiple {drift_multiple!r}: expected a finite number ≥ 0")
     if not 0.0 <= news_rate <= 1.0:
@@ -118,19 +120,3 @@ def plant_overlay(
         content_hash=hashlib.sha256(f"overlay:{bars.content_hash}:{key}".encode()).hexdigest(),
     )
     return Overlay(overlaid, news, direction, added, expected, scale, drift)
-
-
-def overlay_news(
-    bars: Bars,
-    *,
-    drift_multiple: float,
-    seed: int,
-    news_rate: float = SAMPLE_NEWS_RATE,
-    news_jump: float = NEWS_JUMP_SIGMAS,
-    sigma: float | None = None,
-) -> Bars:
-    """`bars` with the sample's news process laid over them (the module docstring says how); the
-    source and content hash name the overlay, so its fxcache never passes for the plain bars'."""
-    return plant_overlay(
-        bars, drift_multiple=drift_multiple, seed=seed, news_rate=news_rate, news_jump=news_jump, sigma=sigma
-    ).bars

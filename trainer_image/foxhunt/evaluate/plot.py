@@ -19,6 +19,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from foxhunt.evaluate.evaluation import RunEvaluation, WindowEvaluation
+    from foxhunt.train.fold_selection import FoldSelection
 
 PHASE_COLORS = {
     "reset": "#4e79a7",
@@ -69,16 +70,16 @@ FLAT_GATE = "flat: no edge cleared the gate"
 FLAT_UNTRADED = "flat: the policy never left flat"
 
 
-def flat_words(exposure: float, selections: Sequence[Mapping | None] = ()) -> str:
+def flat_words(exposure: float, selections: Sequence[FoldSelection | None] = ()) -> str:
     """Why a record never traded, in words ("" when it traded): the tail gate held every fold of it flat
     (each fold's report `selection`), or its policy chose flat on its own."""
     if exposure > 0.0:
         return ""
-    gated = bool(selections) and all(s is not None and s.get("went_flat") for s in selections)
+    gated = bool(selections) and all(s is not None and s.flat for s in selections)
     return FLAT_GATE if gated else FLAT_UNTRADED
 
 
-def fold_sharpe(window: WindowEvaluation, selections: Sequence[Mapping | None] = ()) -> FoldSharpe:
+def fold_sharpe(window: WindowEvaluation, selections: Sequence[FoldSelection | None] = ()) -> FoldSharpe:
     """A window's model Sharpe and interval beside its best baseline (net of costs); `selections`: the
     tail selections of the folds it covers, which say why a window that never traded is flat."""
     from foxhunt.evaluate.evaluation import MODEL
@@ -98,7 +99,9 @@ def fold_sharpe(window: WindowEvaluation, selections: Sequence[Mapping | None] =
     )
 
 
-def run_picture(run: RunEvaluation, selections: Mapping[int, Mapping | None] | None = None) -> RunPicture:
+def run_picture(
+    run: RunEvaluation, selections: Mapping[int, FoldSelection | None] | None = None
+) -> RunPicture:
     """The model, buy-and-hold and (when it differs) the stitched record's best baseline, net of costs;
     `selections`: each fold's tail selection (fold → its report's `selection`), for the flat folds' words."""
     from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL

@@ -44,10 +44,9 @@ def fold_curve(report: FoldReport) -> FoldCurve:
     if selection is None:
         chosen, gate, tail, flat = (epochs[-1] if epochs else None), None, [], ""
     else:
-        picked = selection.get("selected_epoch")
-        chosen = None if picked is None else int(picked) + 1
-        gate, tail = float(selection["gate_sharpe"]), [float(v) for v in selection["tail_sharpes"]]
-        flat = FLAT_GATE if selection.get("went_flat") else ""
+        chosen = None if selection.epoch is None else selection.epoch + 1
+        gate, tail = selection.gate, list(selection.tail_sharpes)
+        flat = FLAT_GATE if selection.flat else ""
     return FoldCurve(
         report.fold,
         epochs,

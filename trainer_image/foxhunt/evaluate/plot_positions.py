@@ -29,6 +29,7 @@ from foxhunt.evaluate.plot import (
 
 if TYPE_CHECKING:
     from foxhunt.evaluate.evaluation import RunEvaluation
+    from foxhunt.train.fold_selection import FoldSelection
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class PositionsPicture:
 
 
 def positions_picture(
-    run: RunEvaluation, selections: Mapping[int, Mapping | None] | None = None
+    run: RunEvaluation, selections: Mapping[int, FoldSelection | None] | None = None
 ) -> PositionsPicture:
     """The stitched record's positions and net P&L (model, buy-and-hold) and each fold's flat words."""
     from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL

@@ -25,6 +25,7 @@ from foxhunt.evaluate.plot import (
 
 if TYPE_CHECKING:
     from foxhunt.evaluate.evaluation import RunEvaluation
+    from foxhunt.train.fold_selection import FoldSelection
 
 BAND_COLOR = "#1f3b73"
 
@@ -41,7 +42,8 @@ class SeedsPicture:
 
 
 def seeds_picture(
-    evaluations: Mapping[int, RunEvaluation], selections: Mapping[int, Sequence[Mapping | None]] | None = None
+    evaluations: Mapping[int, RunEvaluation],
+    selections: Mapping[int, Sequence[FoldSelection | None]] | None = None,
 ) -> SeedsPicture:
     """The seeds' stitched records (seed → its run evaluation, the run's own seed first), net of costs;
     `selections`: per seed its folds' tail selections, which say why a seed that never traded is flat."""

@@ -10,6 +10,7 @@ follow the conventions in `foxhunt.evaluate.evaluation`.
 from __future__ import annotations
 
 import hashlib
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -151,3 +152,16 @@ def record_key(record: Record) -> tuple:
     digest.update(record.positions.astype(np.int8).data)  # positions are −1, 0 or 1
     starts = np.flatnonzero(record.segment_starts)
     return n, rows, digest.digest(), tuple(starts.tolist()), tuple(record.fold[starts].tolist())
+
+
+# ---- a fold's positions on disk (fold_N/positions.npy) ----------------------------------------------
+def positions_bytes(positions) -> bytes:
+    """A fold's validation positions as an int8 `.npy` file (one byte per bar)."""
+    buf = io.BytesIO()
+    np.save(buf, host_array(positions).astype(np.int8), allow_pickle=False)
+    return buf.getvalue()
+
+
+def positions_from_bytes(data: bytes) -> np.ndarray:
+    """Positions (float64, −1/0/1) from what `positions_bytes` wrote."""
+    return np.load(io.BytesIO(data), allow_pickle=False).astype(np.float64)

@@ -23,6 +23,7 @@ from foxhunt.evaluate.evaluation import MODEL, Evaluation, Metrics, Standing, Wi
 from foxhunt.evaluate.supervised import oracle_record
 from foxhunt.redaction import scrub_record
 from foxhunt.train.epoch_figures import EpochFigures
+from foxhunt.train.fold_selection import FoldSelection
 
 RUN_STATUSES: tuple[str, ...] = ("running", *RUN_ENDINGS)
 
@@ -86,7 +87,7 @@ class FoldReport(FoldRange):
     evaluation: WindowEvaluation  # the model and the baselines over the validation window, each figure once
     warnings: list[str] = field(default_factory=list)  # training diagnostics: collapse, features ignored
     # select_tail_share: the epoch chosen on the training tail, its tail Sharpe, whether the fold went flat
-    selection: dict | None = None
+    selection: FoldSelection | None = None
 
     @property
     def range(self) -> FoldRange:
@@ -122,7 +123,7 @@ class FoldReport(FoldRange):
             "epochs": [_epoch_to_dict(e) for e in self.epochs],
             "evaluation": window_to_dict(self.evaluation),
             "warnings": list(self.warnings),
-            **({} if self.selection is None else {"selection": dict(self.selection)}),
+            **({} if self.selection is None else {"selection": self.selection.to_dict()}),
         }
 
     @classmethod
@@ -143,7 +144,7 @@ class FoldReport(FoldRange):
             epochs=[EpochFigures(**e) for e in data["epochs"]],
             evaluation=window_from_dict(data["evaluation"]),
             warnings=list(data.get("warnings", [])),
-            selection=data.get("selection"),
+            selection=None if data.get("selection") is None else FoldSelection.from_dict(data["selection"]),
         )
 
 
@@ -308,19 +309,17 @@ def fold_table(summary: RunSummary) -> str:
 
 
 # ---- flat folds in words ---------------------------------------------------------------------------
-def _gate_words(selection: dict) -> str:
-    """What the tail selection found, from a fold's `selection` record."""
-    if selection.get("selected_epoch") is None:
-        return f"no epoch was scored on the training tail (gate {selection['gate_sharpe']:.2f})"
-    pooled = selection.get("pooled")
+def _gate_words(selection: FoldSelection) -> str:
+    """What the tail selection found, from a fold's selection."""
+    if selection.epoch is None:
+        return f"no epoch was scored on the training tail (gate {selection.gate:.2f})"
+    pooled = selection.pooled
     if pooled is not None:  # select_pool pooled: the evidence of the tail and the earlier folds' windows
-        words = f"pooled Sharpe {pooled['pooled_sharpe']:.2f} over {len(pooled['windows'])} window(s)"
-        if pooled["pooled_sharpe"] > pooled["gate_sharpe"]:
-            return f"{words} cleared its gate, but the own tail {pooled['own_tail_sharpe']:.2f} not the guard"
-        return f"{words} against a gate of {pooled['gate_sharpe']:.2f}"
-    return (
-        f"learned tail Sharpe {selection['tail_sharpe']:.2f} against a gate of {selection['gate_sharpe']:.2f}"
-    )
+        words = f"pooled Sharpe {pooled.pooled_sharpe:.2f} over {len(pooled.windows)} window(s)"
+        if pooled.pooled_sharpe > pooled.gate:
+            return f"{words} cleared its gate, but the own tail {pooled.own_tail_sharpe:.2f} not the guard"
+        return f"{words} against a gate of {pooled.gate:.2f}"
+    return f"learned tail Sharpe {selection.tail_sharpe:.2f} against a gate of {selection.gate:.2f}"
 
 
 def _held_nothing(report: FoldReport) -> bool:
@@ -329,8 +328,8 @@ def _held_nothing(report: FoldReport) -> bool:
 
 def flat_fold_note(report: FoldReport) -> str:
     """A fold whose model held no position, in words (why: the tail gate, or the policy itself); "" else."""
-    selection = report.selection or {}
-    if selection.get("went_flat"):
+    selection = report.selection
+    if selection is not None and selection.flat:
         return f"flat: the gate found no edge; {_gate_words(selection)}"
     return "flat: the policy took no position" if _held_nothing(report) else ""
 
@@ -341,18 +340,19 @@ def flat_run_reading(folds: Sequence[FoldReport]) -> str | None:
     not a fault.)"""
     if not folds or not all(map(_held_nothing, folds)):
         return None
-    selections = [r.selection or {} for r in folds]
-    if not all(s.get("went_flat") for s in selections):
+    selections = [r.selection for r in folds]
+    if not all(s is not None and s.flat for s in selections):
         return "flat in every fold: the policy took no position"
-    if len(folds) == 1 or any("pooled" in s for s in selections):
+    gated = [s for s in selections if s is not None]  # every fold's (the check above)
+    if len(folds) == 1 or any(s.pooled is not None for s in gated):
         return "flat in every fold: the gate found no edge; " + "; ".join(
             f"fold {r.fold}: {_gate_words(s)}" if len(folds) > 1 else _gate_words(s)
-            for r, s in zip(folds, selections, strict=True)
+            for r, s in zip(folds, gated, strict=True)
         )
     figures = ", ".join(
-        f"{s['tail_sharpe']:.2f} against {s['gate_sharpe']:.2f} (fold {r.fold})"
-        if s.get("selected_epoch") is not None
-        else f"none scored, gate {s['gate_sharpe']:.2f} (fold {r.fold})"
-        for r, s in zip(folds, selections, strict=True)
+        f"{s.tail_sharpe:.2f} against {s.gate:.2f} (fold {r.fold})"
+        if s.epoch is not None
+        else f"none scored, gate {s.gate:.2f} (fold {r.fold})"
+        for r, s in zip(folds, gated, strict=True)
     )
     return f"flat in every fold: the gate found no edge; learned tail Sharpe {figures}"

@@ -25,22 +25,17 @@ from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import RunEvaluation, ScoreMemo, Scoring
+from foxhunt.evaluate.records import positions_bytes, positions_from_bytes
 from foxhunt.evaluate.reports import FoldDates, FoldReport
-from foxhunt.evaluate.run_scores import (
-    POSITIONS_FILE,
-    evaluate_fold,
-    fold_warnings,
-    positions_bytes,
-    positions_from_bytes,
-    stitched_evaluation,
-)
+from foxhunt.evaluate.run_scores import evaluate_fold, stitched_evaluation
 from foxhunt.out_names import fold_folder
 from foxhunt.run.manifest import sha256
 from foxhunt.run.step_progress import StepProgress
 from foxhunt.train import DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.diagnostics import diagnostics_due
-from foxhunt.train.epoch_figures import EpochFigures
-from foxhunt.train.evidence import WindowEvidence, evidence_from_dict
+from foxhunt.train.epoch_figures import EpochFigures, fold_warnings
+from foxhunt.train.evidence import WindowEvidence
+from foxhunt.train.fold_selection import FoldSelection
 
 Progress = Callable[[str], None]
 # Told of each finished epoch: fold, epoch, epochs, and each member's figures (None: the member failed).
@@ -115,8 +110,9 @@ def train_fold(
     # The best tail epoch's weights, or flat (select_tail_share).
     chosen = trainer.policies.choose_policies(live, earlier)
     for i in live:
-        if chosen[i] is not None:
-            progress(_selection_line(fold_range.fold, i, chosen[i]))
+        choice = chosen[i]
+        if choice is not None:
+            progress(_selection_line(fold_range.fold, i, choice))
     return {  # validate, save, report
         i: trainer.failures[i]
         or finish_fold(
@@ -126,7 +122,7 @@ def train_fold(
     }
 
 
-def _selection_line(fold: int, member: int, choice) -> str:
+def _selection_line(fold: int, member: int, choice: FoldSelection) -> str:
     """The console line of a fold's tail selection."""
     if choice.epoch is None:
         return f"fold {fold} member {member}: no epoch scored on the tail; the policy is flat"
@@ -167,7 +163,7 @@ def finish_fold(
     progress: Progress,
     scoring: Scoring,
     memo: ScoreMemo | None = None,
-    selection=None,
+    selection: FoldSelection | None = None,
 ) -> FoldOutcome:
     """After a trained fold, for one member: validate beside the baselines, checkpoint, write `report.json`."""
     device, fold_range = trainer.device, trainer.window.fold
@@ -176,8 +172,8 @@ def finish_fold(
     phases["train"] = sum(e.train_seconds for e in epochs)
 
     t0 = time.perf_counter()
-    # One rollout: the evaluation and the saved record.
-    positions = trainer.policies.greedy_positions(member=member)
+    # One rollout a fold: the evaluation and the saved record (a pooled choice's, when it rolled them out).
+    positions = trainer.policies.validation_positions(member=member)
     data = trainer.data
     window, baselines = evaluate_fold(
         data.features, data.targets, data.timestamp, fold_range, positions, scoring, memo
@@ -202,7 +198,7 @@ def finish_fold(
         evaluation=window,
         # A fold the tail gate made flat trades nothing: the last epoch's policy warnings do not apply.
         warnings=[] if selection is not None and selection.flat else fold_warnings(fold, epochs),
-        selection=None if selection is None else selection.to_dict(),
+        selection=selection,
     )
     for warning in report.warnings:
         progress(f"WARNING {warning}")
@@ -212,7 +208,7 @@ def finish_fold(
         storage.join(out_uri, fold_folder(fold), out_names.FOLD_REPORT), files[out_names.FOLD_REPORT]
     )
     outputs = {f"{fold_folder(fold)}/{name}": sha256(content) for name, content in files.items()}
-    return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
+    return FoldOutcome(report, positions_from_bytes(files[out_names.POSITIONS]), baselines, outputs)
 
 
 def _epoch_line(fold: int, epoch: int, epochs: int, figures: list[EpochFigures | None]) -> str:
@@ -242,7 +238,7 @@ def save_fold(weights: dict, norm_stats: dict, fold: int, positions, out_uri: st
     files = {
         out_names.WEIGHTS: buf.getvalue(),
         out_names.norm_stats_file(fold): strict_json.json_bytes(norm),
-        POSITIONS_FILE: positions_bytes(positions),
+        out_names.POSITIONS: positions_bytes(positions),
     }
     for name, data in files.items():
         storage.write_bytes(storage.join(out_uri, fold_folder(fold), name), data)
@@ -253,7 +249,7 @@ def load_fold(out_uri: str, fold: int) -> FoldOutcome:
     """The report and validation positions of a fold an earlier attempt completed (its outputs verified)."""
     folder = storage.join(out_uri, fold_folder(fold))
     report = FoldReport.from_dict(json.loads(storage.read_bytes(storage.join(folder, out_names.FOLD_REPORT))))
-    positions = positions_from_bytes(storage.read_bytes(storage.join(folder, POSITIONS_FILE)))
+    positions = positions_from_bytes(storage.read_bytes(storage.join(folder, out_names.POSITIONS)))
     return FoldOutcome(report, positions, None, None)
 
 
@@ -282,5 +278,5 @@ def stitch_outcomes(
 
 def out_of_sample_evidence(outcomes: Mapping[int, FoldOutcome]) -> list[WindowEvidence]:
     """The out-of-sample windows a member's completed folds recorded (report.json `selection`), in fold order."""
-    found = (evidence_from_dict((o.report.selection or {}).get("out_of_sample")) for o in outcomes.values())
+    found = (o.report.selection.out_of_sample for o in outcomes.values() if o.report.selection is not None)
     return [w for w in found if w is not None]

@@ -115,7 +115,7 @@ def run_holdout(
     The fold is numbered `number` (the one after the run's folds; its files go to `--out/holdout/fold_N`).
     Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
     """
-    from foxhunt.evaluate.run_scores import verdict_line
+    from foxhunt.evaluate.stitched_report import verdict_line
     from foxhunt.run.sinks.telemetry_reads import holdout_figures
     from foxhunt.run.walk import WalkHooks, walk_folds
 
@@ -159,7 +159,7 @@ def _holdout_record(
     """`holdout.json`: the held-out window's figures beside the baselines, the in-search figure and the lines
     the console prints."""
     from foxhunt.evaluate.reports import window_to_dict
-    from foxhunt.evaluate.run_scores import verdict_line
+    from foxhunt.evaluate.stitched_report import verdict_line
 
     window = outcome.report.evaluation
     figures = _window_figures(window)

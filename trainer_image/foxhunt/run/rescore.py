@@ -255,7 +255,7 @@ def score_saved_run(
 
 def write_saved_run_score(score: SavedRunScore, out_uri: str) -> list[str]:
     """Write `evaluation.json` and (with matplotlib) `run.png` into `out_uri`."""
-    from foxhunt.evaluate.run_scores import run_pictures
+    from foxhunt.evaluate.plot_run import run_pictures
 
     written = {out_names.EVALUATION: strict_json.json_bytes(score.to_dict())}
     try:

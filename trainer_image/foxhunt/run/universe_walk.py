@@ -32,14 +32,9 @@ from foxhunt.data.folds import FoldRange
 from foxhunt.data.pnl import ExecutionRows
 from foxhunt.data.universe import UniverseFold, UniverseIndex
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
+from foxhunt.evaluate.records import positions_from_bytes
 from foxhunt.evaluate.reports import FoldReport
-from foxhunt.evaluate.run_scores import (
-    POSITIONS_FILE,
-    evaluate_fold,
-    fold_warnings,
-    positions_from_bytes,
-    run_scoring,
-)
+from foxhunt.evaluate.run_scores import evaluate_fold, run_scoring
 from foxhunt.out_names import fold_folder
 from foxhunt.run.fold import FoldOutcome, Progress, fold_dates, save_fold
 from foxhunt.run.manifest import sha256
@@ -47,8 +42,10 @@ from foxhunt.run.walk import FoldStep, Walked
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.device_data import SpanPart
 from foxhunt.train.diagnostics import diagnostics_due
+from foxhunt.train.epoch_figures import fold_warnings
 from foxhunt.train.evidence import WindowEvidence
-from foxhunt.train.selection import SelectionChoice, head_end
+from foxhunt.train.fold_selection import FoldSelection
+from foxhunt.train.selection import head_end
 
 INSTRUMENTS_FOLDER = "instruments"
 
@@ -142,7 +139,7 @@ class UniverseOutcome:
     choice, whose pooled out-of-sample window the member's later folds weigh."""
 
     instruments: dict[int, FoldOutcome]
-    choice: SelectionChoice | None
+    choice: FoldSelection | None
 
 
 def instrument_outcomes(walked: Walked, member: int, instrument: int) -> dict[int, FoldOutcome]:
@@ -188,7 +185,7 @@ def train_universe_fold(
     settings: RunConfig,
     progress: Progress,
     earlier: dict[int, list[WindowEvidence]],
-) -> tuple[dict[int, dict[int, FoldOutcome]], dict[int, SelectionChoice | None]]:
+) -> tuple[dict[int, dict[int, FoldOutcome]], dict[int, FoldSelection | None]]:
     """One universe fold on `trainer` for the members of `earlier` (those still walking, one per seed,
     each with its earlier folds' pooled out-of-sample windows): learn from every instrument taking part,
     choose the policy, then per instrument validate, save and report. Per member that did not diverge:
@@ -226,7 +223,7 @@ def _finish_instrument(
     phases: dict[str, float],
     fold_start: float,
     folder: str,
-    choice: SelectionChoice | None,
+    choice: FoldSelection | None,
 ) -> FoldOutcome:
     """Member `member`'s policy on the focused instrument's validation: rolled, scored on its own rows
     beside the baselines, saved under `folder`."""
@@ -259,14 +256,14 @@ def _finish_instrument(
         epochs=history,
         evaluation=window,
         warnings=[] if choice is not None and choice.flat else fold_warnings(fold.fold, history),
-        selection=None if choice is None else choice.to_dict(),
+        selection=choice,
     )
     files[out_names.FOLD_REPORT] = strict_json.json_bytes(report.to_dict())
     storage.write_bytes(
         storage.join(folder, fold_folder(fold.fold), out_names.FOLD_REPORT), files[out_names.FOLD_REPORT]
     )
     outputs = {f"{fold_folder(fold.fold)}/{name}": sha256(content) for name, content in files.items()}
-    return FoldOutcome(report, positions_from_bytes(files[POSITIONS_FILE]), baselines, outputs)
+    return FoldOutcome(report, positions_from_bytes(files[out_names.POSITIONS]), baselines, outputs)
 
 
 def universe_step(

@@ -11,14 +11,11 @@ from foxhunt import out_names, storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.plot import flat_words
+from foxhunt.evaluate.plot_run import run_pictures
 from foxhunt.evaluate.reports import flat_run_reading
-from foxhunt.evaluate.run_scores import (
-    run_pictures,
-    run_scoring,
-    stitched_report,
-    verdict_line,
-)
+from foxhunt.evaluate.run_scores import run_scoring
 from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
+from foxhunt.evaluate.stitched_report import stitched_report, verdict_line
 from foxhunt.evaluate.trades import run_tables
 from foxhunt.run import compile_cache
 from foxhunt.run.fold import FoldOutcome, load_fold, stitch_outcomes
@@ -239,7 +236,7 @@ def _seed_spread(
 
 def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring, memo: ScoreMemo):
     """The stitched record into the summary, the metrics and the console; the run's pictures
-    (`run_scores.run_pictures`). Returns the run's evaluation."""
+    (`plot_run.run_pictures`). Returns the run's evaluation."""
     summary, progress = run.summary, run.progress
     evaluation = stitch_outcomes(data, folds, outcomes, scoring, memo)
     summary.stitched = evaluation.stitched

@@ -40,7 +40,7 @@ from foxhunt.config.search import (
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import RunFailure
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo
-from foxhunt.evaluate.run_scores import fold_flags, run_scoring
+from foxhunt.evaluate.run_scores import run_scoring
 from foxhunt.run.fold import FoldOutcome, stitch_outcomes
 from foxhunt.run.holdout import holdout_range, run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
@@ -68,7 +68,7 @@ from foxhunt.search.study import (
 from foxhunt.search.telemetry import TrialMetrics
 from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import DeviceData, TrainingDiverged
-from foxhunt.train.epoch_figures import COLLAPSED
+from foxhunt.train.epoch_figures import COLLAPSED, fold_flags
 
 TRIAL_REPORT = out_names.TRIAL_REPORT
 # A trial whose training diverges failed on its settings: a verdict, and the study goes on.

@@ -7,16 +7,18 @@ over its slot, the fused activation), `step` (compile and CUDA-graph capture aro
 the warm-up range), `settings` (the shape-free settings as device values; what members share),
 `device_data` (the fxcache on the device, the fold window), `policy` (greedy rollout scan, costs,
 figures, annualisation), `diagnostics` (what the greedy policy does, epoch by epoch), `epoch_figures`
-(what an epoch returns), `held_returns` (n-step, held-action targets), `selection` (the training tail's
-choice, abstention), `member_policy` (`member_policy.MemberPolicies`, the trainer's policies: the
+(what an epoch returns, a fold's warnings), `held_returns` (n-step, held-action targets), `selection`
+(the training tail's choice, abstention), `fold_selection` (what it chose: the record report.json
+keeps), `evidence` (the pooled trading decision), `member_policy` (`member_policy.MemberPolicies`, the trainer's policies: the
 greedy policies scored, chosen, saved),
 `cuda_start` (the CUDA context started in a thread while a run reads its fxcache).
 """
 
 from typing import TYPE_CHECKING
 
-# The names below are loaded on first use (PEP 562): `foxhunt.train.epoch_figures`, the record a
-# report reads, is importable without torch; every other module here loads it.
+# The names below are loaded on first use (PEP 562): `foxhunt.train.epoch_figures` and
+# `foxhunt.train.fold_selection`, the records a report reads, are importable without torch; every
+# other module here loads it.
 if TYPE_CHECKING:
     from foxhunt.train.device_data import DeviceData, resolve_device, synchronize, to_device
     from foxhunt.train.diagnostics import FoldHistory, TrainingDiverged, feature_agreement

@@ -8,6 +8,7 @@ Imports no torch, so reading a report needs none.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 COLLAPSE_SHARE = 0.95  # one action on this share of validation bars: the policy collapsed
 IGNORED_AGREEMENT = 0.99  # actions unchanged with features at their mean on this share: features ignored
 COLLAPSED = "the policy collapsed to one action"  # the words of a warning and of a rejected trial
+ACTION_NAMES = ("short", "flat", "long")
 
 
 def policy_collapse(action_shares: list[float] | torch.Tensor, threshold: float = COLLAPSE_SHARE) -> bool:
@@ -66,3 +68,31 @@ class EpochFigures:
     def features_ignored(self) -> bool:
         """The greedy actions barely change when the features are replaced by their training mean."""
         return self.feature_agreement is not None and ignores_features(self.feature_agreement)
+
+
+# ---- a fold's warnings: the rules above, read on its last epoch ------------------------------------
+def fold_warnings(fold: int, epochs: Sequence[EpochFigures]) -> list[str]:
+    """What the last epoch's diagnostics say is wrong with the fold's policy: collapse, features ignored."""
+    if not epochs:
+        return []
+    last, found = epochs[-1], []
+    if last.collapsed and last.action_shares is not None:
+        share = max(last.action_shares)
+        action = ACTION_NAMES[list(last.action_shares).index(share)]
+        found.append(
+            f"fold {fold}: {COLLAPSED}: {action} on {share:.1%} of validation "
+            f"bars (warning at {COLLAPSE_SHARE:.0%})"
+        )
+    if last.features_ignored:
+        found.append(
+            f"fold {fold}: the policy ignores the features: {last.feature_agreement:.1%} of its actions "
+            f"stay the same with every feature at its training mean (warning at {IGNORED_AGREEMENT:.0%})"
+        )
+    return found
+
+
+def fold_flags(epochs: Sequence[EpochFigures]) -> tuple[bool, bool]:
+    """(collapsed, ignores features) of a fold's policy after its last epoch: the tests `fold_warnings` words."""
+    if not epochs:
+        return False, False
+    return epochs[-1].collapsed, epochs[-1].features_ignored

@@ -37,12 +37,20 @@ this is today's `tail_gate` decision exactly. Torch-free: the simulation and the
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import NamedTuple
 
 from foxhunt.config import DQNConfig
 
 KINDS = ("tail", "out_of_sample")
+
+
+class WindowName(NamedTuple):
+    """A window by fold and kind: how a pooled decision names the windows it used."""
+
+    fold: int
+    kind: str
 
 
 @dataclass(frozen=True)
@@ -61,20 +69,26 @@ class WindowEvidence:
         if self.bars < 1:
             raise ValueError(f"window of fold {self.fold}: {self.bars} bars, need at least 1")
 
+    @property
+    def name(self) -> WindowName:
+        """The window by fold and kind."""
+        return WindowName(self.fold, self.kind)
+
 
 @dataclass(frozen=True)
 class PooledDecision:
-    """Whether a fold trades on the pooled evidence, and the figures it was decided on."""
+    """Whether a fold trades on the pooled evidence, and the figures it was decided on (in report.json's
+    order: `decision_dict`)."""
 
     trade: bool
     pooled_sharpe: float  # bar-weighted mean Sharpe of the windows used
     gate: float  # the pooled Sharpe it had to exceed
     bars: float  # bars pooled (earlier tails count at their weight)
-    windows: tuple[WindowEvidence, ...]  # the windows used, own tail first
     own_tail_sharpe: float
     guard: float  # the own tail Sharpe it had to exceed
+    windows: tuple[WindowName, ...]  # the windows used, own tail first
+    ignored: int  # windows offered but not usable (at/after before_ns, a later fold, an earlier tail)
     reason: str
-    ignored: int = 0  # windows offered but not usable (at/after before_ns, a later fold, an earlier tail)
 
 
 def zero_sharpe_error(bars: float, bars_per_year: float) -> float:
@@ -125,7 +139,7 @@ def pooled_decision(
         pooled_sharpe=pooled,
         gate=gate,
         bars=bars,
-        windows=tuple(w for w, _ in weighted),
+        windows=tuple(w.name for w, _ in weighted),
         own_tail_sharpe=own,
         guard=guard,
         reason=_reason(trade, pooled, gate, own, guard, len(weighted)),
@@ -145,18 +159,16 @@ def _reason(trade: bool, pooled: float, gate: float, own: float, guard: float, w
     return f"flat: own tail Sharpe {own:.2f} not above the guard {guard:.2f} (pooled {pooled:.2f} cleared {gate:.2f})"
 
 
+# report.json's names of the fields it spells otherwise (its keys since the pooled decision shipped).
+DECISION_KEYS = {"gate": "gate_sharpe", "guard": "guard_sharpe"}
+
+
 def evidence_dict(window: WindowEvidence) -> dict:
-    """A window's evidence for report.json (`selection.out_of_sample`)."""
-    return {
-        "fold": window.fold,
-        "kind": window.kind,
-        "bars": window.bars,
-        "sharpe": window.sharpe,
-        "end_ns": window.end_ns,
-    }
+    """A window's evidence for report.json (`selection.out_of_sample`): its fields."""
+    return asdict(window)
 
 
-def evidence_from_dict(record: dict | None) -> WindowEvidence | None:
+def evidence_from_dict(record: Mapping | None) -> WindowEvidence | None:
     """The window a report.json recorded (None when it recorded none, or its Sharpe is undefined)."""
     if not record or record.get("sharpe") is None:
         return None
@@ -170,15 +182,31 @@ def evidence_from_dict(record: dict | None) -> WindowEvidence | None:
 
 
 def decision_dict(decision: PooledDecision) -> dict:
-    """A pooled decision for report.json (`selection.pooled`): its figures and the windows it pooled."""
-    return {
-        "trade": decision.trade,
-        "pooled_sharpe": decision.pooled_sharpe,
-        "gate_sharpe": decision.gate,
-        "bars": decision.bars,
-        "own_tail_sharpe": decision.own_tail_sharpe,
-        "guard_sharpe": decision.guard,
-        "windows": [[w.fold, w.kind] for w in decision.windows],
-        "ignored": decision.ignored,
-        "reason": decision.reason,
-    }
+    """A pooled decision for report.json (`selection.pooled`): its fields (gate and guard as `DECISION_KEYS`
+    names them), the windows it pooled by fold and kind."""
+    record = {DECISION_KEYS.get(f.name, f.name): getattr(decision, f.name) for f in fields(decision)}
+    record["windows"] = [list(w) for w in decision.windows]
+    return record
+
+
+def decision_from_dict(record: Mapping | None) -> PooledDecision | None:
+    """The pooled decision a report.json recorded (`decision_dict`; None when it recorded none; an
+    undefined figure, null in the file, as NaN)."""
+    if not record:
+        return None
+    return PooledDecision(
+        trade=bool(record["trade"]),
+        pooled_sharpe=number(record["pooled_sharpe"]),
+        gate=number(record["gate_sharpe"]),
+        bars=number(record["bars"]),
+        own_tail_sharpe=number(record["own_tail_sharpe"]),
+        guard=number(record["guard_sharpe"]),
+        windows=tuple(WindowName(int(fold), str(kind)) for fold, kind in record["windows"]),
+        ignored=int(record["ignored"]),
+        reason=str(record["reason"]),
+    )
+
+
+def number(value: float | None) -> float:
+    """A figure as report.json holds it, read back: null (undefined: foxhunt.strict_json) as NaN."""
+    return math.nan if value is None else float(value)

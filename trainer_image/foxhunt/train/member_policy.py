@@ -31,9 +31,16 @@ from foxhunt.train.diagnostics import (
 )
 from foxhunt.train.epoch_graph import ReplayedFigures
 from foxhunt.train.evidence import WindowEvidence, pooled_decision
-from foxhunt.train.policy import greedy_maps, greedy_rollout, held_sharpe, periods_per_year, score_positions
+from foxhunt.train.fold_selection import FoldSelection
+from foxhunt.train.policy import (
+    ValidationFigures,
+    greedy_maps,
+    greedy_rollout,
+    held_sharpe,
+    periods_per_year,
+    score_positions,
+)
 from foxhunt.train.selection import (
-    SelectionChoice,
     TailSelection,
     abstain_,
     abstain_margin,
@@ -71,6 +78,9 @@ class MemberPolicies:
         self.networks, self.configs, self.window, self.data = list(networks), configs, window, data
         self.selection, self.eval_cost, self.eval_spread = selection, eval_cost, eval_spread
         self.execution = execution
+        # Per member, its chosen policy's validation positions where choosing already rolled them out
+        # (`choose_pooled`): the fold's record takes them (`validation_positions`) instead of a second rollout.
+        self.chosen_positions: dict[int, torch.Tensor] = {}
         self.replayed = ReplayedFigures(data.features.device)  # the epoch figures' CUDA graph, per fold
 
     @property
@@ -200,11 +210,12 @@ class MemberPolicies:
         self,
         members: Sequence[int] | None = None,
         earlier: Mapping[int, Sequence[WindowEvidence]] | None = None,
-    ) -> dict[int, SelectionChoice | None]:
+    ) -> dict[int, FoldSelection | None]:
         """At a fold's end, per member: the best tail epoch's weights or flat (select_tail_share), then the
         abstention margin baked in (selection.choose_policies). A member with `select_pool` pooled decides
         on its tail and its `earlier` folds' out-of-sample windows instead (`choose_pooled`)."""
         members = range(self.size) if members is None else members
+        self.chosen_positions.clear()
         pooled = [i for i in members if self.selecting and self.configs[i].select_pool == "pooled"]
         alone = [i for i in members if i not in pooled]
         margins = {i: self.abstain_margin(i) for i in alone}
@@ -215,7 +226,7 @@ class MemberPolicies:
             chosen[i] = self.choose_pooled(i, (earlier or {}).get(i, ()))
         return chosen
 
-    def choose_pooled(self, member: int, earlier: Sequence[WindowEvidence]) -> SelectionChoice:
+    def choose_pooled(self, member: int, earlier: Sequence[WindowEvidence]) -> FoldSelection:
         """Member `member`'s best tail epoch, abstaining by its margin, scored on the fold's validation window
         (the out-of-sample evidence LATER folds pool), then kept or made flat by the pooled decision on its
         tail and the `earlier` windows (evidence.pooled_decision; no window at or after the validation start)."""
@@ -228,9 +239,8 @@ class MemberPolicies:
         tail_bars = sum(p.fold_range.train_end - p.learn_end for p in parts)
         tail_end = max(int(timestamp[p.fold_range.train_end - 1]) for p in parts)
         own = WindowEvidence(fold.fold, "tail", tail_bars, best.tail_sharpe, tail_end)
-        shadow = pool_by_bars(
-            [(p.fold_range.val_rows, self.shadow_sharpe(member, p.instrument)) for p in parts]
-        )
+        shadows = [self.shadow(member, p.instrument) for p in parts]
+        shadow = pool_by_bars([(p.fold_range.val_rows, s) for p, (s, _) in zip(parts, shadows, strict=True)])
         val_bars = sum(p.fold_range.val_rows for p in parts)
         val_end = max(int(timestamp[p.fold_range.val_end - 1]) for p in parts)
         oos = WindowEvidence(fold.fold, "out_of_sample", val_bars, shadow, val_end)
@@ -241,18 +251,23 @@ class MemberPolicies:
             self.tail_bars_per_year(),
             min(int(timestamp[p.fold_range.val_start]) for p in parts),
         )
+        if len(parts) == 1:  # one instrument: the fold's record takes these positions, not a second rollout
+            positions = shadows[0][1]  # flat everywhere once made flat (make_flat_)
+            self.chosen_positions[member] = positions if decision.trade else torch.zeros_like(positions)
         if not decision.trade:
             make_flat_(net)
         return replace(best, flat=not decision.trade, gate=decision.gate, pooled=decision, out_of_sample=oos)
 
-    def shadow_sharpe(self, member: int, instrument: int) -> float:
-        """Member `member`'s policy as chosen, scored on `instrument`'s validation window of the fold."""
+    def shadow(self, member: int, instrument: int) -> tuple[float, torch.Tensor]:
+        """Member `member`'s policy as chosen, scored on `instrument`'s validation window of the fold: its
+        net Sharpe and its positions there."""
         window, first = self.window, self.window.focused
         try:
             window.focus(instrument)
             positions = self.greedy_positions(member=member)
             cost = self.evaluation_cost(member=member)
-            return float(held_sharpe(self.data, positions, window.fold.val_start, cost, self.execution))
+            sharpe = held_sharpe(self.data, positions, window.fold.val_start, cost, self.execution)
+            return float(sharpe), positions
         finally:
             window.focused = first
 
@@ -297,7 +312,15 @@ class MemberPolicies:
             self.networks[member], self.data.features[start:end], self.window.mean, self.window.std
         )
 
-    def validate(self, start: int | None = None, end: int | None = None, *, member: int = 0) -> dict:
+    def validation_positions(self, member: int = 0) -> torch.Tensor:
+        """Member `member`'s fold policy over the fold's validation, as `greedy_positions`: the positions its
+        choice rolled out (`choose_pooled`, handed over once), else a rollout now."""
+        kept = self.chosen_positions.pop(member, None)
+        return self.greedy_positions(member=member) if kept is None else kept
+
+    def validate(
+        self, start: int | None = None, end: int | None = None, *, member: int = 0
+    ) -> ValidationFigures:
         """Member `member`'s greedy policy over [start, end) (default: validation), beside buy-and-hold and flat."""
         start = self.window.fold.val_start if start is None else start
         positions = self.greedy_positions(start, end, member=member)

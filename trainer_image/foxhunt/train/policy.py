@@ -9,28 +9,45 @@ computes in parallel on the device instead of one Python step per bar.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import torch
 from torch import nn
 
 from foxhunt.config import NS_PER_YEAR
-from foxhunt.data.pnl import ExecutionRows, net_pnl
+from foxhunt.data.pnl import ExecutionRows, gross_pnl, net_pnl
 from foxhunt.train.device_data import chunk_rows
 from foxhunt.train.reductions import fixed_mean, fixed_std, fixed_sum
 
 N_ACTIONS = 3
 FLAT = 1  # action index of the flat position
-METRIC_NAMES = (
-    "sharpe",
-    "total_return",
-    "max_drawdown",
-    "turnover",
-    "hit_rate",
-    "gross_sharpe",
-    "gross_return",
-    "exposure",
-)
+
+
+@dataclass(frozen=True)
+class PolicyFigures:
+    """A policy's figures over a window (`policy_metrics`): after the cost unless named gross."""
+
+    sharpe: float  # annualised
+    total_return: float  # log
+    max_drawdown: float
+    turnover: float  # position change, summed
+    hit_rate: float  # share of the bars in the market that gained
+    gross_sharpe: float
+    gross_return: float
+    exposure: float  # mean |position|
+
+
+@dataclass(frozen=True)
+class ValidationFigures(PolicyFigures):
+    """A greedy policy's figures over a window beside buy-and-hold's and flat's (`score_positions`)."""
+
+    buy_and_hold: PolicyFigures
+    flat: PolicyFigures
+    periods_per_year: float
+
+
+METRIC_NAMES = tuple(f.name for f in fields(PolicyFigures))
 
 
 def policy_state(
@@ -145,9 +162,9 @@ def policy_metric_tensors(
     positions: torch.Tensor, returns: torch.Tensor, cost: float, periods: float
 ) -> dict[str, torch.Tensor]:
     """`policy_metrics` as 0-d device tensors, for callers that batch their host transfers."""
-    changes = position_changes(positions)
-    gross = (positions * returns).double()
-    pnl = (positions * returns - cost * changes).double()
+    changes, previous = position_changes(positions), previous_positions(positions)
+    gross = gross_pnl(positions, previous, returns).double()
+    pnl = net_pnl(positions, previous, returns, cost, changes=changes).double()  # data.pnl: the one formula
     n = pnl.numel()
     equity = torch.cumsum(pnl, 0)
     peak = torch.cummax(torch.cat([equity.new_zeros(1), equity]), 0).values[1:]
@@ -167,21 +184,23 @@ def policy_metric_tensors(
     }
 
 
-def policy_metrics(positions: torch.Tensor, returns: torch.Tensor, cost: float, periods: float) -> dict:
+def policy_metrics(
+    positions: torch.Tensor, returns: torch.Tensor, cost: float, periods: float
+) -> PolicyFigures:
     """Net Sharpe (annualized), total log return, max drawdown, turnover, hit rate; gross Sharpe and
     return (before costs); exposure (mean |position|). Computed on the device, one host transfer."""
     values = torch.stack(list(policy_metric_tensors(positions, returns, cost, periods).values())).tolist()
-    return dict(zip(METRIC_NAMES, values, strict=True))
+    return PolicyFigures(*values)
 
 
 @torch.no_grad()
-def score_positions(data, positions: torch.Tensor, start: int, cost_per_unit: float) -> dict:
+def score_positions(data, positions: torch.Tensor, start: int, cost_per_unit: float) -> ValidationFigures:
     """Metrics of `positions` held from bar `start` on, beside buy-and-hold and flat, net of `cost_per_unit`."""
     returns = data.targets[start : start + positions.numel(), 0]
     periods = periods_per_year(data.timestamp[start : start + positions.numel()])
-    return {
-        **policy_metrics(positions, returns, cost_per_unit, periods),
-        "buy_and_hold": policy_metrics(torch.ones_like(returns), returns, cost_per_unit, periods),
-        "flat": policy_metrics(torch.zeros_like(returns), returns, cost_per_unit, periods),
-        "periods_per_year": periods,
-    }
+    return ValidationFigures(
+        **asdict(policy_metrics(positions, returns, cost_per_unit, periods)),
+        buy_and_hold=policy_metrics(torch.ones_like(returns), returns, cost_per_unit, periods),
+        flat=policy_metrics(torch.zeros_like(returns), returns, cost_per_unit, periods),
+        periods_per_year=periods,
+    )

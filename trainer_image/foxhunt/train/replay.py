@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from foxhunt.data.pnl import net_pnl
 from foxhunt.train.device_data import FoldWindow, chunk_rows
 from foxhunt.train.held_returns import held_returns_
 from foxhunt.train.networks import inference_q
@@ -26,9 +27,10 @@ from foxhunt.train.stacked import member_draws
 
 
 def transition_reward(position, new_position, next_return, cost, scale) -> torch.Tensor:
-    """(new position × the bar's forward return − cost × |position change|) × reward scale (with n_step > 1
-    the forward return is the discounted held return: the cost is still paid once)."""
-    return (new_position * next_return - cost * (new_position - position).abs()) * scale
+    """(new position × the bar's forward return − cost × |position change|) × reward scale: the net P&L of
+    `data.pnl.net_pnl` (with n_step > 1 the forward return is the discounted held return: the cost is
+    still paid once)."""
+    return net_pnl(new_position, position, next_return, cost) * scale
 
 
 class Replay:

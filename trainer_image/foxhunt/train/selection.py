@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import torch
 from torch import nn
 
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
-from foxhunt.train.evidence import PooledDecision, WindowEvidence, decision_dict, evidence_dict, sharpe_gate
+from foxhunt.train.evidence import sharpe_gate
+from foxhunt.train.fold_selection import FoldSelection
 from foxhunt.train.networks import linears
 from foxhunt.train.policy import FLAT, N_ACTIONS
 
@@ -43,36 +43,6 @@ def head_end(fold_range: FoldRange, tail_share: float) -> int:
             f"{fold_range.train_rows} training rows to learn on"
         )
     return fold_range.train_end - tail
-
-
-@dataclass(frozen=True)
-class SelectionChoice:
-    """What the tail selection chose for one member's fold."""
-
-    epoch: int | None  # the epoch whose weights were kept (None: no epoch was scored)
-    tail_sharpe: float  # that epoch's net Sharpe on the tail (−inf when none was scored)
-    flat: bool  # the fold's policy is flat: the best tail Sharpe did not clear the gate
-    tail_sharpes: tuple[float, ...] = ()  # every scored epoch's tail Sharpe, in order
-    gate: float = 0.0  # the tail Sharpe it had to exceed to trade (tail_gate), pooled: the pooled gate
-    # select_pool pooled: the decision, and what the chosen policy earned on the fold's validation window
-    # before any flattening (evidence for LATER folds only; no decision of this fold reads it).
-    pooled: PooledDecision | None = None
-    out_of_sample: WindowEvidence | None = None
-
-    def to_dict(self) -> dict:
-        """The `selection` entry of a fold's report.json."""
-        record: dict[str, Any] = {
-            "selected_epoch": self.epoch,
-            "tail_sharpe": self.tail_sharpe,
-            "went_flat": self.flat,
-            "tail_sharpes": list(self.tail_sharpes),
-            "gate_sharpe": self.gate,
-        }
-        if self.pooled is not None:
-            record["pooled"] = decision_dict(self.pooled)
-        if self.out_of_sample is not None:
-            record["out_of_sample"] = evidence_dict(self.out_of_sample)
-        return record
 
 
 class TailSelection:
@@ -100,7 +70,7 @@ class TailSelection:
             self.best_weights[member] = [p.detach().clone() for p in net.parameters()]
 
     @torch.no_grad()
-    def choose(self, member: int, net: nn.Module, gate: float) -> SelectionChoice:
+    def choose(self, member: int, net: nn.Module, gate: float) -> FoldSelection:
         """Write the chosen weights into `net` (in place: the trainer's own slot): the best epoch's, or a
         flat network when the best tail Sharpe is not above `gate` (tail_gate; −inf: flat only when no
         epoch was scored, the pooled decision deciding after)."""
@@ -111,7 +81,7 @@ class TailSelection:
                 p.copy_(kept)
         if flat:
             make_flat_(net)
-        return SelectionChoice(
+        return FoldSelection(
             self.best_epoch[member],
             self.best_sharpe[member],
             flat,
@@ -175,7 +145,7 @@ def choose_policies(
     gates: dict[int, float],
     margins: dict[int, float],
     members: Iterable[int],
-) -> dict[int, SelectionChoice | None]:
+) -> dict[int, FoldSelection | None]:
     """At a fold's end, per member: with a `selection`, write the best tail epoch's weights (or a flat
     network, when its tail Sharpe does not exceed the member's gate) into its network and say what was
     chosen (None without one: the last epoch stays); then raise flat's output by the member's abstention

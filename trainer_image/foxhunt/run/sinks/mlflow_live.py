@@ -39,7 +39,6 @@ from urllib.parse import urlsplit
 from foxhunt import out_names, storage
 from foxhunt.evaluate.fold_policy import Policy, load_policy
 from foxhunt.evaluate.reports import FoldReport, RunSummary
-from foxhunt.evaluate.run_scores import POSITIONS_FILE
 from foxhunt.run.manifest import Manifest
 from foxhunt.run.sinks.mlflow_sink import (
     _log,
@@ -56,7 +55,7 @@ log = logging.getLogger(__name__)
 # The epoch's figures logged live, each as `fold_N/<name>` (None ones are left out).
 EPOCH_FIGURES = ("loss", "q_mean", "q_max", "train_sharpe", "tail_sharpe")
 FLUSH_SECONDS = 60.0  # at the run's end: what the queue may still take before it is left behind
-FOLD_FILES = (out_names.WEIGHTS, POSITIONS_FILE, out_names.FOLD_REPORT)  # and the fold's norm stats
+FOLD_FILES = (out_names.WEIGHTS, out_names.POSITIONS, out_names.FOLD_REPORT)  # and the fold's norm stats
 
 
 def code_commit() -> str | None:
