@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from foxhunt.cli import main
-from foxhunt.data.bars import write_bars
+from foxhunt.data.bars import iso_utc, write_bars
 from foxhunt.data.features import compute_features
 from foxhunt.data.fxcache import read_fxcache, write_fxcache
 from foxhunt.data.sample_universe import generate_universe
@@ -158,3 +158,11 @@ def test_seeds_train_side_by_side_and_the_first_is_the_run_without_them(caches, 
         assert (out / "instruments" / name / "seed_1" / "fold_1" / "report.json").exists()
     entry = json.loads((out / "summary.json").read_text())["instruments"][0]
     assert entry["seed_spread"]["seeds"] == [0, 1]
+
+
+def test_an_instrument_that_begins_after_the_book_weighs_its_risk_before_its_own_first_traded_bar(run):
+    series = load_series(str(run))
+    cutoffs = json.loads((run / "summary.json").read_text())["book"]["volatility_before"]
+    book_start = min(int(s["timestamp"][0]) for s in series.values())
+    assert cutoffs["fx00"] == iso_utc(book_start)
+    assert cutoffs["late"] == iso_utc(int(series["late"]["timestamp"][0])) != cutoffs["fx00"]

@@ -101,3 +101,23 @@ def test_the_walk_ends_when_no_member_is_left(trained):
     calls, _ = trained
     walked = _walk(WalkHooks(on_fold=lambda done: [0]), members=(0,))
     assert calls == [(0, (0,))] and list(walked.outcomes[0]) == [0]
+
+
+def test_a_walk_given_its_own_step_trains_every_fold_through_it_with_the_outcomes_so_far(trained):
+    default_calls, _ = trained
+    steps = []
+    failure = TrainingDiverged("member 1: loss is NaN")
+
+    def step(fold, live, outcomes):  # a universe fold's stand-in: its own fold type and outcomes
+        steps.append((fold.fold, tuple(live), {k: sorted(v) for k, v in outcomes.items()}))
+        return {k: failure if (fold.fold, k) == (1, 1) else f"{k}@{fold.fold}" for k in live}
+
+    walked = walk_folds(None, FOLDS[:3], {0: "a", 1: "b"}, 3, None, step=step)  # type: ignore[arg-type]
+    assert default_calls == []
+    assert steps == [
+        (0, (0, 1), {0: [], 1: []}),
+        (1, (0, 1), {0: [0], 1: [0]}),
+        (2, (0,), {0: [0, 1], 1: [0]}),
+    ]
+    assert walked.outcomes == {0: {0: "0@0", 1: "0@1", 2: "0@2"}, 1: {0: "1@0"}}
+    assert walked.failures == {1: failure}

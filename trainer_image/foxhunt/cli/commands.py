@@ -179,7 +179,7 @@ def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
 
     result = train_universe(args.fxcache, args.out, settings)
     names = ", ".join(i["name"] for i in result.summary["instruments"])
-    print(f"outputs: {args.out}: summary.json, instruments/<name>/ for {names}", flush=True)
+    print(f"outputs: {args.out}: summary.json, book.json, instruments/<name>/ for {names}", flush=True)
     return 0
 
 
@@ -191,7 +191,7 @@ def _pipeline_universe(args: argparse.Namespace, settings: RunConfig) -> int:
         raise UsageError("--overlay-drift: not supported with several --bars yet")
     result = pipeline_universe(args.bars, args.out, settings, tz=args.tz, timestamp_unit=args.timestamp_unit)
     names = ", ".join(i["name"] for i in result.summary["instruments"])
-    print(f"outputs: {args.out}: summary.json, instruments/<name>/ for {names}", flush=True)
+    print(f"outputs: {args.out}: summary.json, book.json, instruments/<name>/ for {names}", flush=True)
     return 0
 
 

@@ -174,7 +174,9 @@ def _add_train(sub: argparse._SubParsersAction, train_note: str) -> None:
         action="append",
         metavar="URI",
         help="fxcache to train on, local or s3://; repeat it to train one policy on several instruments "
-        "(a universe: records per instrument under --out/instruments/)",
+        "(a universe: records per instrument under --out/instruments/, the book in --out/book.json; an "
+        'epoch then steps through every instrument\'s rows: --hyperopt-params with {"dqn": '
+        '{"steps_per_epoch": N}} holds it at N steps)',
     )
     p.add_argument(
         "--out",

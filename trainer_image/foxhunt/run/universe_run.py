@@ -4,16 +4,32 @@ Every fxcache is read and the universe checked (`data.universe_inputs.read_unive
 feature versions, no time in common, a missing or damaged file, each refused with one line naming the
 file) and the folds planned by calendar date across the instruments (`data.universe.universe_folds`)
 before any device memory is touched; the memory estimate counts every instrument's rows. Then the
-arrays go to the device once, concatenated, one trainer walks every fold (`universe_walk`), and each
+arrays go to the device once, concatenated, and one trainer walks every fold through the one walk over
+folds (`walk.walk_folds`, whose step is a universe fold: `universe_walk.universe_step`). Each
 instrument's out-of-sample positions are stitched over its folds and scored with its own execution costs:
 ``instruments/<name>/`` holds its folds, ``stitched.json`` and ``series.npz`` (timestamps, positions, net
 returns), and the run's ``summary.json`` lists the instruments. `UniverseResult.series` hands the same
-series out in plain numpy, for the book (evaluate/book.py) to combine.
+series out in plain numpy.
+
+The book (`run/universe_book.py`): the instruments' stitched records combined with equal-risk weights
+measured before the book's first out-of-sample bar (evaluate/book.py), scored beside its buy-and-hold and
+flat with the paired comparisons; summary.json's ``book`` and ``book.json``, and a console line after
+the instruments'. Metrics (a Pushgateway given by `--pushgateway` or $FOXHUNT_PUSHGATEWAY): each fold's
+and each stitched record's figures under ``instrument="<name>"``, the book's under ``instrument="book"``.
 
 `--seeds K` trains K members side by side; the run's records are the first seed's, each instrument's
-summary entry lists every seed's stitched net Sharpe and their spread. Refused for now (UsageError): a
-search (`--trials`), a held-out period. A universe run
-does not resume: the same command again starts over (with `--overwrite`).
+summary entry and the book list every seed's stitched net Sharpe and their spread. Refused for now
+(UsageError): a search (`--trials`), a held-out period. A universe run does not resume: the same command
+again starts over (with `--overwrite`).
+
+Speed with K instruments: an epoch is ``ceil(learning rows / batch size)`` gradient steps, and the
+learning rows are every instrument's, so K instruments make about K times the steps of one (and the
+collection and the validation, which roll every instrument's rows, grow with K too). To hold an epoch at
+one instrument's steps while learning from all K (each batch then draws from every instrument, so each
+sees about 1/K of the samples it would alone), fix the steps with the DQN setting `steps_per_epoch`, e.g.
+``--hyperopt-params params.json`` holding ``{"dqn": {"steps_per_epoch": N}}``, N about one instrument's
+``ceil(learning rows of a fold / batch size)``; 0, the default, keeps ``ceil(rows / batch)``. A fixed N
+is the same in every fold, where the default grows with an expanding window's rows.
 
 `pipeline_universe` is `foxhunt pipeline --bars A --bars B ...`: each instrument's bars (one `--bars`
 group each, named by its first file) precomputed to ``instruments/<name>.fxcache`` under `--out`, then
@@ -30,6 +46,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 import numpy as np
+import torch
 
 from foxhunt import storage, strict_json
 from foxhunt.config import RunConfig
@@ -42,17 +59,23 @@ from foxhunt.evaluate.seed_spread import seed_spread
 from foxhunt.run.fold import Progress, stitch_outcomes
 from foxhunt.run.out_folder import check_inputs_outside
 from foxhunt.run.precompute import check_bars_and_output, precompute
+from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
+from foxhunt.run.sinks.telemetry import RunMetrics
+from foxhunt.run.sinks.telemetry_reads import fold_figures, stitched_figures
+from foxhunt.run.universe_book import stitched_series, write_book
 from foxhunt.run.universe_walk import (
     INSTRUMENTS_FOLDER,
     InstrumentView,
-    Walked,
+    UniverseOutcome,
     instrument_folder,
+    instrument_outcomes,
     instrument_views,
     local_folds,
     universe_execution,
-    walk_universe,
+    universe_step,
 )
-from foxhunt.train import DQNTrainer, resolve_device
+from foxhunt.run.walk import FoldDone, Walked, WalkHooks, walk_folds
+from foxhunt.train import DeviceData, DQNTrainer, resolve_device
 from foxhunt.train.device_data import universe_to_device
 from foxhunt.train.memory_estimate import check_device_memory
 
@@ -84,19 +107,6 @@ def check_universe_settings(settings: RunConfig) -> None:
             )
 
 
-def stitched_series(evaluation: RunEvaluation) -> dict[str, np.ndarray]:
-    """The stitched record as plain arrays, one entry per bar: ``timestamp``, the model's ``positions`` and
-    ``net_returns`` (after the instrument's own costs), and each baseline's as ``<baseline>/positions`` and
-    ``<baseline>/net_returns`` (buy-and-hold, ridge, ... over the same bars: what a book combines too)."""
-    out = {"timestamp": np.asarray(evaluation.records[MODEL].timestamp, dtype=np.int64)}
-    for policy, record in evaluation.records.items():
-        prefix = "" if policy == MODEL else f"{policy}/"
-        net = record.pnl(evaluation.cost_per_unit, evaluation.execution)
-        out[f"{prefix}positions"] = np.asarray(record.positions, dtype=np.float64)
-        out[f"{prefix}net_returns"] = np.asarray(net, dtype=np.float64)
-    return out
-
-
 def load_series(out_uri: str) -> dict[str, dict[str, np.ndarray]]:
     """A finished universe run's per-instrument stitched series, read back from `out_uri` (the same arrays
     as `UniverseResult.series`): for a book combined after the run."""
@@ -117,10 +127,15 @@ def _series_bytes(series: dict[str, np.ndarray]) -> bytes:
 
 
 def train_universe(
-    fxcache_uris: Sequence[str], out_uri: str, settings: RunConfig, progress: Progress = print
+    fxcache_uris: Sequence[str],
+    out_uri: str,
+    settings: RunConfig,
+    progress: Progress = print,
+    metrics: RunMetrics | None = None,
 ) -> UniverseResult:
-    """Train one trainer on every fxcache of `fxcache_uris` and write each instrument's records (module
-    docstring). Bad input is refused before anything is written."""
+    """Train one trainer on every fxcache of `fxcache_uris` and write each instrument's records and the
+    book's (module docstring). Bad input is refused before anything is written. `metrics`: where the
+    figures go (default: the run's Pushgateway, if one is configured), each instrument's under its name."""
     check_universe_settings(settings)
     try:
         device = resolve_device(settings.device)
@@ -129,6 +144,27 @@ def train_universe(
     summary_uri = storage.join(out_uri, SUMMARY)
     if storage.exists(summary_uri) and not settings.overwrite:
         raise UsageError(f"{out_uri}: holds a run already; give another --out or --overwrite")
+    if metrics is None:
+        metrics = RunMetrics(
+            resolve_run_id(settings.run_id), pushgateway=resolve_pushgateway(settings.pushgateway),
+            model=settings.model, device=str(device), metrics_port=settings.metrics_port,
+        )  # fmt: skip
+    try:
+        return _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics)
+    finally:
+        metrics.close()
+
+
+def _train_universe(
+    fxcache_uris: Sequence[str],
+    out_uri: str,
+    settings: RunConfig,
+    device: torch.device,
+    progress: Progress,
+    metrics: RunMetrics,
+) -> UniverseResult:
+    """Read and check, then (the run started, its end told to `metrics`) load, walk, stitch, combine and
+    write: `train_universe` once its settings are checked."""
     t0 = time.perf_counter()
     caches = read_universe(fxcache_uris)
     names = [instrument_name(c.uri, c.metadata) for c in caches]
@@ -143,13 +179,85 @@ def train_universe(
     max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in folds)
     total = sum(len(c) for c in caches)
     check_device_memory(device, total, caches[0].features.shape[1], max_rows, settings.dqn)
-    data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
-    progress(
-        f"loaded {len(caches)} instruments, {total:,} rows onto {device} in {time.perf_counter() - t0:.2f}s; "
-        f"{len(folds)} folds"
-    )
-    views = instrument_views(data, settings)
-    seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
+    metrics.run_started()  # refusals above are before the run: nothing pushed for them
+    try:
+        data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
+        metrics.data_loaded(time.perf_counter() - t0, total)
+        metrics.folds_planned(len(folds))
+        progress(
+            f"loaded {len(caches)} instruments, {total:,} rows onto {device} in "
+            f"{time.perf_counter() - t0:.2f}s; {len(folds)} folds"
+        )
+        views = instrument_views(data, settings)
+        seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
+        walked = _walk(data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics)
+        history = {n: (c.timestamp, c.targets[:, 0]) for n, c in zip(names, caches, strict=True)}
+        result = _records(
+            views,
+            fxcache_uris,
+            folds,
+            walked,
+            seeds,
+            history,
+            out_uri,
+            settings,
+            str(device),
+            progress,
+            metrics,
+        )
+    except BaseException as exc:
+        metrics.run_finished("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+        raise
+    metrics.run_finished("succeeded")
+    return result
+
+
+def _records(
+    views: Sequence[InstrumentView],
+    uris: Sequence[str],
+    folds: Sequence[UniverseFold],
+    walked: Walked,
+    seeds: list[int],
+    history: dict[str, tuple[np.ndarray, np.ndarray]],
+    out_uri: str,
+    settings: RunConfig,
+    device: str,
+    progress: Progress,
+    metrics: RunMetrics,
+) -> UniverseResult:
+    """Each instrument's stitched record and the book's, written, printed and told to `metrics`; then
+    summary.json."""
+    instruments, evaluations = _stitch_instruments(views, uris, folds, walked, seeds, out_uri, progress)
+    for entry in instruments:
+        if entry["name"] in evaluations[0]:
+            metrics.stitched_scored(stitched_figures(evaluations[0][entry["name"]].stitched), entry["name"])
+    summary = {
+        "status": "completed",
+        "device": device,
+        "folds": len(folds),
+        "instruments": instruments,
+        "run_config": json.loads(strict_json.json_bytes(_config_dict(settings))),
+    }
+    series = {name: stitched_series(e) for name, e in evaluations[0].items()}
+    if series:
+        summary["book"] = write_book(evaluations, history, seeds, settings, out_uri, progress, metrics)
+    storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary))
+    return UniverseResult(summary, series)
+
+
+def _walk(
+    data: DeviceData,
+    views: Sequence[InstrumentView],
+    folds: Sequence[UniverseFold],
+    max_rows: int,
+    seeds: list[int],
+    out_uri: str,
+    settings: RunConfig,
+    progress: Progress,
+    metrics: RunMetrics,
+) -> Walked:
+    """One trainer over the universe's folds, through the one walk over folds (`walk.walk_folds`) with a
+    universe fold as its step; each instrument's fold figures told to `metrics` under its name."""
     trainer = DQNTrainer(
         data,
         settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
@@ -160,17 +268,23 @@ def train_universe(
         eval_spread=settings.eval.spread,
         execution=universe_execution(views),
     )
-    walked = walk_universe(trainer, folds, views, out_uri, settings, progress)
-    instruments, series = _stitch_instruments(views, fxcache_uris, folds, walked, seeds, out_uri, progress)
-    summary = {
-        "status": "completed",
-        "device": str(device),
-        "folds": len(folds),
-        "instruments": instruments,
-        "run_config": json.loads(strict_json.json_bytes(_config_dict(settings))),
-    }
-    storage.write_bytes(summary_uri, strict_json.json_bytes(summary))
-    return UniverseResult(summary, series)
+
+    def on_fold(done: FoldDone) -> tuple[int, ...]:
+        first = done.results.get(0)
+        if isinstance(first, UniverseOutcome):
+            for i, outcome in first.instruments.items():
+                metrics.fold_finished(fold_figures(outcome.report), views[i].name)
+        return ()
+
+    return walk_folds(
+        trainer,
+        folds,
+        {m: out_uri for m in range(len(seeds))},
+        settings.epochs,
+        None,
+        hooks=WalkHooks(progress=progress, on_fold=on_fold),
+        step=universe_step(trainer, views, out_uri, settings, progress),
+    )
 
 
 def _stitch_instruments(
@@ -181,12 +295,14 @@ def _stitch_instruments(
     seeds: list[int],
     out_uri: str,
     progress: Progress,
-) -> tuple[list[dict], dict[str, dict[str, np.ndarray]]]:
+) -> tuple[list[dict], dict[int, dict[str, RunEvaluation]]]:
     """Each instrument's stitched record over the folds it took part in (the first seed's), written under
-    its folder; its summary entry (with several seeds, their spread), and its series by name."""
-    instruments, series = [], {}
+    its folder; its summary entry (with several seeds, their spread); per member, its stitched evaluation
+    of each instrument it walked to the end."""
+    instruments = []
+    evaluations: dict[int, dict[str, RunEvaluation]] = {m: {} for m in range(len(seeds))}
     for i, (view, uri) in enumerate(zip(views, uris, strict=True)):
-        outcomes = walked[0][i]
+        outcomes = instrument_outcomes(walked, 0, i)
         entry: dict = {
             "name": view.name,
             "fxcache": uri,
@@ -194,35 +310,26 @@ def _stitch_instruments(
             "folds": sorted(outcomes),
         }
         if outcomes:
-            evaluation = stitch_outcomes(view.data, local_folds(folds, i), outcomes, view.scoring, view.memo)
-            series[view.name] = stitched_series(evaluation)
+            for m in range(len(seeds)):
+                own = instrument_outcomes(walked, m, i)
+                if own.keys() == outcomes.keys():  # a seed that stopped early has no stitched record
+                    evaluations[m][view.name] = stitch_outcomes(
+                        view.data, local_folds(folds, i), own, view.scoring, view.memo
+                    )
+            evaluation = evaluations[0][view.name]
             folder = instrument_folder(out_uri, view.name)
             stitched = strict_json.json_bytes(window_to_dict(evaluation.stitched))
             storage.write_bytes(storage.join(folder, STITCHED), stitched)
-            storage.write_bytes(storage.join(folder, SERIES), _series_bytes(series[view.name]))
+            storage.write_bytes(storage.join(folder, SERIES), _series_bytes(stitched_series(evaluation)))
             net = evaluation.stitched.policies[MODEL].net
             entry["stitched_net_sharpe"] = net.sharpe
             progress(f"{view.name}: stitched net Sharpe {net.sharpe:.2f} over {len(outcomes)} folds")
             if len(seeds) > 1:
-                entry["seed_spread"] = _instrument_spread(view, folds, i, walked, seeds, net)
+                nets = {seeds[m]: ev[view.name].stitched.policies[MODEL].net for m, ev in evaluations.items()
+                        if view.name in ev}  # fmt: skip
+                entry["seed_spread"] = seed_spread(nets)
         instruments.append(entry)
-    return instruments, series
-
-
-def _instrument_spread(
-    view: InstrumentView, folds, instrument: int, walked: Walked, seeds: list[int], first
-) -> dict:
-    """The seeds' stitched net Sharpe on one instrument and their spread (`evaluate.seed_spread`); a seed
-    that stopped before the last fold has no stitched record and is left out."""
-    net = {seeds[0]: first}
-    for m in range(1, len(seeds)):
-        outcomes = walked.get(m, {}).get(instrument, {})
-        if outcomes and outcomes.keys() == walked[0][instrument].keys():
-            other = stitch_outcomes(
-                view.data, local_folds(folds, instrument), outcomes, view.scoring, view.memo
-            )
-            net[seeds[m]] = other.stitched.policies[MODEL].net
-    return seed_spread(net)
+    return instruments, evaluations
 
 
 def _config_dict(settings: RunConfig) -> dict:

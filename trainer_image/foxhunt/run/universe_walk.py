@@ -1,5 +1,6 @@
-"""The walk over a universe's folds: one trainer learns each fold from every instrument taking part, then
-each instrument's validation is rolled and scored on its own.
+"""A universe's fold, the step of the one walk over folds (`walk.walk_folds`, given `universe_step`): one
+trainer learns each fold from every instrument taking part, then each instrument's validation is rolled
+and scored on its own.
 
 A universe fold (`foxhunt.data.universe.UniverseFold`) becomes one `SpanPart` per instrument taking part
 (`fold_parts`): its `FoldRange` moved into the concatenated rows, its learning rows ending where the tail
@@ -20,7 +21,7 @@ universe run, the held-out period.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -37,7 +38,8 @@ from foxhunt.evaluate.run_scores import evaluate_fold, run_scoring
 from foxhunt.out_names import fold_folder
 from foxhunt.run.fold import FoldOutcome, Progress, fold_dates, save_fold
 from foxhunt.run.manifest import sha256
-from foxhunt.train import DeviceData, DQNTrainer, synchronize
+from foxhunt.run.walk import FoldStep, Walked
+from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.device_data import SpanPart
 from foxhunt.train.diagnostics import diagnostics_due
 from foxhunt.train.epoch_figures import fold_warnings
@@ -131,7 +133,22 @@ def start_universe_fold(trainer: DQNTrainer, parts: list[SpanPart], fold: int) -
     return {"reset": t1 - t0, "normalize": time.perf_counter() - t1}
 
 
-Walked = dict[int, dict[int, dict[int, FoldOutcome]]]  # member → instrument → fold → its outcome
+@dataclass(frozen=True)
+class UniverseOutcome:
+    """A member's universe fold: its outcome on each instrument taking part (by instrument), and its policy
+    choice, whose pooled out-of-sample window the member's later folds weigh."""
+
+    instruments: dict[int, FoldOutcome]
+    choice: FoldSelection | None
+
+
+def instrument_outcomes(walked: Walked, member: int, instrument: int) -> dict[int, FoldOutcome]:
+    """Member `member`'s outcomes on instrument `instrument`, by fold (the folds it took part in)."""
+    return {
+        fold: outcome.instruments[instrument]
+        for fold, outcome in walked.outcomes.get(member, {}).items()
+        if instrument in outcome.instruments
+    }
 
 
 def member_folder(out_uri: str, name: str, settings: RunConfig, member: int) -> str:
@@ -141,18 +158,20 @@ def member_folder(out_uri: str, name: str, settings: RunConfig, member: int) -> 
     return folder if member == 0 else storage.join(folder, out_names.seed_folder(settings.seed + member))
 
 
-def _train_epochs(trainer: DQNTrainer, fold: int, settings: RunConfig, progress: Progress) -> dict[int, list]:
-    """The fold's epochs for every member still walking; member 0's divergence ends the run, another's
+def _train_epochs(
+    trainer: DQNTrainer, fold: int, members: Sequence[int], settings: RunConfig, progress: Progress
+) -> dict[int, list]:
+    """The fold's epochs for `members` (those still walking); member 0's divergence ends the run, another's
     leaves it (`trainer.failures`). Per member its epochs' figures."""
-    history: dict[int, list] = {m: [] for m in range(trainer.size)}
+    history: dict[int, list] = {m: [] for m in members}
     for epoch in range(settings.epochs):
         diagnose = diagnostics_due(epoch, settings.epochs, settings.diagnostics_every)
-        live = [m for m in range(trainer.size) if trainer.failures[m] is None]
+        live = [m for m in members if trainer.failures[m] is None]
         figures = trainer.train_epoch(epoch, settings.epochs, live, diagnose=diagnose)
         if figures[0] is None:
             raise trainer.failures[0] or RuntimeError(f"fold {fold}: no figures")
         for m, figure in enumerate(figures):
-            if figure is not None:
+            if figure is not None and m in history:
                 history[m].append(figure)
         progress(f"fold {fold} epoch {epoch + 1}/{settings.epochs}: loss {figures[0].loss:.4f}")
     return history
@@ -167,14 +186,15 @@ def train_universe_fold(
     progress: Progress,
     earlier: dict[int, list[WindowEvidence]],
 ) -> tuple[dict[int, dict[int, FoldOutcome]], dict[int, FoldSelection | None]]:
-    """One universe fold on `trainer` for each of its members still walking (one per seed): learn from
-    every instrument taking part, choose the policy, then per instrument validate, save and report. Per
-    member: its outcome per instrument, and its choice."""
+    """One universe fold on `trainer` for the members of `earlier` (those still walking, one per seed,
+    each with its earlier folds' pooled out-of-sample windows): learn from every instrument taking part,
+    choose the policy, then per instrument validate, save and report. Per member that did not diverge:
+    its outcome per instrument, and its choice."""
     fold_start = time.perf_counter()
     parts = fold_parts(trainer.data.universe, fold, settings.dqn.select_tail_share)
     phases = start_universe_fold(trainer, parts, fold.fold)
-    history = _train_epochs(trainer, fold.fold, settings, progress)
-    live = [m for m in range(trainer.size) if trainer.failures[m] is None]
+    history = _train_epochs(trainer, fold.fold, list(earlier), settings, progress)
+    live = [m for m in earlier if trainer.failures[m] is None]
     choices = trainer.policies.choose_policies(live, {m: earlier[m] for m in live})
     outcomes: dict[int, dict[int, FoldOutcome]] = {m: {} for m in live}
     for m in live:
@@ -246,38 +266,48 @@ def _finish_instrument(
     return FoldOutcome(report, positions_from_bytes(files[out_names.POSITIONS]), baselines, outputs)
 
 
-def walk_universe(
+def universe_step(
     trainer: DQNTrainer,
-    folds: Sequence[UniverseFold],
     views: Sequence[InstrumentView],
     out_uri: str,
     settings: RunConfig,
     progress: Progress,
-) -> Walked:
-    """Every universe fold in order on `trainer`: per member (seed), per instrument, its outcomes by fold
-    (only the folds it takes part in; a member that diverged stops). Each member's pooled decision weighs
-    its earlier folds' pooled out-of-sample windows."""
-    outcomes: Walked = {m: {i: {} for i in range(len(views))} for m in range(trainer.size)}
-    evidence: dict[int, list[WindowEvidence]] = {m: [] for m in range(trainer.size)}
-    for fold in folds:
+) -> FoldStep:
+    """The walk's step for a universe (`walk.walk_folds(..., step=)`): a `UniverseFold` trained on every
+    instrument taking part (`train_universe_fold`); per member its `UniverseOutcome`, or its divergence.
+    Each member's pooled decision weighs its earlier folds' pooled out-of-sample windows."""
+
+    def step(
+        fold: UniverseFold, live: Mapping[int, str], walked: Mapping[int, Mapping[int, UniverseOutcome]]
+    ) -> dict[int, UniverseOutcome | TrainingDiverged]:
         names = ", ".join(views[i].name for i in fold.members)
         progress(f"fold {fold.fold}: {len(fold.members)} instruments ({names})")
-        by_member, choices = train_universe_fold(trainer, fold, views, out_uri, settings, progress, evidence)
-        for m, by_instrument in by_member.items():
-            for i, outcome in by_instrument.items():
-                outcomes[m][i][fold.fold] = outcome
-            choice = choices[m]
-            if choice is not None and choice.out_of_sample is not None:
-                evidence[m].append(choice.out_of_sample)
-        for i, outcome in by_member[0].items():
-            sharpe = outcome.report.evaluation.policies[MODEL].net.sharpe
-            progress(f"fold {fold.fold} {views[i].name}: validation net Sharpe {sharpe:.2f} after costs")
-        phases = next(iter(by_member[0].values())).report.phases
-        progress(
-            f"fold {fold.fold} done: reset {phases['reset'] * 1e3:.1f}ms normalize "
-            f"{phases['normalize'] * 1e3:.1f}ms collect {phases['collect']:.2f}s train {phases['train']:.2f}s"
-        )
-    return outcomes
+        earlier = {m: _pooled_evidence(walked[m]) for m in live}
+        by_member, choices = train_universe_fold(trainer, fold, views, out_uri, settings, progress, earlier)
+        _fold_lines(fold.fold, by_member[0], views, progress)
+        return {m: trainer.failures[m] or UniverseOutcome(by_member[m], choices[m]) for m in live}
+
+    return step
+
+
+def _pooled_evidence(outcomes: Mapping[int, UniverseOutcome]) -> list[WindowEvidence]:
+    """The pooled out-of-sample windows of a member's earlier universe folds, in fold order."""
+    found = (o.choice.out_of_sample for o in outcomes.values() if o.choice is not None)
+    return [w for w in found if w is not None]
+
+
+def _fold_lines(
+    fold: int, outcomes: Mapping[int, FoldOutcome], views: Sequence[InstrumentView], progress: Progress
+) -> None:
+    """The console lines of a finished universe fold: each instrument's validation, the fold's timings."""
+    for i, outcome in outcomes.items():
+        sharpe = outcome.report.evaluation.policies[MODEL].net.sharpe
+        progress(f"fold {fold} {views[i].name}: validation net Sharpe {sharpe:.2f} after costs")
+    phases = next(iter(outcomes.values())).report.phases
+    progress(
+        f"fold {fold} done: reset {phases['reset'] * 1e3:.1f}ms normalize "
+        f"{phases['normalize'] * 1e3:.1f}ms collect {phases['collect']:.2f}s train {phases['train']:.2f}s"
+    )
 
 
 def local_folds(folds: Sequence[UniverseFold], instrument: int) -> list[FoldRange]:

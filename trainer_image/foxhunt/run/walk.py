@@ -5,12 +5,18 @@ leaves the walk with its failure, and the caller's `on_fold` may stop others (a 
 evidence a pooled decision weighs (`select_pool`: each member's earlier folds' out-of-sample windows)
 is read from the outcomes walked so far, taken-over folds included, so a resumed run decides as the
 first attempt did.
+
+What one fold's training is, is the walk's `step`: by default `fold.train_fold` on one instrument's
+`FoldRange`; a universe run (`run/universe_walk.py`) passes its own, which trains a `UniverseFold` on
+every instrument taking part and returns, per member, its outcome on each of them. The walk is the
+same loop for both: the folds in order, members leaving, the caller's hooks.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import ScoreMemo, Scoring
@@ -20,6 +26,19 @@ from foxhunt.train import DQNTrainer, TrainingDiverged
 FoldResults = dict[int, FoldOutcome | TrainingDiverged]  # member → its outcome of one fold
 
 
+class WalkFold(Protocol):
+    """What the walk reads of a fold: its number (a `FoldRange`, a universe's `UniverseFold`)."""
+
+    @property
+    def fold(self) -> int: ...
+
+
+Outcome = TypeVar("Outcome")  # what a member's fold leaves: a FoldOutcome, or a universe's per instrument
+# One fold's training: (the fold, member → its output folder, every member's outcomes so far) → per
+# member its outcome, or the divergence that stopped it.
+FoldStep = Callable[[Any, Mapping[int, str], Mapping[int, Mapping[int, Any]]], Mapping[int, Any]]
+
+
 def _print(message: str) -> None:
     print(message, flush=True)
 
@@ -27,7 +46,8 @@ def _print(message: str) -> None:
 @dataclass(frozen=True)
 class FoldDone:
     """A fold the walk has finished: its members' results, whether it was taken over, and every member's
-    outcomes so far (this fold's included)."""
+    outcomes so far (this fold's included). Of a universe, the fold is a `UniverseFold` and an outcome
+    the step's."""
 
     fold: FoldRange
     results: FoldResults
@@ -51,10 +71,10 @@ class WalkHooks:
 
 
 @dataclass
-class Walked:
+class Walked(Generic[Outcome]):
     """Per member, its outcomes by fold in walk order, and the failure that stopped it, if any."""
 
-    outcomes: dict[int, dict[int, FoldOutcome]]
+    outcomes: dict[int, dict[int, Outcome]]
     failures: dict[int, TrainingDiverged] = field(default_factory=dict)
 
     def finished(self, member: int) -> bool:
@@ -66,51 +86,74 @@ class Walked:
 
 def walk_folds(
     trainer: DQNTrainer,
-    folds: Iterable[FoldRange],
+    folds: Iterable[WalkFold],
     members: Mapping[int, str],
     epochs: int,
-    scoring: Scoring,
+    scoring: Scoring | None,
     *,
     memo: ScoreMemo | None = None,
     diagnostics_every: int = 1,
     hooks: WalkHooks | None = None,
+    step: FoldStep | None = None,
 ) -> Walked:
     """Walk `folds` in order for `members` (member → its output folder) on `trainer`: each fold taken over
-    or trained (reset → train → validate → save → report), divergences and stopped members leaving."""
+    or trained by `step` (default `train_fold`'s reset → train → validate → save → report, scored with
+    `scoring`), divergences and stopped members leaving."""
     hooks = hooks or WalkHooks()
+    train = step or _train_fold_step(trainer, epochs, scoring, memo, diagnostics_every, hooks)
     live = dict(members)
-    walked = Walked({k: {} for k in members})
-    for fold_range in folds:
+    walked: Walked = Walked({k: {} for k in members})
+    for fold in folds:
         if not live:
             break
         hooks.check()
-        hooks.at_fold(fold_range.fold)
-        taken = hooks.taken_over(fold_range)
+        hooks.at_fold(fold.fold)
+        taken = hooks.taken_over(fold)  # type: ignore[arg-type]  # a universe takes over nothing
         if taken is not None:
-            results: FoldResults = {k: taken[k] for k in live if k in taken}
+            results: Mapping[int, Any] = {k: taken[k] for k in live if k in taken}
             for k in set(live) - set(taken):
                 del live[k]
         else:
-            results = train_fold(
-                trainer,
-                fold_range,
-                epochs,
-                live,
-                hooks.progress,
-                hooks.check,
-                scoring=scoring,
-                memo=memo,
-                diagnostics_every=diagnostics_every,
-                on_epoch=hooks.on_epoch,
-                earlier={k: out_of_sample_evidence(walked.outcomes[k]) for k in live},
-            )
+            results = train(fold, live, walked.outcomes)
         for k, result in results.items():
             if isinstance(result, TrainingDiverged):
                 walked.failures[k] = result
                 del live[k]
             else:
-                walked.outcomes[k][fold_range.fold] = result
-        for k in hooks.on_fold(FoldDone(fold_range, results, taken is not None, walked.outcomes)):
+                walked.outcomes[k][fold.fold] = result
+        done = FoldDone(fold, dict(results), taken is not None, walked.outcomes)  # type: ignore[arg-type]
+        for k in hooks.on_fold(done):
             live.pop(k, None)
     hooks.at_fold(None)
     return walked
+
+
+def _train_fold_step(
+    trainer: DQNTrainer,
+    epochs: int,
+    scoring: Scoring | None,
+    memo: ScoreMemo | None,
+    diagnostics_every: int,
+    hooks: WalkHooks,
+) -> FoldStep:
+    """The walk's default step: one instrument's fold (`train_fold`), each member weighing its earlier
+    folds' out-of-sample windows."""
+
+    def step(
+        fold_range: FoldRange, live: Mapping[int, str], outcomes: Mapping[int, Mapping[int, FoldOutcome]]
+    ) -> FoldResults:
+        return train_fold(
+            trainer,
+            fold_range,
+            epochs,
+            live,
+            hooks.progress,
+            hooks.check,
+            scoring=cast(Scoring, scoring),  # None only where the caller gives its own step
+            memo=memo,
+            diagnostics_every=diagnostics_every,
+            on_epoch=hooks.on_epoch,
+            earlier={k: out_of_sample_evidence(outcomes[k]) for k in live},
+        )
+
+    return step
