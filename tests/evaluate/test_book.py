@@ -20,6 +20,22 @@ so 1/σ is 100 and 33.3 and the weights are 0.75 and 0.25.
 Book net: mean 0.035 / 5 = 0.007; squared deviations 6.25e-8, 1.5625e-4, 1.050625e-4, 1.6e-5, 4e-6,
 variance 2.81375e-4 / 5 = 5.6275e-5; equity 0.00675, 0.02625, 0.023, 0.026, 0.035: the largest fall is
 0.00325 (bar 2 to 3), a drawdown of 1 − e^−0.00325; every bar is in the market and 4 of 5 gain.
+
+The feature oracle's case: two supervised models on each instrument, net returns per bar as the
+instruments' runs scored them (positions long throughout).
+
+    A ridge_15  0.01, −0.01, 0.01, −0.01      A mlp_60  0.01, 0.02, 0.01, 0.02
+    B ridge_15  0.03, 0.031, 0.032            B mlp_60  −0.01, 0.01, −0.01
+
+    bar            1        2                  3                   4        5
+    book ridge_15  0.0075   .75·−.01+.25·.03   .75·.01+.25·.031    −0.0075  .25·.032
+                            = 0                = 0.01525                    = 0.008
+    book mlp_60    0.0075   .75·.02+.25·−.01   .75·.01+.25·.01     0.015    .25·−.01
+                            = 0.0125           = 0.01                       = −0.0025
+
+Book ridge_15: mean 0.00465, variance 3.0095e-4 / 5 = 6.019e-5, Sharpe per bar 0.599. Book mlp_60: mean
+0.0085, variance 1.825e-4 / 5 = 3.65e-5, Sharpe per bar 1.407: the oracle is mlp_60, though on B alone
+ridge_15 (mean 0.031 with a spread of under 0.001) is the best model of any one instrument by far.
 """
 
 import json
@@ -33,6 +49,7 @@ from foxhunt.evaluate import paired
 from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, Scoring
 from foxhunt.evaluate.reports import window_from_dict
 from foxhunt.evaluate.seed_spread import seed_spread
+from foxhunt.evaluate.supervised import oracle_label
 
 SCORING = Scoring(resamples=200, seed=3)
 PERIODS = 100.0  # stated bars per year, so the annualised figures are round
@@ -216,3 +233,77 @@ def test_the_books_report_entry_reads_back_as_its_window():
     data = json.loads(json.dumps(bk.book_to_dict(book)))
     assert data["weights"] == pytest.approx({"A": 0.75, "B": 0.25})
     assert window_from_dict(data["window"]) == book.window
+
+
+SUPERVISED_A = {"ridge_15": (0.01, -0.01, 0.01, -0.01), "mlp_60": (0.01, 0.02, 0.01, 0.02)}
+SUPERVISED_B = {"ridge_15": (0.03, 0.031, 0.032), "mlp_60": (-0.01, 0.01, -0.01)}
+
+
+def _with_models(s: bk.InstrumentSeries, nets: dict) -> bk.InstrumentSeries:
+    """`s` with supervised models held long throughout, their net returns as given."""
+    series = {"timestamp": s.timestamp, "positions": s.positions, "net_returns": s.net_returns}
+    for name, net in nets.items():
+        series[f"{name}/positions"] = np.ones(s.timestamp.size)
+        series[f"{name}/net_returns"] = np.array(net)
+    return bk.instrument_series(series, s.asset_returns, s.cost_per_unit)
+
+
+def _oracle_book(a_models=None, b_models=None) -> bk.BookEvaluation:
+    a = _with_models(_a(), SUPERVISED_A if a_models is None else a_models)
+    b = _with_models(_b(), SUPERVISED_B if b_models is None else b_models)
+    return _book(a, b)
+
+
+def test_each_supervised_model_is_combined_with_the_books_weights_and_compared_paired():
+    # Catches: the supervised models left out of the book, or combined with other weights than the model's.
+    book = _oracle_book()
+    np.testing.assert_allclose(book.series["ridge_15"].net, [0.0075, 0, 0.01525, -0.0075, 0.008], atol=1e-15)
+    np.testing.assert_allclose(book.series["mlp_60"].net, [0.0075, 0.0125, 0.01, 0.015, -0.0025], atol=1e-15)
+    assert set(book.window.standings) == {BUY_AND_HOLD, bk.FLAT, "ridge_15", "mlp_60"}
+
+
+def test_the_feature_oracle_by_hand():
+    book = _oracle_book()
+    oracle = bk.book_feature_oracle(book)
+    per_bar = 0.0085 / math.sqrt(3.65e-5)
+    best = book.window.policies["mlp_60"].net
+    assert oracle is not None and oracle["name"] == "mlp_60"
+    assert oracle["sharpe"] == pytest.approx(per_bar * 10.0, rel=1e-9)
+    assert oracle["ci"] == [best.sharpe_ci_low, best.sharpe_ci_high]
+    assert oracle["share"] == pytest.approx(0.007 / math.sqrt(5.6275e-5) / per_bar, rel=1e-9)
+    assert (oracle["models"], oracle["label"]) == (2, oracle_label(2))
+
+
+def test_the_oracle_is_the_best_combined_model_not_the_best_on_one_instrument():
+    # Catches: picking the model that did best on some one instrument (ridge_15 on B).
+    alone = bk.evaluate_book(
+        {"B": _with_models(_b(), SUPERVISED_B)}, {"B": 1.0}, SCORING, periods_per_year=PERIODS
+    )
+    oracle = bk.book_feature_oracle(_oracle_book())
+    assert bk.book_feature_oracle(alone)["name"] == "ridge_15"
+    assert alone.window.policies["ridge_15"].net.sharpe > oracle["sharpe"]
+    assert oracle["name"] == "mlp_60"
+
+
+def test_a_model_some_instrument_lacks_is_left_out_of_the_book():
+    # Catches: combining a model over the instruments that have it (its weight would be the book's anyway).
+    book = _oracle_book(a_models={"ridge_15": SUPERVISED_A["ridge_15"]})
+    assert set(book.series) == {MODEL, BUY_AND_HOLD, bk.FLAT, "ridge_15"}
+    assert bk.book_feature_oracle(book)["models"] == 1
+
+
+def test_without_supervised_models_the_book_has_no_oracle():
+    assert bk.book_to_dict(_book())["feature_oracle"] is None
+
+
+def test_the_share_is_left_out_when_the_oracle_earns_nothing():
+    # Catches: a share of a non-positive Sharpe, whose sign would read backwards.
+    losing = {"ridge_15": (-0.01, -0.02, -0.01, -0.02)}
+    book = _oracle_book(a_models=losing, b_models={"ridge_15": (-0.01, -0.01, -0.02)})
+    assert bk.book_feature_oracle(book)["share"] is None
+
+
+def test_the_books_report_entry_carries_its_oracle():
+    book = _oracle_book()
+    data = json.loads(json.dumps(bk.book_to_dict(book)))
+    assert data["feature_oracle"] == json.loads(json.dumps(bk.book_feature_oracle(book)))

@@ -19,6 +19,7 @@ from foxhunt.data.sample_universe import generate_universe
 from foxhunt.evaluate.book import book_to_dict, evaluate_book, instrument_series
 from foxhunt.evaluate.evaluation import Scoring
 from foxhunt.evaluate.records import bars_per_year
+from foxhunt.evaluate.supervised import SUPERVISED_NAMES, oracle_label
 from foxhunt.run.universe_run import load_series, train_universe
 
 DAYS = 12
@@ -105,11 +106,32 @@ def test_book_json_holds_the_summarys_book(run):
     )
 
 
-def test_the_books_baselines_are_buy_and_hold_and_flat_compared_paired(run):
+def test_the_books_baselines_are_buy_and_hold_flat_and_the_supervised_models_compared_paired(run):
     window = run[1].summary["book"]["window"]
-    assert set(window["policies"]) == {"model", "buy_and_hold", "flat"}
-    assert set(window["standings"]) == {"buy_and_hold", "flat"}
+    assert set(window["policies"]) == {"model", "buy_and_hold", "flat", *SUPERVISED_NAMES}
+    assert set(window["standings"]) == {"buy_and_hold", "flat", *SUPERVISED_NAMES}
     assert window["policies"]["flat"]["net"]["log_return"] == 0.0
+
+
+def test_the_books_feature_oracle_is_its_best_combined_supervised_model(run):
+    out, result, _, _ = run
+    book = json.loads((out / "summary.json").read_text())["book"]
+    policies = book["window"]["policies"]
+    best = max(SUPERVISED_NAMES, key=lambda name: policies[name]["net"]["sharpe"])
+    net = policies[best]["net"]
+    oracle = book["feature_oracle"]
+    assert (oracle["name"], oracle["sharpe"]) == (best, net["sharpe"])
+    assert oracle["ci"] == [net["sharpe_ci_low"], net["sharpe_ci_high"]]
+    assert oracle["label"] == oracle_label(len(SUPERVISED_NAMES))
+    share = book["stitched_net_sharpe"] / net["sharpe"] if net["sharpe"] > 0 else None
+    assert oracle["share"] == (None if share is None else pytest.approx(share, rel=1e-12))
+    assert json.loads((out / "book.json").read_text())["feature_oracle"] == oracle
+
+
+def test_the_books_console_line_names_its_feature_oracle(run):
+    oracle = run[1].summary["book"]["feature_oracle"]
+    line = [line for line in run[2] if line.startswith("book:")][-1]
+    assert f"feature oracle ({oracle['label']}: {oracle['name']}) {oracle['sharpe']:.2f}" in line
 
 
 def test_the_console_names_the_book_after_each_instruments_line(run):

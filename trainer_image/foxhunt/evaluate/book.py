@@ -14,7 +14,13 @@ Inputs, per instrument: its stitched record as plain arrays (timestamps in int64
 * **Per bar.** Book net = Σᵢ wᵢ · netᵢ; gross = Σᵢ wᵢ · posᵢ · returnᵢ; exposure = Σᵢ wᵢ · |posᵢ|;
   turnover = Σᵢ wᵢ · |Δposᵢ|, each instrument's first bar entered from flat.
 * **Baselines** are combined the same way with the same weights: each instrument's buy-and-hold (long on
-  every bar, the entry paid once at its first bar) and flat.
+  every bar, the entry paid once at its first bar), flat, and each supervised model (`supervised.
+  SUPERVISED_NAMES`) that every instrument's series carries (its positions and net returns as the
+  instrument's run scored them), so ridge_15 of the book is ridge_15 of each instrument, weighted.
+* **Feature oracle.** The best of the combined supervised models by the book's stitched net Sharpe
+  (`book_feature_oracle`): a pick made after the fact on the same windows, so optimistic, labelled as the
+  single-instrument run's (`supervised.oracle_label`). It is the best *combined* model, not the model
+  that did best on some one instrument.
 * **Scoring** reuses the run's: `evaluation.record_metrics` (Sharpe with its interval, PSR against the
   book's buy-and-hold, drawdown, turnover, exposure, hit rate) and `evaluation.compare` (the paired
   bootstrap test of the Sharpe difference, alpha, beta, information ratio). Annualisation: the union
@@ -27,7 +33,7 @@ The book's `Record` (for `record_metrics`) holds the book's exposure as its posi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -45,6 +51,7 @@ from foxhunt.evaluate.evaluation import (
 from foxhunt.evaluate.metrics import Metrics
 from foxhunt.evaluate.records import Record, bars_per_year
 from foxhunt.evaluate.seed_spread import seed_spread
+from foxhunt.evaluate.supervised import SUPERVISED_NAMES, feature_oracle, oracle_label
 
 FLAT = "flat"
 BOOK = "book"  # the name the book's figures and telemetry go by beside the instruments'
@@ -61,6 +68,8 @@ class InstrumentSeries:
     net_returns: np.ndarray  # float64: position × return − this instrument's costs, per bar
     asset_returns: np.ndarray  # float64: the bar's 1-bar forward log return
     cost_per_unit: float  # this instrument's cost per unit of position change
+    # supervised model → (positions, net returns) on the same bars, as the instrument's run scored it
+    baselines: Mapping[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -86,7 +95,8 @@ class BookEvaluation:
 def instrument_series(
     series: Mapping[str, np.ndarray], asset_returns: np.ndarray, cost_per_unit: float
 ) -> InstrumentSeries:
-    """An `InstrumentSeries` from the trainer's plain dict (`SERIES_KEYS`), checked: one length, increasing
+    """An `InstrumentSeries` from the trainer's plain dict (`SERIES_KEYS`, and ``<model>/positions``,
+    ``<model>/net_returns`` for each supervised model it holds), checked: one length, increasing
     timestamps, positions in {−1, 0, 1}."""
     missing = [key for key in SERIES_KEYS if key not in series]
     if missing:
@@ -97,13 +107,23 @@ def instrument_series(
         net_returns=np.asarray(series["net_returns"], dtype=np.float64),
         asset_returns=np.asarray(asset_returns, dtype=np.float64),
         cost_per_unit=float(cost_per_unit),
+        baselines={
+            name: (
+                np.asarray(series[f"{name}/positions"], dtype=np.float64),
+                np.asarray(series[f"{name}/net_returns"], dtype=np.float64),
+            )
+            for name in SUPERVISED_NAMES
+            if f"{name}/positions" in series and f"{name}/net_returns" in series
+        },
     )
     n = out.timestamp.size
-    if {a.size for a in (out.positions, out.net_returns, out.asset_returns)} != {n}:
+    supervised = [array for pair in out.baselines.values() for array in pair]
+    if {a.size for a in (out.positions, out.net_returns, out.asset_returns, *supervised)} != {n}:
         raise ValueError("an instrument's timestamps, positions, net and asset returns differ in length")
     if n > 1 and not np.all(np.diff(out.timestamp) > 0):
         raise ValueError("an instrument's timestamps are not strictly increasing")
-    if not np.isin(out.positions, (-1.0, 0.0, 1.0)).all():
+    held = [out.positions, *(positions for positions, _ in out.baselines.values())]
+    if not all(np.isin(positions, (-1.0, 0.0, 1.0)).all() for positions in held):
         raise ValueError("an instrument's positions are not all −1, 0 or 1")
     return out
 
@@ -186,13 +206,16 @@ def _policy_arrays(s: InstrumentSeries, policy: str) -> tuple[np.ndarray, np.nda
     if policy == FLAT:
         zero = np.zeros_like(s.asset_returns)
         return zero, zero, zero
+    if policy in s.baselines:
+        positions, net = s.baselines[policy]
+        return positions, positions * s.asset_returns, net
     raise ValueError(f"unknown policy {policy!r}")
 
 
 def combine(
     instruments: Mapping[str, InstrumentSeries], weights: Mapping[str, float], policy: str = MODEL
 ) -> BookSeries:
-    """`policy` (MODEL, BUY_AND_HOLD or FLAT) of every instrument, weighted, on the union calendar; an
+    """`policy` (MODEL, BUY_AND_HOLD, FLAT or a supervised model every instrument holds) of every instrument, weighted, on the union calendar; an
     instrument without a bar at a time adds 0 there."""
     if set(weights) != set(instruments):
         raise ValueError(f"weights for {sorted(weights)}, instruments {sorted(instruments)}: not the same")
@@ -235,6 +258,12 @@ def _score(series: BookSeries, record: Record, scoring: Scoring, bench: Evaluati
     return Scored(evaluation, net_draws, series.net)
 
 
+def book_supervised(instruments: Mapping[str, InstrumentSeries]) -> tuple[str, ...]:
+    """The supervised models every instrument's series holds, in `SUPERVISED_NAMES` order (a model some
+    instrument lacks cannot be combined with the book's weights, so it is left out)."""
+    return tuple(name for name in SUPERVISED_NAMES if all(name in s.baselines for s in instruments.values()))
+
+
 def evaluate_book(
     instruments: Mapping[str, InstrumentSeries],
     weights: Mapping[str, float],
@@ -242,15 +271,17 @@ def evaluate_book(
     *,
     periods_per_year: float | None = None,
 ) -> BookEvaluation:
-    """The book's record scored beside its baselines (buy-and-hold and flat, combined with the same
-    `weights`), and the paired comparisons against each; PSR against the book's buy-and-hold.
+    """The book's record scored beside its baselines (buy-and-hold, flat and the supervised models every
+    instrument holds, each combined with the same `weights`), and the paired comparisons against each;
+    PSR against the book's buy-and-hold.
 
     `scoring`'s cost and execution are not applied again (the instruments' net returns hold their costs);
     its bootstrap settings are. `periods_per_year`: default the union calendar's bars per year.
     """
     if scoring.execution is not None:
         raise ValueError("the book combines net returns already costed: scoring.execution must be None")
-    series = {policy: combine(instruments, weights, policy) for policy in (MODEL, BUY_AND_HOLD, FLAT)}
+    names = (MODEL, BUY_AND_HOLD, FLAT, *book_supervised(instruments))
+    series = {policy: combine(instruments, weights, policy) for policy in names}
     calendar = series[MODEL].timestamp
     if calendar.size == 0:
         raise ValueError("no instrument has an out-of-sample bar")
@@ -258,11 +289,11 @@ def evaluate_book(
     records = {policy: book_record(s, periods) for policy, s in series.items()}
     bench = _score(series[BUY_AND_HOLD], records[BUY_AND_HOLD], scoring, None)
     scored = {
-        BUY_AND_HOLD: bench,
-        **{p: _score(series[p], records[p], scoring, bench.evaluation) for p in (MODEL, FLAT)},
+        p: bench if p == BUY_AND_HOLD else _score(series[p], records[p], scoring, bench.evaluation)
+        for p in names
     }
-    policies = {p: scored[p].evaluation for p in (MODEL, BUY_AND_HOLD, FLAT)}
-    baselines = {p: policies[p] for p in (BUY_AND_HOLD, FLAT)}
+    policies = {p: scored[p].evaluation for p in names}
+    baselines = {p: policies[p] for p in names if p != MODEL}
     window = WindowEvaluation(
         fold=-1,
         start_ns=int(calendar[0]),
@@ -275,12 +306,38 @@ def evaluate_book(
     return BookEvaluation(dict(weights), window, series)
 
 
+def book_feature_oracle(book: BookEvaluation) -> dict | None:
+    """The book's feature oracle: the combined supervised model with the best stitched net Sharpe, its
+    Sharpe and bootstrap interval, how many it was picked from, the label the single-instrument run uses,
+    and the model's share of it (the book's net Sharpe over the oracle's; None unless the oracle's is
+    positive). None when the book holds no supervised model."""
+    sharpes = {n: p.net.sharpe for n, p in book.window.policies.items() if n in SUPERVISED_NAMES}
+    oracle = feature_oracle(sharpes)
+    if oracle is None:
+        return None
+    name, sharpe = oracle
+    net = book.window.policies[name].net
+    return {
+        "name": name,
+        "sharpe": sharpe,
+        "ci": [net.sharpe_ci_low, net.sharpe_ci_high],
+        "models": len(sharpes),
+        "label": oracle_label(len(sharpes)),
+        "share": book_net(book).sharpe / sharpe if sharpe > 0 else None,
+    }
+
+
 def book_to_dict(book: BookEvaluation) -> dict:
-    """The book for report.json: its weights and its window (`reports.window_to_dict`: each policy's gross
-    and net figures, the standings); `reports.window_from_dict` reads the window back."""
+    """The book for report.json: its weights, its window (`reports.window_to_dict`: each policy's gross
+    and net figures, the standings; `reports.window_from_dict` reads it back) and its feature oracle
+    (`book_feature_oracle`, None without supervised models)."""
     from foxhunt.evaluate.reports import window_to_dict
 
-    return {"weights": dict(book.weights), "window": window_to_dict(book.window)}
+    return {
+        "weights": dict(book.weights),
+        "window": window_to_dict(book.window),
+        "feature_oracle": book_feature_oracle(book),
+    }
 
 
 def book_net(book: BookEvaluation) -> Metrics:

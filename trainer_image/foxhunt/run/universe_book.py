@@ -10,8 +10,9 @@ out-of-sample bar instead: none of those is a bar the book trades. `book["volati
 instrument's cutoff.
 
 What a run writes: summary.json's `book` and ``book.json`` (the same dict: the weights, the book's window
-with its record's gross and net figures, its baselines, buy-and-hold and flat, each combined with the same
-weights, and the paired comparisons against them), one console line, and with `--seeds K` the seeds'
+with its record's gross and net figures, its baselines, buy-and-hold, flat and the supervised models of the
+series, each combined with the same weights, and the paired comparisons against them; `feature_oracle`, the
+best of the combined supervised models with its interval and the model's share of it), one console line, and with `--seeds K` the seeds'
 spread of the book's stitched net Sharpe (`book_seed_spread`).
 """
 
@@ -27,6 +28,7 @@ from foxhunt.data.bars import iso_utc
 from foxhunt.evaluate.book import (
     BookEvaluation,
     InstrumentSeries,
+    book_feature_oracle,
     book_seed_spread,
     book_start,
     book_to_dict,
@@ -119,7 +121,20 @@ def book_line(book: BookEvaluation) -> str:
         f"book: stitched net Sharpe {net.sharpe:.2f} [{net.sharpe_ci_low:.2f}, {net.sharpe_ci_high:.2f}] "
         f"over {book.window.n_bars:,} bars; buy-and-hold {bench.sharpe:.2f}, paired difference "
         f"{vs.difference:+.2f} [{vs.difference_ci_low:+.2f}, {vs.difference_ci_high:+.2f}]: {vs.verdict}; "
-        f"equal-risk weights {weights}"
+        f"equal-risk weights {weights}{oracle_words(book)}"
+    )
+
+
+def oracle_words(book: BookEvaluation) -> str:
+    """The book's feature oracle in the console line's words (empty without supervised models)."""
+    oracle = book_feature_oracle(book)
+    if oracle is None:
+        return ""
+    low, high = oracle["ci"]
+    share = "" if oracle["share"] is None else f", the book earns {oracle['share']:.0%} of it"
+    return (
+        f"; feature oracle ({oracle['label']}: {oracle['name']}) {oracle['sharpe']:.2f} "
+        f"[{low:.2f}, {high:.2f}]{share}"
     )
 
 
