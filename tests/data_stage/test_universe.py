@@ -91,8 +91,9 @@ def test_an_instrument_with_no_bars_in_a_window_takes_no_part(two_calendars):
 
 def test_an_instrument_with_too_few_rows_in_a_window_takes_no_part(two_calendars):
     # 510 session minutes a day against 1440 FX minutes: a training minimum between 3 days of one and
-    # of the other leaves the exchange out of every fold, and says so.
-    folds = universe_folds(two_calendars, config(min_train_rows=3 * 600))
+    # of the other leaves the exchange out of every fold of 3-day windows (rolling: an expanding
+    # window grows past it), and says so.
+    folds = universe_folds(two_calendars, config(min_train_rows=3 * 600, mode="rolling"))
     assert folds and all(f.members == (0,) for f in folds)
     assert instruments_in_no_fold(folds, ["fx", "exchange"]) == ["exchange"]
 
