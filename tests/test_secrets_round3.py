@@ -149,14 +149,14 @@ def test_a_secret_that_spells_a_setting_never_breaks_the_resume(
     one_fold_run, tiny_fxcache, tiny_params, tmp_path, monkeypatch
 ):
     out = copy_run(one_fold_run, tmp_path / "out")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "rolling")  # the folds' default mode, spelt as a secret
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "expanding")  # the folds' default mode, spelt as a secret
 
     with contextlib.redirect_stdout(io.StringIO()) as console:
         code = main(train_argv(tiny_fxcache, out, tiny_params, *ONE_FOLD))
 
     assert code == 0, console.getvalue()
     assert "fold 0 skipped" in console.getvalue()
-    assert json.loads((out / "manifest.json").read_text())["config"]["folds"]["mode"] == "rolling"
+    assert json.loads((out / "manifest.json").read_text())["config"]["folds"]["mode"] == "expanding"
 
 
 def test_a_manifest_keeps_settings_a_short_secret_spells(tiny_fxcache, tiny_params, tmp_path, monkeypatch):

@@ -118,7 +118,7 @@ def test_the_launcher_expands_a_cache_list_into_repeated_flags():
 def test_the_launcher_leaves_a_single_cache_as_it_is():
     args = ["train", "--fxcache", "s3://c/A.fxcache", "--out", "s3://o"]
     assert ins.expand_fxcache(args) == args
-    assert build_parser().parse_args(ins.expand_fxcache(args)).fxcache == "s3://c/A.fxcache"
+    assert build_parser().parse_args(ins.expand_fxcache(args)).fxcache == ["s3://c/A.fxcache"]
 
 
 def test_a_bad_list_in_a_pod_exits_2_with_one_line(capsys):
