@@ -1,20 +1,22 @@
 """speed.py universe: K instruments in one run against one instrument (issue 35's speed targets).
 
     python bench/speed.py universe [--instruments 8] [--bars 753120] [--epochs 50] [--repeats 3]
-                                   [--steps-per-epoch 0|one|N] [--estimate-instruments 32] [--train-flags "…"]
+                                   [--steps-per-epoch 0|one|N] [--estimate-instruments 32]
+                                   [--train-flags "…"]
     CPU check: universe --instruments 2 --bars 20000 --epochs 1 --repeats 1 --device cpu
                --train-flags "--train-days 8 --val-days 3 --step-days 3"
 
 `--bars` defaults to two calendar years (753,120 weekday minutes, 752,820 rows: the issue's "700k bars" at
-its 21 default folds; 700,000 bars make 19). `generate_universe(K, bars)` (the sample, fx calendar, each instrument its own seed) becomes K fxcaches once
-(kept in `--work`); instrument 0 alone is the one-instrument side. Then `--repeats` pairs of fresh cold
-processes, alternated (a drift in the machine's speed falls on both): `foxhunt train --fxcache fx00` and
-`foxhunt train --fxcache fx00 … --fxcache fxK-1`, each on a fresh pod (empty Inductor, Triton and CUDA caches),
-the same `--compile-cache` (default off: the universe run has no signed compile cache, so neither side gets
-one), the default folds (21 at two years) unless `--train-flags` says otherwise. The files are read into the page cache
-before each run (their residency is recorded): the universe's load is its console line `loaded K instruments,
-R rows onto DEVICE in Xs` (from reading the fxcaches to the arrays on the device: checks, fold plan, memory
-estimate and copy), the one instrument's is summary.json's `data_load_seconds`.
+its 21 default folds; 700,000 bars make 19). `generate_universe(K, bars)` (the sample, fx calendar, each
+instrument its own seed) becomes K fxcaches once (kept in `--work`); instrument 0 alone is the one-instrument
+side. Then `--repeats` pairs of fresh cold processes, alternated (a drift in the machine's speed falls on
+both): `foxhunt train --fxcache fx00` and `foxhunt train --fxcache fx00 … --fxcache fxK-1`, each on a fresh
+pod (empty Inductor, Triton and CUDA caches), the same `--compile-cache` (default off: the universe run has
+no signed compile cache, so neither side gets one), the default folds (21 at two years) unless
+`--train-flags` says otherwise. The files are read into the page cache before each run (their residency is
+recorded): the universe's load is its console line `loaded K instruments, R rows onto DEVICE in Xs` (from
+reading the fxcaches to the arrays on the device: checks, fold plan, memory estimate and copy), the one
+instrument's is summary.json's `data_load_seconds`.
 Steps: by default an epoch is ceil(learning rows / batch) steps, so K instruments make about K times one's;
 `--steps-per-epoch one` fixes every epoch of both sides at one instrument's mean over its folds of
 ceil(learning rows / batch) (`--hyperopt-params` with the DQN setting `steps_per_epoch`), N fixes it at N.
