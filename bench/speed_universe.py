@@ -172,6 +172,12 @@ def one_run(args: argparse.Namespace, work: Path, caches: list[Path], flags: lis
     return done
 
 
+def train_flags(args: argparse.Namespace) -> list[str]:
+    """`--train-flags` as tokens; commas separate them as spaces do, so the string survives the word
+    splitting of gpu_run.sh's UNIVERSE_ARGS (`--train-flags=--max-folds,3`)."""
+    return shlex.split(args.train_flags.replace(",", " "))
+
+
 def universe(args: argparse.Namespace, work: Path, record: dict) -> None:
     """K instruments against one: alternated cold runs, the load, the 32-instrument memory estimate."""
     from foxhunt.data.fxcache import read_fxcache
@@ -180,8 +186,8 @@ def universe(args: argparse.Namespace, work: Path, record: dict) -> None:
     caches = universe_fxcaches(work, args.instruments, args.bars)
     first = read_fxcache(str(caches[0]))
     stamps = [first.timestamp, *(read_fxcache(str(c)).timestamp for c in caches[1:])]
-    steps_flags, steps = _params(work, args, first.timestamp, shlex.split(args.train_flags))
-    flags = [*shlex.split(args.train_flags), *steps_flags]
+    steps_flags, steps = _params(work, args, first.timestamp, train_flags(args))
+    flags = [*train_flags(args), *steps_flags]
     settings = run_settings(work, flags)
     estimate = memory_estimate(stamps, args.estimate_instruments, first.features.shape[1], settings)
     print(f"memory estimate, {args.estimate_instruments} instruments: {estimate['gib']:.1f} GiB "

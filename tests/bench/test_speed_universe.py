@@ -73,3 +73,15 @@ def test_the_memory_estimate_counts_every_instrument_and_judges_it_against_one_h
     )
     assert many["bytes"] == sum(by_hand.values()) and many["fits_139_gib_with_headroom"]
     assert su.H200_BYTES == 139 * 2**30 and many["headroom"] == HEADROOM
+
+
+def test_train_flags_split_on_commas_as_on_spaces_so_they_survive_gpu_run_sh():
+    from argparse import Namespace
+
+    assert su.train_flags(Namespace(train_flags="--train-days,8,--val-days 3")) == [
+        "--train-days",
+        "8",
+        "--val-days",
+        "3",
+    ]
+    assert su.train_flags(Namespace(train_flags="")) == []
