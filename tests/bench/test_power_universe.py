@@ -112,3 +112,25 @@ def test_each_instruments_oracle_is_the_best_supervised_baseline_of_its_stitched
     found = pu.instrument_figures({"instruments": [entry]}, tmp_path)["fx01"]
     assert found["feature_oracle"] == {"name": "mlp_60", "sharpe": 2.5, "ci": [1.5, 3.5]}
     assert found["share"]["seeds"] == {"0": 0.5, "1": 0.2}
+
+
+@pytest.mark.slow
+def test_a_cpu_universe_run_reads_the_books_figures_and_each_instruments_from_its_files(tmp_path):
+    import power
+
+    out, work = tmp_path / "power.json", tmp_path / "work"
+    argv = ["run", "--instruments", "1", "2", "--drifts", "--noise", "signal-off", "--noise-seeds", "2",
+            "--epochs", "1", "--device", "cpu", "--two-years-bars", "20000",
+            "--two-years-folds", "--train-days 8 --val-days 3 --step-days 3", "--work", str(work), "--out", str(out)]  # fmt: skip
+    assert power.main(argv) == 0
+    record = json.loads(out.read_text())
+    rows = record["universe_rows"]
+    assert [(r["instruments"], r["data"], r["exit_code"], len(r["book"]["seeds"])) for r in rows] == [
+        (1, "signal-off", 0, 2), (2, "signal-off", 0, 2)]  # fmt: skip
+    assert sorted(rows[1]["per_instrument"]) == ["fx00", "fx01"] and rows[0]["per_instrument"] == {}
+    assert sorted(p.name for p in (work / "universe-signal-off-g0").glob("*.arrow")) == [
+        "fx00.arrow",
+        "fx01.arrow",
+    ]
+    assert set(record["targets"]) == {"universe_k1_signal-off_book_seeds_below_flat",
+                                      "universe_k2_signal-off_book_seeds_below_flat"}  # fmt: skip

@@ -85,3 +85,26 @@ def test_train_flags_split_on_commas_as_on_spaces_so_they_survive_gpu_run_sh():
         "3",
     ]
     assert su.train_flags(Namespace(train_flags="")) == []
+
+
+@pytest.mark.slow
+def test_a_cpu_universe_run_times_both_sides_and_judges_the_ratio_the_load_and_the_estimate(tmp_path):
+    import json
+
+    import speed
+
+    out = tmp_path / "universe.json"
+    argv = ["universe", "--instruments", "2", "--bars", "20000", "--epochs", "1", "--repeats", "1",
+            "--device", "cpu", "--steps-per-epoch", "one", "--train-flags", "--train-days 8 --val-days 3 --step-days 3",
+            "--work", str(tmp_path / "work"), "--out", str(out)]  # fmt: skip
+    assert speed.main(argv) == 0
+    record = json.loads(out.read_text())
+    one, many = record["one"][0], record["universe"][0]
+    assert (one["instruments"], many["instruments"], one["exit_code"], many["exit_code"]) == (1, 2, 0, 0)
+    targets = record["targets"]
+    assert targets["universe_wall_ratio"]["measured"] == pytest.approx(
+        many["wall_seconds"] / one["wall_seconds"]
+    )
+    assert targets["universe_load_seconds"]["measured"] == many["data_load_seconds"] is not None
+    assert record["shape"]["steps_per_epoch"] >= 1 and "--hyperopt-params" in record["shape"]["flags"]
+    assert record["memory_estimate"]["instruments"] == 32
