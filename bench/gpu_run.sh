@@ -14,7 +14,10 @@
 #   search     → search.json, search.log        bench/search.py search     (REAL_BARS, SEARCH_ARGS)
 #   learner    → learner.json, learner.log      bench/learner.py control   (LEARNER_ARGS)
 #   power      → power.json, power.log          bench/power.py run         (POWER_ARGS, e.g. "--shapes plan --drifts 1 0.5 --noise";
-#                                              split the matrix over calls, then bench/power.py merge FILE …)
+#                                              split the matrix over calls, then bench/power.py merge FILE …;
+#                                              universe rows (issue 35): POWER_ARGS="--instruments 8 --drifts 0.25 --noise")
+#   universe   → universe.json, universe.log    bench/speed.py universe    (UNIVERSE_ARGS, e.g. "--repeats 2" or
+#                                              "--steps-per-epoch one"): 8 instruments against one, load, 32's memory
 # At most eight files come back from a device call and one call lasts at most 10 minutes: four steps a call at
 # most, fewer for the long ones. Then, here: python bench/targets.py $OUT/*.json --out … --readme bench/README.md
 set -uo pipefail
@@ -36,7 +39,7 @@ steps=" $(echo " $steps " | sed -e 's/ perf / plan /g; s/ epoch / step /g') "
 # The shipped image has bytecode for every package (pip compiles it at install); where torch's install here has
 # none (a read-only tree), compile it once into a prefix the measured processes read (harness.pod_env).
 torch_dir=$(python3 -c "import os, torch; print(os.path.dirname(torch.__file__))")
-if [[ "$steps" =~ " "(plan|real|seeds|trials|search|learner|power)" " ]] && ! ls "$torch_dir"/__pycache__/__init__.*.pyc >/dev/null 2>&1; then
+if [[ "$steps" =~ " "(plan|real|seeds|trials|search|learner|power|universe)" " ]] && ! ls "$torch_dir"/__pycache__/__init__.*.pyc >/dev/null 2>&1; then
   export FOXHUNT_BENCH_PYCACHE=${FOXHUNT_BENCH_PYCACHE:-/tmp/foxhunt-pycache}
   started=$(date +%s)
   PYTHONPYCACHEPREFIX=$FOXHUNT_BENCH_PYCACHE python3 -m compileall -q -j 0 "$(dirname "$torch_dir")" \
@@ -72,8 +75,9 @@ for step in $steps; do
     search) bench search bench/search.py search --bars "$REAL_BARS" ${SEARCH_ARGS:-} ;;
     learner) bench learner bench/learner.py control ${LEARNER_ARGS:-} ;;
     power) bench power bench/power.py run ${POWER_ARGS:-} ;;
+    universe) bench universe bench/speed.py universe ${UNIVERSE_ARGS:-} ;;
     walk|sb3) echo "# $step: retired in issue 33 (bench/walk_forward_gpu.py, bench/peer_sb3.py); git history keeps them" ;;
-    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner power)" >&2; status=1 ;;
+    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner power universe)" >&2; status=1 ;;
   esac
 done
 exit $status

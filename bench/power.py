@@ -3,6 +3,7 @@
     python bench/power.py run [--shapes two-years plan] [--drifts 1 0.5 0.25 0.125] [--noise signal-off random-walk]
                               [--seeds 3] [--noise-seeds 10] [--variants base= "expanding=--window expanding"]
                               [--work DIR] [--out FILE]
+    python bench/power.py run --instruments 1 4 16 [--drifts 0.25] [--noise signal-off] [--seeds 3] …
     python bench/power.py merge A.json B.json … [--out FILE]
     CPU check: run --shapes two-years --drifts 1 --noise random-walk --seeds 2 --noise-seeds 2 --epochs 1
                --device cpu --two-years-bars 20000 --two-years-folds "--train-days 8 --val-days 3 --step-days 3"
@@ -20,7 +21,10 @@ news jumps and volume); `random-walk` is a Gaussian random walk of the sample's 
 `--drifts` or `--noise` alone selects none of them.
 From summary.json and the folds' report.json: each seed's stitched net Sharpe with its interval, exposure,
 turnover, folds that traded, its share of the feature oracle (seed Sharpe over the oracle's), flat's and
-buy-and-hold's. The targets (`targets` block, per row; `evaluate`) are issue 34's. merge: several of these
+buy-and-hold's. `--instruments K …`: the universe rows instead (issue 35; bench/power_universe.py): per
+data set K generated instruments at two years, one `foxhunt train --fxcache … --seeds S` per K, the book's
+figures and each instrument's (CPU check: the one above with `--instruments 1 2 --noise signal-off`).
+The targets (`targets` block, per row; `evaluate`) are issue 34's. merge: several of these
 JSONs (e.g. one per device call) into one table and one `targets` block.
 """
 
@@ -28,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shlex
 import shutil
 import sys
@@ -37,51 +40,27 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import harness as h
+import power_universe as pu
 from learner import ORACLE_LABEL, run_figures
+from power_data import (  # noqa: F401  (the data sets and variants: power.generate, power.parse_variant, …)
+    NOISE,
+    data_sets,
+    drift_name,
+    drift_of,
+    generate,
+    parse_variant,
+    random_walk_sigma,
+    variant_flags,
+)
 from speed import PLAN_BARS, fold_flags, plan_folds
 
 SHAPES = ("two-years", "plan")
 DRIFTS = (1.0, 0.5, 0.25, 0.125)
-NOISE = ("signal-off", "random-walk")
 TWO_YEAR_BARS = 523 * 1440  # weekdays of 2024-01-01 → 2026-01-01 (the generator's calendar) × minutes
 # Issue 34's targets: the worst seed's share of the feature oracle, per (shape, drift)
 SHARE_TARGETS = {("two-years", 1.0): 0.8, ("two-years", 0.5): 0.8, ("two-years", 0.25): 0.5,
                  ("plan", 1.0): 0.9, ("plan", 0.5): 0.9, ("plan", 0.25): 0.9}  # fmt: skip
 FALSE_POSITIVE_RATE = 0.1  # noise: seeds above flat outside their interval, at most 1 in 10
-DQN_SETTING = re.compile(r"^dqn\.(\w+)=(.+)$")
-
-
-def drift_name(multiple: float) -> str:
-    """The data set of a planted drift: 0.5 → 'drift-0.5'."""
-    return f"drift-{multiple:g}"
-
-
-def drift_of(data: str) -> float | None:
-    """The drift multiple of a data set's name, None for noise."""
-    return float(data.removeprefix("drift-")) if data.startswith("drift-") else None
-
-
-def random_walk_sigma() -> float:
-    """The sample's per-bar volatility without its drift: noise plus a news jump every 1/rate bars."""
-    from foxhunt.data import sample as sd
-
-    return sd.SAMPLE_SIGMA * (1.0 + sd.SAMPLE_NEWS_RATE * sd.NEWS_JUMP_SIGMAS**2) ** 0.5
-
-
-def generate(data: str, bars: int, seed: int):
-    """The bars of one data set (`drift-M`, `signal-off`, `random-walk`)."""
-    from foxhunt.data.bars import generate_sample_bars
-    from foxhunt.data.sample import SAMPLE_NEWS_DRIFT
-
-    if data == "signal-off":
-        return generate_sample_bars(bars, seed, signal=False)
-    if data == "random-walk":  # exactly sigma · N(0, 1) log returns: no news, no drift, no autocorrelation
-        return generate_sample_bars(bars, seed, news_rate=0.0, news_drift=0.0, ar_coef=0.0,
-                                    sigma=random_walk_sigma())  # fmt: skip
-    multiple = drift_of(data)
-    if multiple is None:
-        raise ValueError(f"unknown data set {data!r}")
-    return generate_sample_bars(bars, seed, news_drift=multiple * SAMPLE_NEWS_DRIFT)
 
 
 def prepare(work: Path, shape: str, data: str, bars: int, seed: int) -> tuple[Path, dict]:
@@ -110,39 +89,14 @@ def shape_flags(shape: str, timestamp, args: argparse.Namespace) -> list[str]:
     return fold_flags(plan_folds(timestamp)) if shape == "plan" else shlex.split(args.two_years_folds)
 
 
-def setting_value(text: str):
-    """A `dqn.KEY=VALUE` value: JSON (numbers, true, "quoted"), else the bare word as a string (pooled)."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def parse_variant(spec: str) -> tuple[str, list[str], dict]:
-    """'NAME=FLAGS' → (name, `foxhunt train` flags, DQN settings from `dqn.KEY=VALUE` tokens). Commas separate
-    tokens as spaces do, so a variant survives the word splitting of gpu_run.sh's POWER_ARGS."""
-    name, _, flags = spec.partition("=")
-    tokens, dqn = [], {}
-    for token in shlex.split(flags.replace(",", " ")):
-        setting = DQN_SETTING.match(token)
-        if setting:
-            dqn[setting.group(1)] = setting_value(setting.group(2))
-        else:
-            tokens.append(token)
-    return name, tokens, dqn
-
-
 def train(
     args: argparse.Namespace, work: Path, fxcache: Path, flags: list[str], spec: str, seeds: int
 ) -> dict:
     """One fresh `foxhunt train --seeds K` process; its run figures, or its error."""
-    variant, extra, dqn = parse_variant(spec)
+    variant, extra, dqn = variant_flags(work, spec)
     tag = f"{fxcache.stem}-{variant}"
     out = work / f"run-{tag}"
     shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resume of an earlier call's
-    if dqn:
-        (work / f"params-{variant}.json").write_text(json.dumps({"dqn": dqn}))
-        extra = [*extra, "--hyperopt-params", str(work / f"params-{variant}.json")]
     command = h.foxhunt(
         "train", "--fxcache", str(fxcache), "--out", str(out), "--epochs", str(args.epochs), "--seed", "0",
         "--seeds", str(seeds), "--device", args.device, "--log-format", "text",
@@ -276,15 +230,18 @@ def table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def data_sets(args: argparse.Namespace) -> list[tuple[str, int, int]]:
-    """(data set, generator seed, training seeds) of the selection: the drifts, then the noise."""
-    chosen = [(drift_name(m), args.generator_seed, args.seeds) for m in args.drifts]
-    return chosen + [(n, g, args.noise_seeds) for n in args.noise for g in args.noise_generator_seeds]
+def all_targets(rows: list[dict], universe_rows: list[dict]) -> dict:
+    """Issue 34's targets of the one-instrument rows and issue 35's of the universe rows."""
+    return {**evaluate(rows), **{k: t for row in universe_rows for k, t in pu.universe_targets(row).items()}}
 
 
 def measure(args: argparse.Namespace, work: Path, record: dict) -> None:
-    """Per shape and data set one fxcache, per variant one `foxhunt train --seeds K`; written as each ends."""
+    """Per shape and data set one fxcache, per variant one `foxhunt train --seeds K`; written as each ends.
+    With `--instruments`, the universe rows instead (`measure_universe`)."""
     record.update(oracle_label=ORACLE_LABEL, data_sets=[], rows=[])
+    if args.instruments:
+        pu.measure_universe(args, work, record)
+        return
     for shape in args.shapes:
         bars = args.two_years_bars if shape == "two-years" else args.plan_bars
         for data, generator_seed, seeds in data_sets(args):
@@ -305,8 +262,9 @@ def merge(paths: list[Path], out: str | None) -> int:
     """Several power JSONs into one: their rows (each with its file, commit, device, date), one table, the
     targets over all rows; the record's commit and device where every file agrees, else 'mixed'."""
     records = [json.loads(p.read_text()) for p in paths]
-    rows = [{**row, "source": {"file": p.name, **{k: r.get(k) for k in ("commit", "device", "date")}}}
-            for p, r in zip(paths, records, strict=True) for row in r["rows"]]  # fmt: skip
+    rows, universe = ([{**row, "source": {"file": p.name, **{k: r.get(k) for k in ("commit", "device", "date")}}}
+                       for p, r in zip(paths, records, strict=True) for row in r.get(part, [])]
+                      for part in ("rows", "universe_rows"))  # fmt: skip
     agreed = {k: ({r.get(k) for r in records} | {None}) - {None} for k in ("commit", "device", "device_type")}
     record = {**{k: records[-1][k] for k in ("benchmark", "torch", "python", "host")},
               **{k: next(iter(v)) if len(v) == 1 else "mixed" for k, v in agreed.items()},
@@ -314,8 +272,8 @@ def merge(paths: list[Path], out: str | None) -> int:
               "merged_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "merged_from":
               [{"file": p.name, **{k: r.get(k) for k in ("commit", "device", "date")}} for p, r in zip(paths, records, strict=True)],
               "oracle_label": ORACLE_LABEL, "data_sets": [d for r in records for d in r.get("data_sets", [])],
-              "rows": rows, "targets": evaluate(rows)}  # fmt: skip
-    print("\n".join(table(rows)), flush=True)
+              "rows": rows, "universe_rows": universe, "targets": all_targets(rows, universe)}  # fmt: skip
+    print("\n".join(table(rows) + pu.universe_table(universe)), flush=True)
     h.write(record, out, label="merged")
     for key, t in record["targets"].items():
         print(f"{key}: {t['measured']} (target {t['target']:g}: {'met' if t['met'] else 'NOT met'})")
@@ -341,6 +299,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     r.add_argument(
         "--variants", nargs="+", default=["base="], help="NAME=FLAGS; dqn.KEY=VALUE sets a setting"
     )
+    r.add_argument("--instruments", nargs="*", type=int, default=[],
+                   help="universe rows instead: K sample instruments at two years, one run per K (e.g. 1 4 16)")  # fmt: skip
     r.add_argument("--epochs", type=int, default=50)
     r.add_argument("--two-years-bars", type=int, default=TWO_YEAR_BARS)
     r.add_argument("--plan-bars", type=int, default=PLAN_BARS)

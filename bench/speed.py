@@ -5,6 +5,7 @@
     python bench/speed.py seeds [--seeds 3] [--repeats 3]
     python bench/speed.py pipeline [--repeats 3] [--cores 0,1]
     python bench/speed.py scoring [--val-bars 185000] [--repeats 3] [--device cuda]
+    python bench/speed.py universe [--instruments 8] [--bars 753120] [--repeats 3] [--steps-per-epoch 0|one|N]
     python bench/speed.py fixed [--repeats 3] [--cores 0,1] [--kinds help,pipeline,train] [--max-folds 0]
     CPU checks: plan/seeds --bars 20000 --epochs 1 --repeats 1 --device cpu;
                 real --bars tests/data/<file> --epochs 1 --repeats 1 --device cpu -- --train-days 60 --val-days 20
@@ -20,6 +21,8 @@ scoring: one fold's baselines and scoring (`evaluate_fold`) at a 185k-bar window
 (the first call) and warm (median of the repeats), on the host or the GPU (`--device cuda`).
 fixed: a run's fixed costs phase by phase (imports, load, baselines, scoring, pictures, files, …) in cold
 CPU processes: `--help`, the default pipeline, a two-year `foxhunt train` of few steps (`fixed_costs.py`).
+universe: K instruments × two years of bars in one cold process against one, their load, the memory estimate of 32
+(issue 35; `speed_universe.py` says how).
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from pathlib import Path
 
 import fixed_costs
 import harness as h
+import speed_universe
 
 PLAN_BARS = 4_700_000
 FIRST_TRAIN_SHARE, STEP_SHARE = 4.0 / 4.7, 0.185 / 4.7  # 4.0M, 4.19M, 4.37M training rows of 4.7M
@@ -333,7 +337,7 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
 
 BENCHMARKS = {"plan": ("plan_shape", plan), "real": ("real_shape", real), "seeds": ("seeds", seeds),
               "pipeline": ("pipeline_cpu", pipeline), "scoring": ("fold_scoring", scoring),
-              "fixed": ("fixed_costs", fixed_costs.measure)}  # fmt: skip
+              "fixed": ("fixed_costs", fixed_costs.measure), "universe": ("universe", speed_universe.universe)}  # fmt: skip
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -361,6 +365,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "extra", nargs="*", help="more `foxhunt pipeline` arguments (after --)"
     )
     fixed_costs.add_args(sub.choices["fixed"])
+    speed_universe.add_args(sub.choices["universe"])
     sub.choices["scoring"].add_argument("--bars", type=int, default=400_000, help="generated bars")
     sub.choices["scoring"].add_argument("--val-bars", type=int, default=185_000)
     return p.parse_args(argv)

@@ -47,6 +47,24 @@ ROWS = (
         "seeds",
     ),
     ("noharm_sample-off_seeds_below_flat", "do no harm, signal off: seeds below flat", "seeds"),
+    (
+        "universe_wall_ratio",
+        "8 instruments × two years, 21 folds × 50 epochs, against one instrument, wall",
+        "×",
+    ),
+    ("universe_load_seconds", "the same: loading all 8, files in the page cache", "s"),
+    ("universe_memory_estimate_instruments_gib", "the memory estimate for 32 instruments (one H200)", "GiB"),
+    (
+        "universe_k8_drift-0.25_worst_seed_book_share_of_oracle",
+        "8 instruments at ¼× drift: the worst seed's book over the book's feature oracle",
+        "×",
+    ),
+    ("universe_k8_drift-0.25_book_seeds_above_flat", "the same: seeds whose book lies above flat", "seeds"),
+    (
+        "universe_k8_signal-off_book_seeds_below_flat",
+        "8 instruments, signal off: seeds whose book lies below flat",
+        "seeds",
+    ),
     ("features_bars_per_second", "precompute: features on one core", "bars/s"),
     ("fxcache_round_trip_seconds", "precompute: fxcache write + read, 4M rows", "s"),
 )
@@ -117,6 +135,8 @@ def _figure(value: float | None, unit: str) -> str:
         return "—"
     if unit in ("samples/s", "bars/s"):
         return f"{value / 1e6:.1f}M"
+    if unit == "GiB":
+        return f"{value:.1f} GiB"
     if unit == "ms":
         return f"{value * 1e3:.3g} ms"
     if unit in ("×", "seeds"):
