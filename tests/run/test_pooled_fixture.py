@@ -36,7 +36,9 @@ pytestmark = pytest.mark.slow
 SEEDS = (0, 1, 2)
 DRIFT = 3.5e-5  # 0.35 bp a bar in the regime's direction
 DAYS = 90
-FOLDS = FoldConfig(train_days=6.0, val_days=12.0, step_days=12.0)
+FOLDS = FoldConfig(
+    train_days=6.0, val_days=12.0, step_days=12.0, mode="rolling"
+)  # a month-like tail per fold
 LEARNER = DQNConfig(
     hidden=32,
     batch_size=1024,

@@ -42,7 +42,9 @@ def test_the_held_out_bars_are_those_after_last_minus_d_days():
 
 
 def test_the_holdout_fold_trains_just_before_the_held_out_period():
-    config = FoldConfig(train_days=3.0, val_days=1.0, step_days=1.0, purge_bars=60, holdout_days=2.0)
+    config = FoldConfig(
+        train_days=3.0, val_days=1.0, step_days=1.0, purge_bars=60, mode="rolling", holdout_days=2.0
+    )
     got = holdout_range(TS, config, 5, max_train_rows=100_000)
     # training window: the 3 days before minute 11,520 → rows 7,200 … 11,460 (purge 60); validation: the rest.
     assert (got.fold, got.train_start, got.train_end, got.val_start, got.val_end) == (
