@@ -80,6 +80,7 @@ def test_the_scan_covers_the_chart_every_workflow_pod_and_the_dockerfile(scan):
 
     assert {p.name for p in files if p.parent.name == "pods"} == {
         "precompute-features-precompute.yaml", "train-train.yaml", "train-pipeline-trial-worker.yaml",
+        "train-pipeline-instruments.yaml",
     }  # fmt: skip
     assert {"networkpolicy.yaml", "rbac.yaml", "serviceaccount.yaml"} <= {p.name for p in files}
     assert any(p.name == "Dockerfile" for p in files)
