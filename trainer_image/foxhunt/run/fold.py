@@ -187,19 +187,7 @@ def finish_fold(
     )
     phases["checkpoint"] = time.perf_counter() - t0
 
-    report = FoldReport(
-        **fold_range.to_dict(),
-        dates=fold_dates(fold_range, data.timestamp),
-        phases={p: phases[p] for p in PHASES},
-        fold_seconds=time.perf_counter() - fold_start,
-        samples_per_second=trainer.steps_done * trainer.config.batch_size / max(phases["train"], 1e-9),
-        steps=trainer.steps_done,
-        epochs=epochs,
-        evaluation=window,
-        # A fold the tail gate made flat trades nothing: the last epoch's policy warnings do not apply.
-        warnings=[] if selection is not None and selection.flat else fold_warnings(fold, epochs),
-        selection=selection,
-    )
+    report = fold_report(trainer, fold_range, data.timestamp, phases, fold_start, epochs, window, selection)
     for warning in report.warnings:
         progress(f"WARNING {warning}")
     # Strict JSON: an undefined figure (no bootstrap, no tail scored) is null.
@@ -209,6 +197,32 @@ def finish_fold(
     )
     outputs = {f"{fold_folder(fold)}/{name}": sha256(content) for name, content in files.items()}
     return FoldOutcome(report, positions_from_bytes(files[out_names.POSITIONS]), baselines, outputs)
+
+
+def fold_report(
+    trainer: DQNTrainer,
+    fold_range: FoldRange,
+    timestamp: np.ndarray,
+    phases: Mapping[str, float],
+    fold_start: float,
+    epochs: list,
+    window,
+    selection: FoldSelection | None,
+) -> FoldReport:
+    """The fold's report: its range and dates, phases, speed, epochs, validation and selection."""
+    return FoldReport(
+        **fold_range.to_dict(),
+        dates=fold_dates(fold_range, timestamp),
+        phases={p: phases[p] for p in PHASES},
+        fold_seconds=time.perf_counter() - fold_start,
+        samples_per_second=trainer.steps_done * trainer.config.batch_size / max(phases["train"], 1e-9),
+        steps=trainer.steps_done,
+        epochs=epochs,
+        evaluation=window,
+        # A fold the tail gate made flat trades nothing: the last epoch's policy warnings do not apply.
+        warnings=[] if selection is not None and selection.flat else fold_warnings(fold_range.fold, epochs),
+        selection=selection,
+    )
 
 
 def _epoch_line(fold: int, epoch: int, epochs: int, figures: list[EpochFigures | None]) -> str:

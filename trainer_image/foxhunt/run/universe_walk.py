@@ -27,22 +27,20 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from foxhunt import out_names, storage, strict_json
-from foxhunt.config import PHASES, RunConfig
+from foxhunt.config import RunConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.data.pnl import ExecutionRows
 from foxhunt.data.universe import UniverseFold, UniverseIndex
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.records import positions_from_bytes
-from foxhunt.evaluate.reports import FoldReport
 from foxhunt.evaluate.run_scores import evaluate_fold, run_scoring
 from foxhunt.out_names import fold_folder
-from foxhunt.run.fold import FoldOutcome, Progress, fold_dates, save_fold
+from foxhunt.run.fold import FoldOutcome, Progress, fold_report, save_fold
 from foxhunt.run.manifest import sha256
 from foxhunt.run.walk import FoldStep, Walked
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.device_data import SpanPart
 from foxhunt.train.diagnostics import diagnostics_due
-from foxhunt.train.epoch_figures import fold_warnings
 from foxhunt.train.evidence import WindowEvidence
 from foxhunt.train.fold_selection import FoldSelection
 from foxhunt.train.selection import head_end
@@ -246,18 +244,7 @@ def _finish_instrument(
         folder,
     )
     phases["checkpoint"] = time.perf_counter() - t0
-    report = FoldReport(
-        **local.to_dict(),
-        dates=fold_dates(local, data.timestamp),
-        phases={p: phases[p] for p in PHASES},
-        fold_seconds=time.perf_counter() - fold_start,
-        samples_per_second=trainer.steps_done * trainer.config.batch_size / max(phases["train"], 1e-9),
-        steps=trainer.steps_done,
-        epochs=history,
-        evaluation=window,
-        warnings=[] if choice is not None and choice.flat else fold_warnings(fold.fold, history),
-        selection=choice,
-    )
+    report = fold_report(trainer, local, data.timestamp, phases, fold_start, history, window, choice)
     files[out_names.FOLD_REPORT] = strict_json.json_bytes(report.to_dict())
     storage.write_bytes(
         storage.join(folder, fold_folder(fold.fold), out_names.FOLD_REPORT), files[out_names.FOLD_REPORT]
