@@ -17,6 +17,7 @@ from support.signal_arrays import FOLDS, signal_arrays
 from foxhunt.config import DQNConfig
 from foxhunt.data.folds import generate_walk_forward_indices
 from foxhunt.train import DQNTrainer, to_device
+from foxhunt.train.device_data import SpanPart, universe_to_device
 from foxhunt.train.evidence import WindowEvidence
 from foxhunt.train.policy import held_sharpe
 
@@ -28,6 +29,7 @@ KEEPS = replace(BASE, select_min_sharpe=-1e3, select_min_t=0.0)  # the per-fold 
 FLATTENS = replace(BASE, select_min_sharpe=1e3)  # the per-fold gate, passed by no tail
 POOLED = replace(BASE, select_pool="pooled", select_pool_guard=-1e3)  # guard out of the way
 EPOCHS = 3
+ROW_FIELDS = ("train_start", "train_end", "val_start", "val_end")
 EVAL_COST = 1e-4
 
 
@@ -159,3 +161,32 @@ def test_the_validation_positions_handed_to_the_fold_are_its_kept_policys_rollou
     for i in (0, 1):
         assert torch.equal(handed[i], policies.greedy_positions(member=i))
     assert policies.chosen_positions == {}  # handed over once: a later call rolls out again
+
+
+def test_each_instruments_validation_positions_are_handed_over_once_in_a_universe():
+    # Choosing rolls each instrument's validation out (its evidence); the record takes those rollouts,
+    # keyed by member and instrument, instead of rolling each out a second time.
+    a, b = signal_arrays(seed=0), signal_arrays(seed=1)
+    parts_of = [(x.features, x.targets, x.timestamp) for x in (a, b)]
+    data = universe_to_device(["a", "b"], parts_of, torch.device("cpu"))
+    fold = replace(generate_walk_forward_indices(a.timestamp, FOLDS)[0], fold=FOLD_NUMBER)
+    trades = replace(POOLED, select_min_sharpe=-1e3, select_pool_t=0.0)
+    trainer = DQNTrainer(data, [trades], max_train_rows=2 * fold.train_rows, seed=0, eval_cost=EVAL_COST)
+    shift = len(a.timestamp)
+    moved = [replace(fold, **{k: getattr(fold, k) + i * shift for k in ROW_FIELDS}) for i in (0, 1)]
+    parts = [
+        SpanPart(i, m, m.train_end - fold.train_rows // 4) for i, m in enumerate(moved)
+    ]  # tails held back
+    trainer.window.set_parts(parts)
+    trainer.reset_for_fold(FOLD_NUMBER)
+    trainer.window.compute_norm_stats()
+    for epoch in range(EPOCHS):
+        trainer.train_epoch(epoch, EPOCHS)
+    policies = trainer.policies
+    assert not policies.choose_policies()[0].flat
+    assert set(policies.chosen_positions) == {(0, 0), (0, 1)}
+    for instrument in (1, 0):
+        trainer.window.focus(instrument)
+        handed = policies.validation_positions(member=0)
+        assert torch.equal(handed, policies.greedy_positions(member=0))
+        assert (0, instrument) not in policies.chosen_positions

@@ -25,26 +25,25 @@ from foxhunt.train import DQNTrainer
 pytestmark = pytest.mark.services
 
 
+@pytest.fixture
+def pushing_run(pushgateway, tiny_fxcache, tiny_params):
+    """The argv of a one-fold, one-epoch run on the tiny fxcache writing to `out`, pushing as `run_id`."""
+
+    def argv(out, run_id: str, *more: str) -> list[str]:
+        flags = ("--epochs", "1", "--max-folds", "1", "--pushgateway", pushgateway, "--run-id", run_id)
+        return train_argv(tiny_fxcache, out, tiny_params, *flags, *more)
+
+    return argv
+
+
 def test_a_second_live_run_with_the_same_id_is_refused_before_any_output(
-    pushgateway, tiny_fxcache, tiny_params, tmp_path, capsys
+    pushing_run, pushgateway, tmp_path, capsys
 ):
     run_id = unique_run_id("dup")
     first = new_metrics(run_id, pushgateway)
     first.run_started()
     out = tmp_path / "second"
-    argv = train_argv(
-        tiny_fxcache,
-        out,
-        tiny_params,
-        "--epochs",
-        "1",
-        "--max-folds",
-        "1",
-        "--pushgateway",
-        pushgateway,
-        "--run-id",
-        run_id,
-    )
+    argv = pushing_run(out, run_id)
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"run id {run_id} is live on {pushgateway}" in err and "another --run-id" in err
@@ -82,25 +81,10 @@ def test_ten_concurrent_runs_on_one_pushgateway_keep_complete_separate_series(pu
 
 @pytest.mark.slow
 def test_a_deleted_group_is_gone_from_the_pushgateway_after_prometheus_scraped_it(
-    prometheus, pushgateway, tiny_fxcache, tiny_params, tmp_path
+    prometheus, pushing_run, pushgateway, tmp_path
 ):
     run_id = unique_run_id("deleted")
-    argv = train_argv(
-        tiny_fxcache,
-        tmp_path / "out",
-        tiny_params,
-        "--epochs",
-        "1",
-        "--max-folds",
-        "1",
-        "--pushgateway",
-        pushgateway,
-        "--run-id",
-        run_id,
-        "--delete-metrics-group",
-        "--metrics-keep-seconds",
-        "3",
-    )
+    argv = pushing_run(tmp_path / "out", run_id, "--delete-metrics-group", "--metrics-keep-seconds", "3")
     assert main(argv) == 0
     assert pushed_samples(pushgateway, run_id) == {}
     scraped = prometheus.query(

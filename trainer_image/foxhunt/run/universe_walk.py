@@ -228,7 +228,7 @@ def _finish_instrument(
     local = fold.ranges[part.instrument]
     assert local is not None
     t0 = time.perf_counter()
-    positions = trainer.policies.greedy_positions(member=member)
+    positions = trainer.policies.validation_positions(member=member)
     data = view.data
     window, baselines = evaluate_fold(
         data.features, data.targets, data.timestamp, local, positions, view.scoring, view.memo

@@ -78,9 +78,10 @@ class MemberPolicies:
         self.networks, self.configs, self.window, self.data = list(networks), configs, window, data
         self.selection, self.eval_cost, self.eval_spread = selection, eval_cost, eval_spread
         self.execution = execution
-        # Per member, its chosen policy's validation positions where choosing already rolled them out
-        # (`choose_pooled`): the fold's record takes them (`validation_positions`) instead of a second rollout.
-        self.chosen_positions: dict[int, torch.Tensor] = {}
+        # Per (member, instrument), its chosen policy's validation positions where choosing already rolled
+        # them out (`choose_pooled`): the fold's record takes them (`validation_positions`) instead of a
+        # second rollout.
+        self.chosen_positions: dict[tuple[int, int], torch.Tensor] = {}
         self.replayed = ReplayedFigures(data.features.device)  # the epoch figures' CUDA graph, per fold
 
     @property
@@ -251,9 +252,11 @@ class MemberPolicies:
             self.tail_bars_per_year(),
             min(int(timestamp[p.fold_range.val_start]) for p in parts),
         )
-        if len(parts) == 1:  # one instrument: the fold's record takes these positions, not a second rollout
-            positions = shadows[0][1]  # flat everywhere once made flat (make_flat_)
-            self.chosen_positions[member] = positions if decision.trade else torch.zeros_like(positions)
+        for part, (_, positions) in zip(
+            parts, shadows, strict=True
+        ):  # the records take these, not a 2nd rollout
+            kept = positions if decision.trade else torch.zeros_like(positions)  # flat: make_flat_'s rollout
+            self.chosen_positions[(member, part.instrument)] = kept
         if not decision.trade:
             make_flat_(net)
         return replace(best, flat=not decision.trade, gate=decision.gate, pooled=decision, out_of_sample=oos)
@@ -313,9 +316,10 @@ class MemberPolicies:
         )
 
     def validation_positions(self, member: int = 0) -> torch.Tensor:
-        """Member `member`'s fold policy over the fold's validation, as `greedy_positions`: the positions its
-        choice rolled out (`choose_pooled`, handed over once), else a rollout now."""
-        kept = self.chosen_positions.pop(member, None)
+        """Member `member`'s fold policy over the focused instrument's validation, as `greedy_positions`: the
+        positions its choice rolled out (`choose_pooled`, handed over once), else a rollout now."""
+        instrument = self.window.parts[self.window.focused].instrument if self.window.parts else 0
+        kept = self.chosen_positions.pop((member, instrument), None)
         return self.greedy_positions(member=member) if kept is None else kept
 
     def validate(
