@@ -42,5 +42,17 @@ def test_a_cuda_run_is_reproduced_by_its_loaded_policies_and_by_evaluate(tmp_pat
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     scored = json.loads((tmp_path / "ev" / "evaluation.json").read_text())
-    assert scored["folds"] == [f["evaluation"] for f in summary["folds"]]
-    assert scored["stitched"] == summary["stitched"]
+    assert differences(scored["folds"], [f["evaluation"] for f in summary["folds"]]) == []
+    assert differences(scored["stitched"], summary["stitched"]) == []
+
+
+def differences(a, b, path: str = "") -> list[str]:
+    """The leaf paths where two JSON values differ (with both values), so a failure names the figure."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = sorted(set(a) | set(b))
+        return [d for k in keys for d in differences(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in differences(x, y, f"{path}[{i}]")
+        ]
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
