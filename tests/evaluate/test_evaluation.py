@@ -230,6 +230,28 @@ def test_a_memo_gives_what_scoring_gives_and_scores_each_record_once():
     assert (memo.misses, memo.hits) == (4, 4)
 
 
+def test_identical_records_are_stacked_once_with_or_without_a_memo(monkeypatch):
+    # A device's reduction rounds by the stack's shape: a run (memo) and `foxhunt evaluate` (none) must
+    # stack the same records for their figures to agree bit for bit.
+    import foxhunt.evaluate.evaluation as evaluation
+
+    stacks: list[int] = []
+    real = evaluation.stacked_figures
+
+    def counted(rows, *args, **kwargs):
+        stacks.append(len(rows))
+        return real(rows, *args, **kwargs)
+
+    monkeypatch.setattr(evaluation, "stacked_figures", counted)
+    window = memo_window()
+    window["ridge_twin"] = dataclasses.replace(window["ridge"], positions=window["ridge"].positions.copy())
+    plain = evaluate_window(window, MEMO_SCORING, 0)
+    assert stacks == [2, 6]  # buy-and-hold alone; model, flat and ridge (its twin once), gross and net
+    assert evaluate_window(window, MEMO_SCORING, 0, ScoreMemo()) == plain
+    assert stacks == [2, 6, 2, 6]
+    assert plain.policies["ridge_twin"] == plain.policies["ridge"]
+
+
 def test_a_memo_scores_again_a_record_whose_positions_changed():
     window, memo = memo_window(), ScoreMemo()
     evaluate_window(window, MEMO_SCORING, 0, memo)

@@ -150,8 +150,22 @@ def score_record(record: Record, scoring: Scoring, benchmark: Evaluation | None 
 def score_records(
     records: Mapping[str, Record], scoring: Scoring, benchmark: Evaluation | None = None
 ) -> dict[str, Scored]:
-    """`score_record` of each record, by name: the gross and net P&L of every record of one length
-    scored together (`series.stacked_figures`, on `scoring.device`), each figure as if scored alone."""
+    """`score_record` of each record (all of one dataset), by name: the gross and net P&L of every distinct
+    record of one length scored together (`series.stacked_figures`, on `scoring.device`), each figure as if
+    scored alone.
+
+    Identical records (`record_key`: a model that stays flat, two baselines that agree) are scored once, so
+    the stack holds the same records whether or not a `ScoreMemo` filters them: a device's reduction rounds
+    by the stack's shape, and a run and `foxhunt evaluate` then agree bit for bit."""
+    first: dict[tuple, str] = {}
+    keys = {name: first.setdefault(record_key(record), name) for name, record in records.items()}
+    scored = _score_distinct({name: records[name] for name in first.values()}, scoring, benchmark)
+    return {name: scored[keys[name]] for name in records}
+
+
+def _score_distinct(
+    records: Mapping[str, Record], scoring: Scoring, benchmark: Evaluation | None
+) -> dict[str, Scored]:
     gross_bench = benchmark.gross.sharpe_per_period if benchmark else 0.0
     net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
     series = {}
