@@ -235,7 +235,9 @@ def universe_train(args: argparse.Namespace, work: Path, fxcaches: list[Path], s
         row.pop(
             "error_tail", None
         )  # no summary handed to fresh_run: its tail is the console, kept in the pod
-        row.update(universe_row_figures(json.loads(summary.read_text()), out, k))
+        figures = json.loads(summary.read_text())
+        row.update({key: figures.get(key) for key in ("run_seconds", "data_load_seconds")})
+        row.update(universe_row_figures(figures, out, k))
     elif done.get("error_tail"):
         print(done["error_tail"][-1500:], flush=True)
     return row

@@ -58,6 +58,11 @@ def test_the_summary_lists_every_instrument_and_the_folds_it_took_part_in(run):
     assert 0 not in listed["late"] and listed["late"]  # its bars begin after fold 0's training days
 
 
+def test_the_summary_says_the_runs_seconds_and_its_load_within_them(run):
+    summary = json.loads((run / "summary.json").read_text())
+    assert 0 < summary["data_load_seconds"] < summary["run_seconds"]
+
+
 def test_an_instrument_absent_from_a_fold_has_no_record_of_it(run):
     assert not (run / "instruments" / "late" / "fold_0").exists()
     assert (run / "instruments" / "fx00" / "fold_0" / "report.json").exists()

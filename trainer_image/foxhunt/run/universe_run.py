@@ -182,11 +182,11 @@ def _train_universe(
     metrics.run_started()  # refusals above are before the run: nothing pushed for them
     try:
         data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
-        metrics.data_loaded(time.perf_counter() - t0, total)
+        loaded = time.perf_counter() - t0
+        metrics.data_loaded(loaded, total)
         metrics.folds_planned(len(folds))
         progress(
-            f"loaded {len(caches)} instruments, {total:,} rows onto {device} in "
-            f"{time.perf_counter() - t0:.2f}s; {len(folds)} folds"
+            f"loaded {len(caches)} instruments, {total:,} rows onto {device} in {loaded:.2f}s; {len(folds)} folds"
         )
         views = instrument_views(data, settings)
         seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
@@ -201,7 +201,7 @@ def _train_universe(
             history,
             out_uri,
             settings,
-            str(device),
+            {"device": str(device), "data_load_seconds": loaded, "started": t0},
             progress,
             metrics,
         )
@@ -221,19 +221,21 @@ def _records(
     history: dict[str, tuple[np.ndarray, np.ndarray]],
     out_uri: str,
     settings: RunConfig,
-    device: str,
+    run: dict,
     progress: Progress,
     metrics: RunMetrics,
 ) -> UniverseResult:
     """Each instrument's stitched record and the book's, written, printed and told to `metrics`; then
-    summary.json."""
+    summary.json, with `run`'s device and load seconds and the seconds since `run["started"]`
+    (`time.perf_counter`)."""
     instruments, evaluations = _stitch_instruments(views, uris, folds, walked, seeds, out_uri, progress)
     for entry in instruments:
         if entry["name"] in evaluations[0]:
             metrics.stitched_scored(stitched_figures(evaluations[0][entry["name"]].stitched), entry["name"])
     summary = {
         "status": "completed",
-        "device": device,
+        "device": run["device"],
+        "data_load_seconds": run["data_load_seconds"],
         "folds": len(folds),
         "instruments": instruments,
         "run_config": json.loads(strict_json.json_bytes(_config_dict(settings))),
@@ -241,6 +243,7 @@ def _records(
     series = {name: stitched_series(e) for name, e in evaluations[0].items()}
     if series:
         summary["book"] = write_book(evaluations, history, seeds, settings, out_uri, progress, metrics)
+    summary["run_seconds"] = time.perf_counter() - run["started"]  # all but this file's write
     storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary))
     return UniverseResult(summary, series)
 
