@@ -171,3 +171,11 @@ def test_an_instrument_that_begins_after_the_book_weighs_its_risk_before_its_own
     book_start = min(int(s["timestamp"][0]) for s in series.values())
     assert cutoffs["fx00"] == iso_utc(book_start)
     assert cutoffs["late"] == iso_utc(int(series["late"]["timestamp"][0])) != cutoffs["fx00"]
+
+
+def test_evaluate_refuses_a_universe_run_in_one_line_naming_it(run, caches, tmp_path, capsys):
+    argv = ["evaluate", "--run", str(run), "--fxcache", caches["fx00"], "--out", str(tmp_path / "ev")]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert str(run / "summary.json") in line and "several instruments" in line
+    assert not (tmp_path / "ev").exists()

@@ -83,7 +83,13 @@ def read_run_summary(run_uri: str) -> RunSummary:
     field evaluate reads (seed, eval_config) is not what a run writes (naming the file and the key)."""
     uri = storage.join(run_uri, out_names.SUMMARY)
     try:
-        summary = RunSummary.from_dict(json.loads(storage.read_bytes(uri)))
+        raw = json.loads(storage.read_bytes(uri))
+        if isinstance(raw, dict) and isinstance(raw.get("instruments"), list):  # a universe run's summary
+            raise BadInput(
+                f"{uri}: a run over several instruments: evaluate reads one instrument's run; train that "
+                "instrument alone, or read its records under instruments/<name>/ and the book in book.json"
+            )
+        summary = RunSummary.from_dict(raw)
     except FileNotFoundError as exc:
         raise BadInput(f"{run_uri}: not a foxhunt run (no summary.json)") from exc
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
