@@ -204,6 +204,12 @@ def _check_instruments(submission: Submission, spec: TemplateParameters) -> None
             instruments.plan(params["bars-uri"], params["fxcache-uri"])
     except instruments.InstrumentsError as error:
         raise SubmitUsageError(str(error)) from None
+    several = [n for n, on in lists.items() if on and instruments.is_list(params.get(n, ""))]
+    if several and int(params.get("trials", "0")) > 0:  # the training pod would refuse it after precompute
+        raise SubmitUsageError(
+            f"trials={params['trials']}: a search is not supported over several instruments ({several[0]} is a "
+            "list) yet; pass -p trials=0, or one instrument"
+        )
 
 
 def _typed(flag: str, value: str):

@@ -168,6 +168,13 @@ def test_submit_sends_a_good_bars_list_as_one_parameter(argo):
     assert f"bars-uri={bars}" in sent_parameters(argo)
 
 
+def test_submit_refuses_a_search_over_several_instruments_before_any_request(argo, capsys):
+    bars = json.dumps([EURUSD, YNDX])
+    line = refused(capsys, *CI_RUN, "-p", f"bars-uri={bars}", "-p", "trials=4")
+    assert "trials=4: a search is not supported over several instruments (bars-uri is a list)" in line
+    assert argo.requests == []
+
+
 def test_submit_to_the_train_template_checks_its_cache_list(argo, capsys):
     caches = json.dumps(["s3://c/A.fxcache", "s3://c/A.fxcache"])
     argv = ("submit", "--from", "train", "-p", f"fxcache-uri={caches}", "-p", "output-uri=s3://r/x")
