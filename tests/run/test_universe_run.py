@@ -171,3 +171,13 @@ def test_an_instrument_that_begins_after_the_book_weighs_its_risk_before_its_own
     book_start = min(int(s["timestamp"][0]) for s in series.values())
     assert cutoffs["fx00"] == iso_utc(book_start)
     assert cutoffs["late"] == iso_utc(int(series["late"]["timestamp"][0])) != cutoffs["fx00"]
+
+
+def test_a_search_is_refused_before_work_naming_the_flag(caches, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert train(caches, out, "fx00", "exchange01", "--trials", "2") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(
+        "--trials: not supported with several --fxcache yet; train the universe without it"
+    )
+    assert not out.exists()
