@@ -3,7 +3,8 @@
 Every fxcache is read and the universe checked (`data.universe_inputs.read_universe`: duplicates, other
 feature versions, no time in common, a missing or damaged file, each refused with one line naming the
 file) and the folds planned by calendar date across the instruments (`data.universe.universe_folds`)
-before any device memory is touched; the memory estimate counts every instrument's rows. Then the
+before any device memory is touched (with `--holdout-days`, on the rows before the held-out period:
+`universe_holdout.plan_universe`); the memory estimate counts every instrument's rows. Then the
 arrays go to the device once, concatenated, and one trainer walks every fold through the one walk over
 folds (`walk.walk_folds`, whose step is a universe fold: `universe_walk.universe_step`). Each
 instrument's out-of-sample positions are stitched over its folds and scored with its own execution costs:
@@ -18,9 +19,12 @@ summary.json's ``book`` and ``book.json``, and a console line after the instrume
 and each stitched record's figures under ``instrument="<name>"``, the book's under ``instrument="book"``.
 
 `--seeds K` trains K members side by side; the run's records are the first seed's, each instrument's
-summary entry and the book list every seed's stitched net Sharpe and their spread. Refused for now
-(UsageError): a search (`--trials`), a held-out period. A universe run does not resume: the same command
-again starts over (with `--overwrite`).
+summary entry and the book list every seed's stitched net Sharpe and their spread. `--holdout-days D`
+(`run/universe_holdout.py`): the last D days by calendar across the universe are seen by no fold; one
+more universe fold trains before them and validates each instrument on them, each instrument's held-out
+record (``instruments/<name>/holdout.json``) and the book's (``holdout.json``, summary.json's
+``holdout``) written after the book. Refused for now (UsageError): a search (`--trials`). A universe run
+does not resume: the same command again starts over (with `--overwrite`).
 
 Speed with K instruments: an epoch is ``ceil(learning rows / batch size)`` gradient steps, and the
 learning rows are every instrument's, so K instruments make about K times the steps of one (and the
