@@ -179,3 +179,13 @@ def test_evaluate_refuses_a_universe_run_in_one_line_naming_it(run, caches, tmp_
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert str(run / "summary.json") in line and "several instruments" in line
     assert not (tmp_path / "ev").exists()
+
+
+def test_a_search_is_refused_before_work_naming_the_flag(caches, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert train(caches, out, "fx00", "exchange01", "--trials", "2") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(
+        "--trials: not supported with several --fxcache yet; train the universe without it"
+    )
+    assert not out.exists()

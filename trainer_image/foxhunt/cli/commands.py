@@ -178,9 +178,15 @@ def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
     from foxhunt.run.universe_run import train_universe
 
     result = train_universe(args.fxcache, args.out, settings)
-    names = ", ".join(i["name"] for i in result.summary["instruments"])
-    print(f"outputs: {args.out}: summary.json, book.json, instruments/<name>/ for {names}", flush=True)
+    _universe_outputs(args.out, result.summary)
     return 0
+
+
+def _universe_outputs(out: str, summary: dict) -> None:
+    """A universe run's `outputs:` line (holdout.json with --holdout-days)."""
+    names = ", ".join(i["name"] for i in summary["instruments"])
+    held = ", holdout.json" if "holdout" in summary else ""
+    print(f"outputs: {out}: summary.json, book.json{held}, instruments/<name>/ for {names}", flush=True)
 
 
 def _pipeline_universe(args: argparse.Namespace, settings: RunConfig) -> int:
@@ -190,8 +196,7 @@ def _pipeline_universe(args: argparse.Namespace, settings: RunConfig) -> int:
     if overlay_options(args) is not None:
         raise UsageError("--overlay-drift: not supported with several --bars yet")
     result = pipeline_universe(args.bars, args.out, settings, tz=args.tz, timestamp_unit=args.timestamp_unit)
-    names = ", ".join(i["name"] for i in result.summary["instruments"])
-    print(f"outputs: {args.out}: summary.json, book.json, instruments/<name>/ for {names}", flush=True)
+    _universe_outputs(args.out, result.summary)
     return 0
 
 

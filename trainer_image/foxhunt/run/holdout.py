@@ -80,7 +80,9 @@ def holdout_range(timestamp: np.ndarray, config: FoldConfig, number: int, max_tr
     return FoldRange(number, train_start, train_end, start, len(ts), 1.0)
 
 
-def _window_figures(window) -> dict[str, Any]:
+def window_figures(window) -> dict[str, Any]:
+    """The held-out window's figures (`holdout.json`, `summary.json`'s `holdout`): the model's net record
+    beside buy-and-hold and the best baseline, the paired verdicts. A book's window reads the same."""
     from foxhunt.evaluate.evaluation import MODEL
 
     net = window.policies[MODEL].net
@@ -138,7 +140,7 @@ def run_holdout(
     if 0 in walked.failures:
         raise walked.failures[0]
     outcome = walked.outcomes[0][fold.fold]
-    record = _holdout_record(config.folds.holdout_days, fold, outcome, settings_label, in_search)
+    record = holdout_record(config.folds.holdout_days, fold, outcome, settings_label, in_search)
     storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), strict_json.json_bytes(record))
     window = outcome.report.evaluation
     title = (
@@ -153,7 +155,7 @@ def run_holdout(
     return run.summary.holdout
 
 
-def _holdout_record(
+def holdout_record(
     days: float, fold: FoldRange, outcome, settings_label: str, in_search: dict[str, Any]
 ) -> dict:
     """`holdout.json`: the held-out window's figures beside the baselines, the in-search figure and the lines
@@ -162,7 +164,7 @@ def _holdout_record(
     from foxhunt.evaluate.stitched_report import verdict_line
 
     window = outcome.report.evaluation
-    figures = _window_figures(window)
+    figures = window_figures(window)
     ci = figures["net_sharpe_ci"]
     lines = [
         f"HEADLINE ({HEADLINE}, never seen by any fold or trial): {iso_utc(window.start_ns)[:16]} → "

@@ -3,7 +3,8 @@
 Every fxcache is read and the universe checked (`data.universe_inputs.read_universe`: duplicates, other
 feature versions, no time in common, a missing or damaged file, each refused with one line naming the
 file) and the folds planned by calendar date across the instruments (`data.universe.universe_folds`)
-before any device memory is touched; the memory estimate counts every instrument's rows. Then the
+before any device memory is touched (with `--holdout-days`, on the rows before the held-out period:
+`universe_holdout.plan_universe`); the memory estimate counts every instrument's rows. Then the
 arrays go to the device once, concatenated, and one trainer walks every fold through the one walk over
 folds (`walk.walk_folds`, whose step is a universe fold: `universe_walk.universe_step`). Each
 instrument's out-of-sample positions are stitched over its folds and scored with its own execution costs:
@@ -18,9 +19,12 @@ summary.json's ``book`` and ``book.json``, and a console line after the instrume
 and each stitched record's figures under ``instrument="<name>"``, the book's under ``instrument="book"``.
 
 `--seeds K` trains K members side by side; the run's records are the first seed's, each instrument's
-summary entry and the book list every seed's stitched net Sharpe and their spread. Refused for now
-(UsageError): a search (`--trials`), a held-out period. A universe run does not resume: the same command
-again starts over (with `--overwrite`).
+summary entry and the book list every seed's stitched net Sharpe and their spread. `--holdout-days D`
+(`run/universe_holdout.py`): the last D days by calendar across the universe are seen by no fold; one
+more universe fold trains before them and validates each instrument on them, each instrument's held-out
+record (``instruments/<name>/holdout.json``) and the book's (``holdout.json``, summary.json's
+``holdout``) written after the book. Refused for now (UsageError): a search (`--trials`). A universe run
+does not resume: the same command again starts over (with `--overwrite`).
 
 Speed with K instruments: an epoch is ``ceil(learning rows / batch size)`` gradient steps, and the
 learning rows are every instrument's, so K instruments make about K times the steps of one (and the
@@ -41,8 +45,9 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import PurePosixPath
 
 import numpy as np
@@ -50,7 +55,7 @@ import torch
 
 from foxhunt import storage, strict_json
 from foxhunt.config import RunConfig
-from foxhunt.data.universe import UniverseFold, instruments_in_no_fold, universe_folds
+from foxhunt.data.universe import UniverseFold
 from foxhunt.data.universe_inputs import instrument_name, read_universe
 from foxhunt.errors import UsageError
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
@@ -63,6 +68,7 @@ from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import fold_figures, stitched_figures
 from foxhunt.run.universe_book import stitched_series, write_book
+from foxhunt.run.universe_holdout import plan_universe, run_universe_holdout
 from foxhunt.run.universe_walk import (
     INSTRUMENTS_FOLDER,
     InstrumentView,
@@ -96,15 +102,8 @@ class UniverseResult:
 
 def check_universe_settings(settings: RunConfig) -> None:
     """What a universe run does not do yet: UsageError (exit 2) naming the setting."""
-    refused = {
-        "--trials": settings.trials > 0,
-        "--holdout-days": settings.folds.holdout_days > 0,
-    }
-    for flag, on in refused.items():
-        if on:
-            raise UsageError(
-                f"{flag}: not supported with several --fxcache yet; train the universe without it"
-            )
+    if settings.trials > 0:
+        raise UsageError("--trials: not supported with several --fxcache yet; train the universe without it")
 
 
 def load_series(out_uri: str) -> dict[str, dict[str, np.ndarray]]:
@@ -168,15 +167,10 @@ def _train_universe(
     t0 = time.perf_counter()
     caches = read_universe(fxcache_uris)
     names = [instrument_name(c.uri, c.metadata) for c in caches]
-    folds = universe_folds(
-        [c.timestamp for c in caches],
-        settings.folds,
-        names=names,
-        close_returns=[c.targets[:, 0] for c in caches],
-    )
-    for name in instruments_in_no_fold(folds, names):
-        progress(f"WARNING instrument {name} fits in no fold and takes no part in the run")
-    max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in folds)
+    stamps, returns = [c.timestamp for c in caches], [c.targets[:, 0] for c in caches]
+    folds, held = plan_universe(stamps, returns, names, settings.folds, progress)
+    planned = [*folds, held] if held is not None else folds
+    max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in planned)
     total = sum(len(c) for c in caches)
     check_device_memory(device, total, caches[0].features.shape[1], max_rows, settings.dqn)
     metrics.run_started()  # refusals above are before the run: nothing pushed for them
@@ -190,8 +184,12 @@ def _train_universe(
         )
         views = instrument_views(data, settings)
         seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
-        walked = _walk(data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics)
+        trainer, walked = _walk(data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics)
         history = {n: (c.timestamp, c.targets[:, 0]) for n, c in zip(names, caches, strict=True)}
+        held_out = None if held is None else partial(
+            run_universe_holdout, trainer, views, held, history=history, out_uri=out_uri,
+            settings=settings, progress=progress, metrics=metrics,
+        )  # fmt: skip
         result = _records(
             views,
             fxcache_uris,
@@ -204,6 +202,7 @@ def _train_universe(
             {"device": str(device), "data_load_seconds": loaded, "started": t0},
             progress,
             metrics,
+            held_out,
         )
     except BaseException as exc:
         metrics.run_finished("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
@@ -224,10 +223,11 @@ def _records(
     run: dict,
     progress: Progress,
     metrics: RunMetrics,
+    held_out: Callable[[Mapping[str, RunEvaluation], Mapping[str, float]], dict] | None = None,
 ) -> UniverseResult:
-    """Each instrument's stitched record and the book's, written, printed and told to `metrics`; then
-    summary.json, with `run`'s device and load seconds and the seconds since `run["started"]`
-    (`time.perf_counter`)."""
+    """Each instrument's stitched record and the book's, written, printed and told to `metrics`; `held_out`
+    (given the stitched evaluations and the book's weights: the held-out period's); then summary.json,
+    with `run`'s device and load seconds and the seconds since `run["started"]` (`time.perf_counter`)."""
     instruments, evaluations = _stitch_instruments(views, uris, folds, walked, seeds, out_uri, progress)
     for entry in instruments:
         if entry["name"] in evaluations[0]:
@@ -243,6 +243,8 @@ def _records(
     series = {name: stitched_series(e) for name, e in evaluations[0].items()}
     if series:
         summary["book"] = write_book(evaluations, history, seeds, settings, out_uri, progress, metrics)
+        if held_out is not None:
+            summary["holdout"] = held_out(evaluations[0], summary["book"]["weights"])
     summary["run_seconds"] = time.perf_counter() - run["started"]  # all but this file's write
     storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary))
     return UniverseResult(summary, series)
@@ -258,9 +260,10 @@ def _walk(
     settings: RunConfig,
     progress: Progress,
     metrics: RunMetrics,
-) -> Walked:
+) -> tuple[DQNTrainer, Walked]:
     """One trainer over the universe's folds, through the one walk over folds (`walk.walk_folds`) with a
-    universe fold as its step; each instrument's fold figures told to `metrics` under its name."""
+    universe fold as its step; each instrument's fold figures told to `metrics` under its name. The
+    trainer (the held-out fold trains on it next) and the walk."""
     trainer = DQNTrainer(
         data,
         settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
@@ -279,7 +282,7 @@ def _walk(
                 metrics.fold_finished(fold_figures(outcome.report), views[i].name)
         return ()
 
-    return walk_folds(
+    return trainer, walk_folds(
         trainer,
         folds,
         {m: out_uri for m in range(len(seeds))},

@@ -14,8 +14,9 @@ fold has no record of it. The per-epoch diagnostics (validation and in-sample Sh
 the first instrument's of the fold (the focused part); the tail figure that selects is every one's.
 
 With `--seeds K` the trainer holds K members (seed + i), trained side by side as a run's seeds are;
-member i > 0 writes under ``instruments/<name>/seed_<s>/``. Not here (yet): resuming an interrupted
-universe run, the held-out period.
+member i > 0 writes under ``instruments/<name>/seed_<s>/``. The held-out period's fold is one more
+universe fold through the same step, writing under ``holdout/instruments/<name>/``
+(`universe_holdout.train_holdout_fold`). Not here (yet): resuming an interrupted universe run.
 """
 
 from __future__ import annotations
