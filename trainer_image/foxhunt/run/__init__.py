@@ -5,6 +5,8 @@ fold: reset → train → validate → save → report, and taking over a comple
 run's ways in and out), `manifest`, `lock`, `compile_cache`, `argo_outputs`, `rescore` (`foxhunt
 evaluate`: a saved run scored on another fxcache), and `sinks`: where the run's telemetry and records
 go (`sinks.telemetry` to Prometheus, `sinks.pushgateway`: its URL, the run id, a live run;
-`sinks.mlflow_live`, `sinks.mlflow_sink`: the MLflow record).
+`sinks.mlflow_live`, `sinks.mlflow_sink`: the MLflow record). Several instruments in one run (several
+--fxcache): `universe_run` (load, walk, records, summary), `universe_walk` (a universe fold as the walk's
+step), `universe_book` (the instruments' records combined) and `universe_holdout` (the held-out period).
 
 The run never imports the search: a search hands the run its plan (`walk_forward.SearchPlan`)."""
