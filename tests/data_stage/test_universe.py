@@ -15,6 +15,7 @@ from foxhunt.data.universe import (
     fold_spans,
     instrument_ids,
     instruments_in_no_fold,
+    return_correlations,
     transition_mask,
     transition_rows,
     universe_folds,
@@ -216,3 +217,21 @@ def test_norm_stats_are_each_instruments_own_over_its_training_rows():
         std, [[np.sqrt(14 / 9), 1], [np.sqrt(200 / 3), np.sqrt(2 / 3)], [1, 1]], rtol=1e-6
     )
     assert mean.dtype == std.dtype == np.float32
+
+
+def test_return_correlations_use_only_the_minutes_both_instruments_trade_before_the_cutoff():
+    rng = np.random.default_rng(1)
+    a_ts, b_ts = np.arange(0, 400, dtype=np.int64), np.arange(100, 500, dtype=np.int64)  # 300 shared
+    a = rng.normal(size=400)
+    b = np.empty(400)
+    b[:200] = a[100:300] + rng.normal(scale=0.5, size=200)  # shared minutes 100..299: correlated
+    b[200:] = rng.normal(size=200)
+    a[300:] = 1e6 * np.sign(b[200:300])  # after the cutoff: would dominate any estimate that read it
+    rho = return_correlations([a_ts, b_ts], [a, b], before_ns=300)
+    assert rho[0, 1] == rho[1, 0] == pytest.approx(np.corrcoef(a[100:300], b[:200])[0, 1], rel=1e-12)
+    assert np.diag(rho).tolist() == [1.0, 1.0]
+
+
+def test_instruments_that_share_no_minute_before_the_cutoff_are_uncorrelated():
+    rho = return_correlations([np.arange(10), np.arange(20, 30)], [np.ones(10), np.ones(10)], before_ns=40)
+    assert rho[0, 1] == 0.0

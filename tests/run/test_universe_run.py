@@ -11,11 +11,14 @@ import pytest
 import torch
 
 from foxhunt.cli import main
+from foxhunt.config import NS_PER_DAY
 from foxhunt.data.bars import iso_utc, write_bars
 from foxhunt.data.features import compute_features
 from foxhunt.data.fxcache import read_fxcache, write_fxcache
 from foxhunt.data.sample_universe import generate_universe
+from foxhunt.data.universe import return_correlations
 from foxhunt.run.universe_run import SERIES, STITCHED, load_series
+from foxhunt.train.evidence import effective_share
 
 DAYS = 12
 FOLDS = ["--train-days", "4", "--val-days", "2", "--step-days", "2", "--max-folds", "3"]
@@ -61,6 +64,24 @@ def test_the_summary_lists_every_instrument_and_the_folds_it_took_part_in(run):
 def test_the_summary_says_the_runs_seconds_and_its_load_within_them(run):
     summary = json.loads((run / "summary.json").read_text())
     assert 0 < summary["data_load_seconds"] < summary["run_seconds"]
+
+
+def test_a_folds_pooled_evidence_counts_its_bars_at_the_instruments_effective_share(run, caches):
+    # The share comes from the instruments' return correlations over the first train-days (nothing
+    # the run scores); independent sample instruments give a share just under 1, enough to tell.
+    arrays = [read_fxcache(caches[name]) for name in ("fx00", "exchange01", "late")]
+    cutoff = min(int(a.timestamp[0]) for a in arrays) + 4 * NS_PER_DAY
+    rho = return_correlations([a.timestamp for a in arrays], [a.targets[:, 0] for a in arrays], cutoff)
+    names = ("fx00", "exchange01", "late")
+    taking_part = [i for i, n in enumerate(names) if (run / "instruments" / n / "fold_1").exists()]
+    reports = [
+        json.loads((run / "instruments" / names[i] / "fold_1" / "report.json").read_text())
+        for i in taking_part
+    ]
+    share = effective_share(rho[np.ix_(taking_part, taking_part)].tolist())
+    val_bars = sum(r["val_end"] - r["val_start"] for r in reports)
+    assert len(taking_part) > 1 and share < 1 and round(val_bars * share) != val_bars
+    assert reports[0]["selection"]["out_of_sample"]["bars"] == round(val_bars * share)
 
 
 def test_an_instrument_absent_from_a_fold_has_no_record_of_it(run):

@@ -14,6 +14,7 @@ from foxhunt.train.evidence import (
     PooledDecision,
     WindowEvidence,
     decision_dict,
+    effective_share,
     evidence_dict,
     evidence_from_dict,
     pooled_decision,
@@ -173,3 +174,24 @@ def test_a_pooled_decision_is_written_under_report_jsons_keys_in_its_order():
         decision.bars,
         decision.reason,
     )
+
+
+# ---- several instruments: correlated bars are not independent evidence -----------------------------
+
+
+def test_one_instrument_counts_every_bar():
+    assert effective_share([[1.0]]) == 1.0
+
+
+def test_uncorrelated_instruments_count_every_bar():
+    assert effective_share([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]) == 1.0
+
+
+def test_k_copies_of_one_series_count_as_one():
+    assert effective_share([[1.0] * 4 for _ in range(4)]) == pytest.approx(1 / 4)
+
+
+def test_the_share_is_one_over_one_plus_k_minus_one_times_the_mean_absolute_correlation():
+    # K = 3, |rho| 0.5, 0.2 (negative: a short of one is the long of the other), 0.2: mean 0.3.
+    rho = [[1.0, 0.5, -0.2], [0.5, 1.0, 0.2], [-0.2, 0.2, 1.0]]
+    assert effective_share(rho) == pytest.approx(1 / (1 + 2 * 0.3))

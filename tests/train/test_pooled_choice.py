@@ -163,25 +163,23 @@ def test_the_validation_positions_handed_to_the_fold_are_its_kept_policys_rollou
     assert policies.chosen_positions == {}  # handed over once: a later call rolls out again
 
 
+def test_a_universes_evidence_counts_its_bars_at_the_evidence_share():
+    # Two instruments: at a share of 1/2 (two copies of one series) the fold's tail and validation windows
+    # count one instrument's worth of bars, and the gate is that of the fewer bars.
+    trainer = universe_fold([replace(POOLED, select_min_sharpe=-1e3, select_pool_t=0.0)])
+    policies, parts = trainer.policies, trainer.window.parts
+    policies.evidence_share = 0.5
+    chosen = policies.choose_policies()[0]
+    val_bars = sum(p.fold_range.val_rows for p in parts)
+    tail_bars = sum(p.fold_range.train_end - p.learn_end for p in parts)
+    assert chosen.out_of_sample is not None and chosen.out_of_sample.bars == round(val_bars / 2)
+    assert chosen.pooled is not None and chosen.pooled.bars == round(tail_bars / 2)
+
+
 def test_each_instruments_validation_positions_are_handed_over_once_in_a_universe():
     # Choosing rolls each instrument's validation out (its evidence); the record takes those rollouts,
     # keyed by member and instrument, instead of rolling each out a second time.
-    a, b = signal_arrays(seed=0), signal_arrays(seed=1)
-    parts_of = [(x.features, x.targets, x.timestamp) for x in (a, b)]
-    data = universe_to_device(["a", "b"], parts_of, torch.device("cpu"))
-    fold = replace(generate_walk_forward_indices(a.timestamp, FOLDS)[0], fold=FOLD_NUMBER)
-    trades = replace(POOLED, select_min_sharpe=-1e3, select_pool_t=0.0)
-    trainer = DQNTrainer(data, [trades], max_train_rows=2 * fold.train_rows, seed=0, eval_cost=EVAL_COST)
-    shift = len(a.timestamp)
-    moved = [replace(fold, **{k: getattr(fold, k) + i * shift for k in ROW_FIELDS}) for i in (0, 1)]
-    parts = [
-        SpanPart(i, m, m.train_end - fold.train_rows // 4) for i, m in enumerate(moved)
-    ]  # tails held back
-    trainer.window.set_parts(parts)
-    trainer.reset_for_fold(FOLD_NUMBER)
-    trainer.window.compute_norm_stats()
-    for epoch in range(EPOCHS):
-        trainer.train_epoch(epoch, EPOCHS)
+    trainer = universe_fold([replace(POOLED, select_min_sharpe=-1e3, select_pool_t=0.0)])
     policies = trainer.policies
     assert not policies.choose_policies()[0].flat
     assert set(policies.chosen_positions) == {(0, 0), (0, 1)}
@@ -190,3 +188,22 @@ def test_each_instruments_validation_positions_are_handed_over_once_in_a_univers
         handed = policies.validation_positions(member=0)
         assert torch.equal(handed, policies.greedy_positions(member=0))
         assert (0, instrument) not in policies.chosen_positions
+
+
+def universe_fold(configs: list[DQNConfig]) -> DQNTrainer:
+    """A population of `configs` trained EPOCHS epochs on fold FOLD_NUMBER of two instruments (the signal
+    arrays of seeds 0 and 1), each with its tail held back."""
+    a, b = signal_arrays(seed=0), signal_arrays(seed=1)
+    parts_of = [(x.features, x.targets, x.timestamp) for x in (a, b)]
+    data = universe_to_device(["a", "b"], parts_of, torch.device("cpu"))
+    fold = replace(generate_walk_forward_indices(a.timestamp, FOLDS)[0], fold=FOLD_NUMBER)
+    trainer = DQNTrainer(data, configs, max_train_rows=2 * fold.train_rows, seed=0, eval_cost=EVAL_COST)
+    shift = len(a.timestamp)
+    moved = [replace(fold, **{k: getattr(fold, k) + i * shift for k in ROW_FIELDS}) for i in (0, 1)]
+    tails = fold.train_rows // 4  # held back for the selection
+    trainer.window.set_parts([SpanPart(i, m, m.train_end - tails) for i, m in enumerate(moved)])
+    trainer.reset_for_fold(FOLD_NUMBER)
+    trainer.window.compute_norm_stats()
+    for epoch in range(EPOCHS):
+        trainer.train_epoch(epoch, EPOCHS)
+    return trainer

@@ -243,3 +243,23 @@ def universe_norm_stats(
         std[i] = rows.std(axis=0)
     std = np.where(std > MIN_STD, std, 1.0)
     return mean.astype(np.float32), std.astype(np.float32)
+
+
+def return_correlations(
+    timestamps: Sequence[np.ndarray], returns: Sequence[np.ndarray], before_ns: int
+) -> np.ndarray:
+    """(K, K) Pearson correlations of the instruments' 1-bar returns on the minutes they share before
+    `before_ns` (a pair with fewer than 3 shared finite bars, or a constant one: 0); ones on the diagonal."""
+    k = len(timestamps)
+    out = np.eye(k)
+    cut = [np.asarray(t, dtype=np.int64) < before_ns for t in timestamps]
+    for i in range(k):
+        for j in range(i + 1, k):
+            _, a, b = np.intersect1d(timestamps[i][cut[i]], timestamps[j][cut[j]], return_indices=True)
+            x = np.asarray(returns[i], dtype=np.float64)[cut[i]][a]
+            y = np.asarray(returns[j], dtype=np.float64)[cut[j]][b]
+            finite = np.isfinite(x) & np.isfinite(y)
+            x, y = x[finite], y[finite]
+            if len(x) >= 3 and x.std() > 0 and y.std() > 0:
+                out[i, j] = out[j, i] = float(np.corrcoef(x, y)[0, 1])
+    return out

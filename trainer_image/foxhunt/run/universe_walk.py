@@ -28,12 +28,12 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from foxhunt import out_names, storage, strict_json
-from foxhunt.config import RunConfig
+from foxhunt.config import NS_PER_DAY, RunConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.data.pnl import ExecutionRows
-from foxhunt.data.universe import UniverseFold, UniverseIndex
+from foxhunt.data.universe import UniverseFold, UniverseIndex, return_correlations
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
-from foxhunt.evaluate.records import positions_from_bytes
+from foxhunt.evaluate.records import host_array, positions_from_bytes
 from foxhunt.evaluate.run_scores import evaluate_fold, run_scoring
 from foxhunt.out_names import fold_folder
 from foxhunt.run.fold import FoldOutcome, Progress, fold_report, save_fold
@@ -42,7 +42,7 @@ from foxhunt.run.walk import FoldStep, Walked
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.device_data import SpanPart
 from foxhunt.train.diagnostics import diagnostics_due
-from foxhunt.train.evidence import WindowEvidence
+from foxhunt.train.evidence import WindowEvidence, effective_share
 from foxhunt.train.fold_selection import FoldSelection
 from foxhunt.train.selection import head_end
 
@@ -265,17 +265,31 @@ def universe_step(
     instrument taking part (`train_universe_fold`); per member its `UniverseOutcome`, or its divergence.
     Each member's pooled decision weighs its earlier folds' pooled out-of-sample windows."""
 
+    correlations = first_window_correlations(views, settings)
+
     def step(
         fold: UniverseFold, live: Mapping[int, str], walked: Mapping[int, Mapping[int, UniverseOutcome]]
     ) -> dict[int, UniverseOutcome | TrainingDiverged]:
         names = ", ".join(views[i].name for i in fold.members)
         progress(f"fold {fold.fold}: {len(fold.members)} instruments ({names})")
+        members = list(fold.members)
+        trainer.policies.evidence_share = effective_share(correlations[np.ix_(members, members)].tolist())
         earlier = {m: _pooled_evidence(walked[m]) for m in live}
         by_member, choices = train_universe_fold(trainer, fold, views, out_uri, settings, progress, earlier)
         _fold_lines(fold.fold, by_member[0], views, progress)
         return {m: trainer.failures[m] or UniverseOutcome(by_member[m], choices[m]) for m in live}
 
     return step
+
+
+def first_window_correlations(views: Sequence[InstrumentView], settings: RunConfig) -> np.ndarray:
+    """The instruments' 1-bar return correlations over the universe's first `train_days` (before any fold's
+    validation: no bar the run scores), for `evidence.effective_share`."""
+    stamps = [v.data.timestamp for v in views]
+    start = min(int(t[0]) for t in stamps if len(t))
+    cutoff = start + round(settings.folds.train_days * NS_PER_DAY)
+    returns = [host_array(v.data.targets[:, 0]) for v in views]
+    return return_correlations(stamps, returns, cutoff)
 
 
 def _pooled_evidence(outcomes: Mapping[int, UniverseOutcome]) -> list[WindowEvidence]:

@@ -32,12 +32,18 @@ pooled estimate, with standard error sqrt(bars a year / total bars). The fold tr
   loses does not trade on the others' evidence).
 Without earlier evidence, and with `select_pool_t` = `select_min_t` and a guard at or under the gate,
 this is today's `tail_gate` decision exactly. Torch-free: the simulation and the walk share it.
+
+Several instruments in one fold: their bars are not independent evidence when their returns move
+together (two FX majors), and counting them as such would shrink the gate by sqrt(K) on one idea seen
+K times. A fold's bars count at `effective_share` of their number: K_eff / K, with the effective number
+of instruments K_eff = K / (1 + (K − 1) ρ̄) for ρ̄ the mean absolute pairwise correlation of their 1-bar
+returns (1 for one instrument; 1 / K for K copies of one series).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import NamedTuple
 
@@ -94,6 +100,17 @@ class PooledDecision:
 def zero_sharpe_error(bars: float, bars_per_year: float) -> float:
     """Standard error of an annualised zero Sharpe over `bars` iid bars: sqrt(bars a year / bars)."""
     return math.sqrt(bars_per_year / bars) if bars > 0 else math.inf
+
+
+def effective_share(correlations: Sequence[Sequence[float]]) -> float:
+    """K_eff / K for K instruments whose 1-bar returns have this (K, K) correlation matrix: 1 / (1 + (K − 1)
+    ρ̄), ρ̄ the mean |ρ| off the diagonal (module docstring); 1 for a single instrument."""
+    k = len(correlations)
+    if k <= 1:
+        return 1.0
+    off = [abs(float(correlations[i][j])) for i in range(k) for j in range(k) if i != j]
+    mean = min(sum(off) / len(off), 1.0)
+    return 1.0 / (1.0 + (k - 1) * mean)
 
 
 def sharpe_gate(min_sharpe: float, t: float, bars: float, bars_per_year: float) -> float:

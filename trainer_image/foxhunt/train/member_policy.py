@@ -82,6 +82,9 @@ class MemberPolicies:
         # them out (`choose_pooled`): the fold's record takes them (`validation_positions`) instead of a
         # second rollout.
         self.chosen_positions: dict[tuple[int, int], torch.Tensor] = {}
+        # The share of a fold's bars that counts as evidence (evidence.effective_share of the instruments
+        # taking part; 1 for one instrument): set per fold by the universe's walk.
+        self.evidence_share = 1.0
         self.replayed = ReplayedFigures(data.features.device)  # the epoch figures' CUDA graph, per fold
 
     @property
@@ -237,12 +240,12 @@ class MemberPolicies:
         if best.epoch is None:
             return replace(best, gate=math.inf)
         parts = self.window.parts
-        tail_bars = sum(p.fold_range.train_end - p.learn_end for p in parts)
+        tail_bars = self.evidence_bars(sum(p.fold_range.train_end - p.learn_end for p in parts))
         tail_end = max(int(timestamp[p.fold_range.train_end - 1]) for p in parts)
         own = WindowEvidence(fold.fold, "tail", tail_bars, best.tail_sharpe, tail_end)
         shadows = [self.shadow(member, p.instrument) for p in parts]
         shadow = pool_by_bars([(p.fold_range.val_rows, s) for p, (s, _) in zip(parts, shadows, strict=True)])
-        val_bars = sum(p.fold_range.val_rows for p in parts)
+        val_bars = self.evidence_bars(sum(p.fold_range.val_rows for p in parts))
         val_end = max(int(timestamp[p.fold_range.val_end - 1]) for p in parts)
         oos = WindowEvidence(fold.fold, "out_of_sample", val_bars, shadow, val_end)
         decision = pooled_decision(
@@ -287,8 +290,12 @@ class MemberPolicies:
     def tail_gate(self, member: int = 0) -> float:
         """The tail net Sharpe member `member`'s best epoch must exceed to trade (selection.tail_gate), over
         every instrument's tail in a fold of several."""
-        bars = sum(p.fold_range.train_end - p.learn_end for p in self.window.parts)
+        bars = self.evidence_bars(sum(p.fold_range.train_end - p.learn_end for p in self.window.parts))
         return tail_gate(self.configs[member], bars, self.tail_bars_per_year())
+
+    def evidence_bars(self, bars: int) -> int:
+        """`bars` of the fold's instruments counted as independent evidence: × `evidence_share` (at least 1)."""
+        return bars if self.evidence_share == 1.0 else max(1, round(bars * self.evidence_share))
 
     def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
         """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""
