@@ -384,3 +384,7 @@ def pipeline_universe(
         )
         uris.append(uri)
     return train_universe(uris, out_uri, settings, progress)
+
+
+# A universe's records written under a folder of one's choosing: a universe search writes each trial's so.
+universe_records = _records
