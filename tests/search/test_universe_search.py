@@ -139,6 +139,20 @@ def test_the_best_trial_is_the_highest_objective_and_study_json_says_where_its_r
     assert summary["universe"]["instruments"] == list(NAMES)
 
 
+def test_the_pruner_is_told_each_folds_mean_of_its_instruments_net_validation_sharpe(study):
+    for row in rows(study):
+        folder = study / row["folder"]
+        told = json.loads((folder / "trial.json").read_text())["fold_net_sharpe"]
+        assert sorted(told) == ["0", "1", "2"]
+        for fold, value in told.items():
+            reports = [
+                json.loads((folder / "instruments" / name / f"fold_{fold}" / "report.json").read_text())
+                for name in NAMES
+            ]
+            sharpes = [r["evaluation"]["policies"]["model"]["net"]["sharpe"] for r in reports]
+            assert value == pytest.approx(np.mean(sharpes), rel=1e-12) and sharpes[0] != sharpes[1]
+
+
 @pytest.mark.parametrize(
     ("flags", "named"),
     [
