@@ -205,10 +205,13 @@ def _check_instruments(submission: Submission, spec: TemplateParameters) -> None
     except instruments.InstrumentsError as error:
         raise SubmitUsageError(str(error)) from None
     several = [n for n, on in lists.items() if on and instruments.is_list(params.get(n, ""))]
-    if several and int(params.get("trials", "0")) > 0:  # the training pod would refuse it after precompute
+    # A universe's search (foxhunt train --fxcache A --fxcache B --trials N) keeps its study in --out with
+    # one worker; the template's trials share a PostgreSQL study over several pods, which it refuses.
+    if several and int(params.get("trials", "0")) > 0:
         raise SubmitUsageError(
             f"trials={params['trials']}: a search is not supported over several instruments ({several[0]} is a "
-            "list) yet; pass -p trials=0, or one instrument"
+            "list) yet; pass -p trials=0, or one instrument (a universe's search runs on one machine: "
+            "foxhunt train --fxcache A --fxcache B ... --trials N)"
         )
 
 

@@ -202,11 +202,18 @@ def test_evaluate_refuses_a_universe_run_in_one_line_naming_it(run, caches, tmp_
     assert not (tmp_path / "ev").exists()
 
 
-def test_a_search_is_refused_before_work_naming_the_flag(caches, tmp_path, capsys):
+def test_the_pipeline_refuses_a_search_before_work_naming_the_train_command(tmp_path, capsys):
+    bars = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    for file in bars:
+        file.write_text("not read\n")
     out = tmp_path / "out"
-    assert train(caches, out, "fx00", "exchange01", "--trials", "2") == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].endswith(
-        "--trials: not supported with several --fxcache yet; train the universe without it"
+    assert (
+        main(["pipeline", "--out", str(out), "--bars", str(bars[0]), "--bars", str(bars[1]), "--trials", "2"])
+        == 2
+    )
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith(
+        "--trials: not supported here with several instruments yet; a universe's search is "
+        "foxhunt train --fxcache A --fxcache B ... --trials N"
     )
     assert not out.exists()

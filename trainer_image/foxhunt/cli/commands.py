@@ -174,7 +174,17 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
-    """`foxhunt train` with several --fxcache: one trainer on the universe (run/universe_run.py)."""
+    """`foxhunt train` with several --fxcache: one trainer on the universe (run/universe_run.py), or with
+    --trials a search whose objective is the book's (search/universe_search.py)."""
+    search = search_options(args, settings)  # the search flags without --trials are refused here too
+    if search is not None:
+        search_planner(settings)  # the search's packages, or exit 2
+        from foxhunt.search.universe_search import search_universe, universe_study_lines
+
+        search_universe(args.fxcache, args.out, settings, search)
+        for line in universe_study_lines(args.out):
+            print(line, flush=True)
+        return 0
     from foxhunt.run.universe_run import train_universe
 
     result = train_universe(args.fxcache, args.out, settings)

@@ -101,9 +101,13 @@ class UniverseResult:
 
 
 def check_universe_settings(settings: RunConfig) -> None:
-    """What a universe run does not do yet: UsageError (exit 2) naming the setting."""
+    """What a universe run does not do yet: UsageError (exit 2) naming the setting. A search (`--trials`) is
+    `search/universe_search.py`'s, which `foxhunt train` calls instead."""
     if settings.trials > 0:
-        raise UsageError("--trials: not supported with several --fxcache yet; train the universe without it")
+        raise UsageError(
+            "--trials: not supported here with several instruments yet; a universe's search is "
+            "foxhunt train --fxcache A --fxcache B ... --trials N"
+        )
 
 
 def load_series(out_uri: str) -> dict[str, dict[str, np.ndarray]]:
@@ -384,3 +388,7 @@ def pipeline_universe(
         )
         uris.append(uri)
     return train_universe(uris, out_uri, settings, progress)
+
+
+# A universe's records written under a folder of one's choosing: a universe search writes each trial's so.
+universe_records = _records

@@ -6,5 +6,7 @@ and live in `foxhunt.config.search`, so the CLI and the Argo client read them wi
 `trial_loop` (the one ask/tell loop: trials asked in batches of one or more, told one by one),
 `storage` (SQLite in --out or a SQL server), `outputs` (study table, best settings, Deflated Sharpe
 Ratio), `telemetry` (Prometheus), `driver` (the plan, and trials on one loaded dataset) and
-`population` (a batch trained as the members of one population) import Optuna.
+`population` (a batch trained as the members of one population) import Optuna. `universe_search` and
+`universe_trials`: a search over several instruments (`foxhunt train --fxcache A --fxcache B --trials N`),
+each trial a universe run, its objective the book's.
 """
