@@ -25,7 +25,7 @@ from foxhunt.train.fold_selection import FoldSelection
 DAYS = 12
 FOLDS = ["--train-days", "4", "--val-days", "2", "--step-days", "2", "--max-folds", "3"]
 # The gate and the guard lowered to these learners' level, so that folds trade on pooled decisions.
-POOLED = {"select_pool": "pooled", "select_min_sharpe": -200.0, "select_pool_guard": -400.0, "select_pool_t": 0.0}
+POOLED = {"select_pool": "pooled", "select_min_sharpe": -200.0, "select_pool_guard": -400.0}
 INSTRUMENTS = ("fx00", "exchange01", "late")
 STOP_AT = 2  # the first attempt is interrupted as fold 2 begins: folds 0 and 1 are complete
 
@@ -55,7 +55,8 @@ def params(tmp_path_factory) -> str:
 
 def train(caches: dict[str, str], params: str, out, *extra: str, names=INSTRUMENTS) -> tuple[int, str]:
     """`foxhunt train` on the instruments `names` with `extra` flags: its exit code and its console."""
-    args = ["train", "--out", str(out), "--device", "cpu", "--epochs", "2", "--hyperopt-params", params, *FOLDS]
+    args = ["train", "--out", str(out), "--device", "cpu", "--epochs", "2", *FOLDS]
+    args += ["--hyperopt-params", params]
     for name in names:
         args += ["--fxcache", caches[name]]
     console = io.StringIO()
