@@ -19,7 +19,7 @@ from foxhunt.cli import main
 from foxhunt.data.features import compute_features
 from foxhunt.data.fxcache import write_fxcache
 from foxhunt.data.sample_universe import generate_universe
-from foxhunt.run import universe_resume, universe_walk
+from foxhunt.run import universe_resume, universe_run, universe_walk
 from foxhunt.train.fold_selection import FoldSelection
 
 DAYS = 12
@@ -226,3 +226,29 @@ def test_overwrite_starts_over_taking_over_nothing(caches, params, first_attempt
     assert interrupted(caches, params, out, 1, "--overwrite") == 130
     manifest = json.loads((out / "manifest.json").read_text())
     assert sorted(manifest["folds"]) == ["0"]  # fold 0 trained again, fold 1 not reached: nothing taken
+
+
+def test_a_run_stopped_after_its_last_fold_takes_over_every_fold_and_trains_the_held_out_one_alike(
+    caches, params, tmp_path
+):
+    # Stopped in the book, after every fold: the resume trains no walk fold, only the held-out one, on a
+    # trainer that trained nothing before it, and its held-out records equal an uninterrupted run's.
+    held = ("--holdout-days", "2")
+    plain, out = tmp_path / "plain", tmp_path / "out"
+    assert train(caches, params, plain, *held)[0] == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(universe_run, "write_book", _stop)
+        assert train(caches, params, out, *held)[0] == 130
+    code, console = train(caches, params, out, *held)
+    assert code == 0 and "resuming: 3 universe fold(s)" in console and " epoch 1/2" in console
+    assert console.count(" epoch 1/2") == 1  # the held-out fold alone
+    for name in ("fx00", "late"):
+        folder = f"holdout/instruments/{name}"
+        (fold,) = (p.name for p in (plain / folder).iterdir())
+        for record in (f"{folder}/{fold}/positions.npy", f"{folder}/{fold}/weights.pt"):
+            assert (out / record).read_bytes() == (plain / record).read_bytes(), record
+    assert (out / "holdout.json").read_bytes() == (plain / "holdout.json").read_bytes()
+
+
+def _stop(*args, **kwargs):
+    raise KeyboardInterrupt
