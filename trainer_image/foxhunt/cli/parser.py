@@ -182,8 +182,8 @@ def _add_train(sub: argparse._SubParsersAction, train_note: str) -> None:
         "--out",
         required=True,
         metavar="URI",
-        help="output folder, local or s3://; the same command again resumes the run there (one --fxcache; a run "
-        "over several starts over with --overwrite)",
+        help="output folder, local or s3://; the same command again resumes an interrupted run there (one "
+        "--fxcache or several); --overwrite starts over",
     )
     _add_training(p, RunConfig())
     p.set_defaults(func=cmd_train, extra="train")

@@ -7,6 +7,7 @@ evaluate`: a saved run scored on another fxcache), and `sinks`: where the run's 
 go (`sinks.telemetry` to Prometheus, `sinks.pushgateway`: its URL, the run id, a live run;
 `sinks.mlflow_live`, `sinks.mlflow_sink`: the MLflow record). Several instruments in one run (several
 --fxcache): `universe_run` (load, walk, records, summary), `universe_walk` (a universe fold as the walk's
-step), `universe_book` (the instruments' records combined) and `universe_holdout` (the held-out period).
+step), `universe_book` (the instruments' records combined), `universe_holdout` (the held-out period) and
+`universe_resume` (the manifest of an interrupted universe run, taken over by the same command).
 
 The run never imports the search: a search hands the run its plan (`walk_forward.SearchPlan`)."""

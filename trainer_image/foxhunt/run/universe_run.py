@@ -23,8 +23,9 @@ summary entry and the book list every seed's stitched net Sharpe and their sprea
 (`run/universe_holdout.py`): the last D days by calendar across the universe are seen by no fold; one
 more universe fold trains before them and validates each instrument on them, each instrument's held-out
 record (``instruments/<name>/holdout.json``) and the book's (``holdout.json``, summary.json's
-``holdout``) written after the book. Refused for now (UsageError): a search (`--trials`). A universe run
-does not resume: the same command again starts over (with `--overwrite`).
+``holdout``) written after the book. Refused for now (UsageError): a search (`--trials`). An interrupted
+universe run resumes (`run/universe_resume.py`): the same command again takes over the folds it completed
+(recorded in ``manifest.json``) and trains the rest; a finished one is refused, `--overwrite` starts over.
 
 Speed with K instruments: an epoch is ``ceil(learning rows / batch size)`` gradient steps, and the
 learning rows are every instrument's, so K instruments make about K times the steps of one (and the
@@ -46,7 +47,7 @@ import io
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import PurePosixPath
 
@@ -66,13 +67,13 @@ from foxhunt.run.out_folder import check_inputs_outside
 from foxhunt.run.precompute import check_bars_and_output, precompute
 from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
-from foxhunt.run.sinks.telemetry_reads import fold_figures, stitched_figures
+from foxhunt.run.sinks.telemetry_reads import stitched_figures
 from foxhunt.run.universe_book import stitched_series, write_book
 from foxhunt.run.universe_holdout import plan_universe, run_universe_holdout
+from foxhunt.run.universe_resume import UniverseLedger, open_ledger, universe_hooks, universe_identity
 from foxhunt.run.universe_walk import (
     INSTRUMENTS_FOLDER,
     InstrumentView,
-    UniverseOutcome,
     instrument_folder,
     instrument_outcomes,
     instrument_views,
@@ -80,7 +81,7 @@ from foxhunt.run.universe_walk import (
     universe_execution,
     universe_step,
 )
-from foxhunt.run.walk import FoldDone, Walked, WalkHooks, walk_folds
+from foxhunt.run.walk import Walked, walk_folds
 from foxhunt.train import DeviceData, DQNTrainer, resolve_device
 from foxhunt.train.device_data import universe_to_device
 from foxhunt.train.memory_estimate import check_device_memory
@@ -173,6 +174,8 @@ def _train_universe(
     names = [instrument_name(c.uri, c.metadata) for c in caches]
     stamps, returns = [c.timestamp for c in caches], [c.targets[:, 0] for c in caches]
     folds, held = plan_universe(stamps, returns, names, settings.folds, progress)
+    identity = universe_identity(caches, names, device.type, settings)
+    ledger = open_ledger(out_uri, identity, settings, names, progress)  # refuses before any write
     planned = [*folds, held] if held is not None else folds
     max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in planned)
     total = sum(len(c) for c in caches)
@@ -188,7 +191,9 @@ def _train_universe(
         )
         views = instrument_views(data, settings)
         seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
-        trainer, walked = _walk(data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics)
+        trainer, walked = _walk(
+            data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics, ledger
+        )
         history = {n: (c.timestamp, c.targets[:, 0]) for n, c in zip(names, caches, strict=True)}
         held_out = None if held is None else partial(
             run_universe_holdout, trainer, views, held, history=history, out_uri=out_uri,
@@ -242,7 +247,7 @@ def _records(
         "data_load_seconds": run["data_load_seconds"],
         "folds": len(folds),
         "instruments": instruments,
-        "run_config": json.loads(strict_json.json_bytes(_config_dict(settings))),
+        "run_config": json.loads(strict_json.json_bytes(asdict(settings))),
     }
     series = {name: stitched_series(e) for name, e in evaluations[0].items()}
     if series:
@@ -264,10 +269,11 @@ def _walk(
     settings: RunConfig,
     progress: Progress,
     metrics: RunMetrics,
+    ledger: UniverseLedger,
 ) -> tuple[DQNTrainer, Walked]:
     """One trainer over the universe's folds, through the one walk over folds (`walk.walk_folds`) with a
-    universe fold as its step; each instrument's fold figures told to `metrics` under its name. The
-    trainer (the held-out fold trains on it next) and the walk."""
+    universe fold as its step, the folds `ledger` holds taken over and each trained one recorded in it
+    (`universe_resume.universe_hooks`). The trainer (the held-out fold trains on it next) and the walk."""
     trainer = DQNTrainer(
         data,
         settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
@@ -278,21 +284,14 @@ def _walk(
         eval_spread=settings.eval.spread,
         execution=universe_execution(views),
     )
-
-    def on_fold(done: FoldDone) -> tuple[int, ...]:
-        first = done.results.get(0)
-        if isinstance(first, UniverseOutcome):
-            for i, outcome in first.instruments.items():
-                metrics.fold_finished(fold_figures(outcome.report), views[i].name)
-        return ()
-
+    ledger.start()
     return trainer, walk_folds(
         trainer,
         folds,
         {m: out_uri for m in range(len(seeds))},
         settings.epochs,
         None,
-        hooks=WalkHooks(progress=progress, on_fold=on_fold),
+        hooks=universe_hooks(ledger, views, metrics, progress),
         step=universe_step(trainer, views, out_uri, settings, progress),
     )
 
@@ -340,12 +339,6 @@ def _stitch_instruments(
                 entry["seed_spread"] = seed_spread(nets)
         instruments.append(entry)
     return instruments, evaluations
-
-
-def _config_dict(settings: RunConfig) -> dict:
-    from dataclasses import asdict
-
-    return asdict(settings)
 
 
 def bars_instrument_name(group: Sequence[str]) -> str:

@@ -16,7 +16,9 @@ the first instrument's of the fold (the focused part); the tail figure that sele
 With `--seeds K` the trainer holds K members (seed + i), trained side by side as a run's seeds are;
 member i > 0 writes under ``instruments/<name>/seed_<s>/``. The held-out period's fold is one more
 universe fold through the same step, writing under ``holdout/instruments/<name>/``
-(`universe_holdout.train_holdout_fold`). Not here (yet): resuming an interrupted universe run.
+(`universe_holdout.train_holdout_fold`). A fold an earlier attempt completed is not trained here: the
+walk takes it over (`universe_resume.UniverseLedger.taken_over`), each member's `UniverseOutcome` read
+back with its choice, whose out-of-sample window the later folds weigh as they did the first time.
 """
 
 from __future__ import annotations
