@@ -23,7 +23,7 @@ summary entry and the book list every seed's stitched net Sharpe and their sprea
 (`run/universe_holdout.py`): the last D days by calendar across the universe are seen by no fold; one
 more universe fold trains before them and validates each instrument on them, each instrument's held-out
 record (``instruments/<name>/holdout.json``) and the book's (``holdout.json``, summary.json's
-``holdout``) written after the book. Refused for now (UsageError): a search (`--trials`). An interrupted
+``holdout``) written after the book. A search (`--trials`) is `search/universe_search.py`'s. An interrupted
 universe run resumes (`run/universe_resume.py`): the same command again takes over the folds it completed
 (recorded in ``manifest.json``) and trains the rest; a finished one is refused, `--overwrite` starts over.
 
@@ -199,7 +199,7 @@ def _train_universe(
             run_universe_holdout, trainer, views, held, history=history, out_uri=out_uri,
             settings=settings, progress=progress, metrics=metrics,
         )  # fmt: skip
-        result = _records(
+        result = universe_records(
             views,
             fxcache_uris,
             folds,
@@ -220,7 +220,7 @@ def _train_universe(
     return result
 
 
-def _records(
+def universe_records(
     views: Sequence[InstrumentView],
     uris: Sequence[str],
     folds: Sequence[UniverseFold],
@@ -381,7 +381,3 @@ def pipeline_universe(
         )
         uris.append(uri)
     return train_universe(uris, out_uri, settings, progress)
-
-
-# A universe's records written under a folder of one's choosing: a universe search writes each trial's so.
-universe_records = _records
