@@ -17,6 +17,7 @@ from foxhunt.data.features import compute_features
 from foxhunt.data.fxcache import read_fxcache, write_fxcache
 from foxhunt.data.sample_universe import generate_universe
 from foxhunt.data.universe import return_correlations
+from foxhunt.evaluate.fold_policy import load_policy
 from foxhunt.run.universe_run import SERIES, STITCHED, load_series
 from foxhunt.train.evidence import effective_share
 
@@ -217,3 +218,12 @@ def test_the_pipeline_refuses_a_search_before_work_naming_the_train_command(tmp_
         "foxhunt train --fxcache A --fxcache B ... --trials N"
     )
     assert not out.exists()
+
+
+def test_an_instruments_fold_loads_as_the_policy_that_made_its_positions(run, caches):
+    fold_dir = run / "instruments" / "exchange01" / "fold_1"
+    report = json.loads((fold_dir / "report.json").read_text())
+    features = read_fxcache(caches["exchange01"]).features
+    policy = load_policy(str(fold_dir))
+    rows = features[report["val_start"] : report["val_end"]]
+    assert np.array_equal(policy.rollout(rows), np.load(fold_dir / "positions.npy"))

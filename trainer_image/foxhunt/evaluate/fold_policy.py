@@ -106,16 +106,24 @@ def run_folder(fold_dir_uri: str) -> tuple[str, int]:
 
 
 def run_dqn_config(run_uri: str) -> DQNConfig:
-    """The DQN settings a run trained with: its manifest's, else its summary's."""
-    for name, path in ((out_names.MANIFEST, ("config", "dqn")), (out_names.SUMMARY, ("dqn_config",))):
+    """The DQN settings a run trained with: its manifest's, else its summary's; for an instrument's folder
+    of a run over several (``…/instruments/<name>[/seed_S]``), the universe run's manifest or summary."""
+    found = [(run_uri, out_names.MANIFEST, ("config", "dqn")), (run_uri, out_names.SUMMARY, ("dqn_config",))]
+    universe, marker, _ = run_uri.rpartition("/instruments/")
+    if marker:
+        found += [
+            (universe, out_names.MANIFEST, ("settings", "dqn")),
+            (universe, out_names.SUMMARY, ("run_config", "dqn")),
+        ]
+    for folder, name, path in found:
         try:
-            data = json.loads(storage.read_bytes(storage.join(run_uri, name)))
+            data = json.loads(storage.read_bytes(storage.join(folder, name)))
         except (FileNotFoundError, ValueError):
             continue
         for key in path:
             data = data.get(key) if isinstance(data, dict) else None
         if isinstance(data, dict):
-            return override(DQNConfig(), data, what=storage.join(run_uri, name))
+            return override(DQNConfig(), data, what=storage.join(folder, name))
     raise BadInput(f"{run_uri}: not a foxhunt run (no readable manifest.json or summary.json)")
 
 
