@@ -198,7 +198,14 @@ def _universe_outputs(out: str, summary: dict) -> None:
     names = ", ".join(i["name"] for i in summary["instruments"])
     held = ", holdout.json" if "holdout" in summary else ""
     book = f", {out_names.BOOK_PICTURE}" if "book" in summary else ""
-    each = f"{out_names.RUN_PICTURE}, {out_names.POSITIONS_PICTURE}, {out_names.LEARNING_PICTURE}, {out_names.TIMINGS_PICTURE}"
+    each = ", ".join(
+        (
+            out_names.RUN_PICTURE,
+            out_names.POSITIONS_PICTURE,
+            out_names.LEARNING_PICTURE,
+            out_names.TIMINGS_PICTURE,
+        )
+    )
     print(
         f"outputs: {out}: summary.json, book.json{book}{held}, instruments/<name>/ ({each}) for {names}",
         flush=True,

@@ -15,7 +15,8 @@ series out in plain numpy.
 The book (`run/universe_book.py`): the instruments' stitched records combined with equal-risk weights
 measured before the book's first out-of-sample bar (evaluate/book.py), scored beside its buy-and-hold,
 flat and supervised models (combined the same way) with the paired comparisons, and its feature oracle;
-summary.json's ``book`` and ``book.json``, and a console line after the instruments'. Metrics (a Pushgateway given by `--pushgateway` or $FOXHUNT_PUSHGATEWAY): each fold's
+summary.json's ``book`` and ``book.json``, and a console line after the instruments'. The pictures
+(`run/universe_pictures.py`): ``book.png`` and each instrument's ``run.png`` ... in its folder. Metrics (a Pushgateway given by `--pushgateway` or $FOXHUNT_PUSHGATEWAY): each fold's
 and each stitched record's figures under ``instrument="<name>"``, the book's under ``instrument="book"``.
 
 `--seeds K` trains K members side by side; the run's records are the first seed's, each instrument's
