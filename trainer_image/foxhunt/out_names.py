@@ -10,6 +10,7 @@ only: every stage imports it.
       trades.parquet  daily.csv  monthly.csv
       holdout.json  holdout.png  holdout/ (--holdout-days: the final period's fold, as fold_N/)
       evaluation.json (foxhunt evaluate)
+      a universe:  book.json  book.png  instruments/<name>/ (its fold_N/, stitched.json, series.npz, run.png ...)
       fold_N/  weights.pt  norm_stats_foldN.json  positions.npy  report.json
       seed_S/fold_N/ (--seeds K: seed S's folds, as fold_N/)
       a search:  study.json  trials.csv  trials.json  best_params.json  study.sqlite3  trials.png
@@ -28,6 +29,7 @@ TIMINGS_PICTURE = "timings.png"
 LEARNING_PICTURE = "learning.png"  # each fold's loss and Sharpe by epoch, the epoch kept, the gate
 POSITIONS_PICTURE = "positions.png"  # the stitched record's positions and net wealth over its dates
 SEEDS_PICTURE = "seeds.png"  # --seeds K: every seed's stitched wealth and their band
+BOOK_PICTURE = "book.png"  # a universe run: the book beside its baselines, and each instrument's record
 PIPELINE_FXCACHE = "features.fxcache"
 EVALUATION = "evaluation.json"  # `foxhunt evaluate`'s rescoring of a saved run
 TRADES = "trades.parquet"  # the stitched record's trades

@@ -193,10 +193,23 @@ def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
 
 
 def _universe_outputs(out: str, summary: dict) -> None:
-    """A universe run's `outputs:` line (holdout.json with --holdout-days)."""
+    """A universe run's `outputs:` line (holdout.json with --holdout-days): the book's picture at the top,
+    each instrument's in its folder."""
     names = ", ".join(i["name"] for i in summary["instruments"])
     held = ", holdout.json" if "holdout" in summary else ""
-    print(f"outputs: {out}: summary.json, book.json{held}, instruments/<name>/ for {names}", flush=True)
+    book = f", {out_names.BOOK_PICTURE}" if "book" in summary else ""
+    each = ", ".join(
+        (
+            out_names.RUN_PICTURE,
+            out_names.POSITIONS_PICTURE,
+            out_names.LEARNING_PICTURE,
+            out_names.TIMINGS_PICTURE,
+        )
+    )
+    print(
+        f"outputs: {out}: summary.json, book.json{book}{held}, instruments/<name>/ ({each}) for {names}",
+        flush=True,
+    )
 
 
 def _pipeline_universe(args: argparse.Namespace, settings: RunConfig) -> int:

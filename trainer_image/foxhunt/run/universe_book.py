@@ -159,9 +159,10 @@ def write_book(
     out_uri: str,
     progress: Progress,
     metrics: RunMetrics,
-) -> dict:
+) -> tuple[dict, BookEvaluation]:
     """The book of the first seed's stitched records (`universe_book`), written to book.json, printed and
-    told to `metrics`; with several seeds, the spread of every seed's book that holds every instrument."""
+    told to `metrics`; with several seeds, the spread of every seed's book that holds every instrument.
+    Its entry (summary.json's `book`) and the book (for its picture)."""
     scoring = book_scoring(settings.eval, settings.seed)
     books: dict[int, BookEvaluation] = {}
     cutoffs: dict[str, int] = {}
@@ -179,4 +180,4 @@ def write_book(
     storage.write_bytes(storage.join(out_uri, BOOK_FILE), strict_json.json_bytes(entry))
     progress(book_line(book))
     metrics.book_scored(stitched_figures(book.window))
-    return entry
+    return entry, book

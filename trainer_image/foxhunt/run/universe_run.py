@@ -15,7 +15,8 @@ series out in plain numpy.
 The book (`run/universe_book.py`): the instruments' stitched records combined with equal-risk weights
 measured before the book's first out-of-sample bar (evaluate/book.py), scored beside its buy-and-hold,
 flat and supervised models (combined the same way) with the paired comparisons, and its feature oracle;
-summary.json's ``book`` and ``book.json``, and a console line after the instruments'. Metrics (a Pushgateway given by `--pushgateway` or $FOXHUNT_PUSHGATEWAY): each fold's
+summary.json's ``book`` and ``book.json``, and a console line after the instruments'. The pictures
+(`run/universe_pictures.py`): ``book.png`` and each instrument's ``run.png`` ... in its folder. Metrics (a Pushgateway given by `--pushgateway` or $FOXHUNT_PUSHGATEWAY): each fold's
 and each stitched record's figures under ``instrument="<name>"``, the book's under ``instrument="book"``.
 
 `--seeds K` trains K members side by side; the run's records are the first seed's, each instrument's
@@ -70,6 +71,7 @@ from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
 from foxhunt.run.universe_book import stitched_series, write_book
 from foxhunt.run.universe_holdout import plan_universe, run_universe_holdout
+from foxhunt.run.universe_pictures import write_universe_pictures
 from foxhunt.run.universe_resume import UniverseLedger, open_ledger, universe_hooks, universe_identity
 from foxhunt.run.universe_walk import (
     INSTRUMENTS_FOLDER,
@@ -212,6 +214,7 @@ def _train_universe(
             progress,
             metrics,
             held_out,
+            pictures=True,
         )
     except BaseException as exc:
         metrics.run_finished("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
@@ -233,10 +236,12 @@ def universe_records(
     progress: Progress,
     metrics: RunMetrics,
     held_out: Callable[[Mapping[str, RunEvaluation], Mapping[str, float]], dict] | None = None,
+    pictures: bool = False,
 ) -> UniverseResult:
     """Each instrument's stitched record and the book's, written, printed and told to `metrics`; `held_out`
-    (given the stitched evaluations and the book's weights: the held-out period's); then summary.json,
-    with `run`'s device and load seconds and the seconds since `run["started"]` (`time.perf_counter`)."""
+    (given the stitched evaluations and the book's weights: the held-out period's); with `pictures`, theirs
+    (`universe_pictures`); then summary.json, with `run`'s device and load seconds and the seconds since
+    `run["started"]` (`time.perf_counter`)."""
     instruments, evaluations = _stitch_instruments(views, uris, folds, walked, seeds, out_uri, progress)
     for entry in instruments:
         if entry["name"] in evaluations[0]:
@@ -250,10 +255,13 @@ def universe_records(
         "run_config": json.loads(strict_json.json_bytes(asdict(settings))),
     }
     series = {name: stitched_series(e) for name, e in evaluations[0].items()}
+    book = None
     if series:
-        summary["book"] = write_book(evaluations, history, seeds, settings, out_uri, progress, metrics)
-        if held_out is not None:
-            summary["holdout"] = held_out(evaluations[0], summary["book"]["weights"])
+        summary["book"], book = write_book(evaluations, history, seeds, settings, out_uri, progress, metrics)
+    if pictures:
+        write_universe_pictures(out_uri, views, walked, evaluations[0], series, book, progress)
+    if book is not None and held_out is not None:
+        summary["holdout"] = held_out(evaluations[0], summary["book"]["weights"])
     summary["run_seconds"] = time.perf_counter() - run["started"]  # all but this file's write
     storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary))
     return UniverseResult(summary, series)
