@@ -74,7 +74,9 @@ def fold_baselines(features, targets, fold_range, scoring: Scoring) -> dict[str,
     return dict(baselines.fold_baselines(features, targets, fold_range, scoring.cost_per_unit))
 
 
-def memo_baselines(features, targets, fold_range, scoring: Scoring, memo: ScoreMemo | None) -> dict[str, object]:
+def memo_baselines(
+    features, targets, fold_range, scoring: Scoring, memo: ScoreMemo | None
+) -> dict[str, object]:
     """The fold window's baselines (`fold_baselines`), fitted once per window and cost where `memo` keeps
     them: the seeds of a run, the trials of a search and a resumed run's stitched records share one fit."""
     key = (fold_range.fold, fold_range.train_start, fold_range.train_end, fold_range.val_start,
