@@ -74,6 +74,21 @@ def fold_baselines(features, targets, fold_range, scoring: Scoring) -> dict[str,
     return dict(baselines.fold_baselines(features, targets, fold_range, scoring.cost_per_unit))
 
 
+def memo_baselines(
+    features, targets, fold_range, scoring: Scoring, memo: ScoreMemo | None
+) -> dict[str, object]:
+    """The fold window's baselines (`fold_baselines`), fitted once per window and cost where `memo` keeps
+    them: the seeds of a run, the trials of a search and a resumed run's stitched records share one fit."""
+    key = (fold_range.fold, fold_range.train_start, fold_range.train_end, fold_range.val_start,
+           fold_range.val_end, scoring.cost_per_unit)  # fmt: skip
+    others = None if memo is None else memo.fold_baselines.get(key)
+    if others is None:
+        others = fold_baselines(features, targets, fold_range, scoring)
+        if memo is not None:
+            memo.fold_baselines[key] = others
+    return others
+
+
 def evaluate_fold(
     features,
     targets,
@@ -88,13 +103,7 @@ def evaluate_fold(
 
     The baselines depend on the data, the fold's rows and the cost only: `memo` keeps them, so the
     members of a population and the trials of a search fit them once per fold window, not once each."""
-    key = (fold_range.fold, fold_range.train_start, fold_range.train_end, fold_range.val_start,
-           fold_range.val_end, scoring.cost_per_unit)  # fmt: skip
-    others = None if memo is None else memo.fold_baselines.get(key)
-    if others is None:
-        others = fold_baselines(features, targets, fold_range, scoring)
-        if memo is not None:
-            memo.fold_baselines[key] = others
+    others = memo_baselines(features, targets, fold_range, scoring, memo)
     returns = targets[:, 0]
     records = {
         name: fold_record(fold_range.fold, fold_range.val_start, pos, timestamp, returns)
@@ -113,10 +122,11 @@ def stitched_evaluation(
     baselines: Mapping[int, BaselinePositions] | None = None,
     memo: ScoreMemo | None = None,
 ) -> RunEvaluation:
-    """Every fold with positions, and the stitched record; baselines not given are computed here, and
-    records `memo` holds are looked up."""
+    """Every fold with positions, and the stitched record; baselines not given are computed here (once
+    per fold window where `memo` holds them: a resumed run's seeds share the fit), and records `memo`
+    holds are looked up."""
     known = dict(baselines or {})
     for fold_range in folds:
         if fold_range.fold in positions and fold_range.fold not in known:
-            known[fold_range.fold] = fold_baselines(features, targets, fold_range, scoring)
+            known[fold_range.fold] = memo_baselines(features, targets, fold_range, scoring, memo)
     return evaluate_run(features, targets, timestamp, folds, positions, scoring, baselines=known, memo=memo)

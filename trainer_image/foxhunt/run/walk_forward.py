@@ -79,7 +79,7 @@ def run_folds(
     other_seeds = {i: walked.outcomes[i] for i in outs if i and walked.finished(i)}
     evaluation = _evaluate_run(run, data, folds, outcomes, scoring, memo)
     if len(seeds) > 1:
-        _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring, evaluation)
+        _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring, evaluation, memo)
     if settings.folds.holdout_days > 0 and summary.stitched is not None:
         in_search = {
             "what": "net Sharpe of the run's stitched folds",
@@ -207,9 +207,11 @@ def _seed_spread(
     seeds: list[int],
     scoring: Scoring,
     evaluation,
+    memo: ScoreMemo,
 ) -> None:
     """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console;
-    `seeds.png` draws their stitched records (`evaluation`: the run's own, member 0's)."""
+    `seeds.png` draws their stitched records (`evaluation`: the run's own, member 0's). The run's `memo`
+    is every seed's: the baselines' records, the same for every seed, are scored once, not once a seed."""
     summary = run.summary
     if summary.stitched is None:
         return
@@ -217,7 +219,7 @@ def _seed_spread(
     for i, by_fold in other_seeds.items():
         if len(by_fold) != len(outcomes):  # a seed that diverged in some fold has no stitched record
             continue
-        evaluations[seeds[i]] = stitch_outcomes(data, folds, by_fold, scoring, ScoreMemo(), outcomes)
+        evaluations[seeds[i]] = stitch_outcomes(data, folds, by_fold, scoring, memo, outcomes)
     summary.seed_spread = seed_spread({s: e.stitched.policies[MODEL].net for s, e in evaluations.items()})
     for line in spread_lines(summary.seed_spread):
         run.progress(line)
