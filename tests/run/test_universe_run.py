@@ -18,6 +18,7 @@ from foxhunt.data.fxcache import read_fxcache, write_fxcache
 from foxhunt.data.sample_universe import generate_universe
 from foxhunt.data.universe import return_correlations
 from foxhunt.evaluate.fold_policy import load_policy
+from foxhunt.run.lock import LOCK_NAME, OutLock
 from foxhunt.run.universe_run import SERIES, STITCHED, load_series
 from foxhunt.train.evidence import effective_share
 
@@ -227,3 +228,20 @@ def test_an_instruments_fold_loads_as_the_policy_that_made_its_positions(run, ca
     policy = load_policy(str(fold_dir))
     rows = features[report["val_start"] : report["val_end"]]
     assert np.array_equal(policy.rollout(rows), np.load(fold_dir / "positions.npy"))
+
+
+def test_a_live_runs_out_is_refused_to_a_universe_run_in_one_line(caches, tmp_path, capsys):
+    out = tmp_path / "out"
+    holder = OutLock(str(out), "another-run")
+    holder.acquire()  # this process is alive: the lock is fresh
+    try:
+        assert train(caches, out, "fx00", "exchange01") == 2
+    finally:
+        holder.release()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "held by run another-run" in line
+    assert sorted(p.name for p in out.iterdir()) == []
+
+
+def test_a_finished_universe_run_leaves_no_lock_behind(run):
+    assert not (run / LOCK_NAME).exists() and (run / "summary.json").exists()

@@ -15,7 +15,8 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import Literal, Protocol
 
@@ -24,8 +25,9 @@ from foxhunt.config import RunConfig
 from foxhunt.errors import FoxhuntError, RunFailure, RunInterrupted
 from foxhunt.evaluate.reports import FoldReport, RunSummary
 from foxhunt.redaction import scrub_text
-from foxhunt.run.lock import HEARTBEAT_SECONDS, OutLock
+from foxhunt.run.lock import HEARTBEAT_SECONDS, STALE_SECONDS, OutLock
 from foxhunt.run.manifest import FoldRecord, Manifest, write_manifest
+from foxhunt.run.out_folder import local_folder_exists, remove_empty_folder
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import fold_figures
 from foxhunt.run.summary_file import SummaryText
@@ -120,6 +122,25 @@ class Heartbeat:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=30)
+
+
+@contextmanager
+def holding_out(out_uri: str, run_id: str, metrics: RunMetrics) -> Iterator[OutLock]:
+    """The `--out` locked for one run (a retried pod of the same run id waits out its predecessor's lock),
+    renewed by a `Heartbeat` while the body runs, released after; a new `--out` the body left empty (a
+    refusal before work) is removed. OutLocked (exit 2) when another live run holds it."""
+    new_out = not local_folder_exists(out_uri)
+    lock = OutLock(out_uri, run_id)
+    lock.acquire(wait_seconds=STALE_SECONDS + HEARTBEAT_SECONDS)
+    heartbeat = Heartbeat(lock, metrics)
+    heartbeat.start()
+    try:
+        yield lock
+    finally:
+        heartbeat.stop()
+        lock.release()
+        if new_out:
+            remove_empty_folder(out_uri)
 
 
 class Run:

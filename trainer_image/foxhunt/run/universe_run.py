@@ -64,6 +64,7 @@ from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.reports import window_to_dict
 from foxhunt.evaluate.seed_spread import seed_spread
 from foxhunt.run.fold import Progress, stitch_outcomes
+from foxhunt.run.lifecycle import holding_out
 from foxhunt.run.out_folder import check_inputs_outside
 from foxhunt.run.precompute import check_bars_and_output, precompute
 from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
@@ -150,13 +151,15 @@ def train_universe(
     summary_uri = storage.join(out_uri, SUMMARY)
     if storage.exists(summary_uri) and not settings.overwrite:
         raise UsageError(f"{out_uri}: holds a run already; give another --out or --overwrite")
+    run_id = resolve_run_id(settings.run_id)
     if metrics is None:
         metrics = RunMetrics(
-            resolve_run_id(settings.run_id), pushgateway=resolve_pushgateway(settings.pushgateway),
+            run_id, pushgateway=resolve_pushgateway(settings.pushgateway),
             model=settings.model, device=str(device), metrics_port=settings.metrics_port,
         )  # fmt: skip
     try:
-        return _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics)
+        with holding_out(out_uri, run_id, metrics):  # no second run writes into this --out meanwhile
+            return _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics)
     finally:
         metrics.close()
 
