@@ -11,12 +11,12 @@ import json
 import numpy as np
 import pytest
 from support.telemetry_cases import new_metrics
+from support.universe_cases import three_instruments, write_caches
 
 from foxhunt.cli.commands import run_config
 from foxhunt.cli.parser import build_parser
 from foxhunt.config import NS_PER_DAY, FoldConfig
-from foxhunt.data.features import compute_features
-from foxhunt.data.fxcache import read_fxcache, write_fxcache
+from foxhunt.data.fxcache import read_fxcache
 from foxhunt.data.sample_universe import generate_universe
 from foxhunt.errors import BadInput
 from foxhunt.evaluate.book import evaluate_book, instrument_series
@@ -37,15 +37,9 @@ COST = 1e-4  # the run's --eval-cost (its default), no spread: each instrument's
 def caches(tmp_path_factory) -> dict[str, str]:
     """fx00 and exchange01 over the same dates; `late`, whose bars start 4 days later; `early`, whose bars
     end days before the held-out period."""
-    folder = tmp_path_factory.mktemp("universe_holdout")
-    bars = generate_universe(2, n_bars=DAYS * 1440, seed=5, calendars=("fx", "exchange"))
-    (late,) = generate_universe(1, n_bars=(DAYS - 4) * 1440, seed=9, start="2024-01-05T00:00:00")
     (early,) = generate_universe(1, n_bars=(DAYS - 4) * 1440, seed=11)
-    uris = {}
-    for name, b in [*bars, ("late", late[1]), ("early", early[1])]:
-        uris[name] = str(folder / f"{name}.fxcache")
-        write_fxcache(uris[name], compute_features(b), source_uri=f"sample://{name}", source_hash=name)
-    return uris
+    instruments = [*three_instruments(DAYS), ("early", early[1])]
+    return write_caches(tmp_path_factory.mktemp("universe_holdout"), instruments)
 
 
 @pytest.fixture(scope="module")

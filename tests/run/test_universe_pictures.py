@@ -12,11 +12,9 @@ import struct
 
 import numpy as np
 import pytest
+from support.universe_cases import three_instruments, write_caches
 
 from foxhunt.cli import main
-from foxhunt.data.features import compute_features
-from foxhunt.data.fxcache import write_fxcache
-from foxhunt.data.sample_universe import generate_universe
 from foxhunt.evaluate import plot_book
 from foxhunt.evaluate.book import BOOK, FLAT, evaluate_book, instrument_series
 from foxhunt.evaluate.evaluation import Scoring
@@ -34,14 +32,7 @@ PARAMS = {"dqn": {"hidden": 16, "steps_per_epoch": 20, "select_pool": "pooled", 
 @pytest.fixture(scope="module")
 def caches(tmp_path_factory) -> dict[str, str]:
     """fx00 and exchange01 over the same dates; `late`, an FX instrument whose bars start 4 days later."""
-    folder = tmp_path_factory.mktemp("universe")
-    bars = generate_universe(2, n_bars=DAYS * 1440, seed=5, calendars=("fx", "exchange"))
-    (late,) = generate_universe(1, n_bars=(DAYS - 4) * 1440, seed=9, start="2024-01-05T00:00:00")
-    uris = {}
-    for name, b in [*bars, ("late", late[1])]:
-        uris[name] = str(folder / f"{name}.fxcache")
-        write_fxcache(uris[name], compute_features(b), source_uri=f"sample://{name}", source_hash=name)
-    return uris
+    return write_caches(tmp_path_factory.mktemp("universe"), three_instruments(DAYS))
 
 
 @pytest.fixture(scope="module")

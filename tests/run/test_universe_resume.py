@@ -14,10 +14,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from support.universe_cases import three_instruments, write_caches
 
 from foxhunt.cli import main
-from foxhunt.data.features import compute_features
-from foxhunt.data.fxcache import write_fxcache
 from foxhunt.data.sample_universe import generate_universe
 from foxhunt.run import universe_resume, universe_run, universe_walk
 from foxhunt.train.fold_selection import FoldSelection
@@ -34,16 +33,9 @@ STOP_AT = 2  # the first attempt is interrupted as fold 2 begins: folds 0 and 1 
 def caches(tmp_path_factory) -> dict[str, str]:
     """fx00 and exchange01 over the same dates; `late`, whose bars start 4 days later (not in fold 0);
     `other/fx00`, another fx00 (other bars, the same name)."""
-    folder = tmp_path_factory.mktemp("universe")
-    bars = generate_universe(2, n_bars=DAYS * 1440, seed=5, calendars=("fx", "exchange"))
-    (late,) = generate_universe(1, n_bars=(DAYS - 4) * 1440, seed=9, start="2024-01-05T00:00:00")
     (other,) = generate_universe(1, n_bars=DAYS * 1440, seed=7)
-    (folder / "other").mkdir()
-    uris = {}
-    for name, b in [*bars, ("late", late[1]), ("other/fx00", other[1])]:
-        uris[name] = str(folder / f"{name}.fxcache")
-        write_fxcache(uris[name], compute_features(b), source_uri=f"sample://{name}", source_hash=name)
-    return uris
+    instruments = [*three_instruments(DAYS), ("other/fx00", other[1])]
+    return write_caches(tmp_path_factory.mktemp("universe"), instruments)
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ import json
 import numpy as np
 import pytest
 import torch
+from support.universe_cases import three_instruments, write_caches
 
 from foxhunt.cli import main
 from foxhunt.config import NS_PER_DAY
 from foxhunt.data.bars import iso_utc, write_bars
-from foxhunt.data.features import compute_features
-from foxhunt.data.fxcache import read_fxcache, write_fxcache
+from foxhunt.data.fxcache import read_fxcache
 from foxhunt.data.sample_universe import generate_universe
 from foxhunt.data.universe import return_correlations
 from foxhunt.evaluate.fold_policy import load_policy
@@ -29,14 +29,7 @@ FOLDS = ["--train-days", "4", "--val-days", "2", "--step-days", "2", "--max-fold
 @pytest.fixture(scope="module")
 def caches(tmp_path_factory) -> dict[str, str]:
     """fx00 and exchange01 over the same dates; `late`, an FX instrument whose bars start 4 days later."""
-    folder = tmp_path_factory.mktemp("universe")
-    bars = generate_universe(2, n_bars=DAYS * 1440, seed=5, calendars=("fx", "exchange"))
-    (late,) = generate_universe(1, n_bars=(DAYS - 4) * 1440, seed=9, start="2024-01-05T00:00:00")
-    uris = {}
-    for name, b in [*bars, ("late", late[1])]:
-        uris[name] = str(folder / f"{name}.fxcache")
-        write_fxcache(uris[name], compute_features(b), source_uri=f"sample://{name}", source_hash=name)
-    return uris
+    return write_caches(tmp_path_factory.mktemp("universe"), three_instruments(DAYS))
 
 
 def train(caches: dict[str, str], out, *names: str) -> int:

@@ -1,0 +1,28 @@
+"""The sample universes of the universe tests: generated instruments written as fxcaches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from foxhunt.data.features import compute_features
+from foxhunt.data.fxcache import write_fxcache
+from foxhunt.data.sample_universe import generate_universe
+
+
+def three_instruments(days: int) -> list[tuple[str, object]]:
+    """fx00 and exchange01 over the same `days` (FX hours, an exchange's sessions); `late`, an FX instrument
+    whose bars start 4 days later."""
+    bars = generate_universe(2, n_bars=days * 1440, seed=5, calendars=("fx", "exchange"))
+    (late,) = generate_universe(1, n_bars=(days - 4) * 1440, seed=9, start="2024-01-05T00:00:00")
+    return [*bars, ("late", late[1])]
+
+
+def write_caches(folder: Path, instruments: list[tuple[str, object]]) -> dict[str, str]:
+    """Each (name, bars) precomputed to `folder/<name>.fxcache` (a name may hold a subfolder); name → path."""
+    uris = {}
+    for name, bars in instruments:
+        path = folder / f"{name}.fxcache"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        uris[name] = str(path)
+        write_fxcache(uris[name], compute_features(bars), source_uri=f"sample://{name}", source_hash=name)
+    return uris
