@@ -238,19 +238,20 @@ def measure(args, work: Path, record: dict) -> None:
         h.write(record, args.out)
     if "train" in kinds:
         fxcache = work / "two-years.arrow"
-        precompute(None, str(fxcache), sample_bars=args.bars, seed=0, progress=lambda _: None)
+        precompute([args.bars_file] if args.bars_file else None, str(fxcache), sample_bars=args.bars, seed=0, progress=lambda _: None)
         params = work / "params.json"
         params.write_text(json.dumps({"dqn": {"steps_per_epoch": args.steps}}))
+        steps = ["--hyperopt-params", str(params)] if args.steps else []  # 0: the shipped steps an epoch
 
         def one_train(i: int) -> dict:
             out = work / f"train-{i}"
-            argv = ["train", "--fxcache", str(fxcache), "--out", str(out), "--device", "cpu", "--seed", "0",
-                    "--epochs", str(args.epochs), "--hyperopt-params", str(params), "--log-format", "text",
+            argv = ["train", "--fxcache", str(fxcache), "--out", str(out), "--device", args.device, "--seed", "0",
+                    "--epochs", str(args.epochs), *steps, "--log-format", "text",
                     "--max-folds", str(args.max_folds), *shlex.split(args.train_flags)]  # fmt: skip
             return phase_run(args, work, f"train-{i}", argv, out / "summary.json")
 
         runs = h.repeat(args.repeats, one_train, "train")
-        record["train"] = {"shape": {"bars": args.bars, "epochs": args.epochs, "steps_per_epoch": args.steps,
+        record["train"] = {"shape": {"bars": args.bars_file or args.bars, "epochs": args.epochs, "steps_per_epoch": args.steps,
                                      "max_folds": args.max_folds}, "runs": runs, "medians": phase_medians(runs)}  # fmt: skip
 
 
@@ -260,7 +261,8 @@ def add_args(p) -> None:
     p.add_argument("--kinds", default="help,pipeline,train", help="which processes, in order")
     p.add_argument("--bars", type=int, default=TWO_YEARS_BARS, help="`train`: generated sample bars")
     p.add_argument("--epochs", type=int, default=1, help="`train`: epochs a fold")
-    p.add_argument("--steps", type=int, default=2, help="`train`: gradient steps an epoch")
+    p.add_argument("--bars-file", default=None, help="`train`: a bars file instead of generated bars")
+    p.add_argument("--steps", type=int, default=2, help="`train`: gradient steps an epoch (0: the shipped)")
     p.add_argument("--max-folds", type=int, default=0, help="`train`: most folds (0: every default fold)")
     p.add_argument("--train-flags", default="", help="`train`: more flags (a CPU check's small folds)")
 

@@ -16,6 +16,8 @@
 #   power      → power.json, power.log          bench/power.py run         (POWER_ARGS, e.g. "--shapes plan --drifts 1 0.5 --noise";
 #                                              split the matrix over calls, then bench/power.py merge FILE …;
 #                                              universe rows (issue 35): POWER_ARGS="--instruments 8 --drifts 0.25 --noise")
+#   fixed      → fixed.json, fixed.log          bench/speed.py fixed on the GPU: the real-data shape's run phase by
+#                                              phase (REAL_BARS, 50 epochs, shipped steps; FIXED_ARGS)
 #   universe   → universe.json, universe.log    bench/speed.py universe    (UNIVERSE_ARGS, e.g. "--repeats 2" or
 #                                              "--steps-per-epoch one"): 8 instruments against one, load, 32's memory
 # At most eight files come back from a device call and one call lasts at most 10 minutes: four steps a call at
@@ -75,9 +77,11 @@ for step in $steps; do
     search) bench search bench/search.py search --bars "$REAL_BARS" ${SEARCH_ARGS:-} ;;
     learner) bench learner bench/learner.py control ${LEARNER_ARGS:-} ;;
     power) bench power bench/power.py run ${POWER_ARGS:-} ;;
+    fixed) bench fixed bench/speed.py fixed --device cuda --cores '' --kinds train --bars-file "$REAL_BARS" \
+             --epochs 50 --steps 0 ${FIXED_ARGS:-} ;;
     universe) bench universe bench/speed.py universe ${UNIVERSE_ARGS:-} ;;
     walk|sb3) echo "# $step: retired in issue 33 (bench/walk_forward_gpu.py, bench/peer_sb3.py); git history keeps them" ;;
-    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner power universe)" >&2; status=1 ;;
+    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner power fixed universe)" >&2; status=1 ;;
   esac
 done
 exit $status
