@@ -18,6 +18,8 @@
 #                                              universe rows (issue 35): POWER_ARGS="--instruments 8 --drifts 0.25 --noise")
 #   fixed      → fixed.json, fixed.log          bench/speed.py fixed on the GPU: the real-data shape's run phase by
 #                                              phase (REAL_BARS, 50 epochs, shipped steps; FIXED_ARGS)
+#   profile    → profile.txt, profile.json, …log  bench/profile_run.py: a real-data `foxhunt train` under cProfile
+#                                              (REAL_BARS; PROFILE_ARGS: more train flags)
 #   universe   → universe.json, universe.log    bench/speed.py universe    (UNIVERSE_ARGS, e.g. "--repeats 2" or
 #                                              "--steps-per-epoch one"): 8 instruments against one, load, 32's memory
 # At most eight files come back from a device call and one call lasts at most 10 minutes: four steps a call at
@@ -79,9 +81,11 @@ for step in $steps; do
     power) bench power bench/power.py run ${POWER_ARGS:-} ;;
     fixed) bench fixed bench/speed.py fixed --device cuda --cores '' --kinds train --bars-file "$REAL_BARS" \
              --epochs 50 --steps 0 ${FIXED_ARGS:-} ;;
+    profile) { header bench/profile_run.py; python3 bench/profile_run.py "$OUT" --bars "$REAL_BARS" -- ${PROFILE_ARGS:-} 2>&1; } \
+             | tee "$OUT/profile.log" || status=1 ;;
     universe) bench universe bench/speed.py universe ${UNIVERSE_ARGS:-} ;;
     walk|sb3) echo "# $step: retired in issue 33 (bench/walk_forward_gpu.py, bench/peer_sb3.py); git history keeps them" ;;
-    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner power fixed universe)" >&2; status=1 ;;
+    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner power fixed profile universe)" >&2; status=1 ;;
   esac
 done
 exit $status

@@ -1,0 +1,69 @@
+"""A `foxhunt train` under cProfile, for where a run's wall time goes (a GPU session's `profile` step).
+
+    python bench/profile_run.py OUT_DIR --bars FILE [--top 80] [-- more `foxhunt train` flags]
+
+Precomputes FILE into OUT_DIR's scratch, runs the CLI's train in this process under cProfile (device work is
+asynchronous: a sync point such as `.tolist()` carries the device time queued before it), and writes
+profile.txt (the top functions by cumulative and by own time, and the callers of the epoch figures' replay
+and capture) and profile.json (calls and seconds of the functions named in WATCH)."""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WATCH = ("train_epoch", "epoch_figures", "figures_vector", "run", "_capture", "compute", "tolist",
+         "fold_baselines", "run_pictures", "stitch_outcomes", "evaluate_fold", "greedy_positions",
+         "choose_policies", "_build_trainer", "read_fxcache", "save_fold")  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("out", help="folder for profile.txt and profile.json")
+    p.add_argument("--bars", required=True, help="a bars file (parquet or CSV)")
+    p.add_argument("--top", type=int, default=80)
+    args, extra = p.parse_known_args(argv)
+    args.extra = [a for a in extra if a != "--"]  # more `foxhunt train` flags
+    from foxhunt.config.numerics import pin_cpu_numerics
+
+    pin_cpu_numerics()
+    import foxhunt.cli
+    from foxhunt.run.precompute import precompute
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="foxhunt-profile-"))
+    fxcache = work / "real.arrow"
+    precompute([args.bars], str(fxcache), progress=lambda _: None)
+    sys.argv = ["foxhunt", "train", "--fxcache", str(fxcache), "--out", str(work / "run"), "--seed", "0",
+                "--log-format", "text", *args.extra]  # fmt: skip
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    code = profiler.runcall(foxhunt.cli.main)
+    wall = time.perf_counter() - started
+    text = io.StringIO()
+    stats = pstats.Stats(profiler, stream=text)
+    text.write(f"# exit {code}, wall {wall:.2f}s\n")
+    stats.sort_stats("cumulative").print_stats(args.top)
+    stats.sort_stats("tottime").print_stats(args.top)
+    stats.print_callers("_capture|epoch_figures|figures_vector")
+    (out / "profile.txt").write_text(text.getvalue())
+    watched = {
+        f"{Path(f).name}:{line}:{name}": {"calls": nc, "own": tt, "cumulative": ct}
+        for (f, line, name), (_cc, nc, tt, ct, _callers) in stats.stats.items()  # type: ignore[attr-defined]
+        if name in WATCH and "foxhunt" in f
+    }
+    (out / "profile.json").write_text(json.dumps({"exit": code, "wall": wall, "watched": watched}, indent=1))
+    print(f"profile: exit {code}, wall {wall:.2f}s; {out / 'profile.txt'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
