@@ -14,6 +14,7 @@ import cProfile
 import io
 import json
 import pstats
+import statistics
 import sys
 import tempfile
 import time
@@ -24,11 +25,37 @@ WATCH = ("train_epoch", "epoch_figures", "figures_vector", "run", "_capture", "c
          "choose_policies", "_build_trainer", "read_fxcache", "save_fold")  # fmt: skip
 
 
+def time_figures(seconds: dict[str, list[float]]) -> None:
+    """Wrap `MemberPolicies.figures_vector` to synchronise the device before and after each call and keep
+    its seconds under "diagnose" or "tail only" (what the trainer queued before it is not counted)."""
+    import torch
+
+    from foxhunt.train.member_policy import MemberPolicies
+
+    original = MemberPolicies.figures_vector
+
+    def timed(self, due, diagnose, **kwargs):
+        sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+        sync()
+        started = time.perf_counter()
+        out = original(self, due, diagnose, **kwargs)
+        sync()
+        seconds.setdefault("diagnose" if any(diagnose) else "tail only", []).append(
+            time.perf_counter() - started
+        )
+        return out
+
+    MemberPolicies.figures_vector = timed  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", help="folder for profile.txt and profile.json")
     p.add_argument("--bars", required=True, help="a bars file (parquet or CSV)")
     p.add_argument("--top", type=int, default=80)
+    p.add_argument("--time-figures", action="store_true",
+                   help="also time each epoch's figures on the device (synchronised before and after): "
+                   "the seconds per call with and without the diagnostics, in profile.json")  # fmt: skip
     args, extra = p.parse_known_args(argv)
     args.extra = [a for a in extra if a != "--"]  # more `foxhunt train` flags
     from foxhunt.config.numerics import pin_cpu_numerics
@@ -44,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     precompute([args.bars], str(fxcache), progress=lambda _: None)
     sys.argv = ["foxhunt", "train", "--fxcache", str(fxcache), "--out", str(work / "run"), "--seed", "0",
                 "--log-format", "text", *args.extra]  # fmt: skip
+    figure_seconds: dict[str, list[float]] = {}
+    if args.time_figures:
+        time_figures(figure_seconds)
     profiler = cProfile.Profile()
     started = time.perf_counter()
     code = profiler.runcall(foxhunt.cli.main)
@@ -60,7 +90,13 @@ def main(argv: list[str] | None = None) -> int:
         for (f, line, name), (_cc, nc, tt, ct, _callers) in stats.stats.items()  # type: ignore[attr-defined]
         if name in WATCH and "foxhunt" in f
     }
-    (out / "profile.json").write_text(json.dumps({"exit": code, "wall": wall, "watched": watched}, indent=1))
+    figures = {
+        k: {"calls": len(v), "median": statistics.median(v), "total": sum(v)}
+        for k, v in figure_seconds.items()
+    }
+    record = {"exit": code, "wall": wall, "watched": watched, "figures_seconds": figures}
+    (out / "profile.json").write_text(json.dumps(record, indent=1))
+    text.write(f"# figures_vector on the device, synchronised: {json.dumps(figures)}\n")
     print(f"profile: exit {code}, wall {wall:.2f}s; {out / 'profile.txt'}")
     return 0
 
