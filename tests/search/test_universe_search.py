@@ -24,6 +24,7 @@ from foxhunt.evaluate.book import (
 )
 from foxhunt.evaluate.evaluation import MODEL, Scoring
 from foxhunt.evaluate.records import bars_per_year
+from foxhunt.run.lock import LOCK_NAME, OutLock
 from foxhunt.run.universe_run import load_series
 
 DAYS = 12
@@ -186,3 +187,20 @@ def test_an_out_holding_a_search_is_refused_without_overwrite(caches, study, cap
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "--overwrite" in line and str(study) in line
     assert (study / "study.json").read_bytes() == before
+
+
+def test_a_live_runs_out_is_refused_to_a_universe_search_in_one_line(caches, tmp_path, capsys):
+    out = tmp_path / "out"
+    holder = OutLock(str(out), "another-run")
+    holder.acquire()  # this process is alive: the lock is fresh
+    try:
+        assert train(caches, out, "--trials", "1") == 2
+    finally:
+        holder.release()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "held by run another-run" in line
+    assert sorted(p.name for p in out.iterdir()) == []
+
+
+def test_a_finished_universe_search_leaves_no_lock_behind(study):
+    assert not (study / LOCK_NAME).exists() and (study / "study.json").exists()

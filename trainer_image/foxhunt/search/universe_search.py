@@ -33,6 +33,7 @@ from foxhunt.config.search import WORKER_ENV, SearchOptions
 from foxhunt.data.universe_inputs import instrument_name, read_universe
 from foxhunt.errors import RunFailure, UsageError
 from foxhunt.run.fold import Progress
+from foxhunt.run.lifecycle import holding_out
 from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.universe_book import BOOK_FILE
@@ -100,20 +101,24 @@ def search_universe(
     ]
     if held and not settings.overwrite:
         raise UsageError(f"{out_uri}: holds a run already ({held[0]}); give another --out or --overwrite")
+    run_id = resolve_run_id(settings.run_id)
     metrics = RunMetrics(
-        resolve_run_id(settings.run_id), pushgateway=resolve_pushgateway(settings.pushgateway),
+        run_id, pushgateway=resolve_pushgateway(settings.pushgateway),
         model=settings.model, device=str(device), metrics_port=settings.metrics_port,
     )  # fmt: skip
     try:
-        universe = load_universe(fxcache_uris, settings, device, progress)
-        metrics.run_started()
-        try:
-            summary = _study(universe, out_uri, settings, options, plan, progress, metrics)
-        except BaseException as exc:
-            metrics.run_finished("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
-            raise
-        metrics.run_finished("succeeded")
-        return summary
+        with holding_out(
+            out_uri, run_id, metrics
+        ):  # no second run or search writes into this --out meanwhile
+            universe = load_universe(fxcache_uris, settings, device, progress)
+            metrics.run_started()
+            try:
+                summary = _study(universe, out_uri, settings, options, plan, progress, metrics)
+            except BaseException as exc:
+                metrics.run_finished("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
+                raise
+            metrics.run_finished("succeeded")
+            return summary
     finally:
         metrics.close()
 
