@@ -67,7 +67,7 @@ bench() {  # bench STEP SCRIPT ARGS…: the benchmark's JSON and log under $OUT
 }
 for step in $steps; do
   case $step in
-    tests) { header pytest tests_gpu; python3 -m pytest tests_gpu -q -p no:cacheprovider -rA 2>&1; } \
+    tests) { header pytest tests_gpu; python3 -m pytest tests_gpu -q -p no:cacheprovider -rA --durations=15 2>&1; } \
              | tee "$OUT/tests.log" || status=1 ;;
     plan) bench plan bench/speed.py plan ${PLAN_ARGS:-${PERF_ARGS:-}} ;;
     real) bench real bench/speed.py real --bars "$REAL_BARS" ${REAL_ARGS:-} ;;
