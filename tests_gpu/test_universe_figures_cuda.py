@@ -1,6 +1,6 @@
 """On CUDA: a universe fold of 8 instruments (more than the epoch graph cache keeps keys) captures its epoch
-figures once per key (with and without the diagnostics) and replays them for the rest of the fold; the
-replayed figures equal the eager ones bit for bit, and the tail figure is the instruments' per-call tail
+figures once per key (with and without the diagnostics) and replays them for the rest of the fold, the
+fold before's graphs freed; the replayed figures equal the eager ones bit for bit, and the tail figure is the instruments' per-call tail
 scores pooled by bars."""
 
 import pytest
@@ -41,6 +41,7 @@ def test_a_fold_of_eight_instruments_captures_once_per_key_and_replays():
                 assert torch.equal(graphed, eager), (fold, epoch, flags)
         # one capture per key of the fold (with and without the diagnostics), then replays only
         assert policies.replayed.captures == 2 * (fold + 1)
+        assert len(policies.replayed.graphs) == 2  # this fold's only: the fold before's were freed
         last = figures[0]
         assert last is not None
         assert last.tail_sharpe == pytest.approx(policies.pooled_tail_score(0), rel=1e-9, abs=1e-12)

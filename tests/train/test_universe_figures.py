@@ -84,12 +84,19 @@ def test_the_diagnostics_beside_the_pooled_tail_are_the_focused_instruments():
 
 def test_a_universe_fold_asks_one_key_per_diagnostics_setting_whatever_its_instruments(monkeypatch):
     trainer = universe_trainer()
-    keys = []
+    keys, folds = [], set()
     run = ReplayedFigures.run
-    monkeypatch.setattr(ReplayedFigures, "run", lambda self, key, c: keys.append(key) or run(self, key, c))
+
+    def spy(self, key, compute, *, fold=None):
+        keys.append(key)
+        folds.add(fold)
+        return run(self, key, compute, fold=fold)
+
+    monkeypatch.setattr(ReplayedFigures, "run", spy)
     for epoch in range(4):
         trainer.train_epoch(epoch, 4, diagnose=epoch % 2 == 1)
     assert len(keys) == 4 and len(set(keys)) == 2  # one call an epoch; with and without the diagnostics
+    assert len(folds) == 1 and None not in folds  # the fold named: the next fold frees this one's graphs
 
 
 class RecomputingGraph:

@@ -164,9 +164,10 @@ class MemberPolicies:
 
         if not graphed:
             return compute()
-        window = self.window
+        window, fold = self.window, fold_key(self.window)
         key = (
-            window_key(window),
+            fold,
+            window.focused,
             tuple(due),
             tuple(diagnose),
             tuple((self.evaluation_cost(member=i), self.abstain_margin(i)) for i in due),
@@ -177,7 +178,7 @@ class MemberPolicies:
             tuple(t.data_ptr() for t in (window.means, window.stds, self.data.features, self.data.targets)),
             execution_addresses(self.execution),
         )
-        return self.replayed.run(key, compute)
+        return self.replayed.run(key, compute, fold=fold)
 
     def _epoch_tensor(self, member: int, *, diagnose: bool) -> torch.Tensor:
         """Member `member`'s epoch figures on the device: the focused instrument's diagnostics, and every
@@ -364,16 +365,13 @@ class MemberPolicies:
         return {k: v.detach().cpu().clone() for k, v in self.networks[member].state_dict().items()}
 
 
-def window_key(window: FoldWindow) -> tuple:
-    """What a captured epoch computation reads of the fold window besides its buffers: every part's
-    instrument, ranges and learning end, and which part is focused (the diagnostics')."""
-    return (
-        tuple(
-            (p.instrument, p.fold_range.fold, p.fold_range.train_start, p.fold_range.train_end)
-            + (p.fold_range.val_start, p.fold_range.val_end, p.learn_end)
-            for p in window.parts
-        ),
-        window.focused,
+def fold_key(window: FoldWindow) -> tuple:
+    """The fold a captured epoch computation reads, besides the window's buffers: every part's instrument,
+    ranges and learning end."""
+    return tuple(
+        (p.instrument, p.fold_range.fold, p.fold_range.train_start, p.fold_range.train_end)
+        + (p.fold_range.val_start, p.fold_range.val_end, p.learn_end)
+        for p in window.parts
     )
 
 
