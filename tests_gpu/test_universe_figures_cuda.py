@@ -1,7 +1,7 @@
 """On CUDA: a universe fold of 8 instruments (more than the epoch graph cache keeps keys) captures its epoch
 figures once per key (with and without the diagnostics) and replays them for the rest of the fold, the
-fold before's graphs freed; the replayed figures equal the eager ones bit for bit, and the tail figure is the instruments' per-call tail
-scores pooled by bars."""
+fold before's graphs freed; the replayed figures equal the eager ones bit for bit, and the tail figure is
+the instruments' per-call tail scores pooled by bars."""
 
 import pytest
 import torch
