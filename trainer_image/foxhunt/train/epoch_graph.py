@@ -20,9 +20,8 @@ import torch
 
 log = logging.getLogger(__name__)
 
-KEEP = (
-    4  # keys kept at once: a fold's with and without the diagnostics, and a few more (members dropping out)
-)
+# Keys kept at once (of one fold): with and without the diagnostics, and others (members dropping out).
+KEEP = 4
 
 
 class ReplayedFigures:
