@@ -81,3 +81,19 @@ def test_a_failed_capture_leaves_the_trainer_computing_eagerly(monkeypatch, capl
     values = [replayed.run("fold 0", compute).item() for _ in range(4)]
     assert values == [1.0, 2.0, 3.0, 4.0] and not replayed.graphed and replayed.captures == 0
     assert "capture failed" in caplog.text
+
+
+def test_a_new_fold_frees_the_graphs_of_the_fold_before(monkeypatch):
+    from foxhunt.train import epoch_graph
+
+    monkeypatch.setattr(epoch_graph, "_capture", lambda compute: (FakeGraph(), compute()))
+    replayed = ReplayedFigures(torch.device("cpu"))
+    replayed.graphed = True
+    calls, compute = counting_compute()
+    for key in ("with diagnostics", "without", "with diagnostics", "without"):
+        replayed.run(key, compute, fold=0)
+    assert len(replayed.graphs) == 2 and replayed.captures == 2
+    replayed.run("with diagnostics", compute, fold=1)  # the next fold's first call: eager, fold 0's gone
+    assert not replayed.graphs and list(replayed.seen) == ["with diagnostics"] and len(calls) == 5
+    replayed.run("with diagnostics", compute, fold=1)
+    assert replayed.captures == 3 and len(replayed.graphs) == 1

@@ -65,9 +65,10 @@ def test_epochs_are_scored_on_the_tail_not_on_validation(monkeypatch):
     trainer = small_trainer("cpu", replace(SMALL, select_tail_share=0.25))
     ranges, tensor = [], member_policy.epoch_policy_tensor
 
-    def spy(*args, tail, **kwargs):
-        ranges.append((tail[0], tail[0] + tail[1].shape[0]))  # the rows whose greedy maps are scored
-        return tensor(*args, tail=tail, **kwargs)
+    def spy(*args, tails, **kwargs):
+        # the rows whose greedy maps are scored
+        ranges.extend((start, start + maps.shape[0]) for start, maps in tails)
+        return tensor(*args, tails=tails, **kwargs)
 
     monkeypatch.setattr(member_policy, "epoch_policy_tensor", spy)
     figures = trainer.train_epoch(0, 2)

@@ -178,7 +178,7 @@ def test_the_tail_figure_is_the_instruments_tails_pooled_by_bars():
         alone.append(trainer.policies.tail_score(0))
     trainer.window.focus(0)
     assert alone[0] != pytest.approx(alone[1])
-    pooled = trainer.policies.pooled_tail_sharpes([0])[0]
+    pooled = trainer.policies.pooled_tail_score(0)
     assert pooled == pytest.approx((10 * alone[0] + 16 * alone[1]) / 26, rel=1e-9)
 
 

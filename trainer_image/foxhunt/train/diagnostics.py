@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -205,15 +206,16 @@ def epoch_policy_tensor(
     cost: float,
     *,
     diagnose: bool,
-    tail: tuple[int, torch.Tensor] | None,
+    tails: Sequence[tuple[int, torch.Tensor]] = (),
     execution: ExecutionRows | None = None,
 ) -> torch.Tensor:
     """An epoch's figures of the greedy policy as one float64 device vector (`epoch_reads` names them):
     with `diagnose`, `greedy_diagnostics`' (action shares, validation and in-sample Sharpe, feature
-    agreement); with `tail` = (start, maps), the net Sharpe of the greedy maps of rows start, start + 1,
-    ... (the tail as the fold would keep it), entered from flat, under the evaluation's execution model
-    (`execution`: its rows over the whole data on the device; None: `cost` alone). The same figures as the per-call
-    functions, from one rollout scan for every range; the caller reads it (with other members')."""
+    agreement); then per (start, maps) of `tails`, the net Sharpe of the greedy maps of rows start,
+    start + 1, ... (a tail as the fold would keep it: one per instrument of a universe fold), entered from
+    flat, under the evaluation's execution model (`execution`: its rows over the whole data on the device;
+    None: `cost` alone). The same figures as the per-call functions, from ONE rollout scan for every range
+    and tail; the caller reads it (with other members')."""
     device = data.features.device
     val = slice(fold_range.val_start, fold_range.val_end)
     train = slice(fold_range.train_start, fold_range.train_end)
@@ -226,9 +228,8 @@ def epoch_policy_tensor(
         pieces.append(
             greedy_maps(qnet, block_features, mean, std, blocks * length).reshape(blocks, length, -1)
         )
-    if tail is not None:
-        pieces.append(tail[1])
-    positions = rollouts_from_flat(pieces)
+    pieces += [maps for _, maps in tails]
+    positions = rollouts_from_flat(pieces) if pieces else []
     reads: list[torch.Tensor] = []
     if diagnose:
         val_positions, block_positions = positions[0], positions[1].to(data.targets.dtype)
@@ -240,25 +241,27 @@ def epoch_policy_tensor(
             annualised_sharpe(block_pnl, periods_per_year(data.timestamp[train])).reshape(1),
             feature_agreement(qnet, data.features[agreement_sample(val, device)], mean, std).reshape(1),
         ]
-    if tail is not None:
-        reads.append(held_sharpe(data, positions[-1], tail[0], cost, execution).reshape(1))
+    tail_positions = positions[len(positions) - len(tails) :]
+    for (start, _), held in zip(tails, tail_positions, strict=True):
+        reads.append(held_sharpe(data, held, start, cost, execution).reshape(1))
     return torch.cat(reads) if reads else torch.zeros(0, dtype=torch.float64, device=device)
 
 
-def epoch_vector_size(*, diagnose: bool, tail: bool) -> int:
-    """How many values `epoch_policy_tensor` gives: the action shares and three figures, then the tail's."""
-    return (N_ACTIONS + 3 if diagnose else 0) + (1 if tail else 0)
+def epoch_vector_size(*, diagnose: bool, tails: int) -> int:
+    """How many values `epoch_policy_tensor` gives: the action shares and three figures, then one per tail."""
+    return (N_ACTIONS + 3 if diagnose else 0) + tails
 
 
-def epoch_reads(values: list[float], *, diagnose: bool, tail: bool) -> dict:
-    """`epoch_policy_tensor`'s values, read on the host, keyed as EpochFigures' fields."""
+def epoch_reads(values: list[float], *, diagnose: bool, tails: int) -> dict:
+    """`epoch_policy_tensor`'s values, read on the host, keyed as EpochFigures' fields; the `tails` tail
+    Sharpes as `tail_sharpes` (the caller pools them into `tail_sharpe`)."""
     plain: dict = {}
     if diagnose:
         plain["action_shares"] = values[:N_ACTIONS]
         keys = ("val_sharpe", "train_sharpe", "feature_agreement")
         plain.update(zip(keys, values[N_ACTIONS : N_ACTIONS + 3], strict=True))
-    if tail:
-        plain["tail_sharpe"] = values[-1]
+    if tails:
+        plain["tail_sharpes"] = values[len(values) - tails :]
     return plain
 
 

@@ -5,8 +5,10 @@ whose launches took 4.3 ms an epoch on the H200, longer than the epoch's trainin
 fold's rows, the window's norm statistics and the members' weights, which the trainer refills in place,
 so one capture serves a fold's every epoch: the first call of a key runs eagerly (its warm-up), the
 second captures and replays, the rest replay. A new key (another fold, other members due, other
-settings, the diagnostics due or not) starts again; the oldest graphs beyond `KEEP` are freed. Off the
-GPU every call runs eagerly.
+settings, the diagnostics due or not) starts again; the oldest graphs beyond `KEEP` are freed, and a
+call for a new `fold` frees every graph of the fold before (its keys never recur). A fold of several
+instruments is one computation too (member_policy lays every instrument's tail in it), so a fold needs
+one key per diagnostics setting however many instruments it has. Off the GPU every call runs eagerly.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import torch
 
 log = logging.getLogger(__name__)
 
-KEEP = 4  # keys kept at once: a fold's with and without the diagnostics, and the last fold's until they go
+# Keys kept at once (of one fold): with and without the diagnostics, and others (members dropping out).
+KEEP = 4
 
 
 class ReplayedFigures:
@@ -28,14 +31,22 @@ class ReplayedFigures:
         self.graphed = enabled and device.type == "cuda"
         self.graphs: dict[Hashable, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}  # oldest first
         self.seen: dict[Hashable, None] = {}  # keys whose eager warm-up has run, oldest first
+        self.fold: Hashable = None  # the fold of the kept keys
         self.captures = 0
 
-    def run(self, key: Hashable, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+    def run(
+        self, key: Hashable, compute: Callable[[], torch.Tensor], *, fold: Hashable = None
+    ) -> torch.Tensor:
         """`compute()`'s output for the state `key` names: replayed where captured for it, else computed
         (and captured at the key's second call). A replay's output is the graph's own tensor: read it
-        before the next call."""
+        before the next call. `fold` names the fold `key` belongs to: another than the last call's frees
+        the graphs kept so far."""
         if not self.graphed:
             return compute()
+        if fold != self.fold:
+            self.graphs.clear()
+            self.seen.clear()
+            self.fold = fold
         if key in self.graphs:
             graph, output = self.graphs[key]
             graph.replay()

@@ -101,22 +101,15 @@ class MemberPolicies:
         """After epoch `epoch`, what each member of `histories` shows by its greedy policy, keyed as
         EpochFigures' fields: the diagnostics where its history is given (appended to it, with the
         members' shared seconds), the tail score when selecting (observed by the selection); nothing at
-        all when neither is due. The same figures as `epoch_diagnostics` and `tail_score`, from one
-        rollout scan per member and ONE host transfer for all of them (diagnostics.epoch_policy_tensor)."""
+        all when neither is due. The same figures as `epoch_diagnostics` and `tail_score` (a fold of
+        several instruments: `pooled_tail_score`), from one rollout scan per member and ONE host transfer
+        for all members and instruments (diagnostics.epoch_policy_tensor)."""
         due = [i for i, history in histories.items() if history is not None or self.selecting]
         if not due:
             return {i: {} for i in histories}
         started = time.perf_counter()
         flags = [histories[i] is not None for i in due]
-        values = self.figures_vector(due, flags).tolist()  # the one host transfer
-        reads, at = {}, 0
-        for i, diagnose in zip(due, flags, strict=True):
-            size = epoch_vector_size(diagnose=diagnose, tail=self.selecting)
-            reads[i] = epoch_reads(values[at : at + size], diagnose=diagnose, tail=self.selecting)
-            at += size
-        if self.selecting and len(self.window.parts) > 1:
-            for i, tail in self.pooled_tail_sharpes(due).items():
-                reads[i]["tail_sharpe"] = tail
+        reads = self.read_figures(due, flags, self.figures_vector(due, flags).tolist())  # the one transfer
         seconds = time.perf_counter() - started
         for i, read in reads.items():
             history = histories[i]
@@ -126,35 +119,55 @@ class MemberPolicies:
                 self.selection.observe(i, epoch, read["tail_sharpe"], self.networks[i])
         return {i: reads.get(i, {}) for i in histories}
 
-    def pooled_tail_sharpes(self, due: Sequence[int]) -> dict[int, float]:
-        """A fold of several instruments: each member's tail net Sharpe on every instrument's held-back tail
-        (its own costs and stats), pooled bar-weighted (as evidence.pooled_decision pools windows)."""
+    def read_figures(
+        self, due: Sequence[int], diagnose: Sequence[bool], values: list[float]
+    ) -> dict[int, dict]:
+        """`figures_vector(due, diagnose)`'s values, read on the host, per member keyed as EpochFigures'
+        fields: each instrument's tail Sharpe pooled bar-weighted into `tail_sharpe` (one: its own exactly)."""
+        tails = len(self.window.parts) if self.selecting else 0
+        bars = [p.fold_range.train_end - p.learn_end for p in self.window.parts]
+        reads, at = {}, 0
+        for i, flag in zip(due, diagnose, strict=True):
+            size = epoch_vector_size(diagnose=flag, tails=tails)
+            reads[i] = epoch_reads(values[at : at + size], diagnose=flag, tails=tails)
+            if tails:
+                reads[i]["tail_sharpe"] = pool_by_bars(
+                    list(zip(bars, reads[i].pop("tail_sharpes"), strict=True))
+                )
+            at += size
+        return reads
+
+    def pooled_tail_score(self, member: int) -> float:
+        """Member `member`'s tail score over every instrument of the fold: each one's `tail_score` (its own
+        tail, norm stats and execution rows), pooled bar-weighted (as evidence.pooled_decision pools
+        windows). The per-call specification of `epoch_figures`' tail score in a fold of several."""
         window, first = self.window, self.window.focused
-        scored: dict[int, list[tuple[float, float]]] = {i: [] for i in due}
+        pairs = []
         try:
             for part in window.parts:
                 window.focus(part.instrument)
-                values = self.figures_vector(due, [False] * len(due)).tolist()
-                for i, value in zip(due, values, strict=True):
-                    scored[i].append((part.fold_range.train_end - part.learn_end, value))
+                pairs.append((part.fold_range.train_end - part.learn_end, self.tail_score(member)))
         finally:
             window.focused = first
-        return {i: pool_by_bars(pairs) for i, pairs in scored.items()}
+        return pool_by_bars(pairs)
 
     def figures_vector(
         self, due: Sequence[int], diagnose: Sequence[bool], *, graphed: bool = True
     ) -> torch.Tensor:
         """The epoch figures of members `due` (with the diagnostics where `diagnose` says) end to end on the
-        device; on a GPU replayed from one CUDA graph per fold and setting (epoch_graph), unless not `graphed`."""
+        device, every instrument's tail of the fold in the one computation; on a GPU replayed from one CUDA
+        graph per fold and setting (epoch_graph: a fold needs one key per `diagnose`, whatever its
+        instruments), unless not `graphed`."""
 
         def compute() -> torch.Tensor:
             return torch.cat([self._epoch_tensor(i, diagnose=d) for i, d in zip(due, diagnose, strict=True)])
 
         if not graphed:
             return compute()
-        fold, window = self.window.fold, self.window
+        window, fold = self.window, fold_key(self.window)
         key = (
-            (fold.fold, fold.train_start, fold.train_end, fold.val_start, fold.val_end, window.learn_end),
+            fold,
+            window.focused,
             tuple(due),
             tuple(diagnose),
             tuple((self.evaluation_cost(member=i), self.abstain_margin(i)) for i in due),
@@ -162,24 +175,34 @@ class MemberPolicies:
             # Every tensor the graph reads, by address and shape: a network rebuilt for another trial's
             # shape is a new key even where the allocator hands it a freed address.
             tuple((t.data_ptr(), tuple(t.shape)) for i in due for t in self.networks[i].parameters()),
-            tuple(t.data_ptr() for t in (window.mean, window.std, self.data.features, self.data.targets)),
+            tuple(t.data_ptr() for t in (window.means, window.stds, self.data.features, self.data.targets)),
             execution_addresses(self.execution),
         )
-        return self.replayed.run(key, compute)
+        return self.replayed.run(key, compute, fold=fold)
 
     def _epoch_tensor(self, member: int, *, diagnose: bool) -> torch.Tensor:
-        """Member `member`'s epoch figures on the device (the tail's greedy maps as the fold keeps them)."""
+        """Member `member`'s epoch figures on the device: the focused instrument's diagnostics, and every
+        instrument's tail by its greedy maps as the fold keeps them (its own norm stats), in part order."""
         net, window, features = self.networks[member], self.window, self.data.features
-        tail = None
+        tails: list[tuple[int, torch.Tensor]] = []
         if self.selecting:
-            start, end = window.learn_end, window.fold.train_end
+            parts = window.parts
 
-            def tail_maps() -> torch.Tensor:
-                return greedy_maps(
-                    net, features[start:end], window.mean, window.std, chunk_rows(features.device)
-                )
+            def tail_maps() -> list[torch.Tensor]:
+                chunk = chunk_rows(features.device)
+                return [
+                    greedy_maps(
+                        net,
+                        features[p.learn_end : p.fold_range.train_end],
+                        window.means[p.instrument],
+                        window.stds[p.instrument],
+                        chunk,
+                    )
+                    for p in parts
+                ]
 
-            tail = (start, score_as_kept(net, self.abstain_margin(member), tail_maps))
+            maps = score_as_kept(net, self.abstain_margin(member), tail_maps)
+            tails = [(p.learn_end, m) for p, m in zip(parts, maps, strict=True)]
         cost = self.evaluation_cost(member=member)
         return epoch_policy_tensor(
             net,
@@ -189,7 +212,7 @@ class MemberPolicies:
             window.fold,
             cost,
             diagnose=diagnose,
-            tail=tail,
+            tails=tails,
             execution=self.execution,
         )
 
@@ -340,6 +363,16 @@ class MemberPolicies:
     def state_dict_cpu(self, member: int = 0) -> dict:
         """Member `member`'s online weights on the CPU, keyed as `build_qnet`'s (`torch.load`-able alone)."""
         return {k: v.detach().cpu().clone() for k, v in self.networks[member].state_dict().items()}
+
+
+def fold_key(window: FoldWindow) -> tuple:
+    """The fold a captured epoch computation reads, besides the window's buffers: every part's instrument,
+    ranges and learning end."""
+    return tuple(
+        (p.instrument, p.fold_range.fold, p.fold_range.train_start, p.fold_range.train_end)
+        + (p.fold_range.val_start, p.fold_range.val_end, p.learn_end)
+        for p in window.parts
+    )
 
 
 def execution_addresses(execution: ExecutionRows | None) -> tuple[int, ...]:
