@@ -238,7 +238,13 @@ def measure(args, work: Path, record: dict) -> None:
         h.write(record, args.out)
     if "train" in kinds:
         fxcache = work / "two-years.arrow"
-        precompute([args.bars_file] if args.bars_file else None, str(fxcache), sample_bars=args.bars, seed=0, progress=lambda _: None)
+        precompute(
+            [args.bars_file] if args.bars_file else None,
+            str(fxcache),
+            sample_bars=args.bars,
+            seed=0,
+            progress=lambda _: None,
+        )
         params = work / "params.json"
         params.write_text(json.dumps({"dqn": {"steps_per_epoch": args.steps}}))
         steps = ["--hyperopt-params", str(params)] if args.steps else []  # 0: the shipped steps an epoch
