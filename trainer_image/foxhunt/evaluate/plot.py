@@ -142,7 +142,7 @@ def png_bytes(fig) -> bytes:
         # more before drawing it, for nothing (the margins are set).
         fig.set_layout_engine(None)
     buf = io.BytesIO()
-    # zlib level 1: the same pixels, files within a few per cent, 60% of level 6's encoding time.
+    # zlib level 1: the same pixels, files within a few per cent, about 60% of level 6's encoding time.
     fig.savefig(buf, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
     return buf.getvalue()
 

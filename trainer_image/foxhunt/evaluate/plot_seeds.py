@@ -81,7 +81,7 @@ def seeds_figure(picture: SeedsPicture, spread: Mapping | None, title: str):
     wealth = seed_wealth(picture)
     hold = None if picture.hold_log_pnl is None else np.exp(np.cumsum(picture.hold_log_pnl))
     drawn = [wealth.min(axis=0), wealth.max(axis=0), *wealth, *([] if hold is None else [hold])]
-    # One set of bars for every line and the band: each keeps its every pixel column's extremes.
+    # One set of bars for every line and the band, which keeps each line's extremes in every pixel column.
     idx = np.unique(np.concatenate([envelope(stamps, line, pixel_columns(fig)) for line in drawn]))
     dates, low, high = date_axis(stamps[idx]), drawn[0][idx], drawn[1][idx]
     ax.fill_between(dates, low, high, color=BAND_COLOR, alpha=0.15, linewidth=0)
