@@ -84,6 +84,30 @@ def test_timings_png_draws_every_phase_per_fold():
     assert image.shape[1] > 1000 and drawn_colours(image) > 50
 
 
+def test_a_tight_laid_out_figure_is_drawn_once_into_the_pixels_savefig_draws(monkeypatch):
+    from matplotlib.figure import Figure
+
+    from foxhunt.evaluate.plot import agg_figure, png_bytes
+
+    def figure():
+        fig = agg_figure(figsize=(4, 3))
+        ax = fig.subplots()
+        ax.plot([0, 1, 2], [1, 3, 2], label="a")
+        ax.set_title("a title")
+        ax.legend(loc="best")
+        fig.tight_layout()
+        return fig
+
+    saved = io.BytesIO()
+    figure().savefig(saved, format="png", dpi=100)
+    draws = []
+    draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, renderer: draws.append(fig) or draw(fig, renderer))
+    png = png_bytes(figure())
+    assert len(draws) == 1
+    assert np.array_equal(pixels(png), pixels(saved.getvalue()))
+
+
 def test_importing_the_plot_module_does_not_import_matplotlib():
     code = "import sys, foxhunt.evaluate.plot; print('matplotlib' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

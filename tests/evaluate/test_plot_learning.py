@@ -1,11 +1,14 @@
 """learning.png: each fold's loss and Sharpe by epoch, the epoch kept and the gate, read back from the figure."""
 
+import io
 import math
 
+import matplotlib.image
 import numpy as np
 
-from foxhunt.evaluate.plot import FLAT_GATE
-from foxhunt.evaluate.plot_learning import fold_curve, learning_figure, render_learning_png
+from foxhunt.evaluate import plot_learning
+from foxhunt.evaluate.plot import FLAT_GATE, png_bytes
+from foxhunt.evaluate.plot_learning import FoldCurve, fold_curve, learning_figure, render_learning_png
 from foxhunt.evaluate.reports import FoldDates, FoldReport, RunSummary
 from foxhunt.train.epoch_figures import EpochFigures
 from foxhunt.train.fold_selection import FoldSelection
@@ -87,6 +90,35 @@ def test_without_tail_selection_the_last_epoch_is_kept_and_no_gate_is_drawn():
     lines = drawn(learning_figure([fold_curve(report(0, None))], "t"))
     assert list(lines["fold 0 chosen"].get_xdata()) == [4, 4]
     assert "fold 0 gate" not in lines and "fold 0 tail_sharpe" not in lines
+
+
+def offset_curve(fold: int) -> FoldCurve:
+    """A fold whose mean |Q| barely moves: its axis writes its ticks as an offset above the panel (+1.23e3)."""
+    epochs = list(range(1, 9))
+    q = [1234.5678 + 1e-5 * e for e in epochs]
+    return FoldCurve(fold, epochs, [2.0 - 0.1 * e for e in epochs], q, [None] * 8, [], 8, None, "")  # type: ignore[arg-type]
+
+
+def axes_drawing(fig, gid: str):
+    return next(ax for ax in fig.axes for line in ax.lines if line.get_gid() == gid)
+
+
+def test_a_title_is_lifted_clear_of_an_offset_text_above_its_panel():
+    fig = learning_figure([offset_curve(0), fold_curve(report(1, KEPT))], "t")
+    fig.canvas.draw()
+    title = axes_drawing(fig, "fold 0 loss").title
+    offset = axes_drawing(fig, "fold 0 q_mean").yaxis.offsetText
+    assert offset.get_text()
+    assert title.get_window_extent().y0 >= offset.get_window_extent().y1 - 1.0
+
+
+def test_titles_sit_to_the_pixel_where_matplotlibs_own_search_puts_them(monkeypatch):
+    curves = [fold_curve(report(0, KEPT)), fold_curve(report(1, GATED)), offset_curve(2)]
+    pinned = png_bytes(learning_figure(curves, "t"))
+    monkeypatch.setattr(plot_learning, "_title_may_move", lambda panel: True)  # every title searched for
+    searched = png_bytes(learning_figure(curves, "t"))
+    read = [matplotlib.image.imread(io.BytesIO(png), format="png") for png in (pinned, searched)]
+    assert np.array_equal(*read)
 
 
 def test_a_real_runs_learning_png_is_written_and_draws_each_folds_reported_losses(quick_run):

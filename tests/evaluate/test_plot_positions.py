@@ -6,8 +6,13 @@ import torch
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, Scoring, evaluate_run
-from foxhunt.evaluate.plot import FLAT_GATE, MAX_POINTS
-from foxhunt.evaluate.plot_positions import positions_figure, positions_picture, render_positions_png
+from foxhunt.evaluate.plot import FLAT_GATE
+from foxhunt.evaluate.plot_positions import (
+    MAX_POINTS,
+    positions_figure,
+    positions_picture,
+    render_positions_png,
+)
 from foxhunt.train.fold_selection import FoldSelection
 
 MINUTE = 60_000_000_000

@@ -19,7 +19,15 @@ import numpy as np
 
 from foxhunt.evaluate.book import BOOK, FLAT, BookEvaluation, book_feature_oracle
 from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL
-from foxhunt.evaluate.plot import LINE_COLORS, agg_figure, date_axis, percent_label, png_bytes, thin
+from foxhunt.evaluate.plot import (
+    LINE_COLORS,
+    agg_figure,
+    date_axis,
+    envelope,
+    percent_label,
+    pixel_columns,
+    png_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -51,25 +59,30 @@ def book_picture(book: BookEvaluation, series: Mapping[str, Mapping[str, np.ndar
 
 
 def render_book_png(picture: BookPicture, title: str) -> bytes:
-    """PNG bytes of the two panels (module docstring)."""
+    """PNG bytes of `book_figure`."""
+    return png_bytes(book_figure(picture, title))
+
+
+def book_figure(picture: BookPicture, title: str):
+    """The two panels (module docstring); long lines drawn as their envelope (`plot.envelope`)."""
     from matplotlib.ticker import FuncFormatter
 
     fig = agg_figure(figsize=(12, 9))
     ax_book, ax_each = fig.subplots(2, 1, height_ratios=(3, 2), sharex=True)
-    dates = date_axis(picture.timestamp)
+    stamps, columns = np.asarray(picture.timestamp, dtype=np.int64), pixel_columns(fig)
     for i, (label, cumulative) in enumerate(picture.book.items()):
-        idx, values = thin(cumulative)
+        idx = envelope(stamps, cumulative, columns)
         width = 2.0 if i == 0 else 1.1
         style = ":" if label == FLAT else "-"
-        ax_book.plot(dates[idx], np.exp(values), style, color=LINE_COLORS[i % len(LINE_COLORS)],
-                     linewidth=width, label=label)  # fmt: skip
+        ax_book.plot(date_axis(stamps[idx]), np.exp(cumulative[idx]), style, color=LINE_COLORS[i % len(LINE_COLORS)],
+                     linewidth=width, label=label, gid=label)  # fmt: skip
     colors = [
         "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
     ]  # fmt: skip
-    for i, (label, (stamps, cumulative)) in enumerate(picture.instruments.items()):
-        idx, values = thin(cumulative)
-        ax_each.plot(date_axis(stamps)[idx], np.exp(values), color=colors[i % len(colors)], linewidth=1.1,
-                     label=label)  # fmt: skip
+    for i, (label, (own, cumulative)) in enumerate(picture.instruments.items()):
+        idx = envelope(own, cumulative, columns)
+        ax_each.plot(date_axis(own[idx]), np.exp(cumulative[idx]), color=colors[i % len(colors)], linewidth=1.1,
+                     label=label, gid=label)  # fmt: skip
     percent = FuncFormatter(percent_label)
     for ax, what in ((ax_book, "the book and its baselines"), (ax_each, "each instrument's stitched record")):
         ax.set_yscale("log")
@@ -80,4 +93,4 @@ def render_book_png(picture: BookPicture, title: str) -> bytes:
         ax.legend(fontsize=8, loc="upper left")
     fig.suptitle(title)
     fig.tight_layout()
-    return png_bytes(fig)
+    return fig

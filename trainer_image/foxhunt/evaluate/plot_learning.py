@@ -66,16 +66,18 @@ def _present(epochs: Sequence[int], values: Sequence[float | None]) -> tuple[lis
     return [e for e, _ in kept], [v for _, v in kept]
 
 
-def _draw_loss(ax, curve: FoldCurve) -> None:
+def _draw_loss(ax, curve: FoldCurve) -> list:
+    """The loss panel; returns it with its |Q| twin (when drawn), whose offset texts could lift its title."""
     ax.plot(curve.epochs, curve.loss, "o-", color=LINE_COLORS[0], markersize=3, gid=f"fold {curve.fold} loss")
     ax.set_ylabel("loss (Huber)", fontsize=8)
-    ax.set_title(f"fold {curve.fold}: loss and |Q|", fontsize=9)
     x, q = _present(curve.epochs, curve.q_mean)
-    if q:
-        twin = ax.twinx()
-        twin.plot(x, q, "--", color=LINE_COLORS[1], linewidth=1.0, gid=f"fold {curve.fold} q_mean")
-        twin.set_ylabel("mean |Q|", fontsize=8, color=LINE_COLORS[1])
-        twin.tick_params(labelsize=7)
+    if not q:
+        return [ax]
+    twin = ax.twinx()
+    twin.plot(x, q, "--", color=LINE_COLORS[1], linewidth=1.0, gid=f"fold {curve.fold} q_mean")
+    twin.set_ylabel("mean |Q|", fontsize=8, color=LINE_COLORS[1])
+    twin.tick_params(labelsize=7)
+    return [ax, twin]
 
 
 def _draw_sharpe(ax, curve: FoldCurve) -> None:
@@ -98,9 +100,22 @@ def _draw_sharpe(ax, curve: FoldCurve) -> None:
                 style="italic", color=GATE_COLOR, gid=f"fold {curve.fold} flat",
                 bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none"})  # fmt: skip
     ax.set_ylabel("net Sharpe", fontsize=8)
-    ax.set_title(f"fold {curve.fold}: Sharpe by epoch", fontsize=9)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=6, loc="best")
+
+
+def _title_may_move(panel: Sequence) -> bool:
+    """Whether matplotlib's search at each draw could lift the title of `panel` (an Axes and its twin): only an
+    offset text above a y axis (`1e-5`, `+1.2`: found as the draw finds it, the same ticks and formatter)
+    or an x axis at the top can."""
+    for ax in panel:
+        if ax.xaxis.get_ticks_position() in ("top", "unknown") or ax.xaxis.get_label_position() == "top":
+            return True
+        formatter = ax.yaxis.get_major_formatter()
+        formatter.set_locs(ax.yaxis.get_majorticklocs())
+        if formatter.get_offset():
+            return True
+    return False
 
 
 def learning_figure(curves: Sequence[FoldCurve], title: str):
@@ -108,21 +123,20 @@ def learning_figure(curves: Sequence[FoldCurve], title: str):
     per_row = min(FOLDS_PER_ROW, max(len(curves), 1))
     rows = max(1, math.ceil(len(curves) / per_row))
     fig = agg_figure(figsize=(7 * per_row, 1.0 + 2.6 * rows))
-    axes = fig.subplots(rows, 2 * per_row, squeeze=False)
+    grid = fig.add_gridspec(rows, 2 * per_row)
+    # Only the cells drawn (an odd fold count leaves the last one empty), in the order `subplots` made them.
+    cells = [fig.add_subplot(grid[divmod(k, 2 * per_row)]) for k in range(2 * len(curves))]
+    titled = []
     for k, curve in enumerate(curves):
-        row, col = divmod(k, per_row)
-        _draw_loss(axes[row][2 * col], curve)
-        _draw_sharpe(axes[row][2 * col + 1], curve)
-    for k in range(len(curves), rows * per_row):  # an odd fold count leaves a cell empty
-        row, col = divmod(k, per_row)
-        axes[row][2 * col].set_visible(False)
-        axes[row][2 * col + 1].set_visible(False)
+        titled.append((_draw_loss(cells[2 * k], curve), f"fold {curve.fold}: loss and |Q|"))
+        _draw_sharpe(cells[2 * k + 1], curve)
+        titled.append(([cells[2 * k + 1]], f"fold {curve.fold}: Sharpe by epoch"))
     from matplotlib.ticker import MaxNLocator
 
     for ax in fig.axes:
         ax.tick_params(labelsize=7)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        if ax.get_visible() and ax.get_ylabel() != "mean |Q|":
+        if ax.get_ylabel() != "mean |Q|":
             ax.set_xlabel("epoch", fontsize=8)
     fig.suptitle(title)
     # Fixed margins, in inches from the edges: tight_layout would measure every tick label first, which
@@ -130,6 +144,10 @@ def learning_figure(curves: Sequence[FoldCurve], title: str):
     height = fig.get_figheight()
     fig.subplots_adjust(left=0.09 / per_row, right=1 - 0.07 / per_row, top=1 - 0.95 / height, bottom=0.45 / height,
                         wspace=0.42, hspace=0.6)  # fmt: skip
+    for panel, text in titled:  # once the margins are set: the ticks are those the draw will find
+        # A title given its height is not searched for at each draw (a tight box of every tick label of its
+        # panel and twin: a seventh of the picture's time), and the search would leave it there.
+        panel[0].set_title(text, fontsize=9, y=None if _title_may_move(panel) else 1.0)
     return fig
 
 

@@ -1,10 +1,10 @@
 """`positions.png`: what the model held, bar by bar, and what it earned, over the stitched record's dates.
 
 Top: net wealth of the model's stitched out-of-sample record beside buy-and-hold's on the same bars
-(log scale, as cumulative return). Bottom: the position held (−1 short, 0 flat, 1 long). A record longer
-than MAX_POINTS bars is drawn per bucket of bars: the mean position (the net exposure) as a line, and
-the range from the bucket's lowest to its highest position shaded. Folds whose model never traded are
-shaded and say why in words.
+(log scale, as cumulative return; a long record drawn as its envelope, `plot.envelope`). Bottom: the
+position held (−1 short, 0 flat, 1 long). A record longer than MAX_POINTS bars is drawn per bucket of
+bars: the mean position (the net exposure) as a line, and the range from the bucket's lowest to its
+highest position shaded. Folds whose model never traded are shaded and say why in words.
 """
 
 from __future__ import annotations
@@ -17,19 +17,21 @@ import numpy as np
 
 from foxhunt.evaluate.plot import (
     LINE_COLORS,
-    MAX_POINTS,
     FoldSharpe,
     agg_figure,
     date_axis,
+    envelope,
     fold_sharpe,
     percent_label,
+    pixel_columns,
     png_bytes,
-    thin,
 )
 
 if TYPE_CHECKING:
     from foxhunt.evaluate.evaluation import RunEvaluation
     from foxhunt.train.fold_selection import FoldSelection
+
+MAX_POINTS = 2000  # buckets of the position panel: a longer record is drawn per bucket of bars
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,10 @@ def positions_picture(
 def bucket_positions(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(first bar, mean, lowest, highest position) per bucket: each bar alone up to MAX_POINTS bars."""
     values = np.asarray(positions, dtype=np.float64)
-    starts, _ = thin(values)
+    n = values.size
+    starts = (
+        np.arange(n) if n <= MAX_POINTS else np.linspace(0, n, MAX_POINTS, endpoint=False).astype(np.int64)
+    )
     counts = np.diff(np.append(starts, values.size))
     mean = np.add.reduceat(values, starts) / counts
     return starts, mean, np.minimum.reduceat(values, starts), np.maximum.reduceat(values, starts)
@@ -72,10 +77,13 @@ def bucket_positions(positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
 def _draw_wealth(ax, dates: np.ndarray, picture: PositionsPicture) -> None:
     from matplotlib.ticker import FuncFormatter
 
+    stamps, columns = np.asarray(picture.timestamp, dtype=np.int64), pixel_columns(ax.figure)
     for label, pnl, color, width in (("model", picture.model_log_pnl, LINE_COLORS[0], 1.8),
                                      ("buy and hold", picture.hold_log_pnl, LINE_COLORS[1], 1.1)):  # fmt: skip
-        idx, values = thin(np.cumsum(pnl))
-        ax.plot(dates[idx], np.exp(values), color=color, linewidth=width, label=label, gid=f"{label} wealth")
+        log_wealth = np.cumsum(pnl)
+        idx = envelope(stamps, log_wealth, columns)
+        ax.plot(dates[idx], np.exp(log_wealth[idx]), color=color, linewidth=width, label=label,
+                gid=f"{label} wealth")  # fmt: skip
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(percent_label))
     ax.yaxis.set_minor_formatter(FuncFormatter(percent_label))

@@ -18,9 +18,10 @@ from foxhunt.evaluate.plot import (
     LINE_COLORS,
     agg_figure,
     date_axis,
+    envelope,
     percent_label,
+    pixel_columns,
     png_bytes,
-    thin,
 )
 
 if TYPE_CHECKING:
@@ -76,24 +77,26 @@ def seeds_figure(picture: SeedsPicture, spread: Mapping | None, title: str):
 
     fig = agg_figure(figsize=(12, 6))
     ax = fig.subplots(1, 1)
-    dates = date_axis(picture.timestamp)
+    stamps = np.asarray(picture.timestamp, dtype=np.int64)
     wealth = seed_wealth(picture)
-    idx, _ = thin(wealth[0])
-    low, high = wealth.min(axis=0)[idx], wealth.max(axis=0)[idx]
-    ax.fill_between(dates[idx], low, high, color=BAND_COLOR, alpha=0.15, linewidth=0)
-    ax.plot(dates[idx], low, color=BAND_COLOR, linewidth=0.6, alpha=0.6, gid="band low",
+    hold = None if picture.hold_log_pnl is None else np.exp(np.cumsum(picture.hold_log_pnl))
+    drawn = [wealth.min(axis=0), wealth.max(axis=0), *wealth, *([] if hold is None else [hold])]
+    # One set of bars for every line and the band, which keeps each line's extremes in every pixel column.
+    idx = np.unique(np.concatenate([envelope(stamps, line, pixel_columns(fig)) for line in drawn]))
+    dates, low, high = date_axis(stamps[idx]), drawn[0][idx], drawn[1][idx]
+    ax.fill_between(dates, low, high, color=BAND_COLOR, alpha=0.15, linewidth=0)
+    ax.plot(dates, low, color=BAND_COLOR, linewidth=0.6, alpha=0.6, gid="band low",
             label=f"band: lowest to highest of {len(picture.seeds)} seeds")  # fmt: skip
-    ax.plot(dates[idx], high, color=BAND_COLOR, linewidth=0.6, alpha=0.6, gid="band high")
+    ax.plot(dates, high, color=BAND_COLOR, linewidth=0.6, alpha=0.6, gid="band high")
     flat = picture.flat or {}
     for k, seed in enumerate(picture.seeds):
         words = f" ({flat[seed]})" if flat.get(seed) else ""
         first = k == 0
-        ax.plot(dates[idx], wealth[k][idx], color=LINE_COLORS[0] if first else LINE_COLORS[(k % 3) + 2],
+        ax.plot(dates, wealth[k][idx], color=LINE_COLORS[0] if first else LINE_COLORS[(k % 3) + 2],
                 linewidth=2.2 if first else 0.9, label=f"seed {seed}{' (the run)' if first else ''}{words}",
                 gid=f"seed {seed}", zorder=3 if first else 2)  # fmt: skip
-    if picture.hold_log_pnl is not None:
-        hold = np.exp(np.cumsum(picture.hold_log_pnl))
-        ax.plot(dates[idx], hold[idx], "--", color=LINE_COLORS[1], linewidth=1.0, label="buy and hold",
+    if hold is not None:
+        ax.plot(dates, hold[idx], "--", color=LINE_COLORS[1], linewidth=1.0, label="buy and hold",
                 gid="buy and hold")  # fmt: skip
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(percent_label))
