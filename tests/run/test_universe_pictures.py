@@ -189,3 +189,23 @@ def test_render_book_png_draws_a_png():
     )
     png = plot_book.render_book_png(plot_book.book_picture(book, {n: a for n, (a, _) in pairs.items()}), "t")
     assert png[:8] == PNG_SIGNATURE and struct.unpack(">II", png[16:24]) == (1200, 900)
+
+
+def test_pictures_drawn_by_worker_processes_are_the_runs_own(run, caches, tmp_path, monkeypatch):
+    """The universe's pictures drawn side by side in spawned workers (forced: this machine has few cores)
+    are byte for byte the in-process drawing's, apart from timings.png (seconds differ between runs)."""
+    from foxhunt.evaluate import plot_jobs
+
+    monkeypatch.setattr(plot_jobs, "picture_workers", lambda jobs, cores=None: 2)
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps(PARAMS))
+    args = ["train", "--out", str(tmp_path / "out"), "--device", "cpu", "--epochs", "1", *FOLDS,
+            "--hyperopt-params", str(params)]  # fmt: skip
+    for name in NAMES:
+        args += ["--fxcache", caches[name]]
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(args) == 0
+    first = {p.relative_to(run[0]): p.read_bytes() for p in run[0].rglob("*.png") if p.name != "timings.png"}
+    again = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*.png")
+             if p.name != "timings.png"}  # fmt: skip
+    assert len(first) >= 4 and again == first

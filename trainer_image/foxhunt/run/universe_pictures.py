@@ -45,23 +45,22 @@ def write_universe_pictures(
     evaluations by name) and `book.png` of `book` beside each instrument's stitched `series`."""
     try:
         from foxhunt.evaluate.plot_book import book_picture, render_book_png
-        from foxhunt.evaluate.plot_run import run_pictures
+        from foxhunt.evaluate.plot_jobs import PictureJob, draw_pictures
+        from foxhunt.evaluate.plot_run import picture_jobs
 
-        drawn: dict[str, bytes] = {}
+        jobs: list[PictureJob] = []
         for i, view in enumerate(views):
             if view.name in evaluations:
                 evaluation = evaluations[view.name]
                 outcomes = instrument_outcomes(walked, 0, i)
                 reports = [outcomes[fold].report for fold in sorted(outcomes)]
                 title = instrument_title(view.name, evaluation, reports)
-                folder = instrument_folder(out_uri, view.name)
-                for name, png in run_pictures(evaluation, reports, title).items():
-                    drawn[storage.join(folder, name)] = png
+                jobs += picture_jobs(evaluation, reports, title, instrument_folder(out_uri, view.name))
         if book is not None:
             title = f"foxhunt universe run: the book of {len(book.weights)} instruments\n{verdict_line(book.window)}"
-            drawn[storage.join(out_uri, out_names.BOOK_PICTURE)] = render_book_png(
-                book_picture(book, series), title
-            )
+            book_args = (book_picture(book, series), title)
+            jobs.append(PictureJob(storage.join(out_uri, out_names.BOOK_PICTURE), render_book_png, book_args))
+        drawn = draw_pictures(jobs)  # side by side in worker processes where the cores allow
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
         progress(f"the run's pictures not drawn: {exc}")
         return
