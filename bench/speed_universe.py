@@ -91,8 +91,9 @@ def wall_ratio(one_runs: list[dict], many_runs: list[dict], k: int) -> dict:
     """The median universe wall over the median one-instrument wall (succeeded runs only), against 2.5×."""
     one = h.spread(r["wall_seconds"] for r in h.succeeded(one_runs))["median"]
     many = h.spread(r["wall_seconds"] for r in h.succeeded(many_runs))["median"]
+    pairs = min(len(h.succeeded(one_runs)), len(h.succeeded(many_runs)))
     return h.target(ratio(many, one), TARGETS["universe_wall_ratio"],
-                    how=f"median wall of {k} instruments over one's, cold processes on fresh pods")  # fmt: skip
+                    how=f"median wall of {k} instruments over one's, {pairs} cold process(es) each, fresh pods")  # fmt: skip
 
 
 def run_settings(work: Path, flags: list[str]):
