@@ -1,0 +1,37 @@
+"""bench/profile_run.py, its CPU check: a real slice's `foxhunt train` profiled in this process, the run's own
+functions in profile.txt, each epoch's figures timed with and without the diagnostics."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import profile_run as bench  # noqa: E402
+
+FLAGS = ["--train-days", "8", "--val-days", "3", "--step-days", "3", "--max-folds", "1", "--epochs", "2",
+         "--device", "cpu", "--diagnostics-every", "2"]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("profile")
+    bars = str(ROOT / "tests" / "data" / "EURUSD_M1_2018_head.parquet")
+    assert bench.main([str(folder), "--bars", bars, "--time-figures", "--top", "20", "--", *FLAGS]) == 0
+    return folder
+
+
+def test_the_profile_names_the_runs_own_functions(out):
+    text = (out / "profile.txt").read_text()
+    assert "walk_folds" in text and "train_epoch" in text
+
+
+def test_each_epochs_figures_are_timed_with_and_without_the_diagnostics(out):
+    figures = json.loads((out / "profile.json").read_text())["figures_seconds"]
+    assert (
+        figures["diagnose"]["calls"] == 1 and figures["tail only"]["calls"] == 1
+    )  # epoch 1 of 2, then the last
+    assert all(f["median"] > 0 for f in figures.values())
