@@ -74,6 +74,7 @@ def time_figures(seconds: dict[str, list[float]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Parse the flags, profile the run in a scratch folder (removed after), write OUT's files; the run's exit."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", help="folder for profile.txt and profile.json")
     source = p.add_mutually_exclusive_group(required=True)
@@ -87,6 +88,13 @@ def main(argv: list[str] | None = None) -> int:
                    "the seconds per call with and without the diagnostics, in profile.json")  # fmt: skip
     args, extra = p.parse_known_args(argv)
     args.extra = [a for a in extra if a != "--"]  # more `foxhunt train` flags
+    with tempfile.TemporaryDirectory(prefix="foxhunt-profile-") as work:
+        return profile(args, Path(work))
+
+
+def profile(args: argparse.Namespace, work: Path) -> int:
+    """The CLI's train under cProfile in this process (a process of its own: the CLI takes it over, e.g. its
+    garbage collector frozen), then profile.txt, profile.prof and profile.json in `args.out`."""
     from foxhunt.config.numerics import pin_cpu_numerics
 
     pin_cpu_numerics()
@@ -94,7 +102,6 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="foxhunt-profile-"))
     sources = [flag for path in fxcaches(args, work) for flag in ("--fxcache", str(path))]
     sys.argv = ["foxhunt", "train", *sources, "--out", str(work / "run"), "--seed", "0",
                 "--log-format", "text", *args.extra]  # fmt: skip
@@ -105,9 +112,14 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     code = profiler.runcall(foxhunt.cli.main)
     wall = time.perf_counter() - started
+    figures = {
+        k: {"calls": len(v), "median": statistics.median(v), "total": sum(v)}
+        for k, v in figure_seconds.items()
+    }
     text = io.StringIO()
     stats = pstats.Stats(profiler, stream=text)
     text.write(f"# exit {code}, wall {wall:.2f}s\n")
+    text.write(f"# figures_vector on the device, synchronised: {json.dumps(figures)}\n")
     stats.sort_stats("cumulative").print_stats(args.top)
     stats.sort_stats("tottime").print_stats(args.top)
     stats.print_callers("_capture|epoch_figures|figures_vector")
@@ -118,15 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         for (f, line, name), (_cc, nc, tt, ct, _callers) in stats.stats.items()  # type: ignore[attr-defined]
         if name in WATCH and "foxhunt" in f
     }
-    figures = {
-        k: {"calls": len(v), "median": statistics.median(v), "total": sum(v)}
-        for k, v in figure_seconds.items()
-    }
     record = {"exit": code, "wall": wall, "watched": watched, "figures_seconds": figures}
     (out / "profile.json").write_text(json.dumps(record, indent=1))
-    text.write(f"# figures_vector on the device, synchronised: {json.dumps(figures)}\n")
     print(f"profile: exit {code}, wall {wall:.2f}s; {out / 'profile.txt'}")
-    return 0
+    return code
 
 
 if __name__ == "__main__":

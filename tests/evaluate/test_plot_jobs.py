@@ -7,8 +7,9 @@ import json
 
 import pytest
 
+from foxhunt.evaluate import plot_jobs
 from foxhunt.evaluate.plot import render_timings_png
-from foxhunt.evaluate.plot_jobs import PictureJob, draw_pictures, picture_workers
+from foxhunt.evaluate.plot_jobs import PictureJob, draw_pictures, picture_workers, usable_cores
 
 
 def timings_job(k: int) -> PictureJob:
@@ -41,3 +42,25 @@ def test_a_workers_error_is_raised_here():
     jobs = [timings_job(0), PictureJob("broken.png", json.loads, ("{",))]
     with pytest.raises(json.JSONDecodeError):
         draw_pictures(jobs, workers=2)
+
+
+def test_a_large_node_draws_with_at_most_eight_workers():
+    assert picture_workers(129, cores=64) == 8
+
+
+def test_a_pods_cpu_quota_caps_the_usable_cores(tmp_path):
+    cpu_max = tmp_path / "cpu.max"
+    cpu_max.write_text("200000 100000\n")  # a limit of 2 CPUs
+    assert usable_cores(cpu_max) == min(2, usable_cores(tmp_path / "absent"))
+    cpu_max.write_text("max 100000\n")
+    assert usable_cores(cpu_max) == usable_cores(tmp_path / "absent") >= 1
+
+
+def test_a_pool_that_cannot_start_draws_every_picture_here(monkeypatch):
+    def refused(*args, **kwargs):
+        raise OSError("spawn refused")
+
+    jobs = [timings_job(k) for k in range(3)]
+    here = draw_pictures(jobs, workers=1)
+    monkeypatch.setattr(plot_jobs, "ProcessPoolExecutor", refused)
+    assert draw_pictures(jobs, workers=2) == here

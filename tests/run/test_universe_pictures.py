@@ -15,7 +15,7 @@ import pytest
 from support.universe_cases import three_instruments, write_caches
 
 from foxhunt.cli import main
-from foxhunt.evaluate import plot_book
+from foxhunt.evaluate import plot_book, plot_jobs
 from foxhunt.evaluate.book import BOOK, FLAT, evaluate_book, instrument_series
 from foxhunt.evaluate.evaluation import Scoring
 from foxhunt.run.universe_run import SERIES
@@ -63,7 +63,8 @@ def run(caches, tmp_path_factory):
     for name in NAMES:
         args += ["--fxcache", caches[name]]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(plot_book, "render_book_png", spy)
+        patch.setattr(plot_book, "render_book_png", spy)  # a closure: drawn in the process, as the reference
+        patch.setattr(plot_jobs, "picture_workers", lambda jobs, cores=None: 1)
         with contextlib.redirect_stdout(io.StringIO()) as console:
             assert main(args) == 0
     (picture,) = drawn
@@ -194,8 +195,6 @@ def test_render_book_png_draws_a_png():
 def test_pictures_drawn_by_worker_processes_are_the_runs_own(run, caches, tmp_path, monkeypatch):
     """The universe's pictures drawn side by side in spawned workers (forced: this machine has few cores)
     are byte for byte the in-process drawing's, apart from timings.png (seconds differ between runs)."""
-    from foxhunt.evaluate import plot_jobs
-
     monkeypatch.setattr(plot_jobs, "picture_workers", lambda jobs, cores=None: 2)
     params = tmp_path / "params.json"
     params.write_text(json.dumps(PARAMS))

@@ -126,3 +126,10 @@ def test_a_fold_of_more_instruments_than_kept_keys_captures_once_and_replays(mon
     assert trainer.policies.replayed.captures == 1 and graphs[0].replays == 4
     last = figures[-1][0]
     assert last is not None and last.tail_sharpe == trainer.policies.pooled_tail_score(0)
+
+
+def test_one_instruments_pooled_tail_is_its_own_value_exactly():
+    from foxhunt.train.member_policy import pool_by_bars
+
+    assert pool_by_bars([(3, 0.1)]) == 0.1  # 3 * 0.1 / 3 would be 0.10000000000000002
+    assert pool_by_bars([(1, 1.0), (3, 2.0)]) == 1.75
