@@ -133,3 +133,26 @@ def test_one_instruments_pooled_tail_is_its_own_value_exactly():
 
     assert pool_by_bars([(3, 0.1)]) == 0.1  # 3 * 0.1 / 3 would be 0.10000000000000002
     assert pool_by_bars([(1, 1.0), (3, 2.0)]) == 1.75
+
+
+class FrozenGraph:
+    """Stands in for a captured CUDA graph whose replay gives what it computed at capture: the slices a
+    capture read (the focused instrument's rows) are baked into it, whatever the window says later."""
+
+    def __init__(self, output: torch.Tensor) -> None:
+        self.output = output
+
+    def replay(self) -> None:
+        pass
+
+
+def test_a_graph_captured_for_one_focused_instrument_is_not_replayed_for_another(monkeypatch):
+    monkeypatch.setattr(epoch_graph, "_capture", lambda compute: (FrozenGraph(out := compute()), out))
+    trainer = universe_trainer()
+    policies = trainer.policies
+    policies.replayed.graphed = True  # as on a GPU
+    for _ in range(2):  # the key's warm-up, then its capture
+        policies.figures_vector([0], [True]).clone()
+    policies.window.focus(2)
+    focused = policies.figures_vector([0], [True]).clone()
+    assert torch.equal(focused, policies.figures_vector([0], [True], graphed=False))
