@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from support.universe_cases import three_instruments, write_caches
+from support.universe_cases import three_instruments, while_held, write_caches
 
 from foxhunt.cli import main
 from foxhunt.config import NS_PER_DAY
@@ -18,7 +18,7 @@ from foxhunt.data.fxcache import read_fxcache
 from foxhunt.data.sample_universe import generate_universe
 from foxhunt.data.universe import return_correlations
 from foxhunt.evaluate.fold_policy import load_policy
-from foxhunt.run.lock import LOCK_NAME, OutLock
+from foxhunt.run.lock import LOCK_NAME
 from foxhunt.run.universe_run import SERIES, STITCHED, load_series
 from foxhunt.train.evidence import effective_share
 
@@ -225,12 +225,7 @@ def test_an_instruments_fold_loads_as_the_policy_that_made_its_positions(run, ca
 
 def test_a_live_runs_out_is_refused_to_a_universe_run_in_one_line(caches, tmp_path, capsys):
     out = tmp_path / "out"
-    holder = OutLock(str(out), "another-run")
-    holder.acquire()  # this process is alive: the lock is fresh
-    try:
-        assert train(caches, out, "fx00", "exchange01") == 2
-    finally:
-        holder.release()
+    assert while_held(out, lambda: train(caches, out, "fx00", "exchange01")) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "held by run another-run" in line
     assert sorted(p.name for p in out.iterdir()) == []

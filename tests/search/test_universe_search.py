@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pytest
+from support.universe_cases import while_held
 
 from foxhunt.cli import main
 from foxhunt.data.features import compute_features
@@ -24,7 +25,7 @@ from foxhunt.evaluate.book import (
 )
 from foxhunt.evaluate.evaluation import MODEL, Scoring
 from foxhunt.evaluate.records import bars_per_year
-from foxhunt.run.lock import LOCK_NAME, OutLock
+from foxhunt.run.lock import LOCK_NAME
 from foxhunt.run.universe_run import load_series
 
 DAYS = 12
@@ -191,12 +192,7 @@ def test_an_out_holding_a_search_is_refused_without_overwrite(caches, study, cap
 
 def test_a_live_runs_out_is_refused_to_a_universe_search_in_one_line(caches, tmp_path, capsys):
     out = tmp_path / "out"
-    holder = OutLock(str(out), "another-run")
-    holder.acquire()  # this process is alive: the lock is fresh
-    try:
-        assert train(caches, out, "--trials", "1") == 2
-    finally:
-        holder.release()
+    assert while_held(out, lambda: train(caches, out, "--trials", "1")) == 2
     (line,) = capsys.readouterr().err.strip().splitlines()
     assert "held by run another-run" in line
     assert sorted(p.name for p in out.iterdir()) == []

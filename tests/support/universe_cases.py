@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from foxhunt.data.features import compute_features
 from foxhunt.data.fxcache import write_fxcache
 from foxhunt.data.sample_universe import generate_universe
+from foxhunt.run.lock import OutLock
 
 
 def three_instruments(days: int) -> list[tuple[str, object]]:
@@ -26,3 +28,13 @@ def write_caches(folder: Path, instruments: list[tuple[str, object]]) -> dict[st
         uris[name] = str(path)
         write_fxcache(uris[name], compute_features(bars), source_uri=f"sample://{name}", source_hash=name)
     return uris
+
+
+def while_held(out: Path, command: Callable[[], int]) -> int:
+    """`command`'s exit code while another live run ("another-run", this process: a fresh lock) holds `out`."""
+    holder = OutLock(str(out), "another-run")
+    holder.acquire()
+    try:
+        return command()
+    finally:
+        holder.release()
