@@ -3,7 +3,7 @@ keeps in its stitched record, and how often noise's stitched record lies outside
 (`foxhunt.evaluate.gate_simulation` at the default shape: two years of minute bars, the 21 default folds,
 expanding as shipped: each fold's tail the last quarter of every bar before it).
 
-    python bench/gate_power.py [--ts 0.5 1 1.5 2 2.5 3] [--runs 1500] [--edge-runs 500] [--calibration-runs 100]
+    python bench/gate_power.py [--ts 0.5 1 1.5 2 2.5 3] [--runs 1500] [--edge-runs 500] [--calibration-runs 300]
     CPU check: --ts 1 3 --runs 2 --edge-runs 2 --calibration-runs 2 --minutes 60
 
 Every run is simulated once (`kept_folds`: the best of E = 50 correlated epochs kept on each fold's tail,
@@ -251,7 +251,8 @@ def _print_scenario(name: str, s: dict) -> None:
 def _print_table(rows: list[dict]) -> None:
     """The answer: per t the ceiling learner's median share of the oracle, each noise row's rates below and
     above flat outside the interval and the chance that ten seeds pass."""
-    print("\n   t  share ¼×  share ½×  share 1×  " + "  ".join(f"{n[6:]:>32}" for n in NOISE) + "  meets")
+    print("\nmedian share of the oracle of the learner holding its positions (skill 1); noise rows' rates")
+    print("   t  share ¼×  share ½×  share 1×  " + "  ".join(f"{n[6:]:>32}" for n in NOISE) + "  meets")
     print(" " * 38 + "  ".join(f"{'below / above / 10 pass':>32}" for _ in NOISE))
     for r in rows:
         cells = [[_fmt(r[f"{n}_{k}"], True) for k in ("below", "above", "ten_seed_pass")] for n in NOISE]
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=1500, help="simulated runs per noise scenario")
     p.add_argument("--edge-runs", type=int, default=500, help="simulated runs per planted edge")
     p.add_argument(
-        "--calibration-runs", type=int, default=100, help="runs per point of a drift's calibration"
+        "--calibration-runs", type=int, default=300, help="runs per point of a drift's calibration"
     )
     p.add_argument("--minutes", type=int, default=1, help="minutes a simulated bar (coarsened)")
     p.add_argument("--mode", default=FoldConfig().mode, choices=("rolling", "expanding"), help="fold windows")
