@@ -1,8 +1,10 @@
 """The trading decision's false-positive simulation (foxhunt.evaluate.gate_simulation): exact window Sharpes
 from segment sums, the default shape in bars, and the false-positive rates that README and the gate's
-docstrings state, pinned (the figures: bench/results/gate_false_positive-cpu-2026-12-04-a85b14a.json)."""
+docstrings state, pinned (the figures: bench/results/gate_false_positive-cpu-2026-12-04-a85b14a.json); the
+stitched record of a simulated run, by hand and bar by bar."""
 
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -10,14 +12,20 @@ import pytest
 from foxhunt.config import DQNConfig
 from foxhunt.evaluate.gate_simulation import (
     BARS_PER_YEAR,
+    KeptFold,
     Scenario,
+    Stitched,
     _Market,
     coarsened,
+    decide,
     default_shape,
+    kept_folds,
     simulate,
+    simulate_run,
+    stitched_record,
     window_sharpe,
 )
-from foxhunt.train.evidence import zero_sharpe_error
+from foxhunt.train.evidence import WindowEvidence, zero_sharpe_error
 
 # The documented scenario: best of 50 epochs on the tail, the evaluation's 1 bp cost, positions held 240
 # minute bars on average; simulated at 10-minute bars (`coarsened`) to run in seconds.
@@ -103,3 +111,132 @@ def test_the_simulation_reads_the_gates_settings():
     strict = DQNConfig(select_min_t=6.0, select_pool_t=6.0)
     summary = simulate(*coarsened(WITH_COSTS, 10), runs=20, seed=0, config=strict)
     assert summary["per_fold"]["fold_rate"]["rate"] == summary["pooled"]["fold_rate"]["rate"] == 0.0
+
+
+# The stitched record: hand cases of two three-bar validation windows (bars a year 4, so × 2 annualises),
+# fold 0 one segment held long, fold 1 two segments held long then short, cost 0.005 per unit of change.
+FOLD0_BARS, FOLD1_BARS, HAND_COST = [[0.01, -0.02, 0.03]], [[0.02, 0.01], [-0.01]], 0.005
+
+
+def _hand_fold(fold: int, start: int, bars: list[list[float]], kept: list[int]) -> KeptFold:
+    """A fold whose validation window starts at bar `start`, its pieces' bars given, the kept positions."""
+    val = (
+        np.arange(len(bars)),
+        np.array([len(b) for b in bars]),
+        np.array([sum(b) for b in bars]),
+        np.array([sum(x * x for x in b) for b in bars]),
+        np.array([b[0] for b in bars]),
+    )
+    end = start + sum(len(b) for b in bars)
+    own = WindowEvidence(fold, "tail", 10, 0.0, start - 1)
+    shadow = WindowEvidence(fold, "out_of_sample", end - start, 0.0, end - 1)
+    positions = np.array(kept, dtype=np.int8)
+    return KeptFold(own, shadow, start, end, val, positions, -positions)
+
+
+def _hand_sharpe(pnl: list[float]) -> float:
+    return statistics.fmean(pnl) / statistics.pstdev(pnl) * 2.0
+
+
+def _hand_record(trades: list[bool], gap: int = 0):
+    folds = [_hand_fold(0, 0, FOLD0_BARS, [1]), _hand_fold(1, 3 + gap, FOLD1_BARS, [1, -1])]
+    return folds, stitched_record(folds, np.array(trades), HAND_COST, 4.0)
+
+
+def test_the_stitched_sharpe_is_one_series_over_every_window_flat_folds_counting_their_bars():
+    _, record = _hand_record([False, True])
+    # Fold 0 flat; fold 1 enters long from flat (pays 0.005), then turns short (pays 0.01).
+    pnl = [0.0, 0.0, 0.0, 0.02 - 0.005, 0.01, 0.01 - 0.01]
+    assert record.bars == 6 and record.sharpe == pytest.approx(_hand_sharpe(pnl), rel=1e-12)
+
+
+def test_adjacent_traded_windows_pay_the_actual_handover_not_a_fresh_entry():
+    _, record = _hand_record([True, True])
+    pnl = [0.01 - 0.005, -0.02, 0.03, 0.02, 0.01, 0.01 - 0.01]  # long into long: no cost at fold 1's start
+    assert record.sharpe == pytest.approx(_hand_sharpe(pnl), rel=1e-12)
+
+
+def test_a_window_after_a_gap_is_entered_from_flat():
+    _, record = _hand_record([True, True], gap=1)
+    pnl = [0.01 - 0.005, -0.02, 0.03, 0.02 - 0.005, 0.01, 0.01 - 0.01]
+    assert record.sharpe == pytest.approx(_hand_sharpe(pnl), rel=1e-12)
+
+
+def test_the_interval_is_the_normal_one_over_all_stitched_bars():
+    _, record = _hand_record([False, True])
+    half = 1.959963984540054 * math.sqrt(4.0 / 6)  # six bars: the flat fold's three count
+    assert (record.low, record.high) == pytest.approx((record.sharpe - half, record.sharpe + half), rel=1e-12)
+
+
+def test_a_record_is_above_flat_only_when_its_whole_interval_is():
+    assert Stitched(2.0, 0.1, 3.9, 10).above_flat and not Stitched(2.0, -0.1, 4.1, 10).above_flat
+    assert Stitched(-2.0, -3.9, -0.1, 10).below_flat and not Stitched(-2.0, -4.1, 0.1, 10).below_flat
+
+
+def test_a_run_flat_in_every_fold_scores_zero_and_is_neither_above_nor_below_flat():
+    _, record = _hand_record([False, False])
+    assert (record.sharpe, record.low, record.high, record.above_flat, record.below_flat) == (
+        0,
+        0,
+        0,
+        False,
+        False,
+    )
+
+
+def test_the_oracle_record_holds_the_oracles_positions_in_every_window():
+    folds, _ = _hand_record([True, True])
+    oracle = stitched_record(folds, np.array([True, True]), HAND_COST, 4.0, oracle=True)
+    pnl = [-0.01 - 0.005, 0.02, -0.03, -0.02, -0.01, -0.01 - 0.01]  # the hand folds' oracle: short, then long
+    assert oracle.sharpe == pytest.approx(_hand_sharpe(pnl), rel=1e-12)
+
+
+def test_overlapping_validation_windows_are_refused():
+    folds = [_hand_fold(0, 0, FOLD0_BARS, [1]), _hand_fold(1, 2, FOLD1_BARS, [1, -1])]
+    with pytest.raises(ValueError, match="overlaps"):
+        stitched_record(folds, np.array([True, True]), HAND_COST, 4.0)
+
+
+def test_a_simulated_runs_stitched_record_is_its_bar_by_bar_net_sharpe():
+    shape, scenario = coarsened(Scenario(holding_bars=240.0, drift_sharpe=3.0, skill=0.5), 60)
+    rng = np.random.default_rng(4)
+    market_rng = np.random.default_rng(4)  # the same draws: the market `kept_folds` builds first
+    folds = kept_folds(shape, scenario, rng)
+    returns = _Market(shape, scenario, market_rng).r
+    trades = np.arange(len(folds)) % 3 != 1
+    held = np.concatenate(
+        [np.repeat(f.kept * float(t), f.val[1]) for f, t in zip(folds, trades, strict=True)]
+    )
+    r = np.concatenate([returns[f.start : f.end] for f in folds])  # default folds: adjacent windows
+    pnl = held * r - scenario.cost * np.abs(np.diff(held, prepend=0.0))
+    direct = pnl.mean() / pnl.std() * math.sqrt(shape.bars_per_year)
+    record = stitched_record(folds, trades, scenario.cost, shape.bars_per_year)
+    assert record.bars == len(pnl) and record.sharpe == pytest.approx(direct, rel=1e-9)
+
+
+def test_a_learner_of_skill_one_holds_the_oracles_positions_and_no_drift_leaves_the_oracle_flat():
+    shape, scenario = coarsened(Scenario(holding_bars=240.0, drift_sharpe=2.0, skill=1.0), 60)
+    folds = kept_folds(shape, scenario, np.random.default_rng(5))
+    assert all(np.array_equal(f.kept, f.oracle) and np.all(f.oracle != 0) for f in folds)
+    noise = kept_folds(*coarsened(Scenario(holding_bars=240.0), 60), np.random.default_rng(5))
+    assert all(not f.oracle.any() for f in noise)
+
+
+def test_a_run_decided_by_decide_is_the_run_simulate_run_returns():
+    shape, scenario = coarsened(Scenario(holding_bars=240.0, drift_sharpe=8.0, skill=0.4), 60)
+    config = DQNConfig(select_pool_t=1.0)
+    folds = kept_folds(shape, scenario, np.random.default_rng(6))
+    outcome = simulate_run(shape, scenario, config, np.random.default_rng(6))
+    decided = decide(folds, config, shape.bars_per_year)
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(decided, (outcome.per_fold, outcome.pooled, outcome.pooled_with_tails), strict=True)
+    )
+    assert np.array_equal(outcome.shadow, [f.shadow.sharpe for f in folds])
+
+
+def test_expanding_folds_tail_is_the_last_quarter_of_every_bar_before_the_fold():
+    rolling, expanding = default_shape(), default_shape(mode="expanding")
+    assert [f[1:] for f in expanding.folds] == [f[1:] for f in rolling.folds]  # the same windows
+    assert all(t1 - t0 == math.ceil(t1 * 0.25) for t0, t1, _, _ in expanding.folds)
+    assert expanding.folds[-1][1] - expanding.folds[-1][0] > 5 * (rolling.folds[-1][1] - rolling.folds[-1][0])

@@ -17,6 +17,15 @@ earlier folds' shadow out-of-sample windows; and, to measure why they are left o
 Exact at full minute resolution, not an approximation: positions are constant within a segment, so a
 window's sum and sum of squares of the net per-bar P&L come from per-segment sums of r and r² (and the
 return of each segment's first bar, where the cost is paid), so a run costs per segment, not per bar.
+
+The stitched record (`stitched_record`), what issue 34's targets read: every fold's validation window in
+time order, the kept candidate's positions where the decision trades and flat elsewhere, scored as ONE
+series (flat folds' bars count; a window adjacent to the previous one takes over its last position and
+pays the actual change, as `evaluate.records` stitches). Its 95% interval is the normal one of the mean
+net P&L with the stitched per-bar standard deviation: Sharpe ± z · sqrt(bars a year / stitched bars). The
+per-bar P&L is uncorrelated here (positions are fixed before the iid returns), so this stands in for the
+evaluation's block bootstrap, which is too slow at minute bars. The oracle record holds sign(drift) in
+every validation window (flat when no drift is planted), net of the same cost.
 """
 
 from __future__ import annotations
@@ -43,10 +52,14 @@ class Shape:
     folds: tuple[tuple[int, int, int, int], ...]
 
 
-def default_shape(years: float = 2.0, bars_per_year: float = BARS_PER_YEAR) -> Shape:
+def default_shape(years: float = 2.0, bars_per_year: float = BARS_PER_YEAR, mode: str = "rolling") -> Shape:
     """The default folds (FoldConfig, DQNConfig.select_tail_share) over `years` of regular bars, in bars:
-    calendar days convert at bars_per_year / 365.25 bars a day, as foxhunt's annualisation does."""
+    calendar days convert at bars_per_year / 365.25 bars a day, as foxhunt's annualisation does. `mode`
+    (FoldConfig.mode): rolling by default here, as bench/gate_false_positive.py measured it; the shipped
+    folds expand (the tail is the last share of every bar before the fold, so it grows fold by fold)."""
     fc, share = FoldConfig(), DQNConfig().select_tail_share
+    if mode not in ("rolling", "expanding"):
+        raise ValueError(f"fold mode {mode!r}: expected rolling or expanding")
     per_day = bars_per_year / 365.25
     total = round(years * bars_per_year)
     train, val, step = (round(d * per_day) for d in (fc.train_days, fc.val_days, fc.step_days))
@@ -55,7 +68,8 @@ def default_shape(years: float = 2.0, bars_per_year: float = BARS_PER_YEAR) -> S
     while k * step + train < total:
         val_start = k * step + train
         train_end = val_start - fc.purge_bars
-        tail = max(TRAIN_TAIL_MIN_ROWS, math.ceil((train - fc.purge_bars) * share))
+        first = k * step if mode == "rolling" else 0
+        tail = max(TRAIN_TAIL_MIN_ROWS, math.ceil((train_end - first) * share))
         val_end = min(val_start + val, total)
         if val_end - val_start >= fc.min_val_rows:
             folds.append((train_end - tail, train_end, val_start, val_end))
@@ -125,12 +139,22 @@ def window_sharpe(
 ) -> np.ndarray:
     """Annualised net Sharpe (population std, 0 when flat) of each row of `positions` (candidates × pieces)
     held over the window's pieces, entered from flat, paying `cost` per unit of position change."""
-    _, length, sums, squares, first = piece
     p = positions.astype(np.float64)
     change = np.abs(np.diff(p, axis=1, prepend=0.0))
+    return _net_sharpe(p, change, piece, cost, per_year)
+
+
+def _net_sharpe(
+    p: np.ndarray, change: np.ndarray, piece: tuple[np.ndarray, ...], cost: float, per_year: float
+) -> np.ndarray:
+    """Annualised net Sharpe of positions `p` over the pieces (last axis), `change` the |Δposition| paid at
+    each piece's first bar: sums of the net P&L and its square from the pieces' sums (module docstring)."""
+    _, length, sums, squares, first = piece
     n = float(length.sum())
-    total = p @ sums - cost * change.sum(axis=1)
-    total2 = (p * p) @ squares + cost * cost * (change * change).sum(axis=1) - 2 * cost * (change * p) @ first
+    total = p @ sums - cost * change.sum(axis=-1)
+    total2 = (
+        (p * p) @ squares + cost * cost * (change * change).sum(axis=-1) - 2 * cost * (change * p) @ first
+    )
     mean = total / n
     var = np.maximum(total2 / n - mean * mean, 0.0)
     safe = np.where(var > 1e-30, var, 1.0)
@@ -147,14 +171,27 @@ def _latents(m: _Market, segs: np.ndarray, s: Scenario, rng: np.random.Generator
     return s.skill * m.direction[segs] + math.sqrt(1 - s.skill * s.skill) * noise
 
 
-def simulate_run(shape: Shape, s: Scenario, config: DQNConfig, rng: np.random.Generator) -> RunOutcome:
-    """One run: every fold's E candidates scored on its tail, the best kept, its shadow out-of-sample
-    Sharpe recorded, and each decision taken on what is known at the fold's validation start."""
+@dataclass(frozen=True)
+class KeptFold:
+    """One fold of a run: the kept epoch's tail evidence, its shadow out-of-sample window, and what the
+    stitched record needs of the fold's validation window [start, end)."""
+
+    own: WindowEvidence  # the kept epoch's tail
+    shadow: WindowEvidence  # the kept epoch's validation window (before any flattening)
+    start: int
+    end: int
+    val: tuple[np.ndarray, ...]  # the validation window's pieces (`_Market.pieces`)
+    kept: np.ndarray  # int8: the kept candidate's position per piece
+    oracle: np.ndarray  # int8: sign of the planted drift per piece (0: none planted)
+
+
+def kept_folds(shape: Shape, s: Scenario, rng: np.random.Generator) -> list[KeptFold]:
+    """One run's folds: every fold's E candidates scored on its tail, the best kept (ties: the earlier
+    epoch, as the trainer), and its shadow out-of-sample Sharpe on the validation window."""
     m = _Market(shape, s, rng)
     edge = NormalDist().inv_cdf((1 + s.flat_share) / 2)
     per_year = shape.bars_per_year
-    rows: list[tuple[bool, bool, bool, float, float]] = []
-    history: list[WindowEvidence] = []
+    folds = []
     for fold, (t0, t1, v0, v1) in enumerate(shape.folds):
         tail, val = m.pieces(t0, t1), m.pieces(v0, v1)
         segs, where = np.unique(np.concatenate([tail[0], val[0]]), return_inverse=True)
@@ -164,14 +201,90 @@ def simulate_run(shape: Shape, s: Scenario, config: DQNConfig, rng: np.random.Ge
         sharpes = window_sharpe(tail_pos, tail, s.cost, per_year)
         best = int(np.argmax(sharpes))  # the first of equal maxima: the earlier epoch, as the trainer
         shadow = float(window_sharpe(val_pos[best : best + 1], val, s.cost, per_year)[0])
-        own = WindowEvidence(fold, "tail", t1 - t0, float(sharpes[best]), t1 - 1)
-        gate = sharpe_gate(config.select_min_sharpe, config.select_min_t, t1 - t0, per_year)
-        pooled = pooled_decision(own, history, config, per_year, v0)
-        with_tails = pooled_decision(own, history, config, per_year, v0, earlier_tail_weight=1.0)
-        rows.append((own.sharpe > gate, pooled.trade, with_tails.trade, own.sharpe, shadow))
-        history += [own, WindowEvidence(fold, "out_of_sample", v1 - v0, shadow, v1 - 1)]
-    per_fold, pooled_trades, tails_trades, best_tail, shadows = (np.array(c) for c in zip(*rows, strict=True))
-    return RunOutcome(per_fold, pooled_trades, tails_trades, best_tail, shadows)
+        oracle = (m.direction[val[0]] * np.sign(s.drift_sharpe)).astype(np.int8)
+        folds.append(
+            KeptFold(
+                WindowEvidence(fold, "tail", t1 - t0, float(sharpes[best]), t1 - 1),
+                WindowEvidence(fold, "out_of_sample", v1 - v0, shadow, v1 - 1),
+                v0,
+                v1,
+                val,
+                val_pos[best],
+                oracle,
+            )  # fmt: skip
+        )
+    return folds
+
+
+def decide(folds: list[KeptFold], config: DQNConfig, per_year: float) -> tuple[np.ndarray, ...]:
+    """Per fold whether it trades by today's gate, by the pooled decision and by the pooled decision with
+    earlier tails at full weight, each on what is known at the fold's validation start."""
+    rows: list[tuple[bool, bool, bool]] = []
+    history: list[WindowEvidence] = []
+    for f in folds:
+        gate = sharpe_gate(config.select_min_sharpe, config.select_min_t, f.own.bars, per_year)
+        pooled = pooled_decision(f.own, history, config, per_year, f.start)
+        with_tails = pooled_decision(f.own, history, config, per_year, f.start, earlier_tail_weight=1.0)
+        rows.append((f.own.sharpe > gate, pooled.trade, with_tails.trade))
+        history += [f.own, f.shadow]
+    return tuple(np.array(c, dtype=bool) for c in zip(*rows, strict=True))
+
+
+def simulate_run(shape: Shape, s: Scenario, config: DQNConfig, rng: np.random.Generator) -> RunOutcome:
+    """One run (`kept_folds`) and its decisions (`decide`)."""
+    folds = kept_folds(shape, s, rng)
+    per_fold, pooled, with_tails = decide(folds, config, shape.bars_per_year)
+    best_tail = np.array([f.own.sharpe for f in folds])
+    shadow = np.array([f.shadow.sharpe for f in folds])
+    return RunOutcome(per_fold, pooled, with_tails, best_tail, shadow)
+
+
+@dataclass(frozen=True)
+class Stitched:
+    """A stitched record's annualised net Sharpe, its interval (module docstring) and its bars."""
+
+    sharpe: float
+    low: float
+    high: float
+    bars: int
+
+    @property
+    def above_flat(self) -> bool:
+        """Above flat (Sharpe 0) outside the interval."""
+        return self.low > 0.0
+
+    @property
+    def below_flat(self) -> bool:
+        """Below flat outside the interval."""
+        return self.high < 0.0
+
+
+def stitched_record(
+    folds: list[KeptFold], trades: np.ndarray, cost: float, per_year: float, oracle: bool = False
+) -> Stitched:
+    """The stitched record over every fold's validation window: the kept candidate's positions (or the
+    oracle's, `oracle`) where `trades`, flat elsewhere; net Sharpe and 95% interval (module docstring)."""
+    held, fresh, pieces = [], [], []
+    for k, (f, trade) in enumerate(zip(folds, trades, strict=True)):
+        if k and f.start < folds[k - 1].end:
+            raise ValueError(f"fold {k}'s validation window overlaps the previous one's")
+        positions = f.oracle if oracle else f.kept
+        held.append(positions.astype(np.float64) * (1.0 if trade else 0.0))
+        first = np.zeros(len(positions), dtype=bool)
+        # After a gap the record enters from flat; an adjacent window takes over the previous position.
+        first[0] = not k or f.start > folds[k - 1].end
+        fresh.append(first)
+        pieces.append(f.val)
+    p = np.concatenate(held)
+    previous = np.concatenate([[0.0], p[:-1]])
+    previous[np.concatenate(fresh)] = 0.0
+    piece = tuple(np.concatenate(column) for column in zip(*pieces, strict=True))
+    bars = int(piece[1].sum())
+    if not p.any():
+        return Stitched(0.0, 0.0, 0.0, bars)  # no position, no spread: flat's own record
+    sharpe = float(_net_sharpe(p, np.abs(p - previous), piece, cost, per_year))
+    half = NormalDist().inv_cdf(0.975) * math.sqrt(per_year / bars)
+    return Stitched(sharpe, sharpe - half, sharpe + half, bars)
 
 
 def rate(hits: int, n: int) -> dict:
@@ -204,14 +317,14 @@ def summarise(outcomes: list[RunOutcome]) -> dict:
     return out
 
 
-def coarsened(s: Scenario, minutes: int, years: float = 2.0) -> tuple[Shape, Scenario]:
+def coarsened(s: Scenario, minutes: int, years: float = 2.0, mode: str = "rolling") -> tuple[Shape, Scenario]:
     """The default shape and `s` at bars of `minutes` minutes: bars a year, window and holding lengths
     divided by `minutes`, the per-bar volatility times its square root. A zero Sharpe's standard error
     sqrt(bars a year / bars), the cost per year (changes a year are kept) and the annual volatility are
     unchanged, so the rates are the minute bars' up to the noise's shape (a sum of t's is nearer normal,
     which over thousands of bars a window does not matter) and the purge (60 bars, now longer). Faster
-    by `minutes`: what the tests run."""
-    shape = default_shape(years, BARS_PER_YEAR / minutes)
+    by `minutes`: what the tests run. `mode`: the folds' (`default_shape`)."""
+    shape = default_shape(years, BARS_PER_YEAR / minutes, mode)
     return shape, replace(s, holding_bars=s.holding_bars / minutes, sigma=s.sigma * math.sqrt(minutes))
 
 
