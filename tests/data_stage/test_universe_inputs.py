@@ -10,7 +10,13 @@ import pytest
 from support.fxcache_cases import make_table, rewrite_with, write_good
 
 from foxhunt.data.fxcache import FxCacheError
-from foxhunt.data.universe_inputs import CacheFacts, check_universe, instrument_name, read_universe
+from foxhunt.data.universe_inputs import (
+    CacheFacts,
+    check_overlap,
+    check_universe,
+    instrument_name,
+    read_universe,
+)
 from foxhunt.errors import BadInput
 
 DAY = 86_400 * 10**9
@@ -100,6 +106,15 @@ def test_an_instrument_sharing_no_time_with_any_other_is_refused():
     with pytest.raises(BadInput) as excinfo:
         check_universe([facts("x", 0, 10), facts("y", 5, 12), facts("z", 13, 30)])
     assert refusal(excinfo).startswith("s3://b/z.fxcache: no time in common with any other instrument")
+
+
+def test_the_refusal_gives_the_lone_instruments_span_and_the_others():
+    with pytest.raises(BadInput) as excinfo:
+        check_overlap([("a.csv", 0, DAY), ("b.csv", 3 * DAY, 5 * DAY), ("c.csv", 4 * DAY, 9 * DAY)])
+    assert refusal(excinfo) == (
+        "a.csv: no time in common with any other instrument (it spans 1970-01-01T00:00:00Z to "
+        "1970-01-02T00:00:00Z; the others 1970-01-04T00:00:00Z to 1970-01-10T00:00:00Z)"
+    )
 
 
 def test_a_cache_without_bars_is_refused():

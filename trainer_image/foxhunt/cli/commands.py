@@ -214,7 +214,7 @@ def _universe_outputs(out: str, summary: dict) -> None:
 
 def _pipeline_universe(args: argparse.Namespace, settings: RunConfig) -> int:
     """`foxhunt pipeline` with several --bars: each precomputed, then one trainer on all."""
-    from foxhunt.run.universe_run import pipeline_universe
+    from foxhunt.run.universe_pipeline import pipeline_universe
 
     if overlay_options(args) is not None:
         raise UsageError("--overlay-drift: not supported with several --bars yet")

@@ -105,14 +105,22 @@ def _check_overlap(facts: Sequence[CacheFacts]) -> None:
     for fact in facts:
         if fact.first_ns is None or fact.last_ns is None:
             raise BadInput(f"{fact.uri}: holds no bars")
-        spans.append((fact.first_ns, fact.last_ns))
-    if len(facts) < 2:
+        spans.append((fact.uri, fact.first_ns, fact.last_ns))
+    check_overlap(spans)
+
+
+def check_overlap(spans: Sequence[tuple[str, int, int]]) -> None:
+    """Refuse instruments that share no time with any other: BadInput naming the first such file (`spans`:
+    each file's name and first and last bar, ns UTC), its span and the others'."""
+    if len(spans) < 2:
         return
-    for i, (fact, (first, last)) in enumerate(zip(facts, spans, strict=True)):
-        if not any(j != i and a <= last and first <= b for j, (a, b) in enumerate(spans)):
+    for i, (uri, first, last) in enumerate(spans):
+        others = [(a, b) for j, (_, a, b) in enumerate(spans) if j != i]
+        if not any(a <= last and first <= b for a, b in others):
+            lo, hi = min(a for a, _ in others), max(b for _, b in others)
             raise BadInput(
-                f"{fact.uri}: no time in common with any other instrument (it spans "
-                f"{iso_utc(first)} to {iso_utc(last)})"
+                f"{uri}: no time in common with any other instrument (it spans {iso_utc(first)} to "
+                f"{iso_utc(last)}; the others {iso_utc(lo)} to {iso_utc(hi)})"
             )
 
 

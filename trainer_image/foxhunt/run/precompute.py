@@ -57,15 +57,31 @@ def precompute(
     planted: dict = {}
     if overlay is not None:
         bars, planted = overlaid(bars, overlay, progress)
+    built = precompute_bars(bars, out_uri, start=start, force=force, progress=progress, keep_other=keep_other)
+    return {**built, **planted}
+
+
+def precompute_bars(
+    bars: Bars,
+    out_uri: str,
+    *,
+    start: float | None = None,
+    force: bool = False,
+    progress: Progress = _print,
+    keep_other: bool = False,
+) -> dict:
+    """Bars already read → their fxcache at `out_uri` (`precompute` without the reading); a no-op when it
+    exists for the same bars. `start`: when the step began (default: now)."""
+    start = time.perf_counter() if start is None else start
     if not force:
         hit = _cache_hit(bars, out_uri, start, progress, keep_other)
         if hit is not None:
-            return {**hit, **planted}
+            return hit
     t_read = time.perf_counter() - start
     progress(
         f"read {len(bars):,} bars from {bars.source} in {t_read:.2f}s; computing 42 features and 4 targets"
     )
-    return {**_build(bars, out_uri, start, progress), **planted}
+    return _build(bars, out_uri, start, progress)
 
 
 def _cache_hit(bars: Bars, out_uri: str, start: float, progress: Progress, keep_other: bool) -> dict | None:

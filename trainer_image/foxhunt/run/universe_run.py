@@ -37,9 +37,8 @@ sees about 1/K of the samples it would alone), fix the steps with the DQN settin
 ``ceil(learning rows of a fold / batch size)``; 0, the default, keeps ``ceil(rows / batch)``. A fixed N
 is the same in every fold, where the default grows with an expanding window's rows.
 
-`pipeline_universe` is `foxhunt pipeline --bars A --bars B ...`: each instrument's bars (one `--bars`
-group each, named by its first file) precomputed to ``instruments/<name>.fxcache`` under `--out`, then
-`train_universe` on all of them.
+`foxhunt pipeline --bars A --bars B ...` precomputes each instrument's fxcache under `--out` and then calls
+`train_universe` (`universe_pipeline.pipeline_universe`).
 """
 
 from __future__ import annotations
@@ -50,7 +49,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
-from pathlib import PurePosixPath
 
 import numpy as np
 import torch
@@ -65,8 +63,6 @@ from foxhunt.evaluate.reports import window_to_dict
 from foxhunt.evaluate.seed_spread import seed_spread
 from foxhunt.run.fold import Progress, stitch_outcomes
 from foxhunt.run.lifecycle import holding_out
-from foxhunt.run.out_folder import check_inputs_outside
-from foxhunt.run.precompute import check_bars_and_output, precompute
 from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
@@ -75,7 +71,6 @@ from foxhunt.run.universe_holdout import plan_universe, run_universe_holdout
 from foxhunt.run.universe_pictures import write_universe_pictures
 from foxhunt.run.universe_resume import UniverseLedger, open_ledger, universe_hooks, universe_identity
 from foxhunt.run.universe_walk import (
-    INSTRUMENTS_FOLDER,
     InstrumentView,
     instrument_folder,
     instrument_outcomes,
@@ -350,45 +345,3 @@ def _stitch_instruments(
                 entry["seed_spread"] = seed_spread(nets)
         instruments.append(entry)
     return instruments, evaluations
-
-
-def bars_instrument_name(group: Sequence[str]) -> str:
-    """An instrument's name in a pipeline universe: the stem of its first bars file."""
-    return PurePosixPath(group[0].rstrip("/")).name.split(".")[0]
-
-
-def pipeline_universe(
-    bars_groups: Sequence[Sequence[str]],
-    out_uri: str,
-    settings: RunConfig,
-    *,
-    tz: str | None = None,
-    timestamp_unit: str | None = None,
-    progress: Progress = print,
-) -> UniverseResult:
-    """Precompute each group of bars files (one instrument each) under `out_uri`, then train one trainer
-    on all of them (`train_universe`). The inputs and names are checked before a bar is read."""
-    check_universe_settings(settings)
-    names = [bars_instrument_name(group) for group in bars_groups]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise UsageError(f"--bars {bars_groups[i][0]}: instrument name {name!r} given twice")
-    for group in bars_groups:
-        check_bars_and_output(list(group), tz, timestamp_unit, out_uri, folder=True)
-    check_inputs_outside(out_uri, [uri for group in bars_groups for uri in group])
-    if storage.exists(storage.join(out_uri, SUMMARY)) and not settings.overwrite:
-        raise UsageError(f"{out_uri}: holds a run already; give another --out or --overwrite")
-    uris = []
-    for name, group in zip(names, bars_groups, strict=True):
-        uri = storage.join(out_uri, INSTRUMENTS_FOLDER, f"{name}.fxcache")
-        precompute(
-            list(group),
-            uri,
-            tz=tz,
-            timestamp_unit=timestamp_unit,
-            seed=settings.seed,
-            progress=progress,
-            keep_other=not settings.overwrite,
-        )
-        uris.append(uri)
-    return train_universe(uris, out_uri, settings, progress)
