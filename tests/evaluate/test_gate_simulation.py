@@ -9,7 +9,7 @@ import statistics
 import numpy as np
 import pytest
 
-from foxhunt.config import DQNConfig
+from foxhunt.config import DQNConfig, FoldConfig
 from foxhunt.evaluate.gate_simulation import (
     BARS_PER_YEAR,
     KeptFold,
@@ -52,12 +52,17 @@ def test_a_flat_candidate_scores_zero():
     assert window_sharpe(flat, piece, 1e-4, shape.bars_per_year)[0] == 0.0
 
 
-def test_the_default_shape_is_21_folds_of_a_month_long_tail():
-    shape = default_shape()
+def test_rolling_folds_are_21_folds_of_a_month_long_tail():
+    shape = default_shape(mode="rolling")
     t0, t1, v0, _ = shape.folds[0]
     assert len(shape.folds) == 21 and shape.bars == 2 * BARS_PER_YEAR
     assert t1 - t0 == 29_791 and v0 - t1 == 60  # a quarter of 120 days' bars less the purge; the purge
     assert zero_sharpe_error(t1 - t0, shape.bars_per_year) == pytest.approx(3.49, abs=0.005)
+
+
+def test_the_default_shape_has_the_shipped_expanding_folds():
+    assert default_shape() == default_shape(mode=FoldConfig().mode) == default_shape(mode="expanding")
+    assert coarsened(WITH_COSTS, 10)[0] == coarsened(WITH_COSTS, 10, mode="expanding")[0]
 
 
 def test_coarser_bars_keep_a_zero_sharpes_error_and_the_cost_a_year():
@@ -236,7 +241,7 @@ def test_a_run_decided_by_decide_is_the_run_simulate_run_returns():
 
 
 def test_expanding_folds_tail_is_the_last_quarter_of_every_bar_before_the_fold():
-    rolling, expanding = default_shape(), default_shape(mode="expanding")
+    rolling, expanding = default_shape(mode="rolling"), default_shape(mode="expanding")
     assert [f[1:] for f in expanding.folds] == [f[1:] for f in rolling.folds]  # the same windows
     assert all(t1 - t0 == math.ceil(t1 * 0.25) for t0, t1, _, _ in expanding.folds)
     assert expanding.folds[-1][1] - expanding.folds[-1][0] > 5 * (rolling.folds[-1][1] - rolling.folds[-1][0])
