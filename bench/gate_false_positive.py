@@ -1,7 +1,9 @@
 """How often the trading decision trades on noise, and on an edge: the seeded simulation of
-`foxhunt.evaluate.gate_simulation` at the default shape (two years of minute bars, 21 default folds).
+`foxhunt.evaluate.gate_simulation` at the default shape (two years of minute bars, 21 default folds,
+expanding as shipped: each fold's tail the last quarter of every bar before it; `--mode rolling` the older
+month-long tails).
 
-    python bench/gate_false_positive.py [--runs 1000] [--power-runs 300] [--seed 0]
+    python bench/gate_false_positive.py [--runs 1000] [--power-runs 300] [--seed 0] [--mode expanding]
     CPU check: --runs 3 --power-runs 2
 
 Per scenario (epochs E = 1 or 50, cost 0 or the evaluation's 1 bp, mean holding 30 or 240 minute bars,
@@ -24,6 +26,7 @@ import harness as h
 
 sys.path.insert(0, str(h.ROOT / "trainer_image"))
 
+from foxhunt.config import FoldConfig  # noqa: E402
 from foxhunt.evaluate.gate_simulation import Scenario, default_shape, simulate  # noqa: E402
 
 NOISE = {
@@ -44,8 +47,9 @@ DECISIONS = ("per_fold", "pooled", "pooled_with_tails")
 
 def measure(args: argparse.Namespace, work: Path, record: dict) -> None:
     """Every scenario's summary into `record['scenarios']`, the table printed as it goes."""
-    shape = default_shape()
-    record["shape"] = {"bars": shape.bars, "bars_per_year": shape.bars_per_year, "folds": list(shape.folds)}
+    shape = default_shape(mode=args.mode)
+    record["shape"] = {"bars": shape.bars, "bars_per_year": shape.bars_per_year,
+                       "mode": args.mode, "folds": list(shape.folds)}  # fmt: skip
     record["scenarios"] = {}
     print(f"{'scenario':<38} {'decision':<18} {'fold rate':>22} {'run rate':>22} {'traded OOS':>10}")
     jobs = [(name, s, args.runs) for name, s in NOISE.items()] + [
@@ -79,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=1000, help="simulated runs per noise scenario")
     p.add_argument("--power-runs", type=int, default=300, help="simulated runs per planted-drift scenario")
     p.add_argument("--seed", type=int, default=0, help="the first scenario's seed (the i-th: seed + i)")
+    p.add_argument("--mode", default=FoldConfig().mode, choices=("rolling", "expanding"), help="fold windows")
     args = p.parse_args(argv)
     return h.run_benchmark("gate_false_positive", args, measure, "cpu")
 

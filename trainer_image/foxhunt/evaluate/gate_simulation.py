@@ -2,10 +2,10 @@
 best epoch as the trainer does, with the evaluation's cost (bench/gate_false_positive.py runs it).
 
 A run is a timeline of minute bars at the default shape (`default_shape`: two years of 252 × 1440 bars a
-year, the default folds' tails and validation windows, in bars), per-bar returns iid Student-t (df 4,
-`sigma` a minute: the sample's 4 bp) plus an optional planted drift. Time is cut into segments of
-geometric length (mean `holding_bars`); every candidate policy holds one position in {−1, 0, 1} per
-segment, from a standard normal latent thresholded so that `flat_share` of segments are flat. A fold
+year, the default folds' tails and validation windows in bars, expanding as shipped), per-bar returns iid
+Student-t (df 4, `sigma` a minute: the sample's 4 bp) plus an optional planted drift. Time is cut into
+segments of geometric length (mean `holding_bars`); every candidate policy holds one position in
+{−1, 0, 1} per segment, from a standard normal latent thresholded so that `flat_share` of segments are flat. A fold
 trains E epochs: E candidates whose latents follow an AR(1) across epochs (`epoch_correlation`:
 consecutive epochs' policies are alike), share `fold_correlation` of their variance with a run-wide
 latent (a learner that keeps finding the same pattern), and, for the power side, correlate `skill` with
@@ -52,12 +52,13 @@ class Shape:
     folds: tuple[tuple[int, int, int, int], ...]
 
 
-def default_shape(years: float = 2.0, bars_per_year: float = BARS_PER_YEAR, mode: str = "rolling") -> Shape:
+def default_shape(years: float = 2.0, bars_per_year: float = BARS_PER_YEAR, mode: str | None = None) -> Shape:
     """The default folds (FoldConfig, DQNConfig.select_tail_share) over `years` of regular bars, in bars:
     calendar days convert at bars_per_year / 365.25 bars a day, as foxhunt's annualisation does. `mode`
-    (FoldConfig.mode): rolling by default here, as bench/gate_false_positive.py measured it; the shipped
-    folds expand (the tail is the last share of every bar before the fold, so it grows fold by fold)."""
+    (FoldConfig.mode, the shipped one by default): expanding, a fold's tail is the last share of every bar
+    before it, so it grows fold by fold; rolling, the last share of the fold's train_days (about a month)."""
     fc, share = FoldConfig(), DQNConfig().select_tail_share
+    mode = fc.mode if mode is None else mode
     if mode not in ("rolling", "expanding"):
         raise ValueError(f"fold mode {mode!r}: expected rolling or expanding")
     per_day = bars_per_year / 365.25
@@ -317,13 +318,15 @@ def summarise(outcomes: list[RunOutcome]) -> dict:
     return out
 
 
-def coarsened(s: Scenario, minutes: int, years: float = 2.0, mode: str = "rolling") -> tuple[Shape, Scenario]:
+def coarsened(
+    s: Scenario, minutes: int, years: float = 2.0, mode: str | None = None
+) -> tuple[Shape, Scenario]:
     """The default shape and `s` at bars of `minutes` minutes: bars a year, window and holding lengths
     divided by `minutes`, the per-bar volatility times its square root. A zero Sharpe's standard error
     sqrt(bars a year / bars), the cost per year (changes a year are kept) and the annual volatility are
     unchanged, so the rates are the minute bars' up to the noise's shape (a sum of t's is nearer normal,
     which over thousands of bars a window does not matter) and the purge (60 bars, now longer). Faster
-    by `minutes`: what the tests run. `mode`: the folds' (`default_shape`)."""
+    by `minutes`: what the tests run. `mode`: the folds' (`default_shape`: the shipped one by default)."""
     shape = default_shape(years, BARS_PER_YEAR / minutes, mode)
     return shape, replace(s, holding_bars=s.holding_bars / minutes, sigma=s.sigma * math.sqrt(minutes))
 

@@ -1,9 +1,10 @@
 """The pooled trading decision: whether a fold trades on all the evidence available at its start.
 
 Today's decision (`select_pool` "fold", `tail_gate`) looks at one window: the fold's own training
-tail, about a month at the default folds, where a zero Sharpe has a standard error of about 3.5, so
-no real edge clears a 3-error gate. The pooled decision (`select_pool` "pooled") adds what earlier
-folds showed out of sample and asks the question of the learner at these settings, not of one month.
+tail, at the default (expanding) folds a month at the first fold (a zero Sharpe's standard error about
+3.5: no real edge clears a 3-error gate there), growing to six months at the 21st (1.4). The pooled
+decision (`select_pool` "pooled") adds what earlier folds showed out of sample and asks the question of
+the learner at these settings, not of one tail.
 
 The evidence of fold k (each a `WindowEvidence`, its annualised net Sharpe over its bars):
 - its own tail: the best of E epochs' tail Sharpes, the window the epoch was picked on, so biased
@@ -17,8 +18,9 @@ Earlier folds' TAILS are left out (weight 0 by default, `earlier_tail_weight`): 
 epochs on that tail, biased upward by a few of its standard errors. That bias does not shrink as folds
 pool (every tail carries it) while the pooled standard error does, so the false-positive rate of a
 decision that pools them grows towards 1 with the fold count; bench/gate_false_positive.py measures
-it (the `with earlier tails` rows). A rolling fold's tail also re-scores bars an earlier fold's
-out-of-sample window already covers.
+it (the `pooled_with_tails` rows: at the default folds, two thirds of noise's folds trade, against 0.46%
+without; bench/results/gate_false_positive-cpu-2026-12-04-8fe2162.json). A fold's tail also re-scores
+bars an earlier fold's out-of-sample window already covers.
 
 No look-ahead, the rule: a window is used only when its last bar (`end_ns`) lies strictly before
 `before_ns`, the first bar of fold k's validation window, and it belongs to fold k itself (its tail)

@@ -133,9 +133,10 @@ def tail_gate(config: DQNConfig, tail_bars: int, bars_per_year: float) -> float:
     """The tail net Sharpe a member's best epoch must exceed to trade: `select_min_sharpe` plus
     `select_min_t` standard errors of a zero annualised Sharpe over `tail_bars` bars, sqrt(bars a year /
     tail bars). One epoch with no edge clears 3 of them 0.13% of the time, but the kept epoch is the
-    best of E on this very tail: simulated at the default folds (bench/gate_false_positive.py), the
-    best of 50 epochs clears it in 3.9% of folds without costs and 2.2% with the 1 bp cost (positions
-    held 240 bars), and some fold of a 21-fold run trades noise in 57% and 38% of runs."""
+    best of E on this very tail: simulated at the default (expanding) folds, the best of 50 epochs clears
+    it in 4.0% of folds without costs (positions held 30 bars) and 1.5% with the 1 bp cost (held 240), and
+    some fold of a 21-fold run trades noise in 57% and 27% of runs
+    (bench/results/gate_false_positive-cpu-2026-12-04-8fe2162.json)."""
     return sharpe_gate(config.select_min_sharpe, config.select_min_t, tail_bars, bars_per_year)
 
 
