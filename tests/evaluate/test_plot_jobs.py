@@ -1,7 +1,8 @@
 """Pictures drawn side by side (`evaluate/plot_jobs.py`): worker processes only where there are many
 pictures and the cores for them, the same bytes as drawn in the process, a worker's error raised here; a
 single run's early worker (`PicturePool`) only with four cores or more, its pictures' bytes the same, drawn
-here when it cannot start or dies, and its process gone when the block that holds it ends."""
+here when it cannot start or dies, deaf to Ctrl-C, and its process gone when the block that holds it ends
+or its run is killed outright."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import pytest
@@ -94,7 +96,7 @@ def test_two_cores_hold_no_early_worker():
         assert pool is None
 
 
-def new_child(before: set) -> multiprocessing.Process:
+def new_child(before: set) -> BaseProcess:
     """The one process started since `before` (the pool's worker: spawned by `start`, before any picture)."""
     (child,) = set(multiprocessing.active_children()) - before
     return child
@@ -160,12 +162,14 @@ def test_leaving_the_early_workers_block_by_an_exception_ends_its_process():
 def worker_pid(pool: PicturePool) -> int:
     """The pool's worker's process id, once it has started (its start-up done: it answered)."""
     pool.submit(PictureJob("pid", os.getpid, ()))
-    return pool.results()["pid"]  # type: ignore[return-value]  # os.getpid's int, not a picture
+    return int(pool.results()["pid"])  # os.getpid's int, not a picture's bytes
 
 
 def test_a_ctrl_c_to_the_process_group_leaves_the_picture_worker_drawing(caplog):
     jobs = [timings_job(k) for k in range(2)]
     with caplog.at_level(logging.WARNING), PicturePool() as pool:
+        pool.submit(PictureJob("on SIGINT", signal.getsignal, (signal.SIGINT,)))
+        assert pool.results() == {"on SIGINT": signal.SIG_IGN}
         os.kill(worker_pid(pool), signal.SIGINT)  # what a terminal's Ctrl-C sends every process of the run
         for job in jobs:
             pool.submit(job)
@@ -195,7 +199,9 @@ def gone(pid: int) -> bool:
 
 def test_a_picture_worker_ends_when_its_run_is_killed_outright():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), *sys.path])}
-    holder = subprocess.Popen([sys.executable, "-c", POOL_HOLDER], stdout=subprocess.PIPE, text=True, env=env)
+    # stderr dropped: the killed holder's resource tracker warns of the semaphores its pool never freed.
+    command = [sys.executable, "-c", POOL_HOLDER]
+    holder = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     try:
         worker = int(holder.stdout.readline())
         holder.kill()  # as the out-of-memory killer ends a run: no `finally`, no pool shut down

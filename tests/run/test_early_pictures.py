@@ -14,7 +14,7 @@ import pytest
 from support.run_cases import train_argv
 
 from foxhunt.cli import main
-from foxhunt.evaluate import plot_jobs
+from foxhunt.evaluate import plot_jobs, plot_learning
 from foxhunt.run import walk_forward
 
 # Two folds of one epoch, one run id: the pictures' titles name the run.
@@ -57,13 +57,20 @@ def test_a_run_with_cores_to_spare_draws_with_an_early_worker_the_same_bytes(
         sent.append(job.key)
         submit(pool, job)
 
+    learning_figure, drawn_here = plot_learning.learning_figure, []
+
+    def learning_here(*args):
+        drawn_here.append(args)
+        return learning_figure(*args)
+
     monkeypatch.setattr(plot_jobs.PicturePool, "submit", spy)
+    monkeypatch.setattr(plot_learning, "learning_figure", learning_here)  # this process's, not the worker's
     out = tmp_path / "out"
     with caplog.at_level(logging.WARNING, logger=plot_jobs.__name__):
         (started,) = run_with_cores(4, tiny_fxcache, tiny_params, out, monkeypatch)
     assert len(started) == 1  # the worker was up while the folds trained
     assert sent == ["timings.png", "learning.png"]  # the folds' pictures went to it
-    assert not caplog.records  # and it drew them: no fallback
+    assert not caplog.records and not drawn_here  # and it drew them: no fallback, not drawn again here
     assert {name: (out / name).read_bytes() for name in COMPARED} == in_process
     assert not any(child.is_alive() for child in started)
 
