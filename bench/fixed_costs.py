@@ -11,6 +11,8 @@ teardown around the timed part, and takes medians over `--repeats` cold processe
 - `pipeline`: README's default `foxhunt pipeline` on the CPU;
 - `train`: `foxhunt train` on a generated two-year sample fxcache (753,120 bars, the default 21 folds),
   `--epochs` epochs of `--steps` gradient steps, so that what is left is the run's fixed costs.
+`--usable-cores N` makes the child's `plot_jobs.usable_cores` answer N: 4 measures a single run's early
+picture worker (`plot_jobs.early_worker`) on a machine of two cores, which would draw in the process.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 
 STARTED_WALL, STARTED_CPU = time.perf_counter(), time.process_time()
 LAUNCHED_ENV = "FOXHUNT_BENCH_LAUNCHED"  # the parent's time.time() at the spawn: the start-up's seconds
+USABLE_CORES_ENV = "FOXHUNT_BENCH_USABLE_CORES"  # `--usable-cores`, from the parent to the child
 TWO_YEARS_BARS = 753_120
 
 # (module, attribute, phase): each wrapped where the run looks it up; indented names nest in the one above.
@@ -52,6 +55,7 @@ PHASES = (
     ("foxhunt.run.lifecycle", "Run.fold_finished", "          fold_records"),
     ("foxhunt.run.walk_forward", "_evaluate_run", "        stitched_evaluation"),
     ("foxhunt.run.walk_forward", "stitch_outcomes", "          stitched_scoring"),
+    ("foxhunt.run.walk_forward", "send_fold_pictures", "          pictures_sent"),
     ("foxhunt.run.walk_forward", "run_tables", "          tables"),
     ("foxhunt.run.walk_forward", "run_pictures", "          pictures"),
     ("foxhunt.run.walk_forward", "_seed_spread", "        seed_spread"),
@@ -108,6 +112,7 @@ def child(out: str, argv: list[str]) -> int:
 
     seconds: dict = {"imports": {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}}
     install(seconds)
+    pretend_cores(os.environ.get(USABLE_CORES_ENV))
     sys.argv = ["foxhunt", *argv]  # main() with no argument list: as the console script calls it
     code = foxhunt.cli.main()
     record = {
@@ -119,6 +124,14 @@ def child(out: str, argv: list[str]) -> int:
     }
     Path(out).write_text(json.dumps(record, indent=1) + "\n")
     return code
+
+
+def pretend_cores(cores: str | None) -> None:
+    """`plot_jobs.usable_cores` answering `cores` (None or empty: the machine's own)."""
+    if cores:
+        from foxhunt.evaluate import plot_jobs
+
+        plot_jobs.usable_cores = lambda *args, **kwargs: int(cores)
 
 
 def spawn(
@@ -177,7 +190,8 @@ def phase_run(args, work: Path, name: str, argv: list[str], summary: Path) -> di
     phases.unlink(missing_ok=True)
     shutil.rmtree(summary.parent, ignore_errors=True)  # a fresh --out: an earlier run's folds are not resumed
     command = pinned([sys.executable, str(Path(__file__).resolve()), str(phases), *argv], args.cores)
-    record, _ = spawn(command, env_of(work), args.run_timeout)
+    env = {**env_of(work), USABLE_CORES_ENV: str(args.usable_cores or "")}
+    record, _ = spawn(command, env, args.run_timeout)
     if record["exit_code"] != 0 or not phases.exists():
         return record
     timed = json.loads(phases.read_text())
@@ -258,7 +272,8 @@ def measure(args, work: Path, record: dict) -> None:
 
         runs = h.repeat(args.repeats, one_train, "train")
         record["train"] = {"shape": {"bars": args.bars_file or args.bars, "epochs": args.epochs, "steps_per_epoch": args.steps,
-                                     "max_folds": args.max_folds}, "runs": runs, "medians": phase_medians(runs)}  # fmt: skip
+                                     "max_folds": args.max_folds, "usable_cores": args.usable_cores},
+                           "runs": runs, "medians": phase_medians(runs)}  # fmt: skip
 
 
 def add_args(p) -> None:
@@ -271,6 +286,9 @@ def add_args(p) -> None:
     p.add_argument("--steps", type=int, default=2, help="`train`: gradient steps an epoch (0: the shipped)")
     p.add_argument("--max-folds", type=int, default=0, help="`train`: most folds (0: every default fold)")
     p.add_argument("--train-flags", default="", help="`train`: more flags (a CPU check's small folds)")
+    p.add_argument("--usable-cores", type=int, default=0,
+                   help="the cores the run's pictures count (plot_jobs.usable_cores; 0: the machine's); "
+                        "4 starts a single run's early picture worker on two")  # fmt: skip
 
 
 if __name__ == "__main__":

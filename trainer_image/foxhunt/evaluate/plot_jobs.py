@@ -8,16 +8,24 @@ a pool pays only for many pictures: `picture_workers` gives one worker per `JOBS
 most half the cores the process may use (its affinity and, on a pod, the cgroup's CPU quota; the run's own
 process keeps the rest) and at most `MAX_WORKERS`, none on a machine of two cores. A pool that cannot
 start or loses a worker (spawn refused, a worker killed for memory) draws what is left in the process:
-a run trained for hours does not lose its records to its pictures."""
+a run trained for hours does not lose its records to its pictures.
+
+A single run's pictures overlap its own end instead (`PicturePool`, `early_worker`): where the process may
+use `EARLY_WORKER_CORES` cores or more, one worker is spawned when the training begins, so its start-up is
+paid while the run trains; as the walk ends it draws the folds' pictures while the run scores its stitched
+record and draws that record's pictures itself. On fewer cores the four are drawn here, as before."""
 
 from __future__ import annotations
 
 import logging
 import multiprocessing
 import os
-from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +34,8 @@ log = logging.getLogger(__name__)
 JOBS_PER_WORKER = 4  # a single run's four pictures stay in the process: a worker's start-up would cost more
 MAX_WORKERS = 8  # each worker holds matplotlib and numpy (a few hundred MB): bounded on a large node
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # cgroup v2: "QUOTA PERIOD", or "max PERIOD" unlimited
+# A worker beside the training takes a core: with fewer, it would slow the run it is meant to shorten.
+EARLY_WORKER_CORES = 4
 
 
 @dataclass(frozen=True)
@@ -77,3 +87,104 @@ def draw_pictures(jobs: Sequence[PictureJob], workers: int | None = None) -> dic
     except (BrokenProcessPool, OSError) as exc:
         log.warning("pictures: the worker processes failed (%s); drawing the rest in this process", exc)
     return drawn | {job.key: job.render(*job.args) for job in jobs if job.key not in drawn}
+
+
+def early_worker_wanted(cores: int | None = None) -> bool:
+    """Whether a run starts a picture worker with its training: where the process may use `cores`
+    (default: `usable_cores`) of at least `EARLY_WORKER_CORES`."""
+    return (usable_cores() if cores is None else cores) >= EARLY_WORKER_CORES
+
+
+@contextmanager
+def early_worker(cores: int | None = None) -> Iterator[PicturePool | None]:
+    """A started `PicturePool` where `early_worker_wanted(cores)`, else None (the pictures drawn in the
+    process); its worker stopped on every way out of the block."""
+    if not early_worker_wanted(cores):
+        yield None
+        return
+    with PicturePool() as pool:
+        yield pool
+
+
+class PicturePool:
+    """One spawned picture worker, started before its pictures exist: `start` returns at once while the
+    worker imports matplotlib and the picture modules; `submit` hands it a picture; `results` collects the
+    bytes. A worker that cannot start or dies leaves its pictures to be drawn here, with a warning; a
+    picture's own error is raised here (as `draw_pictures`)."""
+
+    def __init__(self) -> None:
+        self._executor: ProcessPoolExecutor | None = None
+        self._sent: list[tuple[PictureJob, Future | None]] = []  # None: drawn here by `results`
+
+    def start(self) -> PicturePool:
+        """Spawn the worker without waiting for it."""
+        try:
+            context = multiprocessing.get_context("spawn")
+            self._executor = ProcessPoolExecutor(1, mp_context=context, initializer=_warm_worker)
+            self._executor.submit(os.getpid)  # a pool spawns its worker for its first call: now, not later
+        except (BrokenProcessPool, OSError) as exc:
+            log.warning(
+                "pictures: the picture worker could not start (%s); drawing them in this process", exc
+            )
+            self.close()
+        return self
+
+    def submit(self, job: PictureJob) -> None:
+        """`job` to the worker (or, without one, to be drawn here by `results`)."""
+        future = None
+        if self._executor is not None:
+            try:
+                future = self._executor.submit(job.render, *job.args)
+            except (BrokenProcessPool, OSError) as exc:  # the worker died while the run trained
+                log.warning(
+                    "pictures: the picture worker is gone (%s); drawing %s in this process", exc, job.key
+                )
+        self._sent.append((job, future))
+
+    def results(self) -> dict[str, bytes]:
+        """Every submitted picture's bytes by key, in the order submitted: the worker's, or drawn here
+        where the worker failed; a picture's error is raised."""
+        sent, self._sent = self._sent, []
+        drawn: dict[str, bytes] = {}
+        try:
+            for job, future in sent:
+                if future is not None:
+                    drawn[job.key] = future.result()
+        except (BrokenProcessPool, OSError) as exc:
+            log.warning("pictures: the picture worker failed (%s); drawing the rest in this process", exc)
+        return {job.key: drawn[job.key] if job.key in drawn else job.render(*job.args) for job, _ in sent}
+
+    def close(self) -> None:
+        """Stop the worker: pictures not begun are dropped; one being drawn, or the start-up, is waited
+        for (seconds), so no process outlives the pool."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+
+    def __enter__(self) -> PicturePool:
+        return self.start()
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def _warm_worker() -> None:
+    """A picture worker's start: deaf to Ctrl-C, gone with its parent, the picture modules imported."""
+    # Ctrl-C reaches the whole process group: the run decides whether to stop, and then stops the worker.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None:  # a parent killed outright (out of memory) leaves no idle worker behind
+        threading.Thread(target=_exit_with, args=(parent,), name="foxhunt-parent-watch", daemon=True).start()
+    with suppress(ImportError):  # a slim image without matplotlib: the run says so when it draws
+        import matplotlib.backends.backend_agg  # noqa: F401  (what plot.agg_figure and png_bytes import)
+        import matplotlib.figure  # noqa: F401
+        import matplotlib.layout_engine  # noqa: F401
+        import matplotlib.ticker  # noqa: F401
+
+        import foxhunt.evaluate.plot_learning  # noqa: F401  (and foxhunt.evaluate.plot: timings.png)
+
+
+def _exit_with(parent) -> None:
+    """Wait for the parent process to end, then end this one."""
+    parent.join()
+    os._exit(1)

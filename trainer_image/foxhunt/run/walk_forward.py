@@ -11,7 +11,8 @@ from foxhunt import collector, out_names, storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
 from foxhunt.evaluate.plot import flat_words
-from foxhunt.evaluate.plot_run import run_pictures
+from foxhunt.evaluate.plot_jobs import PicturePool, early_worker
+from foxhunt.evaluate.plot_run import run_pictures, send_fold_pictures
 from foxhunt.evaluate.reports import flat_run_reading
 from foxhunt.evaluate.run_scores import run_scoring
 from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
@@ -64,20 +65,22 @@ def run_folds(
     trainer = _build_trainer(run, data, max_rows, scoring, seeds)
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
-    walked = walk_folds(
-        trainer,
-        folds,
-        outs,
-        settings.epochs,
-        scoring,
-        memo=memo,
-        diagnostics_every=settings.diagnostics_every,
-        hooks=_run_hooks(run, done, outs, seeds, step_cache),
-    )
-    summary.graph_captures = trainer.graph_captures
-    outcomes = walked.outcomes[0]
+    # Where cores are to spare, a picture worker starts now: its start-up is paid while the folds train.
+    with early_worker() as pictures:
+        walked = walk_folds(
+            trainer,
+            folds,
+            outs,
+            settings.epochs,
+            scoring,
+            memo=memo,
+            diagnostics_every=settings.diagnostics_every,
+            hooks=_run_hooks(run, done, outs, seeds, step_cache),
+        )
+        summary.graph_captures = trainer.graph_captures
+        outcomes = walked.outcomes[0]
+        evaluation = _evaluate_run(run, data, folds, outcomes, scoring, memo, pictures)
     other_seeds = {i: walked.outcomes[i] for i in outs if i and walked.finished(i)}
-    evaluation = _evaluate_run(run, data, folds, outcomes, scoring, memo)
     if len(seeds) > 1:
         _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring, evaluation, memo)
     if settings.folds.holdout_days > 0 and summary.stitched is not None:
@@ -237,9 +240,18 @@ def _seed_spread(
     storage.write_bytes(storage.join(run.out_uri, out_names.SEEDS_PICTURE), png)
 
 
-def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scoring: Scoring, memo: ScoreMemo):
-    """The stitched record into the summary, the metrics and the console; the run's pictures
-    (`plot_run.run_pictures`). Returns the run's evaluation."""
+def _evaluate_run(
+    run: Run,
+    data,
+    folds: list[FoldRange],
+    outcomes: dict,
+    scoring: Scoring,
+    memo: ScoreMemo,
+    pool: PicturePool | None = None,
+):
+    """The stitched record into the summary, the metrics and the console; its tables; the run's pictures
+    (`plot_run.run_pictures`; with `pool`, the folds' pictures drawn by its worker meanwhile). Returns the
+    run's evaluation."""
     summary, progress = run.summary, run.progress
     evaluation = stitch_outcomes(data, folds, outcomes, scoring, memo)
     summary.stitched = evaluation.stitched
@@ -247,18 +259,25 @@ def _evaluate_run(run: Run, data, folds: list[FoldRange], outcomes: dict, scorin
     flat = flat_run_reading(summary.folds)  # a run that never traded says so, in words
     for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level, flat):
         progress(line)
+    title = _title(summary, evaluation)  # every picture's, so no picture starts before the stitched record
+    if pool is not None:
+        send_fold_pictures(pool, summary.folds, title)
     for name, table in run_tables(evaluation).items():  # trades.parquet, daily.csv, monthly.csv
         storage.write_bytes(storage.join(run.out_uri, name), table)
-    net = evaluation.stitched.policies[MODEL].net
-    flat = flat_words(net.exposure, [r.selection for r in summary.folds])
-    # A record that never traded says why, not "model net Sharpe 0.00", which reads as a fault.
-    verdict = f"the model's record is {flat} in any fold" if flat else verdict_line(evaluation.stitched)
-    title = f"foxhunt run {summary.run_id} on {summary.device}\n{verdict}"
     try:
-        pictures = run_pictures(evaluation, summary.folds, title)
+        pictures = run_pictures(evaluation, summary.folds, title, pool)
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
         progress(f"the run's pictures not drawn: {exc}")
         return evaluation
     for name, png in pictures.items():
         storage.write_bytes(storage.join(run.out_uri, name), png)
     return evaluation
+
+
+def _title(summary, evaluation) -> str:
+    """The run's pictures' title: the run, its device and the stitched record's verdict."""
+    net = evaluation.stitched.policies[MODEL].net
+    flat = flat_words(net.exposure, [r.selection for r in summary.folds])
+    # A record that never traded says why, not "model net Sharpe 0.00", which reads as a fault.
+    verdict = f"the model's record is {flat} in any fold" if flat else verdict_line(evaluation.stitched)
+    return f"foxhunt run {summary.run_id} on {summary.device}\n{verdict}"

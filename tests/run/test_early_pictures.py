@@ -1,0 +1,107 @@
+"""A single run's picture worker started with its training (`plot_jobs.early_worker`, forced here: this
+machine has few cores): the run's pictures byte for byte those drawn in the process, apart from
+timings.png (seconds differ between runs); drawn in the process when the worker cannot start; and a run
+that fails while it trains leaves no worker behind."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import multiprocessing
+
+import pytest
+from support.run_cases import train_argv
+
+from foxhunt.cli import main
+from foxhunt.evaluate import plot_jobs, plot_learning
+from foxhunt.run import walk_forward
+
+# Two folds of one epoch, one run id: the pictures' titles name the run.
+EXTRA = ("--epochs", "1", "--max-folds", "2", "--run-id", "early-pictures")
+COMPARED = ("run.png", "positions.png", "learning.png")
+
+
+def run_with_cores(cores: int, fxcache, params, out, patch: pytest.MonkeyPatch) -> list[set]:
+    """A finished run whose process may use `cores` cores; the processes started while its folds walked."""
+    walk, started = walk_forward.walk_folds, []
+    before = set(multiprocessing.active_children())
+
+    def watched(*args, **kwargs):
+        done = walk(*args, **kwargs)
+        started.append(set(multiprocessing.active_children()) - before)
+        return done
+
+    patch.setattr(plot_jobs, "usable_cores", lambda *args: cores)
+    patch.setattr(walk_forward, "walk_folds", watched)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(train_argv(fxcache, out, params, *EXTRA)) == 0
+    return started
+
+
+@pytest.fixture(scope="module")
+def in_process(tiny_fxcache, tiny_params, tmp_path_factory):
+    """The run's pictures drawn in the process, as on two cores."""
+    out = tmp_path_factory.mktemp("in-process") / "out"
+    with pytest.MonkeyPatch.context() as patch:
+        assert run_with_cores(2, tiny_fxcache, tiny_params, out, patch) == [set()]
+    return {name: (out / name).read_bytes() for name in COMPARED}
+
+
+def test_a_run_with_cores_to_spare_draws_with_an_early_worker_the_same_bytes(
+    in_process, tiny_fxcache, tiny_params, tmp_path, monkeypatch, caplog
+):
+    submit, sent = plot_jobs.PicturePool.submit, []
+
+    def spy(pool, job):
+        sent.append(job.key)
+        submit(pool, job)
+
+    learning_figure, drawn_here = plot_learning.learning_figure, []
+
+    def learning_here(*args):
+        drawn_here.append(args)
+        return learning_figure(*args)
+
+    monkeypatch.setattr(plot_jobs.PicturePool, "submit", spy)
+    monkeypatch.setattr(plot_learning, "learning_figure", learning_here)  # this process's, not the worker's
+    out = tmp_path / "out"
+    with caplog.at_level(logging.WARNING, logger=plot_jobs.__name__):
+        (started,) = run_with_cores(4, tiny_fxcache, tiny_params, out, monkeypatch)
+    assert len(started) == 1  # the worker was up while the folds trained
+    assert sent == ["timings.png", "learning.png"]  # the folds' pictures went to it
+    assert not caplog.records and not drawn_here  # and it drew them: no fallback, not drawn again here
+    assert {name: (out / name).read_bytes() for name in COMPARED} == in_process
+    assert not any(child.is_alive() for child in started)
+
+
+def test_a_run_whose_worker_cannot_start_draws_the_same_bytes_in_the_process(
+    in_process, tiny_fxcache, tiny_params, tmp_path, monkeypatch, caplog
+):
+    def refused(*args, **kwargs):
+        raise OSError("spawn refused")
+
+    monkeypatch.setattr(plot_jobs, "ProcessPoolExecutor", refused)
+    out = tmp_path / "out"
+    with caplog.at_level(logging.WARNING, logger=plot_jobs.__name__):
+        run_with_cores(4, tiny_fxcache, tiny_params, out, monkeypatch)
+    assert "could not start" in caplog.text
+    assert {name: (out / name).read_bytes() for name in COMPARED} == in_process
+    assert (out / "timings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_run_that_fails_while_it_trains_leaves_no_picture_worker(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch
+):
+    before, seen = set(multiprocessing.active_children()), []
+
+    def broken(*args, **kwargs):
+        seen.extend(set(multiprocessing.active_children()) - before)
+        raise RuntimeError("the device fell over")
+
+    monkeypatch.setattr(plot_jobs, "usable_cores", lambda *args: 4)
+    monkeypatch.setattr(walk_forward, "walk_folds", broken)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main(train_argv(tiny_fxcache, tmp_path / "out", tiny_params, *EXTRA)) == 1
+    assert len(seen) == 1  # the worker had started
+    assert not any(child.is_alive() for child in seen)
