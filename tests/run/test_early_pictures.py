@@ -22,8 +22,9 @@ EXTRA = ("--epochs", "1", "--max-folds", "2", "--run-id", "early-pictures")
 COMPARED = ("run.png", "positions.png", "learning.png")
 
 
-def run_with_cores(cores: int, fxcache, params, out, patch: pytest.MonkeyPatch) -> list[set]:
-    """A finished run whose process may use `cores` cores; the processes started while its folds walked."""
+def run_with_cores(cores: int, fxcache, params, out, patch: pytest.MonkeyPatch, *flags: str) -> list[set]:
+    """A finished run (with `flags` after the tiny run's) whose process may use `cores` cores; the
+    processes started while its folds walked."""
     walk, started = walk_forward.walk_folds, []
     before = set(multiprocessing.active_children())
 
@@ -35,7 +36,7 @@ def run_with_cores(cores: int, fxcache, params, out, patch: pytest.MonkeyPatch) 
     patch.setattr(plot_jobs, "usable_cores", lambda *args: cores)
     patch.setattr(walk_forward, "walk_folds", watched)
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(train_argv(fxcache, out, params, *EXTRA)) == 0
+        assert main(train_argv(fxcache, out, params, *EXTRA, *flags)) == 0
     return started
 
 
