@@ -92,8 +92,55 @@ def test_a_run_starts_a_picture_worker_early_only_where_it_may_use_four_cores_or
 
 
 def test_two_cores_hold_no_early_worker():
-    with early_worker(cores=2) as pool:
+    with early_worker(True, cores=2) as pool:
         assert pool is None
+
+
+def test_a_library_callers_process_starts_no_early_worker():
+    # A spawned worker re-imports the main module: a user's unguarded script would run again in it.
+    with early_worker(False, cores=16) as pool:
+        assert pool is None
+
+
+def test_a_daemonic_process_wants_no_early_worker(monkeypatch):
+    monkeypatch.setattr(multiprocessing.current_process(), "daemon", True)  # a user's Pool worker
+    assert not early_worker_wanted(16)
+
+
+def test_a_process_without_matplotlib_wants_no_early_worker(monkeypatch):
+    monkeypatch.setattr(plot_jobs.importlib.util, "find_spec", lambda name: None)
+    assert not early_worker_wanted(16)
+
+
+def test_a_spawn_failure_of_any_kind_leaves_the_pictures_to_be_drawn_here(monkeypatch, caplog):
+    def daemonic(*args, **kwargs):
+        raise AssertionError("daemonic processes are not allowed to have children")
+
+    monkeypatch.setattr(plot_jobs, "ProcessPoolExecutor", daemonic)
+    jobs = [timings_job(k) for k in range(2)]
+    with caplog.at_level(logging.WARNING), PicturePool() as pool:
+        for job in jobs:
+            pool.submit(job)
+        assert pool.results() == draw_pictures(jobs, workers=1)
+    assert "could not start" in caplog.text
+
+
+def test_a_job_the_worker_cannot_take_is_drawn_here(caplog):
+    jobs = [timings_job(0), PictureJob("unpicklable", _length, (lambda: None,))]
+    with caplog.at_level(logging.WARNING), PicturePool() as pool:
+        for job in jobs:
+            pool.submit(job)
+        drawn = pool.results()
+    assert (
+        drawn["unpicklable"] == 1
+        and drawn["fold_0/timings.png"] == draw_pictures(jobs[:1], workers=1)["fold_0/timings.png"]
+    )
+    assert "drawing the rest in this process" in caplog.text
+
+
+def _length(*args) -> int:
+    """A stand-in render: how many arguments it was given."""
+    return len(args)
 
 
 def new_child(before: set) -> BaseProcess:
@@ -142,17 +189,18 @@ def test_an_early_worker_that_cannot_start_leaves_its_pictures_to_be_drawn_here(
     assert "could not start" in caplog.text
 
 
-def test_a_pictures_error_in_the_early_worker_is_raised_here():
-    with PicturePool() as pool:
+def test_a_pictures_error_in_the_early_worker_is_raised_here(caplog):
+    with caplog.at_level(logging.WARNING), PicturePool() as pool:
         pool.submit(timings_job(0))
         pool.submit(PictureJob("broken.png", json.loads, ("{",)))
         with pytest.raises(json.JSONDecodeError):
             pool.results()
+    assert not caplog.records  # the picture's error, not a failed worker's: not drawn again here
 
 
 def test_leaving_the_early_workers_block_by_an_exception_ends_its_process():
     before = set(multiprocessing.active_children())
-    with pytest.raises(KeyboardInterrupt), early_worker(cores=4) as pool:
+    with pytest.raises(KeyboardInterrupt), early_worker(True, cores=4) as pool:
         assert pool is not None
         worker = new_child(before)
         raise KeyboardInterrupt  # a second Ctrl-C while the run trains: its worker is still starting

@@ -13,6 +13,7 @@ import multiprocessing
 import pytest
 from support.run_cases import train_argv
 
+from foxhunt import collector
 from foxhunt.cli import main
 from foxhunt.evaluate import plot_jobs, plot_learning
 from foxhunt.run import walk_forward
@@ -34,6 +35,7 @@ def run_with_cores(cores: int, fxcache, params, out, patch: pytest.MonkeyPatch, 
         return done
 
     patch.setattr(plot_jobs, "usable_cores", lambda *args: cores)
+    patch.setattr(collector, "owned", lambda: True)  # as the console command's own process
     patch.setattr(walk_forward, "walk_folds", watched)
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(train_argv(fxcache, out, params, *EXTRA, *flags)) == 0
@@ -101,8 +103,27 @@ def test_a_run_that_fails_while_it_trains_leaves_no_picture_worker(
         raise RuntimeError("the device fell over")
 
     monkeypatch.setattr(plot_jobs, "usable_cores", lambda *args: 4)
+    monkeypatch.setattr(collector, "owned", lambda: True)
     monkeypatch.setattr(walk_forward, "walk_folds", broken)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         assert main(train_argv(tiny_fxcache, tmp_path / "out", tiny_params, *EXTRA)) == 1
     assert len(seen) == 1  # the worker had started
     assert not any(child.is_alive() for child in seen)
+
+
+def test_a_run_called_from_a_library_starts_no_picture_worker(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch
+):
+    # main(argv) is not the console command's own process: a spawned worker would re-import the caller's script
+    walk, started = walk_forward.walk_folds, []
+    before = set(multiprocessing.active_children())
+
+    def watched(*args, **kwargs):
+        started.append(set(multiprocessing.active_children()) - before)
+        return walk(*args, **kwargs)
+
+    monkeypatch.setattr(plot_jobs, "usable_cores", lambda *args: 16)
+    monkeypatch.setattr(walk_forward, "walk_folds", watched)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(train_argv(tiny_fxcache, tmp_path / "out", tiny_params, *EXTRA)) == 0
+    assert started == [set()]

@@ -27,6 +27,12 @@ def own_process(owned: bool = True) -> None:
     _owned = owned
 
 
+def owned() -> bool:
+    """Whether this process is a console command's own (`own_process`): what may start helper processes
+    that re-import its main module (a library caller's script need not guard against that)."""
+    return _owned
+
+
 def settle() -> bool:
     """Freeze the objects alive now when this process is a console command's own; whether it froze."""
     if _owned:

@@ -17,6 +17,7 @@ record and draws that record's pictures itself. On fewer cores the four are draw
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import multiprocessing
 import os
@@ -31,7 +32,9 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-JOBS_PER_WORKER = 4  # a single run's four pictures stay in the process: a worker's start-up would cost more
+JOBS_PER_WORKER = (
+    4  # `draw_pictures`: four pictures do not pay for a worker's start-up (`PicturePool` hides it)
+)
 MAX_WORKERS = 8  # each worker holds matplotlib and numpy (a few hundred MB): bounded on a large node
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # cgroup v2: "QUOTA PERIOD", or "max PERIOD" unlimited
 # A worker beside the training takes a core: with fewer, it would slow the run it is meant to shorten.
@@ -92,14 +95,17 @@ def draw_pictures(jobs: Sequence[PictureJob], workers: int | None = None) -> dic
 def early_worker_wanted(cores: int | None = None) -> bool:
     """Whether a run starts a picture worker with its training: where the process may use `cores`
     (default: `usable_cores`) of at least `EARLY_WORKER_CORES`."""
+    if multiprocessing.current_process().daemon or importlib.util.find_spec("matplotlib") is None:
+        return False  # a daemonic process may have no children; a slim image draws no pictures at all
     return (usable_cores() if cores is None else cores) >= EARLY_WORKER_CORES
 
 
 @contextmanager
-def early_worker(cores: int | None = None) -> Iterator[PicturePool | None]:
-    """A started `PicturePool` where `early_worker_wanted(cores)`, else None (the pictures drawn in the
-    process); its worker stopped on every way out of the block."""
-    if not early_worker_wanted(cores):
+def early_worker(own_process: bool, cores: int | None = None) -> Iterator[PicturePool | None]:
+    """A started `PicturePool` where `early_worker_wanted(cores)` in a console command's own process
+    (`own_process`: a spawned worker re-imports the main module, which a library caller's script need not
+    guard), else None (the pictures drawn in the process); its worker stopped on every way out of the block."""
+    if not own_process or not early_worker_wanted(cores):
         yield None
         return
     with PicturePool() as pool:
@@ -122,7 +128,7 @@ class PicturePool:
             context = multiprocessing.get_context("spawn")
             self._executor = ProcessPoolExecutor(1, mp_context=context, initializer=_warm_worker)
             self._executor.submit(os.getpid)  # a pool spawns its worker for its first call: now, not later
-        except (BrokenProcessPool, OSError) as exc:
+        except Exception as exc:  # noqa: BLE001  (any spawn failure: the pictures are drawn here instead)
             log.warning(
                 "pictures: the picture worker could not start (%s); drawing them in this process", exc
             )
@@ -134,8 +140,8 @@ class PicturePool:
         future = None
         if self._executor is not None:
             try:
-                future = self._executor.submit(job.render, *job.args)
-            except (BrokenProcessPool, OSError) as exc:  # the worker died while the run trained
+                future = self._executor.submit(_render, job.render, *job.args)
+            except Exception as exc:  # noqa: BLE001  (the worker died while the run trained, or will not take it)
                 log.warning(
                     "pictures: the picture worker is gone (%s); drawing %s in this process", exc, job.key
                 )
@@ -150,13 +156,15 @@ class PicturePool:
             for job, future in sent:
                 if future is not None:
                     drawn[job.key] = future.result()
-        except (BrokenProcessPool, OSError) as exc:
+        except PictureError as exc:  # the picture's own error, raised in the worker: the run's to see
+            raise exc.args[0] from None
+        except Exception as exc:  # noqa: BLE001  (a dead worker, arguments it could not take, its memory)
             log.warning("pictures: the picture worker failed (%s); drawing the rest in this process", exc)
         return {job.key: drawn[job.key] if job.key in drawn else job.render(*job.args) for job, _ in sent}
 
     def close(self) -> None:
         """Stop the worker: pictures not begun are dropped; one being drawn, or the start-up, is waited
-        for (seconds), so no process outlives the pool."""
+        for (seconds), so no worker outlives the pool (multiprocessing's resource tracker stays to the end)."""
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
@@ -166,6 +174,19 @@ class PicturePool:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+class PictureError(Exception):
+    """A picture's own error in the worker (`args[0]`, pickled back whole), told apart from the worker's
+    failures: one that cannot be pickled back reads as a failed worker, and the picture drawn here raises it."""
+
+
+def _render(render: Callable[..., bytes], *args) -> bytes:
+    """`render(*args)` in the worker, its own error wrapped in `PictureError`."""
+    try:
+        return render(*args)
+    except Exception as exc:
+        raise PictureError(exc) from None
 
 
 def _warm_worker() -> None:

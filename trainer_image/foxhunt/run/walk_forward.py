@@ -66,7 +66,7 @@ def run_folds(
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     # Where cores are to spare, a picture worker starts now: its start-up is paid while the folds train.
-    with early_worker() as pictures:
+    with early_worker(collector.owned()) as pictures:
         walked = walk_folds(
             trainer,
             folds,
