@@ -22,17 +22,30 @@ WEEKS_LATER = 156  # 2015-01-05 (a Monday) + 156 weeks = 2018-01-01 (a Monday)
 FOLDS = ["--train-days", "30", "--val-days", "10", "--step-days", "10", "--max-folds", "3"]
 
 
-def pipeline(out, *bars) -> int:
-    """`foxhunt pipeline` on the CPU, one epoch, over the `--bars` files given."""
-    args = ["pipeline", "--out", str(out), "--device", "cpu", "--epochs", "1", *FOLDS]
+def pipeline(out, params, *bars) -> int:
+    """`foxhunt pipeline` on the CPU, one epoch of the tiny network (`params`), over the `--bars` files."""
+    args = [
+        "pipeline",
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--epochs",
+        "1",
+        "--hyperopt-params",
+        str(params),
+    ]
+    args += FOLDS
     for file in bars:
         args += ["--bars", str(file)]
     return main(args)
 
 
-def test_eurusd_and_yndx_as_held_are_refused_for_no_common_time_with_nothing_written(tmp_path, capsys):
+def test_eurusd_and_yndx_as_held_are_refused_for_no_common_time_with_nothing_written(
+    tiny_params, tmp_path, capsys
+):
     out = tmp_path / "out"
-    assert pipeline(out, EURUSD, YNDX) == 2
+    assert pipeline(out, tiny_params, EURUSD, YNDX) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no time in common with any other instrument" in err[0]
     assert str(EURUSD) in err[0] and "2018-01-01" in err[0] and "2015-04-24" in err[0]
@@ -50,11 +63,11 @@ def shifted_yndx(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def run(shifted_yndx, tmp_path_factory):
+def run(shifted_yndx, tiny_params, tmp_path_factory):
     out = tmp_path_factory.mktemp("real") / "out"
     eurusd = tmp_path_factory.mktemp("eurusd") / "EURUSD.parquet"
     eurusd.write_bytes(EURUSD.read_bytes())
-    assert pipeline(out, eurusd, shifted_yndx) == 0
+    assert pipeline(out, tiny_params, eurusd, shifted_yndx) == 0
     return out
 
 
