@@ -79,8 +79,8 @@ def first_window_share(markets: tuple[_Market, ...], shape: Shape) -> float:
     if len(markets) == 1:
         return 1.0
     bars = round(FoldConfig().train_days * shape.bars_per_year / 365.25)
-    correlations = np.corrcoef(np.stack([m.r[:bars] for m in markets]))
-    return effective_share([[float(x) for x in row] for row in correlations])
+    correlations = np.atleast_2d(np.corrcoef(np.stack([m.r[:bars] for m in markets])))
+    return effective_share(correlations.tolist())
 
 
 def _member_positions(
