@@ -9,7 +9,8 @@ Every run is simulated once and decided at every t (`select_min_t` = `select_poo
 positions held 240 bars): how often the book lies below / above flat outside its interval. Edge: one
 per-instrument drift for every K, calibrated (a secant, common random numbers) so that at `--calibrate-k`
 (8) the ungated book of a skill-1 learner (the oracle's positions in every window) has a mean stitched net
-Sharpe of the sample universe's book feature oracle (1.12: 8 sample instruments at ¼×, H200); per run the
+Sharpe of `--target`, by default the sample universe's book feature oracle (1.12: 8 sample instruments at ¼×,
+H200; `--calibrate-k 1 --target 1.24`: one sample instrument's ¼× oracle, as gate_power's); per run the
 book's share of the book oracle (undefined where the oracle is not above 0), and how often a run meets issue
 35's bar (share ≥ 80% and above flat outside the interval) and three seeds all do.
 """
@@ -95,15 +96,15 @@ def ungated_book(drift: float, k: int, minutes: int, runs: int, seed: int) -> fl
     ]))  # fmt: skip
 
 
-def calibrate(k: int, minutes: int, runs: int, seed: int, steps: int = 2) -> dict:
-    """The per-instrument drift whose skill-1 ungated book at K = k has mean Sharpe `BOOK_ORACLE` (a secant)."""
+def calibrate(target: float, k: int, minutes: int, runs: int, seed: int, steps: int = 2) -> dict:
+    """The per-instrument drift whose skill-1 ungated book at K = k has mean Sharpe `target` (a secant)."""
     points = [(d, ungated_book(d, k, minutes, runs, seed)) for d in (0.5, 1.0)]
     for _ in range(steps - 1):
         (d0, s0), (d1, s1) = points[-2:]
-        drift = d1 + (BOOK_ORACLE - s1) * (d1 - d0) / (s1 - s0)
+        drift = d1 + (target - s1) * (d1 - d0) / (s1 - s0)
         points.append((drift, ungated_book(drift, k, minutes, runs, seed)))
-    best = min(points, key=lambda p: abs(p[1] - BOOK_ORACLE))
-    return {"target": BOOK_ORACLE, "instruments": k, "drift_sharpe": best[0], "runs": runs, "seed": seed,
+    best = min(points, key=lambda p: abs(p[1] - target))
+    return {"target": target, "instruments": k, "drift_sharpe": best[0], "runs": runs, "seed": seed,
             "points": [{"drift_sharpe": d, "mean_ungated_book": s} for d, s in points]}  # fmt: skip
 
 
@@ -112,7 +113,7 @@ def measure(args: argparse.Namespace, work: Path, record: dict) -> None:
     shape, _ = coarsened(Scenario(), args.minutes)
     record["shape"] = {"bars": shape.bars, "bars_per_year": shape.bars_per_year, "minutes_a_bar": args.minutes,
                        "folds": len(shape.folds)}  # fmt: skip
-    cal = calibrate(args.calibrate_k, args.minutes, args.calibration_runs, args.seed + 100)
+    cal = calibrate(args.target, args.calibrate_k, args.minutes, args.calibration_runs, args.seed + 100)
     record["calibration"] = cal
     print(f"calibration: per-instrument drift Sharpe {cal['drift_sharpe']:.3f} ({cal['points']})", flush=True)
     edge = Scenario(holding_bars=HOLDING, skill=1.0, drift_sharpe=cal["drift_sharpe"])
@@ -158,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=300, help="simulated runs per cell (noise, edge) per K")
     p.add_argument("--calibration-runs", type=int, default=100, help="runs per point of the calibration")
     p.add_argument("--calibrate-k", type=int, default=8, help="K whose ungated book is calibrated")
+    p.add_argument("--target", type=float, default=BOOK_ORACLE, help="its mean ungated book Sharpe")
     p.add_argument("--minutes", type=int, default=10, help="minutes a simulated bar (coarsened)")
     p.add_argument("--seed", type=int, default=0, help="the first cell's seed")
     return h.run_benchmark("universe_power", p.parse_args(argv), measure, "cpu")
