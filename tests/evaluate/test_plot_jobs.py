@@ -112,19 +112,6 @@ def test_a_process_without_matplotlib_wants_no_early_worker(monkeypatch):
     assert not early_worker_wanted(16)
 
 
-def test_a_spawn_failure_of_any_kind_leaves_the_pictures_to_be_drawn_here(monkeypatch, caplog):
-    def daemonic(*args, **kwargs):
-        raise AssertionError("daemonic processes are not allowed to have children")
-
-    monkeypatch.setattr(plot_jobs, "ProcessPoolExecutor", daemonic)
-    jobs = [timings_job(k) for k in range(2)]
-    with caplog.at_level(logging.WARNING), PicturePool() as pool:
-        for job in jobs:
-            pool.submit(job)
-        assert pool.results() == draw_pictures(jobs, workers=1)
-    assert "could not start" in caplog.text
-
-
 def test_a_job_the_worker_cannot_take_is_drawn_here(caplog):
     jobs = [timings_job(0), PictureJob("unpicklable", _length, (lambda: None,))]
     with caplog.at_level(logging.WARNING), PicturePool() as pool:
@@ -176,9 +163,14 @@ def test_an_early_worker_killed_leaves_its_pictures_to_be_drawn_here(caplog):
     assert "drawing" in caplog.text and "in this process" in caplog.text
 
 
-def test_an_early_worker_that_cannot_start_leaves_its_pictures_to_be_drawn_here(monkeypatch, caplog):
+@pytest.mark.parametrize(
+    "failure",
+    [OSError("spawn refused"), AssertionError("daemonic processes are not allowed to have children")],
+    ids=["refused", "any-kind"],
+)
+def test_an_early_worker_that_cannot_start_leaves_its_pictures_to_be_drawn_here(failure, monkeypatch, caplog):
     def refused(*args, **kwargs):
-        raise OSError("spawn refused")
+        raise failure
 
     monkeypatch.setattr(plot_jobs, "ProcessPoolExecutor", refused)
     jobs = [timings_job(k) for k in range(2)]

@@ -24,18 +24,7 @@ FOLDS = ["--train-days", "30", "--val-days", "10", "--step-days", "10", "--max-f
 
 def pipeline(out, params, *bars) -> int:
     """`foxhunt pipeline` on the CPU, one epoch of the tiny network (`params`), over the `--bars` files."""
-    args = [
-        "pipeline",
-        "--out",
-        str(out),
-        "--device",
-        "cpu",
-        "--epochs",
-        "1",
-        "--hyperopt-params",
-        str(params),
-    ]
-    args += FOLDS
+    args = ["pipeline", "--out", str(out), "--device", "cpu", "--epochs", "1", "--hyperopt-params", str(params), *FOLDS]  # fmt: skip
     for file in bars:
         args += ["--bars", str(file)]
     return main(args)

@@ -260,26 +260,34 @@ class Stitched:
         return self.high < 0.0
 
 
-def stitched_record(
-    folds: list[KeptFold], trades: np.ndarray, cost: float, per_year: float, oracle: bool = False
-) -> Stitched:
-    """The stitched record over every fold's validation window: the kept candidate's positions (or the
-    oracle's, `oracle`) where `trades`, flat elsewhere; net Sharpe and 95% interval (module docstring)."""
-    held, fresh, pieces = [], [], []
+def stitched_positions(
+    folds: list[KeptFold], trades: np.ndarray, oracle: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per piece of every fold's validation window, in order: the position held (the kept candidate's, or
+    the oracle's with `oracle`, where `trades`; flat elsewhere) and the position before it (flat after a gap
+    between windows; an adjacent window takes over the previous position)."""
+    held, fresh = [], []
     for k, (f, trade) in enumerate(zip(folds, trades, strict=True)):
         if k and f.start < folds[k - 1].end:
             raise ValueError(f"fold {k}'s validation window overlaps the previous one's")
         positions = f.oracle if oracle else f.kept
         held.append(positions.astype(np.float64) * (1.0 if trade else 0.0))
         first = np.zeros(len(positions), dtype=bool)
-        # After a gap the record enters from flat; an adjacent window takes over the previous position.
         first[0] = not k or f.start > folds[k - 1].end
         fresh.append(first)
-        pieces.append(f.val)
     p = np.concatenate(held)
     previous = np.concatenate([[0.0], p[:-1]])
     previous[np.concatenate(fresh)] = 0.0
-    piece = tuple(np.concatenate(column) for column in zip(*pieces, strict=True))
+    return p, previous
+
+
+def stitched_record(
+    folds: list[KeptFold], trades: np.ndarray, cost: float, per_year: float, oracle: bool = False
+) -> Stitched:
+    """The stitched record over every fold's validation window: the kept candidate's positions (or the
+    oracle's, `oracle`) where `trades`, flat elsewhere; net Sharpe and 95% interval (module docstring)."""
+    p, previous = stitched_positions(folds, trades, oracle)
+    piece = tuple(np.concatenate(column) for column in zip(*(f.val for f in folds), strict=True))
     bars = int(piece[1].sum())
     if not p.any():
         return Stitched(0.0, 0.0, 0.0, bars)  # no position, no spread: flat's own record

@@ -25,7 +25,6 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,19 +76,10 @@ def draw_pictures(jobs: Sequence[PictureJob], workers: int | None = None) -> dic
     workers = picture_workers(len(jobs)) if workers is None else workers
     if workers <= 1 or len(jobs) <= 1:
         return {job.key: job.render(*job.args) for job in jobs}
-    drawn: dict[str, bytes] = {}
-    try:
-        context = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context)
-        try:
-            futures = {job.key: pool.submit(job.render, *job.args) for job in jobs}
-            for key, future in futures.items():
-                drawn[key] = future.result()
-        finally:
-            pool.shutdown(cancel_futures=True)  # an error: the queued pictures are not drawn for nothing
-    except (BrokenProcessPool, OSError) as exc:
-        log.warning("pictures: the worker processes failed (%s); drawing the rest in this process", exc)
-    return drawn | {job.key: job.render(*job.args) for job in jobs if job.key not in drawn}
+    with PicturePool(min(workers, len(jobs))) as pool:
+        for job in jobs:
+            pool.submit(job)
+        return pool.results()
 
 
 def early_worker_wanted(cores: int | None = None) -> bool:
@@ -113,21 +103,22 @@ def early_worker(own_process: bool, cores: int | None = None) -> Iterator[Pictur
 
 
 class PicturePool:
-    """One spawned picture worker, started before its pictures exist: `start` returns at once while the
-    worker imports matplotlib and the picture modules; `submit` hands it a picture; `results` collects the
-    bytes. A worker that cannot start or dies leaves its pictures to be drawn here, with a warning; a
-    picture's own error is raised here (as `draw_pictures`)."""
+    """`workers` spawned picture workers (one for a run's early worker; `draw_pictures` takes several), started
+    before their pictures exist: `start` returns at once while each imports matplotlib and the picture
+    modules; `submit` hands them a picture; `results` collects the bytes. A pool that cannot start or loses a
+    worker leaves its pictures to be drawn here, with a warning; a picture's own error is raised here."""
 
-    def __init__(self) -> None:
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = workers
         self._executor: ProcessPoolExecutor | None = None
         self._sent: list[tuple[PictureJob, Future | None]] = []  # None: drawn here by `results`
 
     def start(self) -> PicturePool:
-        """Spawn the worker without waiting for it."""
+        """Spawn the workers without waiting for them."""
         try:
             context = multiprocessing.get_context("spawn")
-            self._executor = ProcessPoolExecutor(1, mp_context=context, initializer=_warm_worker)
-            self._executor.submit(os.getpid)  # a pool spawns its worker for its first call: now, not later
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=context, initializer=_warm_worker)
+            self._executor.submit(os.getpid)  # a pool spawns its workers for its first call: now, not later
         except Exception as exc:  # noqa: BLE001  (any spawn failure: the pictures are drawn here instead)
             log.warning(
                 "pictures: the picture worker could not start (%s); drawing them in this process", exc

@@ -36,6 +36,7 @@ from foxhunt.evaluate.gate_simulation import (
     Stitched,
     _latents,
     _Market,
+    stitched_positions,
     window_sharpe,
 )
 from foxhunt.train.evidence import WindowEvidence, effective_share, pooled_decision
@@ -148,20 +149,9 @@ def stitched_net(
 ) -> np.ndarray:
     """One instrument's stitched net P&L per bar over every fold's validation window: its kept (or oracle)
     positions where `trades`, flat elsewhere, the change paid at each piece's first bar."""
-    held, fresh, lengths, returns = [], [], [], []
-    for k, (f, trade) in enumerate(zip(folds, trades, strict=True)):
-        if k and f.start < folds[k - 1].end:
-            raise ValueError(f"fold {k}'s validation window overlaps the previous one's")
-        positions = f.oracle if oracle else f.kept
-        held.append(positions.astype(np.float64) * (1.0 if trade else 0.0))
-        first = np.zeros(len(positions), dtype=bool)
-        first[0] = not k or f.start > folds[k - 1].end  # after a gap the record enters from flat
-        fresh.append(first)
-        lengths.append(f.val[1])
-        returns.append(m.r[f.start : f.end])
-    p, length = np.concatenate(held), np.concatenate(lengths)
-    previous = np.concatenate([[0.0], p[:-1]])
-    previous[np.concatenate(fresh)] = 0.0
+    p, previous = stitched_positions(folds, trades, oracle)
+    length = np.concatenate([f.val[1] for f in folds])
+    returns = [m.r[f.start : f.end] for f in folds]
     net = np.repeat(p, length) * np.concatenate(returns)
     starts = np.concatenate([[0], np.cumsum(length)[:-1]])
     net[starts] -= cost * np.abs(p - previous)
