@@ -10,7 +10,8 @@ from support.eurusd_windows import COST, STITCHED_FOLDS, eurusd_arrays, stitched
 from support.plain_scoring import differences
 
 from foxhunt.evaluate import device_series
-from foxhunt.evaluate.evaluation import ScoreMemo, Scoring, evaluate_run, evaluate_window
+from foxhunt.evaluate.evaluation import Scoring, evaluate_run, evaluate_window
+from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.evaluate.series import series_figures, stacked_figures
 
 

@@ -16,7 +16,6 @@ from foxhunt.evaluate.evaluation import (
     BUY_AND_HOLD,
     MODEL,
     Record,
-    ScoreMemo,
     Scoring,
     compare,
     evaluate_run,
@@ -25,6 +24,7 @@ from foxhunt.evaluate.evaluation import (
     score,
     stitch,
 )
+from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.train import periods_per_year, policy_pnl
 
 

@@ -7,7 +7,8 @@ from support.signal_arrays import signal_arrays
 
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate import run_scores
-from foxhunt.evaluate.evaluation import ScoreMemo, Scoring
+from foxhunt.evaluate.evaluation import Scoring
+from foxhunt.evaluate.score_memo import ScoreMemo
 
 FOLD = FoldRange(0, 500, 4500, 4560, 5560, 0.0)
 LATER = FoldRange(1, 1500, 5500, 5560, 5960, 0.0)

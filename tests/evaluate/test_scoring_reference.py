@@ -19,9 +19,10 @@ from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate import paired
 from foxhunt.evaluate import sharpe as sr
 from foxhunt.evaluate.baselines import fold_baselines
-from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring, evaluate_window, score
+from foxhunt.evaluate.evaluation import MODEL, Scoring, evaluate_window, score
 from foxhunt.evaluate.records import fold_record
 from foxhunt.evaluate.ridge import fit_ridge, predict_ridge
+from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.evaluate.supervised import ridge_predictions
 
 COST = 1e-4

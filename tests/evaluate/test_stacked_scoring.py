@@ -16,8 +16,9 @@ from support.eurusd_windows import (
 from support.plain_scoring import differences, materialised_bootstrap, plain_window
 
 from foxhunt.evaluate import sharpe as sr
-from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring, evaluate_run, evaluate_window
+from foxhunt.evaluate.evaluation import MODEL, Scoring, evaluate_run, evaluate_window
 from foxhunt.evaluate.records import fold_record
+from foxhunt.evaluate.score_memo import ScoreMemo
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from support import strict_json
 from support.run_cases import copy_run, quick_argv
 
 from foxhunt.cli import main
-from foxhunt.evaluate import evaluation, run_scores
+from foxhunt.evaluate import evaluation, run_scores, score_memo
 from foxhunt.run import walk_forward
 
 # Real runs in-process: seconds each (`-m 'not slow'` leaves them out).
@@ -95,7 +95,7 @@ def test_every_seeds_figures_equal_those_of_seeds_that_share_nothing(
     real = walk_forward.stitch_outcomes
 
     def own_memo(data, folds, outcomes, scoring, memo, baselines_from=None):  # nothing shared
-        return real(data, folds, outcomes, scoring, evaluation.ScoreMemo(), None)
+        return real(data, folds, outcomes, scoring, score_memo.ScoreMemo(), None)
 
     monkeypatch.setattr(walk_forward, "stitch_outcomes", own_memo)
     _train(quick_argv(tiny_fxcache, alone, tiny_params, *SEEDS))  # the folds taken over, stitched alone

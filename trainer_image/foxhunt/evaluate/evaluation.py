@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,6 +40,9 @@ from foxhunt.evaluate.metrics import Evaluation, Metrics, SeriesFigures  # calle
 from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
 from foxhunt.evaluate.series import series_figures, stacked_figures
 from foxhunt.evaluate.standing import Standing  # its own module; the reports import it from here
+
+if TYPE_CHECKING:
+    from foxhunt.evaluate.score_memo import ScoreMemo
 
 MODEL = "model"
 BUY_AND_HOLD = "buy_and_hold"
@@ -268,54 +272,6 @@ class WindowEvaluation:
     policies: dict[str, Evaluation]  # MODEL first, then the baselines
     standings: dict[str, Standing]
     best_baseline: str
-
-
-class ScoreMemo:
-    """Evaluations already computed, by the record's content, for one loaded dataset.
-
-    A search scores the same baselines over the same windows in every trial, and a run's stitched
-    evaluation scores again the fold windows its folds scored as they ended: both are looked up
-    here. The key is the record's rows, positions and folds (its returns and timestamps follow from
-    its rows within one dataset), the scoring, and the benchmark's Sharpe; `score` is a pure
-    function of those, so a hit equals what scoring again would give, bit for bit.
-    """
-
-    def __init__(self) -> None:
-        self._scored: dict[tuple, Scored] = {}
-        self.fold_baselines: dict[tuple, dict] = {}  # baselines' positions by fold window (run_scores)
-        self.hits = 0
-        self.misses = 0
-
-    def score(self, record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Evaluation:
-        """`score(record, scoring, benchmark)`, computed once per distinct key."""
-        return self.score_record(record, scoring, benchmark).evaluation
-
-    def score_record(self, record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Scored:
-        """`score_record(record, scoring, benchmark)`, computed once per distinct key."""
-        return self.score_records({"": record}, scoring, benchmark)[""]
-
-    def score_records(
-        self, records: Mapping[str, Record], scoring: Scoring, benchmark: Evaluation | None = None
-    ) -> dict[str, Scored]:
-        """`score_records(records, scoring, benchmark)`, each distinct key computed once (the new ones
-        together)."""
-        bench = (
-            None
-            if benchmark is None
-            else (benchmark.gross.sharpe_per_period, benchmark.net.sharpe_per_period)
-        )
-        keys = {name: (record_key(record), scoring, bench) for name, record in records.items()}
-        new: dict[tuple, str] = {}  # a key's first record, where the memo does not hold it yet
-        for name, key in keys.items():
-            if key not in self._scored and key not in new:
-                new[key] = name
-        self.misses += len(new)
-        self.hits += len(records) - len(new)
-        fresh = score_records({name: records[name] for name in new.values()}, scoring, benchmark)
-        for key, name in new.items():
-            scored = fresh[name]
-            self._scored[key] = Scored(scored.evaluation, scored.net_draws)  # the draws are kept, not the P&L
-        return {name: fresh.get(name) or self._scored[key] for name, key in keys.items()}
 
 
 def evaluate_window(

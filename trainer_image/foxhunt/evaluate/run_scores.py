@@ -24,7 +24,6 @@ from foxhunt.config import EvalConfig
 from foxhunt.evaluate.evaluation import (
     MODEL,
     RunEvaluation,
-    ScoreMemo,
     Scoring,
     WindowEvaluation,
     evaluate_run,
@@ -33,6 +32,7 @@ from foxhunt.evaluate.evaluation import (
     host_array,
 )
 from foxhunt.evaluate.execution import ExecutionRows
+from foxhunt.evaluate.score_memo import ScoreMemo
 
 BaselinePositions = Mapping[str, object]  # baseline name → positions over a validation window
 

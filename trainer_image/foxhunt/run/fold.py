@@ -24,10 +24,11 @@ from foxhunt.config import PHASES
 from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
-from foxhunt.evaluate.evaluation import RunEvaluation, ScoreMemo, Scoring
+from foxhunt.evaluate.evaluation import RunEvaluation, Scoring
 from foxhunt.evaluate.records import positions_bytes, positions_from_bytes
 from foxhunt.evaluate.reports import FoldDates, FoldReport
 from foxhunt.evaluate.run_scores import evaluate_fold, stitched_evaluation
+from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.out_names import fold_folder
 from foxhunt.run.manifest import sha256
 from foxhunt.run.step_progress import StepProgress

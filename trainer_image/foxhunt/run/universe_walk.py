@@ -34,9 +34,10 @@ from foxhunt.config import NS_PER_DAY, RunConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.data.pnl import ExecutionRows
 from foxhunt.data.universe import UniverseFold, UniverseIndex, return_correlations
-from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
+from foxhunt.evaluate.evaluation import MODEL, Scoring
 from foxhunt.evaluate.records import host_array, positions_from_bytes
 from foxhunt.evaluate.run_scores import evaluate_fold, run_scoring
+from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.out_names import fold_folder
 from foxhunt.run.fold import FoldOutcome, Progress, fold_report, save_fold
 from foxhunt.run.manifest import sha256

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from foxhunt.data.folds import FoldRange
-from foxhunt.evaluate.evaluation import ScoreMemo, Scoring
+from foxhunt.evaluate.evaluation import Scoring
+from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.run.fold import EpochHook, FoldOutcome, Progress, out_of_sample_evidence, train_fold
 from foxhunt.train import DQNTrainer, TrainingDiverged
 

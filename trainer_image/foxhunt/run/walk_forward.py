@@ -11,12 +11,13 @@ from typing import Any, Protocol
 
 from foxhunt import collector, out_names, storage
 from foxhunt.data.folds import FoldRange
-from foxhunt.evaluate.evaluation import MODEL, ScoreMemo, Scoring
+from foxhunt.evaluate.evaluation import MODEL, Scoring
 from foxhunt.evaluate.plot import flat_words
 from foxhunt.evaluate.plot_jobs import PictureJob, PicturePool, draw_pictures, early_worker
 from foxhunt.evaluate.plot_run import run_pictures, send_fold_pictures
 from foxhunt.evaluate.reports import flat_run_reading
 from foxhunt.evaluate.run_scores import run_scoring
+from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
 from foxhunt.evaluate.stitched_report import stitched_report, verdict_line
 from foxhunt.evaluate.trades import run_tables

@@ -39,8 +39,9 @@ from foxhunt.config.search import (
 )
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import RunFailure
-from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, ScoreMemo
+from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.run_scores import run_scoring
+from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.run.fold import FoldOutcome, stitch_outcomes
 from foxhunt.run.holdout import holdout_range, run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
