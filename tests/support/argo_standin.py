@@ -74,79 +74,85 @@ def _workflow(status: dict, template: str = "train-pipeline") -> dict:
     return {"metadata": {"name": WORKFLOW, "namespace": NAMESPACE}, "spec": spec, "status": status}
 
 
-def handler_for(fake: FakeArgo) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args) -> None:
-            pass
+class ArgoHandler(BaseHTTPRequestHandler):
+    """The stand-in's answers; `handler_for` binds it to one FakeArgo."""
 
-        def reply(self, status: int, body: dict) -> None:
-            time.sleep(fake.delay)
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    fake: FakeArgo
 
-        def refuse_plain_http(self) -> bool:
-            # What Go's TLS server (the Argo Server's) answers a plain-http request with.
-            if not fake.https_only:
-                return False
-            payload = b"Client sent an HTTP request to an HTTPS server.\n"
-            self.send_response(400)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            return True
+    def log_message(self, *args) -> None:
+        pass
 
-        def record(self) -> bool:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            authorization = self.headers.get("Authorization")
-            fake.requests.append(
-                {
-                    "method": self.command,
-                    "path": self.path.split("?")[0],
-                    "authorization": authorization,
-                    "body": json.loads(body) if body else None,
-                }
+    def reply(self, status: int, body: dict) -> None:
+        time.sleep(self.fake.delay)
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def refuse_plain_http(self) -> bool:
+        # What Go's TLS server (the Argo Server's) answers a plain-http request with.
+        if not self.fake.https_only:
+            return False
+        payload = b"Client sent an HTTP request to an HTTPS server.\n"
+        self.send_response(400)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        return True
+
+    def record(self) -> bool:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        authorization = self.headers.get("Authorization")
+        self.fake.requests.append(
+            {
+                "method": self.command,
+                "path": self.path.split("?")[0],
+                "authorization": authorization,
+                "body": json.loads(body) if body else None,
+            }
+        )
+        if self.refuse_plain_http():
+            return False
+        if authorization != f"Bearer {TOKEN}":
+            self.reply(401, {"code": 16, "message": "token not valid"})
+            return False
+        return True
+
+    def do_POST(self) -> None:
+        if not self.record():
+            return
+        if self.path != SUBMIT_PATH:
+            self.reply(
+                404, {"code": 5, "message": 'workflowtemplates.argoproj.io "train-pipeline" not found'}
             )
-            if self.refuse_plain_http():
-                return False
-            if authorization != f"Bearer {TOKEN}":
-                self.reply(401, {"code": 16, "message": "token not valid"})
-                return False
-            return True
+        elif self.fake.submit_status != 200:
+            self.reply(self.fake.submit_status, {"code": 7, "message": "permission denied"})
+        else:
+            self.reply(200, _workflow({}, self.fake.requests[-1]["body"]["resourceName"]))
 
-        def do_POST(self) -> None:
-            if not self.record():
-                return
-            if self.path != SUBMIT_PATH:
-                self.reply(
-                    404, {"code": 5, "message": 'workflowtemplates.argoproj.io "train-pipeline" not found'}
-                )
-            elif fake.submit_status != 200:
-                self.reply(fake.submit_status, {"code": 7, "message": "permission denied"})
-            else:
-                self.reply(200, _workflow({}, fake.requests[-1]["body"]["resourceName"]))
+    def do_GET(self) -> None:
+        if not self.record():
+            return
+        if self.path.split("?")[0] != GET_PATH:
+            self.reply(404, {"code": 5, "message": "not found"})
+        elif self.fake.poll_statuses:
+            self.reply(self.fake.poll_statuses.pop(0), {"code": 14, "message": "upstream connect error"})
+        else:
+            phase = self.fake.next_phase()
+            final = self.fake.final_status if phase in ("Failed", "Error") else {}
+            if phase == "Succeeded":
+                outputs = [{"name": k, "value": v} for k, v in OUTPUTS.items()]
+                final = {"outputs": {"parameters": outputs}}
+            self.reply(200, _workflow({"phase": phase, **final}))
 
-        def do_GET(self) -> None:
-            if not self.record():
-                return
-            if self.path.split("?")[0] != GET_PATH:
-                self.reply(404, {"code": 5, "message": "not found"})
-            elif fake.poll_statuses:
-                self.reply(fake.poll_statuses.pop(0), {"code": 14, "message": "upstream connect error"})
-            else:
-                phase = fake.next_phase()
-                final = fake.final_status if phase in ("Failed", "Error") else {}
-                if phase == "Succeeded":
-                    outputs = [{"name": k, "value": v} for k, v in OUTPUTS.items()]
-                    final = {"outputs": {"parameters": outputs}}
-                self.reply(200, _workflow({"phase": phase, **final}))
 
-    return Handler
+def handler_for(fake: FakeArgo) -> type[BaseHTTPRequestHandler]:
+    """`ArgoHandler` answering for `fake`."""
+    return type("Handler", (ArgoHandler,), {"fake": fake})
 
 
 @contextlib.contextmanager

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -40,9 +40,6 @@ from foxhunt.evaluate.metrics import Evaluation, Metrics, SeriesFigures  # calle
 from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
 from foxhunt.evaluate.series import series_figures, stacked_figures
 from foxhunt.evaluate.standing import Standing  # its own module; the reports import it from here
-
-if TYPE_CHECKING:
-    from foxhunt.evaluate.score_memo import ScoreMemo
 
 MODEL = "model"
 BUY_AND_HOLD = "buy_and_hold"
@@ -274,8 +271,16 @@ class WindowEvaluation:
     best_baseline: str
 
 
+class RecordsScorer(Protocol):
+    """What `evaluate_window` and `evaluate_run` look scores up in (`score_memo.ScoreMemo`)."""
+
+    def score_records(
+        self, records: Mapping[str, Record], scoring: Scoring, benchmark: Evaluation | None = None
+    ) -> dict[str, Scored]: ...
+
+
 def evaluate_window(
-    records: Mapping[str, Record], scoring: Scoring, fold: int = -1, memo: ScoreMemo | None = None
+    records: Mapping[str, Record], scoring: Scoring, fold: int = -1, memo: RecordsScorer | None = None
 ) -> WindowEvaluation:
     """Score the model's and the baselines' records of one window; PSR against buy-and-hold.
 
@@ -322,7 +327,7 @@ def evaluate_run(
     *,
     baselines: Mapping[int, Mapping[str, object]] | None = None,
     ridge_lambda: float | None = None,
-    memo: ScoreMemo | None = None,
+    memo: RecordsScorer | None = None,
 ) -> RunEvaluation:
     """Evaluate the model's validation positions per fold and stitched, beside the baselines.
 
