@@ -35,6 +35,18 @@ def test_members_of_different_seeds_start_apart():
     assert not torch.equal(_weights(trainer, 0)[0], _weights(trainer, 1)[0])
 
 
+def test_each_fold_starts_from_its_own_initialisation_and_the_same_fold_from_the_same_one():
+    trainer = DQNTrainer(_data(), SMALL, max_train_rows=8000, seed=0)
+    trainer.window.set_fold_range(FOLDS[0])
+    starts = {}
+    for fold in (0, 1, 0):
+        trainer.reset_for_fold(fold)
+        weights = _weights(trainer, 0)[0]
+        assert fold not in starts or torch.equal(starts[fold], weights)  # a fold repeats alone
+        starts[fold] = weights
+    assert not torch.equal(starts[0], starts[1])  # folds do not share one initialisation
+
+
 def test_without_member_seeds_every_member_takes_the_run_seed():
     trainer = DQNTrainer(_data(), [SMALL, SMALL], max_train_rows=8000, seed=3)
     assert trainer.member_seeds == [3, 3]
