@@ -39,6 +39,11 @@ def test_the_tail_is_the_last_share_of_the_training_rows():
     assert head_end(FOLD, 0.0) == FOLD.train_end  # off: the learner reads the whole slice
 
 
+def test_a_share_that_splits_a_row_rounds_the_tail_up():
+    # 4,000 training rows × 0.0333 = 133.2: the tail holds 134 rows, never fewer than the share asks
+    assert head_end(FOLD, 0.0333) == 5000 - 134
+
+
 def test_a_tiny_tail_is_widened_to_the_smallest_one_worth_scoring():
     assert head_end(FOLD, 0.001) == 5000 - MIN_TAIL_ROWS
 
