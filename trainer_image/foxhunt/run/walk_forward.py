@@ -5,15 +5,13 @@ spread across seeds (`--seeds K`) and the untouched holdout. A search hands the 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Protocol
 
 from foxhunt import collector, out_names, storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, Scoring
 from foxhunt.evaluate.plot import flat_words
-from foxhunt.evaluate.plot_jobs import PictureJob, PicturePool, draw_pictures, early_worker
+from foxhunt.evaluate.plot_jobs import PicturePool, early_worker
 from foxhunt.evaluate.plot_run import run_pictures, send_fold_pictures
 from foxhunt.evaluate.reports import flat_run_reading
 from foxhunt.evaluate.run_scores import run_scoring
@@ -83,39 +81,15 @@ def run_folds(
         summary.graph_captures = trainer.graph_captures
         outcomes = walked.outcomes[0]
         evaluation = _evaluate_run(run, data, folds, outcomes, scoring, memo, pictures)
-        other_seeds = {i: walked.outcomes[i] for i in outs if i and walked.finished(i)}
-        seeds_job = None
-        if len(seeds) > 1:
-            seeds_job = _seed_spread(
-                run, data, folds, outcomes, other_seeds, seeds, scoring, evaluation, memo
-            )
-        with _seeds_png(run, seeds_job, pictures):  # the worker draws it while the holdout fold trains
-            if settings.folds.holdout_days > 0 and summary.stitched is not None:
-                in_search = {
-                    "what": "net Sharpe of the run's stitched folds",
-                    "value": summary.stitched.policies[MODEL].net.sharpe,
-                }
-                run_holdout(
-                    run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search
-                )
-
-
-@contextmanager
-def _seeds_png(run: Run, job: PictureJob | None, pool: PicturePool | None) -> Iterator[None]:
-    """`seeds.png` (`job`; None: no picture) handed to `pool`'s worker for the block's time, else drawn
-    here after it; written on every way out of the block, so a failing holdout loses no picture."""
-    if job is not None and pool is not None:
-        pool.submit(job)
-    try:
-        yield
-    finally:
-        if job is not None:
-            try:
-                png = (pool.results() if pool is not None else draw_pictures([job]))[job.key]
-            except ImportError as exc:  # a slim image without matplotlib still reports in JSON
-                run.progress(f"{job.key} not drawn: {exc}")
-            else:
-                storage.write_bytes(storage.join(run.out_uri, job.key), png)
+    other_seeds = {i: walked.outcomes[i] for i in outs if i and walked.finished(i)}
+    if len(seeds) > 1:
+        _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring, evaluation, memo)
+    if settings.folds.holdout_days > 0 and summary.stitched is not None:
+        in_search = {
+            "what": "net Sharpe of the run's stitched folds",
+            "value": summary.stitched.policies[MODEL].net.sharpe,
+        }
+        run_holdout(run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search)
 
 
 def _upload(run: Run, cache, folds: list[FoldRange], read_seconds: float, device) -> DeviceData:
@@ -238,14 +212,13 @@ def _seed_spread(
     scoring: Scoring,
     evaluation,
     memo: ScoreMemo,
-) -> PictureJob | None:
+) -> None:
     """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console;
-    returns `seeds.png`'s job, which draws their stitched records (`evaluation`: the run's own, member
-    0's), or None (no stitched record, or no matplotlib). The run's `memo` is every seed's: the baselines'
-    records, the same for every seed, are scored once, not once a seed."""
+    `seeds.png` draws their stitched records (`evaluation`: the run's own, member 0's). The run's `memo`
+    is every seed's: the baselines' records, the same for every seed, are scored once, not once a seed."""
     summary = run.summary
     if summary.stitched is None:
-        return None
+        return
     evaluations = {seeds[0]: evaluation}
     for i, by_fold in other_seeds.items():
         if len(by_fold) != len(outcomes):  # a seed that diverged in some fold has no stitched record
@@ -261,11 +234,11 @@ def _seed_spread(
         for i, by_fold in other_seeds.items():
             selections[seeds[i]] = [o.report.selection for o in by_fold.values()]
         picture = seeds_picture(evaluations, selections)
+        png = render_seeds_png(picture, summary.seed_spread, f"foxhunt run {summary.run_id}")
     except ImportError as exc:  # a slim image without matplotlib still reports in JSON
         run.progress(f"{out_names.SEEDS_PICTURE} not drawn: {exc}")
-        return None
-    title = f"foxhunt run {summary.run_id}"
-    return PictureJob(out_names.SEEDS_PICTURE, render_seeds_png, (picture, summary.seed_spread, title))
+        return
+    storage.write_bytes(storage.join(run.out_uri, out_names.SEEDS_PICTURE), png)
 
 
 def _evaluate_run(
