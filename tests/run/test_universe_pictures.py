@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from support.universe_cases import three_instruments, write_caches
 
+from foxhunt import collector
 from foxhunt.cli import main
 from foxhunt.evaluate import plot_book, plot_jobs
 from foxhunt.evaluate.book import BOOK, FLAT, evaluate_book, instrument_series
@@ -196,15 +197,39 @@ def test_pictures_drawn_by_worker_processes_are_the_runs_own(run, caches, tmp_pa
     """The universe's pictures drawn side by side in spawned workers (forced: this machine has few cores)
     are byte for byte the in-process drawing's, apart from timings.png (seconds differ between runs)."""
     monkeypatch.setattr(plot_jobs, "picture_workers", lambda jobs, cores=None: 2)
+    monkeypatch.setattr(collector, "owned", lambda: True)  # as the console command's own process
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(universe_argv(caches, tmp_path)) == 0
+    first = {p.relative_to(run[0]): p.read_bytes() for p in run[0].rglob("*.png") if p.name != "timings.png"}
+    again = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*.png")
+             if p.name != "timings.png"}  # fmt: skip
+    assert len(first) >= 4 and again == first
+
+
+def test_a_universe_run_called_from_a_library_draws_its_pictures_in_its_own_process(
+    caches, tmp_path, monkeypatch
+):
+    # main(argv) is not the console command's own process: a spawned worker would re-import the caller's script
+    spawned = []
+
+    def spawn(*args, **kwargs):
+        spawned.append(args)
+        raise OSError("no worker for a library caller")
+
+    monkeypatch.setattr(plot_jobs, "picture_workers", lambda jobs, cores=None: 2)
+    monkeypatch.setattr(plot_jobs, "ProcessPoolExecutor", spawn)
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(universe_argv(caches, tmp_path)) == 0
+    assert not spawned
+    assert (tmp_path / "out" / "book.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+def universe_argv(caches: dict[str, str], tmp_path) -> list[str]:
+    """`foxhunt train` of the three instruments, one epoch, into `tmp_path / "out"`."""
     params = tmp_path / "params.json"
     params.write_text(json.dumps(PARAMS))
     args = ["train", "--out", str(tmp_path / "out"), "--device", "cpu", "--epochs", "1", *FOLDS,
             "--hyperopt-params", str(params)]  # fmt: skip
     for name in NAMES:
         args += ["--fxcache", caches[name]]
-    with contextlib.redirect_stdout(io.StringIO()):
-        assert main(args) == 0
-    first = {p.relative_to(run[0]): p.read_bytes() for p in run[0].rglob("*.png") if p.name != "timings.png"}
-    again = {p.relative_to(tmp_path / "out"): p.read_bytes() for p in (tmp_path / "out").rglob("*.png")
-             if p.name != "timings.png"}  # fmt: skip
-    assert len(first) >= 4 and again == first
+    return args

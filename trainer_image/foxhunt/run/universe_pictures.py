@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from foxhunt import out_names, storage
+from foxhunt import collector, out_names, storage
 from foxhunt.evaluate.book import BookEvaluation
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.plot import flat_words
@@ -60,7 +60,9 @@ def write_universe_pictures(
             title = f"foxhunt universe run: the book of {len(book.weights)} instruments\n{verdict_line(book.window)}"
             book_args = (book_picture(book, series), title)
             jobs.append(PictureJob(storage.join(out_uri, out_names.BOOK_PICTURE), render_book_png, book_args))
-        drawn = draw_pictures(jobs)  # side by side in worker processes where the cores allow
+        # Side by side in worker processes where the cores allow, and only in a console command's own
+        # process: a spawned worker re-imports the main module, which a library caller's script need not guard.
+        drawn = draw_pictures(jobs, workers=None if collector.owned() else 1)
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
         progress(f"the run's pictures not drawn: {exc}")
         return
