@@ -229,12 +229,8 @@ def _transposed(by_feature: np.ndarray) -> np.ndarray:
     return features
 
 
-def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) -> FeatureTable:
-    """Compute the feature table of `bars` (see the module docstring for every definition).
-
-    `progress`, if given, is called with a short message as each stage starts. Raises
-    BarsError (a ValueError, exit 2) naming the bars when there are too few for a single row.
-    """
+def feature_bars(bars: Bars) -> tuple[int, int]:
+    """The bars that get a feature row, `lo` to `hi` (exclusive): BarsError naming the bars when none do."""
     n = len(bars)
     lo, hi = WARMUP_BARS, n - LOOKAHEAD_BARS
     if hi <= lo:
@@ -242,6 +238,16 @@ def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) 
             f"{bars.source}: {n} bars give no feature rows: need more than {WARMUP_BARS + LOOKAHEAD_BARS} "
             f"({WARMUP_BARS} of warm-up, {LOOKAHEAD_BARS} for the targets)"
         )
+    return lo, hi
+
+
+def compute_features(bars: Bars, progress: Callable[[str], None] | None = None) -> FeatureTable:
+    """Compute the feature table of `bars` (see the module docstring for every definition).
+
+    `progress`, if given, is called with a short message as each stage starts. Raises
+    BarsError (a ValueError, exit 2) naming the bars when there are too few for a single row.
+    """
+    lo, hi = feature_bars(bars)
     say = progress or (lambda _message: None)
     cols = _Columns(lo, hi)
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -101,11 +101,22 @@ def _cache_hit(bars: Bars, out_uri: str, start: float, progress: Progress, keep_
             "seconds": time.perf_counter() - start,
         }
     if keep_other and storage.exists(out_uri):
-        raise UsageError(
-            f"{out_uri} holds the fxcache of an earlier run, built from other bars; use the same "
-            "bars to resume it, another --out, or --overwrite to start over"
-        )
+        raise _other_fxcache(out_uri)
     return None
+
+
+def refuse_other_fxcache(bars: Bars, out_uri: str) -> None:
+    """Before work: refuse (UsageError) an fxcache at `out_uri` built from other bars than `bars`, as
+    `precompute_bars(..., keep_other=True)` would once it came to them."""
+    if fxcache_matches(out_uri, bars.content_hash) is None and storage.exists(out_uri):
+        raise _other_fxcache(out_uri)
+
+
+def _other_fxcache(out_uri: str) -> UsageError:
+    return UsageError(
+        f"{out_uri} holds the fxcache of an earlier run, built from other bars; use the same "
+        "bars to resume it, another --out, or --overwrite to start over"
+    )
 
 
 def _build(bars: Bars, out_uri: str, start: float, progress: Progress) -> dict:
