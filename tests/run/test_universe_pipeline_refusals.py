@@ -52,26 +52,29 @@ def refusal(capsys) -> str:
     return line
 
 
-def test_bars_that_overlap_only_where_the_fxcaches_drop_rows_are_refused_with_nothing_written(
-    bars, tmp_path, capsys
-):
+# The second instrument's rows of the generated bars, and the refusal's line given both files.
+SECOND = {
+    # 100 bars in common, all of them in rows both fxcaches drop (warm-up at B's start, targets at A's end)
+    "overlapping only where the fxcaches drop rows": (
+        (ROWS - SHARED, 2 * ROWS - SHARED),
+        lambda a, b: f"{a}: no time in common with any other instrument",
+    ),
+    "too short for a feature row": (
+        (0, 200),
+        lambda a, b: f"{b}: 200 bars give no feature rows: need more than {WARMUP_BARS + LOOKAHEAD_BARS}",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", SECOND)
+def test_a_second_instrument_that_cannot_join_is_refused_with_nothing_written(case, bars, tmp_path, capsys):
     assert SHARED < WARMUP_BARS + LOOKAHEAD_BARS
+    (start, end), message = SECOND[case]
     a = written(rows(bars, 0, ROWS), tmp_path / "A.parquet")
-    b = written(rows(bars, ROWS - SHARED, 2 * ROWS - SHARED), tmp_path / "B.parquet")
+    b = written(rows(bars, start, end), tmp_path / "B.parquet")
     out = tmp_path / "out"
     assert pipeline(out, a, b) == 2
-    line = refusal(capsys)
-    assert f"{a}: no time in common with any other instrument" in line
-    assert not out.exists()
-
-
-def test_an_instrument_too_short_for_a_feature_row_is_refused_with_nothing_written(bars, tmp_path, capsys):
-    a = written(rows(bars, 0, ROWS), tmp_path / "A.parquet")
-    short = written(rows(bars, 0, 200), tmp_path / "B.parquet")
-    out = tmp_path / "out"
-    assert pipeline(out, a, short) == 2
-    line = refusal(capsys)
-    assert f"{short}: 200 bars give no feature rows: need more than {WARMUP_BARS + LOOKAHEAD_BARS}" in line
+    assert message(a, b) in refusal(capsys)
     assert not out.exists()
 
 
