@@ -17,6 +17,7 @@ verdicts, is the run's headline, written to `holdout.json`, `holdout.png`, `summ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from foxhunt.errors import BadInput
 
 if TYPE_CHECKING:
     from foxhunt.config import FoldConfig
+    from foxhunt.train.evidence import WindowEvidence
 
 HOLDOUT_GAP = max(TARGET_HORIZONS)  # rows between the last planned row and the first held-out one
 HOLDOUT_DIR = out_names.HOLDOUT_DIR
@@ -110,10 +112,13 @@ def run_holdout(
     scoring,
     settings_label: str,
     in_search: dict[str, Any],
+    earlier: Sequence[WindowEvidence] = (),
 ) -> dict[str, Any]:
     """Train `trainer` (set to the chosen settings) on the holdout fold, evaluate it, report it as the headline.
 
-    `in_search` is the figure the folds gave (`{"what": ..., "value": ...}`), reported beside it.
+    `in_search` is the figure the folds gave (`{"what": ..., "value": ...}`), reported beside it;
+    `earlier` the out-of-sample windows of the folds these settings walked, which the fold's pooled
+    decision weighs as every fold's did (all end before the held-out period).
     The fold is numbered `number` (the one after the run's folds; its files go to `--out/holdout/fold_N`).
     Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
     """
@@ -136,6 +141,7 @@ def run_holdout(
         scoring,
         diagnostics_every=config.diagnostics_every,
         hooks=hooks,
+        prior={0: earlier},
     )
     if 0 in walked.failures:
         raise walked.failures[0]

@@ -14,7 +14,7 @@ same loop for both: the folds in order, members leaving, the caller's hooks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -23,6 +23,7 @@ from foxhunt.evaluate.evaluation import Scoring
 from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.run.fold import EpochHook, FoldOutcome, Progress, out_of_sample_evidence, train_fold
 from foxhunt.train import DQNTrainer, TrainingDiverged
+from foxhunt.train.evidence import WindowEvidence
 
 FoldResults = dict[int, FoldOutcome | TrainingDiverged]  # member → its outcome of one fold
 
@@ -96,12 +97,15 @@ def walk_folds(
     diagnostics_every: int = 1,
     hooks: WalkHooks | None = None,
     step: FoldStep | None = None,
+    prior: Mapping[int, Sequence[WindowEvidence]] | None = None,
 ) -> Walked:
     """Walk `folds` in order for `members` (member → its output folder) on `trainer`: each fold taken over
     or trained by `step` (default `train_fold`'s reset → train → validate → save → report, scored with
-    `scoring`), divergences and stopped members leaving."""
+    `scoring`), divergences and stopped members leaving. `prior`: per member, out-of-sample windows of
+    folds walked before these (the held-out fold's: the run's folds), which the default step's pooled
+    decision weighs first."""
     hooks = hooks or WalkHooks()
-    train = step or _train_fold_step(trainer, epochs, scoring, memo, diagnostics_every, hooks)
+    train = step or _train_fold_step(trainer, epochs, scoring, memo, diagnostics_every, hooks, prior or {})
     live = dict(members)
     walked: Walked = Walked({k: {} for k in members})
     for fold in folds:
@@ -136,6 +140,7 @@ def _train_fold_step(
     memo: ScoreMemo | None,
     diagnostics_every: int,
     hooks: WalkHooks,
+    prior: Mapping[int, Sequence[WindowEvidence]],
 ) -> FoldStep:
     """The walk's default step: one instrument's fold (`train_fold`), each member weighing its earlier
     folds' out-of-sample windows."""
@@ -154,7 +159,7 @@ def _train_fold_step(
             memo=memo,
             diagnostics_every=diagnostics_every,
             on_epoch=hooks.on_epoch,
-            earlier={k: out_of_sample_evidence(outcomes[k]) for k in live},
+            earlier={k: [*prior.get(k, ()), *out_of_sample_evidence(outcomes[k])] for k in live},
         )
 
     return step

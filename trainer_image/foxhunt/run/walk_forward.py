@@ -20,7 +20,7 @@ from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
 from foxhunt.evaluate.stitched_report import stitched_report, verdict_line
 from foxhunt.evaluate.trades import run_tables
 from foxhunt.run import compile_cache
-from foxhunt.run.fold import FoldOutcome, load_fold, stitch_outcomes
+from foxhunt.run.fold import FoldOutcome, load_fold, out_of_sample_evidence, stitch_outcomes
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
@@ -89,7 +89,10 @@ def run_folds(
             "what": "net Sharpe of the run's stitched folds",
             "value": summary.stitched.policies[MODEL].net.sharpe,
         }
-        run_holdout(run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search)
+        run_holdout(
+            run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search,
+            earlier=out_of_sample_evidence(outcomes),
+        )  # fmt: skip
 
 
 def _upload(run: Run, cache, folds: list[FoldRange], read_seconds: float, device) -> DeviceData:

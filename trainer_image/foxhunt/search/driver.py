@@ -42,7 +42,7 @@ from foxhunt.errors import RunFailure
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.run_scores import run_scoring
 from foxhunt.evaluate.score_memo import ScoreMemo
-from foxhunt.run.fold import FoldOutcome, stitch_outcomes
+from foxhunt.run.fold import FoldOutcome, load_fold, out_of_sample_evidence, stitch_outcomes
 from foxhunt.run.holdout import holdout_range, run_holdout
 from foxhunt.run.lifecycle import Run, now_iso
 from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
@@ -70,6 +70,7 @@ from foxhunt.search.telemetry import TrialMetrics
 from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import DeviceData, TrainingDiverged
 from foxhunt.train.epoch_figures import COLLAPSED, fold_flags
+from foxhunt.train.evidence import WindowEvidence
 
 TRIAL_REPORT = out_names.TRIAL_REPORT
 # A trial whose training diverges failed on its settings: a verdict, and the study goes on.
@@ -289,7 +290,7 @@ def _headline(
                      "value": best.objective}  # fmt: skip
         summary.holdout = run_holdout(
             run, data, trainer_builder(run, data, max_rows)([dqn]), len(folds), max_rows, scoring,
-            f"best trial {best.number}'s settings", in_search,
+            f"best trial {best.number}'s settings", in_search, _best_evidence(run, folds, best.number),
         )  # fmt: skip
         holdout = holdout_range(data.timestamp, settings.folds, len(folds), max_rows)
     try:
@@ -302,6 +303,19 @@ def _headline(
     storage.write_bytes(
         storage.join(run.out_uri, out_names.STUDY_SUMMARY), strict_json.json_bytes(summary.to_dict())
     )
+
+
+def _best_evidence(run: Run, folds: list[FoldRange], number: int) -> list[WindowEvidence]:
+    """The out-of-sample windows trial `number`'s folds recorded (its reports under --out), which the held-out
+    fold's pooled decision weighs as the trial's folds did; none when another worker's --out holds them."""
+    folder = storage.join(run.out_uri, trial_folder(number))
+    try:
+        return out_of_sample_evidence({f.fold: load_fold(folder, f.fold) for f in folds})
+    except FileNotFoundError:
+        run.progress(
+            f"holdout: trial {number}'s folds are not in --out; its decision weighs its own tail only"
+        )
+        return []
 
 
 def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> StudySummary:
