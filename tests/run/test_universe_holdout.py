@@ -166,3 +166,14 @@ def test_a_held_out_period_no_instrument_can_take_part_in_is_refused_before_work
     with pytest.raises(BadInput, match="--holdout-days 1: no instrument can take part"):
         plan_universe([a, b], [np.zeros(len(a)), np.zeros(len(b))], ["a", "b"], config, warnings.append)
     assert [w.split(" takes")[0] for w in warnings] == ["WARNING instrument a", "WARNING instrument b"]
+
+
+def test_the_held_out_folds_pooled_decision_weighs_the_runs_out_of_sample_windows(run):
+    # as every fold's did: the run's folds' windows all end before the held-out period
+    out = run[0]
+    (held,) = (out / "holdout" / "instruments" / "fx00").glob("fold_*")
+    report = json.loads((held / "report.json").read_text())
+    folds = sorted((out / "instruments" / "fx00").glob("fold_*"), key=lambda p: int(p.name.split("_")[1]))
+    recorded = [json.loads((f / "report.json").read_text())["selection"]["out_of_sample"] for f in folds]
+    expected = [[w["fold"], "out_of_sample"] for w in recorded if w is not None]
+    assert expected and report["selection"]["pooled"]["windows"][1:] == expected

@@ -53,6 +53,7 @@ from foxhunt.run.universe_book import History, book_instruments, book_scoring, s
 from foxhunt.run.universe_walk import InstrumentView, instrument_folder, universe_step
 from foxhunt.run.walk import WalkHooks, walk_folds
 from foxhunt.train import DQNTrainer
+from foxhunt.train.evidence import WindowEvidence
 
 SETTINGS_LABEL = "the run's settings"
 
@@ -154,9 +155,11 @@ def train_holdout_fold(
     out_uri: str,
     settings: RunConfig,
     progress: Progress,
+    earlier: Sequence[WindowEvidence] = (),
 ) -> dict[int, FoldOutcome]:
     """The held-out fold trained by the first member on `trainer` (after the run's folds), its files under
-    ``holdout/``: its outcome per instrument taking part. A divergence ends the run, as in a fold."""
+    ``holdout/``: its outcome per instrument taking part. A divergence ends the run, as in a fold. Its
+    pooled decision weighs `earlier` (the run's folds' pooled out-of-sample windows) as each fold did."""
     said: Progress = lambda line: progress(f"holdout {line}")  # noqa: E731
     walked = walk_folds(
         trainer,
@@ -165,7 +168,9 @@ def train_holdout_fold(
         settings.epochs,
         None,
         hooks=WalkHooks(progress=said),
-        step=universe_step(trainer, views, storage.join(out_uri, HOLDOUT_DIR), settings, said),
+        step=universe_step(
+            trainer, views, storage.join(out_uri, HOLDOUT_DIR), settings, said, prior={0: earlier}
+        ),
     )
     if 0 in walked.failures:
         raise walked.failures[0]
@@ -239,12 +244,13 @@ def run_universe_holdout(
     settings: RunConfig,
     progress: Progress,
     metrics: RunMetrics,
+    earlier: Sequence[WindowEvidence] = (),
 ) -> dict:
     """Train the held-out fold, then write, print and tell `metrics` each instrument's held-out record and
     the book's (module docstring); returns summary.json's `holdout`. `stitched`: each instrument's
     stitched evaluation (its in-search figure); `weights`: the run's book's."""
     days = settings.folds.holdout_days
-    outcomes = train_holdout_fold(trainer, views, fold, out_uri, settings, progress)
+    outcomes = train_holdout_fold(trainer, views, fold, out_uri, settings, progress, earlier)
     records, evaluations = _instrument_records(views, fold, outcomes, stitched, days, out_uri)
     book = held_out_book(evaluations, weights, history, settings)
     book_figures = {

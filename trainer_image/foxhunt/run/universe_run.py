@@ -76,6 +76,7 @@ from foxhunt.run.universe_walk import (
     instrument_outcomes,
     instrument_views,
     local_folds,
+    pooled_evidence,
     universe_execution,
     universe_step,
 )
@@ -196,8 +197,8 @@ def _train_universe(
         )
         history = {n: (c.timestamp, c.targets[:, 0]) for n, c in zip(names, caches, strict=True)}
         held_out = None if held is None else partial(
-            run_universe_holdout, trainer, views, held, history=history, out_uri=out_uri,
-            settings=settings, progress=progress, metrics=metrics,
+            run_universe_holdout, trainer, views, held, history=history, out_uri=out_uri, settings=settings,
+            progress=progress, metrics=metrics, earlier=pooled_evidence(walked.outcomes[0]),
         )  # fmt: skip
         result = universe_records(
             views,

@@ -263,10 +263,13 @@ def universe_step(
     out_uri: str,
     settings: RunConfig,
     progress: Progress,
+    prior: Mapping[int, Sequence[WindowEvidence]] | None = None,
 ) -> FoldStep:
     """The walk's step for a universe (`walk.walk_folds(..., step=)`): a `UniverseFold` trained on every
     instrument taking part (`train_universe_fold`); per member its `UniverseOutcome`, or its divergence.
-    Each member's pooled decision weighs its earlier folds' pooled out-of-sample windows."""
+    Each member's pooled decision weighs its earlier folds' pooled out-of-sample windows, after `prior`'s
+    (the held-out fold's: the run's folds')."""
+    before = prior or {}
 
     correlations = first_window_correlations(views, settings)
 
@@ -277,7 +280,7 @@ def universe_step(
         progress(f"fold {fold.fold}: {len(fold.members)} instruments ({names})")
         members = list(fold.members)
         trainer.policies.evidence_share = effective_share(correlations[np.ix_(members, members)].tolist())
-        earlier = {m: _pooled_evidence(walked[m]) for m in live}
+        earlier = {m: [*before.get(m, ()), *pooled_evidence(walked[m])] for m in live}
         by_member, choices = train_universe_fold(trainer, fold, views, out_uri, settings, progress, earlier)
         _fold_lines(fold.fold, by_member[0], views, progress)
         return {m: trainer.failures[m] or UniverseOutcome(by_member[m], choices[m]) for m in live}
@@ -295,7 +298,7 @@ def first_window_correlations(views: Sequence[InstrumentView], settings: RunConf
     return return_correlations(stamps, returns, cutoff)
 
 
-def _pooled_evidence(outcomes: Mapping[int, UniverseOutcome]) -> list[WindowEvidence]:
+def pooled_evidence(outcomes: Mapping[int, UniverseOutcome]) -> list[WindowEvidence]:
     """The pooled out-of-sample windows of a member's earlier universe folds, in fold order."""
     found = (o.choice.out_of_sample for o in outcomes.values() if o.choice is not None)
     return [w for w in found if w is not None]
