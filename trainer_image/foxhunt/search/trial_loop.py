@@ -86,21 +86,31 @@ def ask_batch(
     startup_trials: int = 10,
 ) -> list[AskedTrial]:
     """Ask up to `count` trials with sampled settings (a waiting retry keeps its own); a trial beyond the
-    budget is marked surplus and ended."""
-    batch = []
-    for k in range(count):
-        study.sampler = trial_sampler(seed, worker, created + k, startup_trials)
-        with warnings.catch_warnings():
-            # This loop keeps the heartbeats itself (see `heartbeats`), which Optuna cannot know.
-            warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
-            trial = study.ask()
-        if not within_budget(study.get_trials(deepcopy=False), trial.number, n_trials):
-            trial.set_user_attr(SURPLUS_ATTR, True)
-            study.tell(trial, state=TrialState.FAIL)
-            continue
-        trial.set_user_attr(WORKER_ATTR, worker)
-        trial.set_user_attr(FOLDS_ATTR, 0)
-        batch.append(AskedTrial(trial, suggest(trial, space)))
+    budget is marked surplus and ended. An exception on the way requeues the trials already asked."""
+    batch: list[AskedTrial] = []
+    asked: list[int] = []
+    heartbeat = _heartbeat_seconds(study)
+    try:
+        for k in range(count):
+            study.sampler = trial_sampler(seed, worker, created + k, startup_trials)
+            with warnings.catch_warnings():
+                # This loop keeps the heartbeats itself (see `heartbeats`), which Optuna cannot know.
+                warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
+                trial = study.ask()
+            asked.append(trial.number)
+            if heartbeat:  # from its first moment, so that a worker killed now leaves a trial that goes stale
+                study._storage.record_heartbeat(trial._trial_id)  # type: ignore[attr-defined]  # RDBStorage
+            if not within_budget(study.get_trials(deepcopy=False), trial.number, n_trials):
+                trial.set_user_attr(SURPLUS_ATTR, True)
+                study.tell(trial, state=TrialState.FAIL)
+                continue
+            trial.set_user_attr(WORKER_ATTR, worker)
+            trial.set_user_attr(FOLDS_ATTR, 0)
+            batch.append(AskedTrial(trial, suggest(trial, space)))
+    except BaseException:
+        for number in asked:  # running, and no other worker would retry them before their grace ran out
+            requeue_if_running(study, number)
+        raise
     return batch
 
 
