@@ -59,3 +59,72 @@ def test_a_trial_asked_by_a_worker_that_then_died_goes_stale_and_is_retried(tmp_
     time.sleep(3)  # past the grace period
     study_progress(_study(tmp_path))  # another worker's round
     assert _states(study) == ["FAIL", "WAITING"]
+
+
+class _Trainer:
+    """A trainer that the fake walk never trains (the walk-forward is replaced below)."""
+
+    graph_captures = compiles = 0
+
+    def apply_settings(self, configs) -> None:
+        pass
+
+
+class _Walk:
+    """The search's TrialScoring as PopulationObjective reads it; `score` raises for the numbers in `broken`."""
+
+    def __init__(self, out: str, broken: set[int]) -> None:
+        from types import SimpleNamespace
+
+        from foxhunt.config import DQNConfig
+
+        config = SimpleNamespace(dqn=DQNConfig(), epochs=1, diagnostics_every=1)
+        self.run = SimpleNamespace(config=config, out_uri=out, progress=lambda m: None, check=lambda: None)
+        self.folds, self.scoring, self.memo, self.broken = [], None, None, broken
+
+    def score(self, number, params, dqn, outcomes) -> float:
+        if number in self.broken:
+            raise OverflowError("math range error")
+        return 1.0
+
+
+def _population_search(tmp_path, monkeypatch, batch_sizes, walk_fails, broken=frozenset()):
+    """A population search of one batch of trials with the given batch sizes (one shape each), whose
+    walk-forward raises OverflowError for the shapes in `walk_fails`; the study after."""
+    import foxhunt.search.population as population
+    from foxhunt.run.walk import Walked
+
+    def walk_folds(trainer, folds, members, *args, **kwargs):
+        if trainer.shape in walk_fails:
+            raise OverflowError("the population's step overflowed")
+        return Walked({m: {0: object()} for m in members})
+
+    def build(configs):
+        trainer = _Trainer()
+        trainer.shape = configs[0].batch_size
+        return trainer
+
+    monkeypatch.setattr(population, "walk_folds", walk_folds)
+    space = parse_search_space({"batch_size": {"type": "categorical", "choices": [4096, 8192]}}, "shapes")
+    study = _study(tmp_path)
+    for size in batch_sizes:
+        study.enqueue_trial({"batch_size": size})
+    pool = population.TrainerPool(build, 2)
+    objective = population.PopulationObjective(_Walk(str(tmp_path), set(broken)), pool, (OverflowError,))
+    n = len(batch_sizes)
+    run_trials(study, n, objective, size=n, space=space, seed=5, catch=(OverflowError,))
+    return study
+
+
+def test_a_settings_failure_of_one_shape_fails_only_that_shapes_trials(tmp_path, monkeypatch):
+    study = _population_search(tmp_path, monkeypatch, [4096, 8192], walk_fails={8192})
+    first, second = study.get_trials()
+    assert (first.state.name, first.value) == ("COMPLETE", 1.0)
+    assert second.state.name == "FAIL"
+    assert second.user_attrs["error"] == "OverflowError: the population's step overflowed"
+
+
+def test_a_settings_failure_scoring_one_member_fails_only_that_member(tmp_path, monkeypatch):
+    study = _population_search(tmp_path, monkeypatch, [4096, 4096], walk_fails=set(), broken={0})
+    assert _states(study) == ["FAIL", "COMPLETE"]
+    assert study.get_trials()[0].user_attrs["error"] == "OverflowError: math range error"
