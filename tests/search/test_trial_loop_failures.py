@@ -128,3 +128,28 @@ def test_a_settings_failure_scoring_one_member_fails_only_that_member(tmp_path, 
     study = _population_search(tmp_path, monkeypatch, [4096, 4096], walk_fails=set(), broken={0})
     assert _states(study) == ["FAIL", "COMPLETE"]
     assert study.get_trials()[0].user_attrs["error"] == "OverflowError: math range error"
+
+
+def test_a_failed_heartbeat_is_logged_and_the_next_one_keeps_the_trial_fresh(tmp_path, caplog):
+    from sqlalchemy.exc import OperationalError
+
+    study, seen = _study(tmp_path), []  # heartbeat every second, stale after two
+    real, calls = study._storage.record_heartbeat, []
+
+    def fails_once(trial_id):
+        calls.append(trial_id)
+        if len(calls) == 2:  # the heartbeat thread's first beat
+            raise OperationalError("UPDATE trial_heartbeats", {}, Exception("connection lost"))
+        return real(trial_id)
+
+    study._storage.record_heartbeat = fails_once
+
+    def slow(batch):
+        time.sleep(3)  # past the grace period: only the beats after the failed one keep the trial fresh
+        _fail_stale(study)
+        seen.append(_states(study))
+        return {a.number: 1.0 for a in batch}
+
+    run_trials(study, 1, slow, space=TEST_SPACE, seed=5)
+    assert seen == [["RUNNING"]] and _states(study) == ["COMPLETE"]
+    assert any("heartbeat" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)

@@ -10,6 +10,7 @@ own end: complete, pruned after a fold, or failed by its settings. The counting 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import warnings
@@ -41,6 +42,8 @@ from foxhunt.search.study import (
     trial_sampler,
     within_budget,
 )
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -116,7 +119,8 @@ def ask_batch(
 
 @contextmanager
 def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None) -> Iterator[None]:
-    """Record every trial's heartbeat each `seconds` while the block runs (nothing when heartbeats are off)."""
+    """Record every trial's heartbeat each `seconds` while the block runs (nothing when heartbeats are off);
+    a beat the storage fails is logged and tried again at the next one."""
     if not seconds:
         yield
         return
@@ -126,7 +130,10 @@ def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None
     def beat() -> None:
         while True:
             for trial_id in ids:
-                study._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]  # RDBStorage, checked by the caller
+                try:
+                    study._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]  # RDBStorage, checked by the caller
+                except Exception as exc:  # a lost connection: a dead thread would let the trials go stale
+                    log.warning("heartbeat of trial id %d failed (next in %d s): %s", trial_id, seconds, exc)
             if stop.wait(seconds):
                 return
 
