@@ -153,3 +153,24 @@ def test_a_failed_heartbeat_is_logged_and_the_next_one_keeps_the_trial_fresh(tmp
     run_trials(study, 1, slow, space=TEST_SPACE, seed=5)
     assert seen == [["RUNNING"]] and _states(study) == ["COMPLETE"]
     assert any("heartbeat" in r.getMessage() and r.levelname == "WARNING" for r in caplog.records)
+
+
+class Interrupted(Exception):
+    """Stands for the pipeline's SIGTERM stop: an exception the loop does not catch."""
+
+
+def test_a_member_pruned_before_its_batch_is_interrupted_ends_pruned_and_is_not_retried(tmp_path):
+    study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
+    run_trials(study, 2, lambda b: {a.number: (a.report_fold(0, 1.0), 1.0)[1] for a in b}, size=2,
+               space=TEST_SPACE, seed=5)  # fmt: skip
+
+    def prunes_one_then_interrupted(batch):
+        for asked in batch:
+            asked.report_fold(0, -100.0 if asked.number == 3 else 100.0)
+        raise Interrupted
+
+    with pytest.raises(Interrupted):
+        run_trials(study, 4, prunes_one_then_interrupted, size=2, space=TEST_SPACE, seed=5)
+    trials = study.get_trials()
+    assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "PRUNED", "WAITING"]
+    assert trials[4].params == trials[2].params

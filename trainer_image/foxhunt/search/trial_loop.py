@@ -176,7 +176,8 @@ def _train_batch(
     catch: tuple[type[Exception], ...],
 ) -> BatchResults:
     """`objective(batch)` with the trials' heartbeats kept; an exception in `catch` is every trial's
-    result, any other requeues the batch's running trials and goes on up."""
+    result, any other ends the members already pruned as pruned, requeues the batch's other running
+    trials and goes on up."""
     try:
         with heartbeats(study, batch, heartbeat):
             return objective(batch)
@@ -184,7 +185,13 @@ def _train_batch(
         return {asked.number: exc for asked in batch}
     except BaseException:
         for asked in batch:
-            requeue_if_running(study, asked.number)
+            if asked.pruned and not asked.stale:  # its verdict came before the interruption: no retry
+                try:
+                    study.tell(asked.trial, state=TrialState.PRUNED)
+                except UpdateFinishedTrialError:
+                    pass  # declared stale by another worker since its last fold
+            else:
+                requeue_if_running(study, asked.number)
         raise
 
 
@@ -231,8 +238,9 @@ def run_trials(
     `report_fold` after each fold, and tells every trial its own end from the results the objective
     returns by trial number; `callbacks(study, trial)` run after each trial told. An exception in
     `catch` that the objective raises, rather than returns for one trial, is the verdict of every trial
-    of the batch not pruned (for a batch of one: its trial's). Any other exception ends the loop: every
-    trial of the batch still running is queued for a retry with its settings, and failed.
+    of the batch not pruned (for a batch of one: its trial's). Any other exception ends the loop: a
+    trial of the batch pruned already ends pruned, every other one still running is queued for a retry
+    with its settings, and failed.
     `exclusive=True` (this worker alone uses the study) retries left-over running trials at once.
     """
     if exclusive:
