@@ -174,3 +174,47 @@ def test_a_member_pruned_before_its_batch_is_interrupted_ends_pruned_and_is_not_
     trials = study.get_trials()
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "PRUNED", "WAITING"]
     assert trials[4].params == trials[2].params
+
+
+class _FoldWalk(_Walk):
+    """A walk of two folds whose values per trial and fold are `values[number][fold]`."""
+
+    def __init__(self, out: str, values: dict[int, list[float]]) -> None:
+        from types import SimpleNamespace
+
+        super().__init__(out, set())
+        self.folds, self.values = [SimpleNamespace(fold=0), SimpleNamespace(fold=1)], values
+
+    def fold_done(self, number, fold, outcome) -> float:
+        return self.values[number][fold]
+
+    def write_report(self, *args) -> None:
+        pass
+
+
+def test_the_pruner_is_not_asked_after_a_trials_last_fold_so_a_trial_that_walked_every_fold_is_scored(
+    tmp_path, monkeypatch
+):
+    import numpy as np
+
+    import foxhunt.search.population as population
+    from foxhunt.run.fold import FoldOutcome
+    from foxhunt.run.walk import FoldDone, Walked
+
+    def walk_folds(trainer, folds, members, *args, hooks, **kwargs):
+        walking = set(members)
+        for fold in folds:
+            outcome = FoldOutcome(report=None, positions=np.zeros(1), baselines=None, outputs=None)
+            done = FoldDone(fold, {m: outcome for m in walking}, False, {m: {} for m in walking})
+            walking -= set(hooks.on_fold(done))
+        return Walked({m: {0: object()} for m in members})
+
+    monkeypatch.setattr(population, "walk_folds", walk_folds)
+    study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
+    # Trial 2: above the median after fold 0, below it after its last fold.
+    values = {0: [0.0, 5.0], 1: [0.0, 5.0], 2: [1.0, 2.0]}
+    objective = population.PopulationObjective(_FoldWalk(str(tmp_path), values), population.TrainerPool(
+        lambda configs: _Trainer(), 1), (OverflowError,))  # fmt: skip
+    run_trials(study, 3, objective, space=TEST_SPACE, seed=5)
+    last = study.get_trials()[2]
+    assert (last.state.name, last.value, last.intermediate_values) == ("COMPLETE", 1.0, {0: 1.0, 1: 2.0})

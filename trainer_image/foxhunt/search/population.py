@@ -125,16 +125,17 @@ class PopulationObjective:
     def _hooks(
         self, group: list[AskedTrial], dqns: list[DQNConfig], lead: str, pruned: set[int]
     ) -> WalkHooks:
-        """A batch's walk: each fold's net validation Sharpe to its trial's pruner; a pruned member stops
-        walking (added to `pruned`) with its report written."""
+        """A batch's walk: each fold's net validation Sharpe to its trial's pruner (not asked after the
+        last fold); a pruned member stops walking (added to `pruned`) with its report written."""
         walk, run = self.walk, self.walk.run
 
         def on_fold(done: FoldDone) -> set[int]:
             fold = done.fold.fold
+            last = fold == walk.folds[-1].fold
             for k, outcome in done.results.items():
                 asked = group[k]
                 if isinstance(outcome, FoldOutcome) and asked.report_fold(
-                    fold, walk.fold_done(asked.number, fold, outcome)
+                    fold, walk.fold_done(asked.number, fold, outcome), last=last
                 ):
                     if not asked.stale:  # a stale trial's retry, elsewhere, writes its own report
                         walk.write_report(asked.number, asked.params, dqns[k], dict(done.outcomes[k]), None)

@@ -59,13 +59,14 @@ class AskedTrial:
     def number(self) -> int:
         return self.trial.number
 
-    def report_fold(self, fold: int, value: float) -> bool:
+    def report_fold(self, fold: int, value: float, *, last: bool = False) -> bool:
         """Report the fold's value to the pruner; True when the trial is to train no further (pruned, or
-        stale: its retry carries on elsewhere)."""
+        stale: its retry carries on elsewhere). After the `last` fold the pruner is not asked."""
         try:
             self.trial.report(value, step=fold)
             self.trial.set_user_attr(FOLDS_ATTR, max(self.trial.user_attrs.get(FOLDS_ATTR, 0), fold + 1))
-            self.pruned = self.trial.should_prune()
+            # A trial that walked every fold has its objective: pruning it now would save nothing.
+            self.pruned = not last and self.trial.should_prune()
         except UpdateFinishedTrialError:
             self.stale = True
         return self.pruned or self.stale
