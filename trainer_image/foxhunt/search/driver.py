@@ -251,7 +251,8 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
 
         try:
             scoring = TrialScoring(run, data, folds, options.objective)
-            run_trials(study, settings.trials, PopulationObjective(scoring, pool), size=options.population,
+            objective = PopulationObjective(scoring, pool, SETTINGS_FAILURES)
+            run_trials(study, settings.trials, objective, size=options.population,
                        space=plan.space, seed=settings.seed, worker=options.worker, catch=SETTINGS_FAILURES,
                        callbacks=[after_trial], exclusive=options.embedded)  # fmt: skip
         except BaseException:

@@ -65,11 +65,12 @@ class TrainerPool:
 
 
 class PopulationObjective:
-    """A batch of trials on the populations of their shapes; the results by trial number."""
+    """A batch of trials on the populations of their shapes; the results by trial number. A settings
+    failure (an exception in `catch`) is the result of the group or member it stopped, no other's."""
 
-    def __init__(self, walk, pool: TrainerPool) -> None:
+    def __init__(self, walk, pool: TrainerPool, catch: tuple[type[Exception], ...]) -> None:
         # `walk` is the search's TrialScoring: its run, data, folds, scoring and each trial's records.
-        self.walk, self.pool = walk, pool
+        self.walk, self.pool, self.catch = walk, pool, catch
 
     def __call__(self, batch: list[AskedTrial]) -> BatchResults:
         dqn_of = {
@@ -83,7 +84,10 @@ class PopulationObjective:
         for group in groups.values():
             for start in range(0, len(group), self.pool.size):
                 part = group[start : start + self.pool.size]
-                results.update(self._train(part, [dqn_of[a.number] for a in part]))
+                try:
+                    results.update(self._train(part, [dqn_of[a.number] for a in part]))
+                except self.catch as exc:  # this group's verdict; the groups trained before keep theirs
+                    results.update({a.number: exc for a in part})
         return results
 
     def _train(self, group: list[AskedTrial], dqns: list[DQNConfig]) -> BatchResults:
@@ -112,22 +116,26 @@ class PopulationObjective:
         for k, outcomes in walked.outcomes.items():
             if k not in pruned and k not in walked.failures:
                 asked = group[k]
-                results[asked.number] = walk.score(asked.number, asked.params, dqns[k], outcomes)
+                try:
+                    results[asked.number] = walk.score(asked.number, asked.params, dqns[k], outcomes)
+                except self.catch as exc:  # this member's verdict; the members scored before keep theirs
+                    results[asked.number] = exc
         return results
 
     def _hooks(
         self, group: list[AskedTrial], dqns: list[DQNConfig], lead: str, pruned: set[int]
     ) -> WalkHooks:
-        """A batch's walk: each fold's net validation Sharpe to its trial's pruner; a pruned member stops
-        walking (added to `pruned`) with its report written."""
+        """A batch's walk: each fold's net validation Sharpe to its trial's pruner (not asked after the
+        last fold); a pruned member stops walking (added to `pruned`) with its report written."""
         walk, run = self.walk, self.walk.run
 
         def on_fold(done: FoldDone) -> set[int]:
             fold = done.fold.fold
+            last = fold == walk.folds[-1].fold
             for k, outcome in done.results.items():
                 asked = group[k]
                 if isinstance(outcome, FoldOutcome) and asked.report_fold(
-                    fold, walk.fold_done(asked.number, fold, outcome)
+                    fold, walk.fold_done(asked.number, fold, outcome), last=last
                 ):
                     if not asked.stale:  # a stale trial's retry, elsewhere, writes its own report
                         walk.write_report(asked.number, asked.params, dqns[k], dict(done.outcomes[k]), None)

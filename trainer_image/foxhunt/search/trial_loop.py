@@ -10,6 +10,7 @@ own end: complete, pruned after a fold, or failed by its settings. The counting 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import warnings
@@ -42,6 +43,8 @@ from foxhunt.search.study import (
     within_budget,
 )
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class AskedTrial:
@@ -56,13 +59,14 @@ class AskedTrial:
     def number(self) -> int:
         return self.trial.number
 
-    def report_fold(self, fold: int, value: float) -> bool:
+    def report_fold(self, fold: int, value: float, *, last: bool = False) -> bool:
         """Report the fold's value to the pruner; True when the trial is to train no further (pruned, or
-        stale: its retry carries on elsewhere)."""
+        stale: its retry carries on elsewhere). After the `last` fold the pruner is not asked."""
         try:
             self.trial.report(value, step=fold)
             self.trial.set_user_attr(FOLDS_ATTR, max(self.trial.user_attrs.get(FOLDS_ATTR, 0), fold + 1))
-            self.pruned = self.trial.should_prune()
+            # A trial that walked every fold has its objective: pruning it now would save nothing.
+            self.pruned = not last and self.trial.should_prune()
         except UpdateFinishedTrialError:
             self.stale = True
         return self.pruned or self.stale
@@ -86,27 +90,38 @@ def ask_batch(
     startup_trials: int = 10,
 ) -> list[AskedTrial]:
     """Ask up to `count` trials with sampled settings (a waiting retry keeps its own); a trial beyond the
-    budget is marked surplus and ended."""
-    batch = []
-    for k in range(count):
-        study.sampler = trial_sampler(seed, worker, created + k, startup_trials)
-        with warnings.catch_warnings():
-            # This loop keeps the heartbeats itself (see `heartbeats`), which Optuna cannot know.
-            warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
-            trial = study.ask()
-        if not within_budget(study.get_trials(deepcopy=False), trial.number, n_trials):
-            trial.set_user_attr(SURPLUS_ATTR, True)
-            study.tell(trial, state=TrialState.FAIL)
-            continue
-        trial.set_user_attr(WORKER_ATTR, worker)
-        trial.set_user_attr(FOLDS_ATTR, 0)
-        batch.append(AskedTrial(trial, suggest(trial, space)))
+    budget is marked surplus and ended. An exception on the way requeues the trials already asked."""
+    batch: list[AskedTrial] = []
+    asked: list[int] = []
+    heartbeat = _heartbeat_seconds(study)
+    try:
+        for k in range(count):
+            study.sampler = trial_sampler(seed, worker, created + k, startup_trials)
+            with warnings.catch_warnings():
+                # This loop keeps the heartbeats itself (see `heartbeats`), which Optuna cannot know.
+                warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
+                trial = study.ask()
+            asked.append(trial.number)
+            if heartbeat:  # from its first moment, so that a worker killed now leaves a trial that goes stale
+                study._storage.record_heartbeat(trial._trial_id)  # type: ignore[attr-defined]  # RDBStorage
+            if not within_budget(study.get_trials(deepcopy=False), trial.number, n_trials):
+                trial.set_user_attr(SURPLUS_ATTR, True)
+                study.tell(trial, state=TrialState.FAIL)
+                continue
+            trial.set_user_attr(WORKER_ATTR, worker)
+            trial.set_user_attr(FOLDS_ATTR, 0)
+            batch.append(AskedTrial(trial, suggest(trial, space)))
+    except BaseException:
+        for number in asked:  # running, and no other worker would retry them before their grace ran out
+            requeue_if_running(study, number)
+        raise
     return batch
 
 
 @contextmanager
 def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None) -> Iterator[None]:
-    """Record every trial's heartbeat each `seconds` while the block runs (nothing when heartbeats are off)."""
+    """Record every trial's heartbeat each `seconds` while the block runs (nothing when heartbeats are off);
+    a beat the storage fails is logged and tried again at the next one."""
     if not seconds:
         yield
         return
@@ -116,7 +131,10 @@ def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None
     def beat() -> None:
         while True:
             for trial_id in ids:
-                study._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]  # RDBStorage, checked by the caller
+                try:
+                    study._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]  # RDBStorage, checked by the caller
+                except Exception as exc:  # a lost connection: a dead thread would let the trials go stale
+                    log.warning("heartbeat of trial id %d failed (next in %d s): %s", trial_id, seconds, exc)
             if stop.wait(seconds):
                 return
 
@@ -159,7 +177,8 @@ def _train_batch(
     catch: tuple[type[Exception], ...],
 ) -> BatchResults:
     """`objective(batch)` with the trials' heartbeats kept; an exception in `catch` is every trial's
-    result, any other requeues the batch's running trials and goes on up."""
+    result, any other ends the members already pruned as pruned, requeues the batch's other running
+    trials and goes on up."""
     try:
         with heartbeats(study, batch, heartbeat):
             return objective(batch)
@@ -167,7 +186,13 @@ def _train_batch(
         return {asked.number: exc for asked in batch}
     except BaseException:
         for asked in batch:
-            requeue_if_running(study, asked.number)
+            if asked.pruned and not asked.stale:  # its verdict came before the interruption: no retry
+                try:
+                    study.tell(asked.trial, state=TrialState.PRUNED)
+                except UpdateFinishedTrialError:
+                    pass  # declared stale by another worker since its last fold
+            else:
+                requeue_if_running(study, asked.number)
         raise
 
 
@@ -214,8 +239,9 @@ def run_trials(
     `report_fold` after each fold, and tells every trial its own end from the results the objective
     returns by trial number; `callbacks(study, trial)` run after each trial told. An exception in
     `catch` that the objective raises, rather than returns for one trial, is the verdict of every trial
-    of the batch not pruned (for a batch of one: its trial's). Any other exception ends the loop: every
-    trial of the batch still running is queued for a retry with its settings, and failed.
+    of the batch not pruned (for a batch of one: its trial's). Any other exception ends the loop: a
+    trial of the batch pruned already ends pruned, every other one still running is queued for a retry
+    with its settings, and failed.
     `exclusive=True` (this worker alone uses the study) retries left-over running trials at once.
     """
     if exclusive:

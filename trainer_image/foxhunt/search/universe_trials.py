@@ -135,8 +135,9 @@ class UniverseTrials:
             outcome = done.results.get(0)
             if not isinstance(outcome, UniverseOutcome):
                 return ()
-            fold_values[done.fold.fold] = fold_value(outcome)
-            return (0,) if asked.report_fold(done.fold.fold, fold_values[done.fold.fold]) else ()
+            fold, last = done.fold.fold, done.fold.fold == self.universe.folds[-1].fold
+            fold_values[fold] = fold_value(outcome)
+            return (0,) if asked.report_fold(fold, fold_values[fold], last=last) else ()
 
         u = self.universe
         step = universe_step(trainer, u.views, folder, settings, say)
