@@ -1,6 +1,7 @@
 """An untouched final period: the cut by hand, and a search on real EURUSD bars whose folds and trials
 are bit-identical when every held-out bar is changed, while the held-out headline moves."""
 
+import contextlib
 import csv
 import io
 import json
@@ -19,7 +20,13 @@ from foxhunt.cli import main
 from foxhunt.config import FoldConfig
 from foxhunt.data.fxcache import read_fxcache
 from foxhunt.errors import BadInput
-from foxhunt.run.holdout import HOLDOUT_GAP, holdout_range, holdout_start, planning_rows
+from foxhunt.run.holdout import (
+    HOLDOUT_GAP,
+    checked_holdout_range,
+    holdout_range,
+    holdout_start,
+    planning_rows,
+)
 from foxhunt.run.precompute import precompute
 
 # Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
@@ -224,3 +231,49 @@ def test_holdout_png_draws_the_best_baseline_its_title_names(best, tmp_path, mon
         assert list(lines) == ["model", "buy and hold", "best baseline: ridge_60"]
         assert np.allclose(lines["best baseline: ridge_60"], -returns[100:, 0])  # short every bar, no cost
     assert (tmp_path / "holdout.png").read_bytes() == b"png"
+
+
+def fx_minutes(days: int) -> np.ndarray:
+    """FX minute timestamps (Sunday 22:00 to Friday 22:00 UTC) over `days` calendar days from a Sunday open."""
+    day = 86_400 * 10**9
+    t0 = np.datetime64("2023-12-31T22:00", "ns").astype(np.int64)
+    ts = np.arange(t0, t0 + days * day, MINUTE)
+    weekday, hour = ((ts // day) + 3) % 7, (ts % day) // (3_600 * 10**9)  # Monday = 0
+    closed = (weekday == 5) | ((weekday == 4) & (hour >= 22)) | ((weekday == 6) & (hour < 22))
+    return ts[~closed]
+
+
+@pytest.mark.parametrize(
+    ("train_days", "refusal"), [(2.0, "no training rows"), (2.05, "fewer than --min-train-rows")]
+)
+def test_a_held_out_fold_without_a_folds_training_rows_is_refused_before_any_fold_trains(train_days, refusal):
+    # rolling folds whose held-out period opens on a Sunday: its training window falls on the weekend
+    ts = fx_minutes(45)
+    open_row = int(np.flatnonzero(np.diff(ts) > 3_600 * 10**9)[-1]) + 1
+    days = (int(ts[-1]) - int(ts[open_row])) / 86_400e9 + 1e-6
+    config = FoldConfig(train_days=train_days, val_days=2, step_days=2, mode="rolling", holdout_days=days)
+    with pytest.raises(BadInput, match=refusal):
+        checked_holdout_range(ts, config, 13, 10**6, 0.0)
+
+
+def test_a_held_out_fold_too_short_for_its_selection_tail_is_refused():
+    ts = np.arange(3_000, dtype=np.int64) * MINUTE
+    config = FoldConfig(train_days=1, val_days=0.1, step_days=0.1, mode="rolling", holdout_days=0.1,
+                        min_train_rows=1)  # fmt: skip
+    with pytest.raises(BadInput, match="select_tail_share"):
+        checked_holdout_range(ts, config, 0, 65, 0.5)
+
+
+def test_the_run_checks_its_held_out_fold_before_the_first_fold_trains(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch
+):
+    from foxhunt.run import pipeline
+
+    def refused(*args):
+        raise BadInput("--holdout-days 2: the held-out fold would train on 12 rows")
+
+    monkeypatch.setattr(pipeline, "checked_holdout_range", refused)
+    out = tmp_path / "out"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        assert main([*train_argv(tiny_fxcache, out, tiny_params), "--holdout-days", "2"]) == 2
+    assert not list(out.glob("fold_*"))

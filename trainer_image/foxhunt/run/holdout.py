@@ -82,6 +82,27 @@ def holdout_range(timestamp: np.ndarray, config: FoldConfig, number: int, max_tr
     return FoldRange(number, train_start, train_end, start, len(ts), 1.0)
 
 
+def checked_holdout_range(
+    timestamp: np.ndarray, config: FoldConfig, number: int, max_train_rows: int, tail_share: float
+) -> FoldRange:
+    """`holdout_range`, refused (BadInput) before any fold trains when its training slice holds fewer rows
+    than a fold needs (`min_train_rows`) or none to learn on beside the selection tail (`tail_share`)."""
+    from foxhunt.train.selection import head_end
+
+    fold = holdout_range(timestamp, config, number, max_train_rows)
+    days = f"--holdout-days {config.holdout_days:g}"
+    if fold.train_rows < config.min_train_rows:
+        raise BadInput(
+            f"{days}: the held-out fold would train on {fold.train_rows} rows before the held-out period, "
+            f"fewer than --min-train-rows {config.min_train_rows} (a longer --train-days or another --holdout-days)"
+        )
+    try:
+        head_end(fold, tail_share)
+    except ValueError as exc:
+        raise BadInput(f"{days}: {exc}") from None
+    return fold
+
+
 def window_figures(window) -> dict[str, Any]:
     """The held-out window's figures (`holdout.json`, `summary.json`'s `holdout`): the model's net record
     beside buy-and-hold and the best baseline, the paired verdicts. A book's window reads the same."""
@@ -130,7 +151,9 @@ def run_holdout(
     # A search scores its trials without the bootstrap; the headline has its interval.
     if not scoring.resamples:
         scoring = replace(scoring, resamples=1000)
-    fold = holdout_range(data.timestamp, config.folds, number, max_train_rows)
+    fold = checked_holdout_range(
+        data.timestamp, config.folds, number, max_train_rows, trainer.config.select_tail_share
+    )
     out = storage.join(run.out_uri, HOLDOUT_DIR)
     hooks = WalkHooks(lambda m: run.progress(f"holdout {m}"), run.check)
     walked = walk_folds(

@@ -24,7 +24,7 @@ from foxhunt.evaluate.reports import RunSummary
 from foxhunt.run import compile_cache
 from foxhunt.run.argo_outputs import write_argo_outputs
 from foxhunt.run.checkpoint_check import fold_checkpoint_problem
-from foxhunt.run.holdout import planning_rows
+from foxhunt.run.holdout import checked_holdout_range, planning_rows
 from foxhunt.run.lifecycle import Progress, Run, RunSink, console, now_iso
 from foxhunt.run.lock import HEARTBEAT_SECONDS, STALE_SECONDS, LockHolder, OutLock
 from foxhunt.run.manifest import Manifest, check_out_before_work, resume_point
@@ -137,6 +137,11 @@ def _load(
     folds = generate_walk_forward_indices(
         cache.timestamp[:planned], settings.folds, close_returns=cache.targets[:planned, 0]
     )
+    if settings.folds.holdout_days > 0:  # refused now, not after every fold has trained
+        max_rows = max(f.train_rows for f in folds)
+        checked_holdout_range(
+            cache.timestamp, settings.folds, len(folds), max_rows, settings.dqn.select_tail_share
+        )
     waited = cuda_ready()  # before the first device call; raises what the context's start raised
     if device.type == "cuda":
         progress(f"CUDA context ready ({waited:.2f}s waited for it after the fxcache's read)")
