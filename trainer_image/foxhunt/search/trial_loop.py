@@ -120,17 +120,17 @@ def ask_batch(
 
 @contextmanager
 def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None) -> Iterator[None]:
-    """Record every trial's heartbeat each `seconds` while the block runs (nothing when heartbeats are off);
-    a beat the storage fails is logged and tried again at the next one."""
+    """Record the heartbeat of every trial in `batch` (as it is at each beat) each `seconds` while the block
+    runs (nothing when heartbeats are off); a beat the storage fails is logged and tried again at the next."""
     if not seconds:
         yield
         return
-    ids = [asked.trial._trial_id for asked in batch]
     stop = threading.Event()
 
     def beat() -> None:
         while True:
-            for trial_id in ids:
+            # Read at each beat: the slot loop adds and removes its trials as they start and end.
+            for trial_id in [asked.trial._trial_id for asked in list(batch)]:
                 try:
                     study._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]  # RDBStorage, checked by the caller
                 except Exception as exc:  # a lost connection: a dead thread would let the trials go stale
@@ -185,15 +185,21 @@ def _train_batch(
     except catch as exc:
         return {asked.number: exc for asked in batch}
     except BaseException:
-        for asked in batch:
-            if asked.pruned and not asked.stale:  # its verdict came before the interruption: no retry
-                try:
-                    study.tell(asked.trial, state=TrialState.PRUNED)
-                except UpdateFinishedTrialError:
-                    pass  # declared stale by another worker since its last fold
-            else:
-                requeue_if_running(study, asked.number)
+        end_interrupted(study, batch)
         raise
+
+
+def end_interrupted(study: optuna.Study, trials: list[AskedTrial]) -> None:
+    """An interruption's end of the trials under way: a pruned one ends pruned, any other is queued for a
+    retry with its settings."""
+    for asked in trials:
+        if asked.pruned and not asked.stale:  # its verdict came before the interruption: no retry
+            try:
+                study.tell(asked.trial, state=TrialState.PRUNED)
+            except UpdateFinishedTrialError:
+                pass  # declared stale by another worker since its last fold
+        else:
+            requeue_if_running(study, asked.number)
 
 
 def _tell_batch(
@@ -205,15 +211,26 @@ def _tell_batch(
 ) -> None:
     """Tell each trial of the batch its end, then run the callbacks on it."""
     for asked in batch:
-        if asked.stale:
-            continue  # another worker declared it stale while it ran; its retry carries on there
-        try:
-            tell_trial(study, asked, results.get(asked.number), catch)
-        except UpdateFinishedTrialError:
-            continue  # declared stale after its last fold
-        trial = trial_by_number(study, asked.number)
-        for callback in callbacks:
-            callback(study, trial)
+        tell_and_report(study, asked, results.get(asked.number), catch, callbacks)
+
+
+def tell_and_report(
+    study: optuna.Study,
+    asked: AskedTrial,
+    result: Any,
+    catch: tuple[type[Exception], ...],
+    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]],
+) -> None:
+    """Tell one trial its end (`tell_trial`), then run the callbacks on it; nothing for a stale trial."""
+    if asked.stale:
+        return  # another worker declared it stale while it ran; its retry carries on there
+    try:
+        tell_trial(study, asked, result, catch)
+    except UpdateFinishedTrialError:
+        return  # declared stale after its last fold
+    trial = trial_by_number(study, asked.number)
+    for callback in callbacks:
+        callback(study, trial)
 
 
 def run_trials(
