@@ -169,30 +169,48 @@ def tell_trial(
     study.tell(trial, value)
 
 
+Callbacks = Iterable[Callable[[optuna.Study, FrozenTrial], None]]
+
+
+def _after_trial(study: optuna.Study, number: int, callbacks: Callbacks) -> None:
+    """The callbacks on trial `number`, just told its end."""
+    trial = trial_by_number(study, number)
+    for callback in callbacks:
+        callback(study, trial)
+
+
 def _train_batch(
     study: optuna.Study,
     batch: list[AskedTrial],
     objective: BatchObjective,
     heartbeat: int | None,
     catch: tuple[type[Exception], ...],
+    callbacks: Callbacks = (),
 ) -> BatchResults:
     """`objective(batch)` with the trials' heartbeats kept; an exception in `catch` is every trial's
-    result, any other ends the members already pruned as pruned, requeues the batch's other running
-    trials and goes on up."""
+    result, any other ends the members already pruned as pruned (then runs the callbacks on them, as on
+    any pruned trial), requeues the batch's other running trials and goes on up."""
     try:
         with heartbeats(study, batch, heartbeat):
             return objective(batch)
     except catch as exc:
         return {asked.number: exc for asked in batch}
     except BaseException:
+        told = []
         for asked in batch:
             if asked.pruned and not asked.stale:  # its verdict came before the interruption: no retry
                 try:
                     study.tell(asked.trial, state=TrialState.PRUNED)
+                    told.append(asked.number)
                 except UpdateFinishedTrialError:
                     pass  # declared stale by another worker since its last fold
             else:
                 requeue_if_running(study, asked.number)
+        for number in told:  # after every trial is settled: a failing callback leaves none running
+            try:
+                _after_trial(study, number, callbacks)
+            except Exception as exc:  # the interruption is what this worker reports; this is logged
+                log.warning("trial %d pruned at an interruption: its callbacks failed: %s", number, exc)
         raise
 
 
@@ -201,7 +219,7 @@ def _tell_batch(
     batch: list[AskedTrial],
     results: BatchResults,
     catch: tuple[type[Exception], ...],
-    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]],
+    callbacks: Callbacks,
 ) -> None:
     """Tell each trial of the batch its end, then run the callbacks on it."""
     for asked in batch:
@@ -211,9 +229,7 @@ def _tell_batch(
             tell_trial(study, asked, results.get(asked.number), catch)
         except UpdateFinishedTrialError:
             continue  # declared stale after its last fold
-        trial = trial_by_number(study, asked.number)
-        for callback in callbacks:
-            callback(study, trial)
+        _after_trial(study, asked.number, callbacks)
 
 
 def run_trials(
@@ -226,7 +242,7 @@ def run_trials(
     seed: int,
     worker: int = 0,
     catch: tuple[type[Exception], ...] = (),
-    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]] = (),
+    callbacks: Callbacks = (),
     poll_seconds: float | None = None,
     exclusive: bool = False,
     startup_trials: int = 10,
@@ -240,7 +256,7 @@ def run_trials(
     returns by trial number; `callbacks(study, trial)` run after each trial told. An exception in
     `catch` that the objective raises, rather than returns for one trial, is the verdict of every trial
     of the batch not pruned (for a batch of one: its trial's). Any other exception ends the loop: a
-    trial of the batch pruned already ends pruned, every other one still running is queued for a retry
+    trial of the batch pruned already ends pruned (the callbacks run on it), every other one still running is queued for a retry
     with its settings, and failed.
     `exclusive=True` (this worker alone uses the study) retries left-over running trials at once.
     """
@@ -270,5 +286,5 @@ def run_trials(
         )
         if not batch:
             continue
-        results = _train_batch(study, batch, objective, heartbeat, catch)
+        results = _train_batch(study, batch, objective, heartbeat, catch, callbacks)
         _tell_batch(study, batch, results, catch, callbacks)
