@@ -79,3 +79,24 @@ def test_two_or_three_seeds_are_read_as_their_range_not_a_median_and_iqr():
 def test_four_seeds_are_read_as_a_median_and_iqr():
     line = spread_lines(_spread({0: 10.0, 1: 1.0, 2: 3.0, 3: 2.0}, {0: 1.0, 1: -1.0, 2: -1.0, 3: -1.0}))[0]
     assert line.startswith("4 seeds: stitched net Sharpe median 2.50, IQR 3.00 (1.75 to 4.75);")
+
+
+def test_a_seed_left_out_is_listed_with_its_reason():
+    spread = seed_spread({11: _net(1.0, -1.0), 12: _net(2.0, -1.0)}, left_out={13: "diverged in fold 1"})
+    assert spread["left_out"] == [{"seed": 13, "reason": "diverged in fold 1"}]
+    assert spread["seeds"] == [11, 12]
+
+
+def test_a_spread_of_every_seed_leaves_none_out():
+    assert _spread({0: 1.0, 1: 2.0}, {0: -1.0, 1: -1.0})["left_out"] == []
+
+
+def test_the_console_names_each_seed_left_out_and_why():
+    spread = seed_spread({11: _net(1.0, -1.0)}, left_out={14: "diverged in fold 2", 12: "diverged in fold 0"})
+    assert spread_lines(spread)[-1] == (
+        "2 of 3 seeds left out of the spread: seed 12 (diverged in fold 0), seed 14 (diverged in fold 2)"
+    )
+
+
+def test_a_spread_of_every_seed_says_nothing_of_seeds_left_out():
+    assert not any("left out" in line for line in spread_lines(_spread({0: 1.0, 1: 2.0}, {0: -1.0, 1: -1.0})))

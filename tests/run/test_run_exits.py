@@ -11,6 +11,7 @@ from support import strict_json
 from support.run_cases import completed_folds, fold_outputs, quick_argv
 
 from foxhunt.cli import main
+from foxhunt.run import walk_forward
 from foxhunt.train import DQNTrainer
 
 # Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
@@ -64,6 +65,45 @@ def test_sigterm_inside_a_fold_stops_at_the_next_epoch_boundary_as_interrupted(
     assert completed_folds(out) == [0]
     assert not (out / "fold_1" / "report.json").exists()
     assert signal.getsignal(signal.SIGTERM) is before  # the run's handler is gone with the run
+
+
+HOLDOUT = ("--holdout-days", "2", "--max-folds", "2")  # the held-out fold is fold 2, after folds 0 and 1
+
+
+def test_sigterm_inside_the_held_out_fold_says_it_stopped_during_the_held_out_fold(
+    monkeypatch, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    fail_in_fold(monkeypatch, 2, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    out = tmp_path / "out"
+    assert main(quick_argv(tiny_fxcache, out, tiny_params, *HOLDOUT)) == 143
+    err = capsys.readouterr().err
+    assert "interrupted: stopped by SIGTERM during the held-out fold" in err
+    assert summary_of(out)["status"] == "interrupted" and completed_folds(out) == [0, 1]
+
+
+def test_sigterm_between_the_folds_and_the_held_out_fold_says_after_which_fold_it_stopped(
+    monkeypatch, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    evaluate_run = walk_forward._evaluate_run
+
+    def signalled(*args, **kwargs):  # the signal comes while the folds' record is stitched
+        os.kill(os.getpid(), signal.SIGTERM)
+        return evaluate_run(*args, **kwargs)
+
+    monkeypatch.setattr(walk_forward, "_evaluate_run", signalled)
+    assert main(quick_argv(tiny_fxcache, tmp_path / "out", tiny_params, *HOLDOUT)) == 143
+    assert "interrupted: stopped by SIGTERM after fold 1;" in capsys.readouterr().err
+
+
+def test_an_unexpected_exception_inside_the_held_out_fold_names_it_as_what_failed(
+    monkeypatch, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    def boom():
+        raise ValueError("boom in the held-out fold")
+
+    fail_in_fold(monkeypatch, 2, boom)
+    assert main(quick_argv(tiny_fxcache, tmp_path / "out", tiny_params, *HOLDOUT)) == 1
+    assert "the held-out fold failed: ValueError: boom in the held-out fold" in capsys.readouterr().err
 
 
 def test_an_unexpected_error_outside_a_run_is_one_line_exit_1_with_the_debug_hint(

@@ -9,6 +9,8 @@ from support import strict_json
 from support.run_cases import ONE_FOLD, TINY_DQN, quick_argv, train_argv
 
 from foxhunt.cli import main
+from foxhunt.run import walk as walk_module
+from foxhunt.train import TrainingDiverged
 
 # Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
 pytestmark = pytest.mark.slow
@@ -47,6 +49,27 @@ def test_seeds_side_by_side_keep_member_zero_as_the_run_and_report_the_spread(
     assert spread["sharpe"]["11"] == stitched["policies"]["model"]["net"]["sharpe"]
     assert spread["median"] == float(np.median(list(spread["sharpe"].values())))
     assert "seed_spread" not in strict_json.read(one / "summary.json")
+
+
+def test_a_seed_that_diverged_is_named_as_left_out_of_the_spread(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch, capsys
+):
+    # Seed 13 (member 2) diverges in fold 1: the spread is of seeds 11 and 12, and says 13 was left out.
+    train_fold = walk_module.train_fold
+
+    def diverging(trainer, fold_range, *args, **kwargs):
+        results = train_fold(trainer, fold_range, *args, **kwargs)
+        if fold_range.fold == 1 and 2 in results:
+            results[2] = TrainingDiverged("fold 1 epoch 0: loss is nan")
+        return results
+
+    monkeypatch.setattr(walk_module, "train_fold", diverging)
+    out = tmp_path / "out"
+    assert main(train_argv(tiny_fxcache, out, tiny_params, "--epochs", "1", "--seeds", "3")) == 0
+    spread = strict_json.read(out / "summary.json")["seed_spread"]
+    assert spread["seeds"] == [11, 12]
+    assert spread["left_out"] == [{"seed": 13, "reason": "diverged in fold 1"}]
+    assert "1 of 3 seeds left out of the spread: seed 13 (diverged in fold 1)" in capsys.readouterr().out
 
 
 def test_each_extra_seed_trains_as_a_run_of_its_own_seed(tiny_fxcache, tiny_params, tmp_path):

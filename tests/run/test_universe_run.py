@@ -18,8 +18,10 @@ from foxhunt.data.fxcache import read_fxcache
 from foxhunt.data.sample_universe import generate_universe
 from foxhunt.data.universe import return_correlations
 from foxhunt.evaluate.fold_policy import load_policy
+from foxhunt.run import universe_run
 from foxhunt.run.lock import LOCK_NAME
 from foxhunt.run.universe_run import SERIES, STITCHED, load_series
+from foxhunt.train import TrainingDiverged
 from foxhunt.train.evidence import effective_share
 
 DAYS = 12
@@ -179,6 +181,31 @@ def test_seeds_train_side_by_side_and_the_first_is_the_run_without_them(caches, 
         assert (out / "instruments" / name / "seed_1" / "fold_1" / "report.json").exists()
     entry = json.loads((out / "summary.json").read_text())["instruments"][0]
     assert entry["seed_spread"]["seeds"] == [0, 1]
+
+
+def test_a_seed_that_diverged_is_named_as_left_out_of_every_spread(caches, tmp_path, monkeypatch, capsys):
+    # Member 1 (seed 1) diverges in fold 1: no instrument's spread nor the book's holds it, each says why.
+    universe_step = universe_run.universe_step
+
+    def diverging_step(*args, **kwargs):
+        step = universe_step(*args, **kwargs)
+
+        def step_diverging(fold, live, outcomes):
+            results = step(fold, live, outcomes)
+            return {**results, 1: TrainingDiverged("loss is nan")} if fold.fold == 1 else results
+
+        return step_diverging
+
+    monkeypatch.setattr(universe_run, "universe_step", diverging_step)
+    out = tmp_path / "seeds"
+    assert train(caches, out, "fx00", "exchange01", "--seeds", "2") == 0
+    summary = json.loads((out / "summary.json").read_text())
+    left_out = [{"seed": 1, "reason": "diverged in fold 1"}]
+    for spread in [e["seed_spread"] for e in summary["instruments"]] + [summary["book"]["seed_spread"]]:
+        assert spread["seeds"] == [0] and spread["left_out"] == left_out
+    assert (
+        "1 of 2 seeds left out of the seeds' spreads: seed 1 (diverged in fold 1)" in capsys.readouterr().out
+    )
 
 
 def test_an_instrument_that_begins_after_the_book_weighs_its_risk_before_its_own_first_traded_bar(run):

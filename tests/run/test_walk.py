@@ -8,7 +8,7 @@ import pytest
 from foxhunt.data.folds import FoldRange
 from foxhunt.run import walk as walk_module
 from foxhunt.run.fold import FoldOutcome
-from foxhunt.run.walk import WalkHooks, walk_folds
+from foxhunt.run.walk import WalkHooks, diverged_seeds, walk_folds
 from foxhunt.train import TrainingDiverged
 
 FOLDS = [FoldRange(f, 100 * f, 100 * f + 80, 100 * f + 90, 100 * f + 100, 1.0) for f in range(4)]
@@ -121,3 +121,25 @@ def test_a_walk_given_its_own_step_trains_every_fold_through_it_with_the_outcome
     ]
     assert walked.outcomes == {0: {0: "0@0", 1: "0@1", 2: "0@2"}, 1: {0: "1@0"}}
     assert walked.failures == {1: failure}
+
+
+def test_the_walk_keeps_the_fold_each_member_diverged_in(trained):
+    _, diverge = trained
+    diverge[(2, 1)] = TrainingDiverged("member 1: loss is NaN")
+    assert _walk().diverged_in == {1: 2}
+
+
+def test_a_member_a_taken_over_fold_leaves_out_diverged_in_that_fold(trained):
+    earlier = {0: _outcome("0 earlier"), 2: _outcome("2 earlier")}  # member 1 diverged in fold 1 before
+    walked = _walk(WalkHooks(taken_over=lambda fold: earlier if fold.fold == 1 else None))
+    assert walked.diverged_in == {1: 1}
+
+
+def test_a_member_the_caller_stops_has_not_diverged(trained):
+    assert _walk(WalkHooks(on_fold=lambda done: [2] if done.fold.fold == 1 else [])).diverged_in == {}
+
+
+def test_a_diverged_member_is_left_out_of_the_seeds_spread_naming_its_fold(trained):
+    _, diverge = trained
+    diverge[(3, 2)] = TrainingDiverged("member 2: loss is NaN")
+    assert diverged_seeds(_walk(), [11, 12, 13]) == {13: "diverged in fold 3"}

@@ -134,12 +134,13 @@ def test_each_trial_is_told_when_it_ends_not_when_its_round_mates_do(tmp_path):
 
 
 def test_an_interruption_ends_a_pruned_trial_pruned_and_queues_the_others_for_a_retry(tmp_path):
-    study = _study(tmp_path)
+    study, told = _study(tmp_path), []
     rounds = Rounds(folds=3, prune_at={0: {1}}, interrupt_at=2)
     with pytest.raises(KeyboardInterrupt):
-        run_slot_trials(study, 4, rounds, size=2, space=TEST_SPACE, seed=5)
+        run_slot_trials(study, 4, rounds, size=2, space=TEST_SPACE, seed=5,
+                        callbacks=[lambda s, t: told.append((t.number, t.state.name))])  # fmt: skip
     states = {t.number: t.state.name for t in study.get_trials()}
-    assert states[1] == "PRUNED"
+    assert states[1] == "PRUNED" and told == [(1, "PRUNED")]
     assert [states[n] for n in (0, 2, 3)] == ["FAIL", "FAIL", "FAIL"]  # each queued again
     retries = [t for t in study.get_trials() if t.state.name == "WAITING"]
     assert sorted(r.params["lr"] for r in retries) == sorted(

@@ -11,9 +11,9 @@ import pytest
 from optuna.exceptions import ExperimentalWarning
 from support.trials_worker import SPACE
 
+from foxhunt.search.slot_loop import run_slot_trials
 from foxhunt.search.space import parse_search_space
 from foxhunt.search.study import open_study, study_progress
-from foxhunt.search.slot_loop import run_slot_trials
 from foxhunt.search.trial_loop import ask_batch, run_trials
 
 TEST_SPACE = parse_search_space(SPACE, "test space")
@@ -176,6 +176,45 @@ def test_a_member_pruned_before_its_batch_is_interrupted_ends_pruned_and_is_not_
     trials = study.get_trials()
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "PRUNED", "WAITING"]
     assert trials[4].params == trials[2].params
+
+
+def test_a_member_pruned_before_its_batch_is_interrupted_goes_through_the_after_trial_callbacks(tmp_path):
+    study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
+    run_trials(study, 2, lambda b: {a.number: (a.report_fold(0, 1.0), 1.0)[1] for a in b}, size=2,
+               space=TEST_SPACE, seed=5)  # fmt: skip
+    told: list[tuple[int, str]] = []
+
+    def prunes_one_then_interrupted(batch):
+        for asked in batch:
+            asked.report_fold(0, -100.0 if asked.number == 3 else 100.0)
+        raise Interrupted
+
+    with pytest.raises(Interrupted):
+        run_trials(study, 4, prunes_one_then_interrupted, size=2, space=TEST_SPACE, seed=5,
+                   callbacks=[lambda s, trial: told.append((trial.number, trial.state.name))])  # fmt: skip
+    assert told == [(3, "PRUNED")]  # as any pruned trial; trial 2, requeued, has not ended
+
+
+def test_a_callback_failing_on_a_trial_pruned_at_an_interruption_leaves_the_interruption_to_go_up(
+    tmp_path,
+):
+    study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
+    run_trials(study, 2, lambda b: {a.number: (a.report_fold(0, 1.0), 1.0)[1] for a in b}, size=2,
+               space=TEST_SPACE, seed=5)  # fmt: skip
+
+    def prunes_one_then_interrupted(batch):
+        for asked in batch:
+            asked.report_fold(0, -100.0 if asked.number == 3 else 100.0)
+        raise Interrupted
+
+    def broken(study, trial):
+        raise OSError("the report's storage is gone")
+
+    with pytest.raises(Interrupted):
+        run_trials(
+            study, 4, prunes_one_then_interrupted, size=2, space=TEST_SPACE, seed=5, callbacks=[broken]
+        )
+    assert [t.state.name for t in study.get_trials()] == ["COMPLETE", "COMPLETE", "FAIL", "PRUNED", "WAITING"]
 
 
 class _FoldWalk(_Walk):

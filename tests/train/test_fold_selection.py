@@ -11,7 +11,7 @@ from dataclasses import replace
 from foxhunt import strict_json
 from foxhunt.evaluate.reports import FoldReport
 from foxhunt.train.evidence import PooledDecision, WindowEvidence, WindowName
-from foxhunt.train.fold_selection import FoldSelection
+from foxhunt.train.fold_selection import FoldSelection, out_of_sample_windows
 
 DECISION = PooledDecision(
     trade=False,
@@ -80,3 +80,12 @@ def test_a_fold_report_reads_its_selection_back_typed(tmp_path):
                         window(2), selection=POOLED)  # fmt: skip
     back = FoldReport.from_dict(json.loads(strict_json.json_bytes(report.to_dict())))
     assert isinstance(back.selection, FoldSelection) and back.selection == POOLED
+
+
+def test_the_out_of_sample_windows_are_the_selections_own_in_order_skipping_folds_without_one():
+    later = replace(
+        POOLED, out_of_sample=WindowEvidence(5, "out_of_sample", 100, -0.5, 1_800_000_000_000_000_000)
+    )
+    without = replace(POOLED, out_of_sample=None)
+    windows = out_of_sample_windows([later, None, without, POOLED])
+    assert windows == [later.out_of_sample, POOLED.out_of_sample]

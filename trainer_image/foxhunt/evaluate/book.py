@@ -345,7 +345,8 @@ def book_net(book: BookEvaluation) -> Metrics:
     return book.window.policies[MODEL].net
 
 
-def book_seed_spread(books: Mapping[int, BookEvaluation]) -> dict:
-    """The seeds' spread of the book's stitched net Sharpe (`seed_spread.seed_spread`), seed → book; the
-    seeds' books should share their weights (the same data before the start gives the same weights)."""
-    return seed_spread({seed: book_net(book) for seed, book in books.items()})
+def book_seed_spread(books: Mapping[int, BookEvaluation], left_out: Mapping[int, str] | None = None) -> dict:
+    """The seeds' spread of the book's stitched net Sharpe (`seed_spread.seed_spread`), seed → book, with
+    the seeds `left_out` of it (seed → why); the seeds' books should share their weights (the same data
+    before the start gives the same weights)."""
+    return seed_spread({seed: book_net(book) for seed, book in books.items()}, left_out)

@@ -5,7 +5,8 @@ run's ordinary result, member i trains from seed `--seed + i`. Beside it the rep
 interquartile range (linear interpolation between order statistics, numpy's default) of the seeds'
 stitched net Sharpe, and says that one seed carries the result when exactly one of K > 1 seeds has its
 stitched Sharpe interval above flat's 0. Each seed's interval, exposure and turnover are kept too, so a
-seed that does harm (its whole interval below flat's 0) or churns shows as such.
+seed that does harm (its whole interval below flat's 0) or churns shows as such. A seed with no stitched
+record (it diverged in some fold) cannot be in the spread: it is listed as left out, with why.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import numpy as np
 from foxhunt.evaluate.evaluation import Metrics
 
 
-def seed_spread(net: Mapping[int, Metrics]) -> dict:
+def seed_spread(net: Mapping[int, Metrics], left_out: Mapping[int, str] | None = None) -> dict:
     """Median, quartiles and IQR of the seeds' stitched net Sharpe (seed → the stitched net figures), the
     seeds whose interval lies above flat and those whose interval lies below it, each seed's interval,
-    exposure and turnover, and whether one seed alone carries the result."""
+    exposure and turnover, whether one seed alone carries the result, and the seeds `left_out` of it
+    (seed → why), each with its reason."""
     if not net:
         raise ValueError("no seed to summarise")
     seeds = sorted(net)
@@ -46,6 +48,7 @@ def seed_spread(net: Mapping[int, Metrics]) -> dict:
         "iqr": q3 - q1,
         "above_flat": above,
         "one_seed_carries": len(seeds) > 1 and len(above) == 1,
+        "left_out": [{"seed": s, "reason": why} for s, why in sorted((left_out or {}).items())],
     }
 
 
@@ -72,4 +75,8 @@ def spread_lines(spread: dict) -> list[str]:
         lines.append(
             f"WARNING one seed carries the result: only seed {spread['above_flat'][0]} is above flat"
         )
+    left_out = spread["left_out"]
+    if left_out:
+        named = ", ".join(f"seed {e['seed']} ({e['reason']})" for e in left_out)
+        lines.append(f"{len(left_out)} of {k + len(left_out)} seeds left out of the spread: {named}")
     return lines

@@ -36,7 +36,7 @@ from foxhunt.train import DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.diagnostics import diagnostics_due
 from foxhunt.train.epoch_figures import EpochFigures, fold_warnings
 from foxhunt.train.evidence import WindowEvidence
-from foxhunt.train.fold_selection import FoldSelection
+from foxhunt.train.fold_selection import FoldSelection, out_of_sample_windows
 
 Progress = Callable[[str], None]
 # Told of each finished epoch: fold, epoch, epochs, and each member's figures (None: the member failed).
@@ -293,5 +293,4 @@ def stitch_outcomes(
 
 def out_of_sample_evidence(outcomes: Mapping[int, FoldOutcome]) -> list[WindowEvidence]:
     """The out-of-sample windows a member's completed folds recorded (report.json `selection`), in fold order."""
-    found = (o.report.selection.out_of_sample for o in outcomes.values() if o.report.selection is not None)
-    return [w for w in found if w is not None]
+    return out_of_sample_windows(o.report.selection for o in outcomes.values())

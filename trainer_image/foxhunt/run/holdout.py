@@ -155,7 +155,12 @@ def run_holdout(
         data.timestamp, config.folds, number, max_train_rows, trainer.config.select_tail_share
     )
     out = storage.join(run.out_uri, HOLDOUT_DIR)
-    hooks = WalkHooks(lambda m: run.progress(f"holdout {m}"), run.check)
+
+    def at_fold(number: int | None) -> None:
+        run.current_fold = number  # a stop or failure in it names the held-out fold (`Run.check`)
+
+    run.holdout_fold = fold.fold
+    hooks = WalkHooks(lambda m: run.progress(f"holdout {m}"), run.check, at_fold)
     walked = walk_folds(
         trainer,
         [fold],

@@ -164,6 +164,7 @@ class Run:
         self.heartbeat = Heartbeat(lock, metrics)
         self.sink = sink
         self.current_fold: int | None = None
+        self.holdout_fold: int | None = None  # the held-out fold's number, once `run_holdout` walks it
         self._started = time.perf_counter()
 
     def __enter__(self) -> Run:
@@ -184,8 +185,9 @@ class Run:
     def check(self) -> None:
         """The boundary check: raise RunInterrupted after a stop signal, RunFailure if the lock was lost."""
         if self.signals.received is not None:
+            fold, done = self._fold_name(), self.summary.folds
             where = (
-                f"during fold {self.current_fold}" if self.current_fold is not None else "before the folds"
+                f"during {fold}" if fold else f"after fold {done[-1].fold}" if done else "before the folds"
             )
             raise RunInterrupted(self.signals.received, where)
         if self.heartbeat.lost:
@@ -259,7 +261,7 @@ class Run:
         if not isinstance(exc, Exception):  # SystemExit and the like: record, then let it through
             self._finish_or_fail("failed", f"{type(exc).__name__}: {exc}")
             return False
-        where = f"fold {self.current_fold}" if self.current_fold is not None else "the run"
+        where = self._fold_name() or "the run"
         self._finish_or_fail("failed", f"{type(exc).__name__}: {exc}")
         # An unexpected exception is a run failure too (exit 1), never mistaken for bad usage.
         what = str(exc) if isinstance(exc, FoxhuntError) else f"{type(exc).__name__}: {exc}"
@@ -273,6 +275,12 @@ class Run:
                 f"the run ended {status} but its outputs could not be written to {self.out_uri}: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+
+    def _fold_name(self) -> str | None:
+        """The fold under way as a stop or failure names it (the held-out fold by that name); None if none."""
+        if self.current_fold is None:
+            return None
+        return "the held-out fold" if self.current_fold == self.holdout_fold else f"fold {self.current_fold}"
 
     def _where_outputs(self) -> str:
         return f"{len(self.summary.folds)} completed fold(s) and summary.json are in {self.out_uri}"

@@ -155,14 +155,16 @@ def write_book(
     evaluations: dict[int, dict[str, RunEvaluation]],
     history: dict[str, tuple[np.ndarray, np.ndarray]],
     seeds: list[int],
+    left_out: dict[int, str],
     settings: RunConfig,
     out_uri: str,
     progress: Progress,
     metrics: RunMetrics,
 ) -> tuple[dict, BookEvaluation]:
     """The book of the first seed's stitched records (`universe_book`), written to book.json, printed and
-    told to `metrics`; with several seeds, the spread of every seed's book that holds every instrument.
-    Its entry (summary.json's `book`) and the book (for its picture)."""
+    told to `metrics`; with several seeds, the spread of every seed's book that holds every instrument,
+    naming the seeds `left_out` of it (seed → why it lacks a stitched record). Its entry (summary.json's
+    `book`) and the book (for its picture)."""
     scoring = book_scoring(settings.eval, settings.seed)
     books: dict[int, BookEvaluation] = {}
     cutoffs: dict[str, int] = {}
@@ -176,7 +178,7 @@ def write_book(
     book = books[seeds[0]]
     entry = book_entry(book, cutoffs)
     if len(seeds) > 1:
-        entry["seed_spread"] = book_seed_spread(books)
+        entry["seed_spread"] = book_seed_spread(books, {s: left_out[s] for s in seeds if s not in books})
     storage.write_bytes(storage.join(out_uri, BOOK_FILE), strict_json.json_bytes(entry))
     progress(book_line(book))
     metrics.book_scored(stitched_figures(book.window))

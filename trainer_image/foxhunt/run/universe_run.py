@@ -80,7 +80,7 @@ from foxhunt.run.universe_walk import (
     universe_execution,
     universe_step,
 )
-from foxhunt.run.walk import Walked, walk_folds
+from foxhunt.run.walk import Walked, diverged_seeds, walk_folds
 from foxhunt.train import DeviceData, DQNTrainer, resolve_device
 from foxhunt.train.device_data import universe_to_device
 from foxhunt.train.memory_estimate import check_device_memory
@@ -241,7 +241,13 @@ def universe_records(
     (given the stitched evaluations and the book's weights: the held-out period's); with `pictures`, theirs
     (`universe_pictures`); then summary.json, with `run`'s device and load seconds and the seconds since
     `run["started"]` (`time.perf_counter`)."""
-    instruments, evaluations = _stitch_instruments(views, uris, folds, walked, seeds, out_uri, progress)
+    left_out = diverged_seeds(walked, seeds)  # no stitched record: named in the spreads, not dropped
+    if len(seeds) > 1 and left_out:
+        named = ", ".join(f"seed {s} ({why})" for s, why in sorted(left_out.items()))
+        progress(f"{len(left_out)} of {len(seeds)} seeds left out of the seeds' spreads: {named}")
+    instruments, evaluations = _stitch_instruments(
+        views, uris, folds, walked, seeds, left_out, out_uri, progress
+    )
     for entry in instruments:
         if entry["name"] in evaluations[0]:
             metrics.stitched_scored(stitched_figures(evaluations[0][entry["name"]].stitched), entry["name"])
@@ -256,7 +262,9 @@ def universe_records(
     series = {name: stitched_series(e) for name, e in evaluations[0].items()}
     book = None
     if series:
-        summary["book"], book = write_book(evaluations, history, seeds, settings, out_uri, progress, metrics)
+        summary["book"], book = write_book(
+            evaluations, history, seeds, left_out, settings, out_uri, progress, metrics
+        )
     if pictures:
         write_universe_pictures(out_uri, views, walked, evaluations[0], series, book, progress)
     if book is not None and held_out is not None:
@@ -309,12 +317,13 @@ def _stitch_instruments(
     folds: Sequence[UniverseFold],
     walked: Walked,
     seeds: list[int],
+    left_out: dict[int, str],
     out_uri: str,
     progress: Progress,
 ) -> tuple[list[dict], dict[int, dict[str, RunEvaluation]]]:
     """Each instrument's stitched record over the folds it took part in (the first seed's), written under
-    its folder; its summary entry (with several seeds, their spread); per member, its stitched evaluation
-    of each instrument it walked to the end."""
+    its folder; its summary entry (with several seeds, their spread, naming the seeds `left_out` of it:
+    seed → why); per member, its stitched evaluation of each instrument it walked to the end."""
     instruments = []
     evaluations: dict[int, dict[str, RunEvaluation]] = {m: {} for m in range(len(seeds))}
     for i, (view, uri) in enumerate(zip(views, uris, strict=True)):
@@ -343,6 +352,6 @@ def _stitch_instruments(
             if len(seeds) > 1:
                 nets = {seeds[m]: ev[view.name].stitched.policies[MODEL].net for m, ev in evaluations.items()
                         if view.name in ev}  # fmt: skip
-                entry["seed_spread"] = seed_spread(nets)
+                entry["seed_spread"] = seed_spread(nets, {s: left_out[s] for s in seeds if s not in nets})
         instruments.append(entry)
     return instruments, evaluations

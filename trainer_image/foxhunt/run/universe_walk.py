@@ -46,7 +46,7 @@ from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.device_data import SpanPart
 from foxhunt.train.diagnostics import diagnostics_due
 from foxhunt.train.evidence import WindowEvidence, effective_share
-from foxhunt.train.fold_selection import FoldSelection
+from foxhunt.train.fold_selection import FoldSelection, out_of_sample_windows
 from foxhunt.train.selection import head_end
 
 INSTRUMENTS_FOLDER = "instruments"
@@ -300,8 +300,7 @@ def first_window_correlations(views: Sequence[InstrumentView], settings: RunConf
 
 def pooled_evidence(outcomes: Mapping[int, UniverseOutcome]) -> list[WindowEvidence]:
     """The pooled out-of-sample windows of a member's earlier universe folds, in fold order."""
-    found = (o.choice.out_of_sample for o in outcomes.values() if o.choice is not None)
-    return [w for w in found if w is not None]
+    return out_of_sample_windows(o.choice for o in outcomes.values())
 
 
 def _fold_lines(

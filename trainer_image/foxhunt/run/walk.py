@@ -74,10 +74,12 @@ class WalkHooks:
 
 @dataclass
 class Walked(Generic[Outcome]):
-    """Per member, its outcomes by fold in walk order, and the failure that stopped it, if any."""
+    """Per member, its outcomes by fold in walk order, the failure that stopped it, if any, and the fold
+    it diverged in: in this walk, or in an earlier attempt whose taken-over fold leaves it out."""
 
     outcomes: dict[int, dict[int, Outcome]]
     failures: dict[int, TrainingDiverged] = field(default_factory=dict)
+    diverged_in: dict[int, int] = field(default_factory=dict)
 
     def finished(self, member: int) -> bool:
         """The member walked every fold (no failure, not stopped)."""
@@ -117,12 +119,14 @@ def walk_folds(
         if taken is not None:
             results: Mapping[int, Any] = {k: taken[k] for k in live if k in taken}
             for k in set(live) - set(taken):
+                walked.diverged_in[k] = fold.fold
                 del live[k]
         else:
             results = train(fold, live, walked.outcomes)
         for k, result in results.items():
             if isinstance(result, TrainingDiverged):
                 walked.failures[k] = result
+                walked.diverged_in[k] = fold.fold
                 del live[k]
             else:
                 walked.outcomes[k][fold.fold] = result
@@ -131,6 +135,12 @@ def walk_folds(
             live.pop(k, None)
     hooks.at_fold(None)
     return walked
+
+
+def diverged_seeds(walked: Walked, seeds: Sequence[int]) -> dict[int, str]:
+    """Seed → why it has no stitched record, for each member (member i trains from `seeds[i]`) that
+    diverged: what a seeds' spread lists as left out of it."""
+    return {seeds[k]: f"diverged in fold {fold}" for k, fold in walked.diverged_in.items()}
 
 
 def _train_fold_step(

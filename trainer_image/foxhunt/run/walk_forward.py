@@ -24,7 +24,7 @@ from foxhunt.run.fold import FoldOutcome, load_fold, out_of_sample_evidence, sti
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
-from foxhunt.run.walk import FoldDone, FoldResults, WalkHooks, walk_folds
+from foxhunt.run.walk import FoldDone, FoldResults, WalkHooks, diverged_seeds, walk_folds
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, to_device
 
 
@@ -83,7 +83,8 @@ def run_folds(
         evaluation = _evaluate_run(run, data, folds, outcomes, scoring, memo, pictures)
     other_seeds = {i: walked.outcomes[i] for i in outs if i and walked.finished(i)}
     if len(seeds) > 1:
-        _seed_spread(run, data, folds, outcomes, other_seeds, seeds, scoring, evaluation, memo)
+        left_out = diverged_seeds(walked, seeds)
+        _seed_spread(run, data, folds, outcomes, other_seeds, left_out, seeds, scoring, evaluation, memo)
     if settings.folds.holdout_days > 0 and summary.stitched is not None:
         in_search = {
             "what": "net Sharpe of the run's stitched folds",
@@ -211,23 +212,25 @@ def _seed_spread(
     folds: list[FoldRange],
     outcomes: dict,
     other_seeds: dict[int, dict[int, FoldOutcome]],
+    left_out: dict[int, str],
     seeds: list[int],
     scoring: Scoring,
     evaluation,
     memo: ScoreMemo,
 ) -> None:
-    """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console;
+    """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console,
+    with the seeds `left_out` (seed → why: it diverged, so has no stitched record) named beside them;
     `seeds.png` draws their stitched records (`evaluation`: the run's own, member 0's). The run's `memo`
-    is every seed's: the baselines' records, the same for every seed, are scored once, not once a seed."""
+    is every seed's: the baselines' records, the same for every seed, are scored once, not once a seed.
+    `other_seeds`: the other seeds that walked every fold."""
     summary = run.summary
     if summary.stitched is None:
         return
     evaluations = {seeds[0]: evaluation}
     for i, by_fold in other_seeds.items():
-        if len(by_fold) != len(outcomes):  # a seed that diverged in some fold has no stitched record
-            continue
         evaluations[seeds[i]] = stitch_outcomes(data, folds, by_fold, scoring, memo, outcomes)
-    summary.seed_spread = seed_spread({s: e.stitched.policies[MODEL].net for s, e in evaluations.items()})
+    nets = {s: e.stitched.policies[MODEL].net for s, e in evaluations.items()}
+    summary.seed_spread = seed_spread(nets, left_out)
     for line in spread_lines(summary.seed_spread):
         run.progress(line)
     try:

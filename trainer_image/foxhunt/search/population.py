@@ -131,8 +131,12 @@ class PopulationRounds:
             if fold_index == 0:
                 run.progress(f"{lead}: {params_text(part[0].asked.params)}")
             return lead
-        lead = "trials " + ", ".join(str(t.number) for t in part) if len(part) > 1 else f"trial {part[0].number}"
-        where = f"at fold {self.walk.folds[fold_index].fold} ({len(part)} of a population of {self.pool.size})"
+        lead = (
+            "trials " + ", ".join(str(t.number) for t in part) if len(part) > 1 else f"trial {part[0].number}"
+        )
+        where = (
+            f"at fold {self.walk.folds[fold_index].fold} ({len(part)} of a population of {self.pool.size})"
+        )
         run.progress(f"{lead} side by side {where}" if len(part) > 1 else f"{lead} {where}")
         return lead
 

@@ -101,7 +101,7 @@ def run_slot_trials(
         try:
             return loop.run()
         except BaseException:
-            end_interrupted(study, [t.asked for t in loop.under_way])
+            end_interrupted(study, [t.asked for t in loop.under_way], loop.callbacks)
             raise
 
 

@@ -169,37 +169,55 @@ def tell_trial(
     study.tell(trial, value)
 
 
+Callbacks = Iterable[Callable[[optuna.Study, FrozenTrial], None]]
+
+
+def _after_trial(study: optuna.Study, number: int, callbacks: Callbacks) -> None:
+    """The callbacks on trial `number`, just told its end."""
+    trial = trial_by_number(study, number)
+    for callback in callbacks:
+        callback(study, trial)
+
+
 def _train_batch(
     study: optuna.Study,
     batch: list[AskedTrial],
     objective: BatchObjective,
     heartbeat: int | None,
     catch: tuple[type[Exception], ...],
+    callbacks: Callbacks = (),
 ) -> BatchResults:
     """`objective(batch)` with the trials' heartbeats kept; an exception in `catch` is every trial's
-    result, any other ends the members already pruned as pruned, requeues the batch's other running
-    trials and goes on up."""
+    result, any other ends the members already pruned as pruned (then runs the callbacks on them, as on
+    any pruned trial), requeues the batch's other running trials and goes on up."""
     try:
         with heartbeats(study, batch, heartbeat):
             return objective(batch)
     except catch as exc:
         return {asked.number: exc for asked in batch}
     except BaseException:
-        end_interrupted(study, batch)
+        end_interrupted(study, batch, callbacks)
         raise
 
 
-def end_interrupted(study: optuna.Study, trials: list[AskedTrial]) -> None:
-    """An interruption's end of the trials under way: a pruned one ends pruned, any other is queued for a
-    retry with its settings."""
+def end_interrupted(study: optuna.Study, trials: list[AskedTrial], callbacks: Callbacks) -> None:
+    """An interruption's end of the trials under way: a pruned one ends pruned (its callbacks run, a failing
+    one logged), any other is queued for a retry with its settings."""
+    told = []
     for asked in trials:
         if asked.pruned and not asked.stale:  # its verdict came before the interruption: no retry
             try:
                 study.tell(asked.trial, state=TrialState.PRUNED)
+                told.append(asked.number)
             except UpdateFinishedTrialError:
                 pass  # declared stale by another worker since its last fold
         else:
             requeue_if_running(study, asked.number)
+    for number in told:  # after every trial is settled: a failing callback leaves none running
+        try:
+            _after_trial(study, number, callbacks)
+        except Exception as exc:  # the interruption is what this worker reports; this is logged
+            log.warning("trial %d pruned at an interruption: its callbacks failed: %s", number, exc)
 
 
 def _tell_batch(
@@ -207,7 +225,7 @@ def _tell_batch(
     batch: list[AskedTrial],
     results: BatchResults,
     catch: tuple[type[Exception], ...],
-    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]],
+    callbacks: Callbacks,
 ) -> None:
     """Tell each trial of the batch its end, then run the callbacks on it."""
     for asked in batch:
@@ -219,7 +237,7 @@ def tell_and_report(
     asked: AskedTrial,
     result: Any,
     catch: tuple[type[Exception], ...],
-    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]],
+    callbacks: Callbacks,
 ) -> None:
     """Tell one trial its end (`tell_trial`), then run the callbacks on it; nothing for a stale trial."""
     if asked.stale:
@@ -228,9 +246,7 @@ def tell_and_report(
         tell_trial(study, asked, result, catch)
     except UpdateFinishedTrialError:
         return  # declared stale after its last fold
-    trial = trial_by_number(study, asked.number)
-    for callback in callbacks:
-        callback(study, trial)
+    _after_trial(study, asked.number, callbacks)
 
 
 def run_trials(
@@ -243,7 +259,7 @@ def run_trials(
     seed: int,
     worker: int = 0,
     catch: tuple[type[Exception], ...] = (),
-    callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]] = (),
+    callbacks: Callbacks = (),
     poll_seconds: float | None = None,
     exclusive: bool = False,
     startup_trials: int = 10,
@@ -257,7 +273,7 @@ def run_trials(
     returns by trial number; `callbacks(study, trial)` run after each trial told. An exception in
     `catch` that the objective raises, rather than returns for one trial, is the verdict of every trial
     of the batch not pruned (for a batch of one: its trial's). Any other exception ends the loop: a
-    trial of the batch pruned already ends pruned, every other one still running is queued for a retry
+    trial of the batch pruned already ends pruned (the callbacks run on it), every other one still running is queued for a retry
     with its settings, and failed.
     `exclusive=True` (this worker alone uses the study) retries left-over running trials at once.
     """
@@ -287,5 +303,5 @@ def run_trials(
         )
         if not batch:
             continue
-        results = _train_batch(study, batch, objective, heartbeat, catch)
+        results = _train_batch(study, batch, objective, heartbeat, catch, callbacks)
         _tell_batch(study, batch, results, catch, callbacks)

@@ -7,7 +7,7 @@ needs none.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 
 from foxhunt.train.evidence import (
@@ -63,3 +63,10 @@ class FoldSelection:
             pooled=decision_from_dict(record.get("pooled")),
             out_of_sample=evidence_from_dict(record.get("out_of_sample")),
         )
+
+
+def out_of_sample_windows(selections: Iterable[FoldSelection | None]) -> list[WindowEvidence]:
+    """The out-of-sample windows that folds' selections recorded, in the order given: what a later pooled
+    decision weighs (a fold without a selection, or a selection without a window, adds none)."""
+    found = (s.out_of_sample for s in selections if s is not None)
+    return [w for w in found if w is not None]
