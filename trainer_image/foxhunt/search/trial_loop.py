@@ -1,5 +1,6 @@
-"""The one trial loop of a search: trials asked in batches of up to `size` (1 for trials one at a time,
-P for `--population P`), trained by the objective, told one by one.
+"""The batch trial loop (a universe's search, trials one at a time), and what the slot loop of a one-instrument
+search (`slot_loop`) shares with it: asking, heartbeats, telling, the end at an interruption. Trials are asked
+in batches of up to `size`, trained by the objective, told one by one.
 
 The TPE sampler's constant liar spreads the trials of a batch, as it does the running trials of other
 workers. While a batch trains the loop keeps every trial's heartbeat, and then tells each trial its
