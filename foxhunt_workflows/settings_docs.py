@@ -83,7 +83,11 @@ def search_lines() -> list[str]:
     lines += [
         "",
         f"`--population P`: trials trained side by side as one batched model, 1 to {MAX_POPULATION} "
-        "(default 1).",
+        "(default 1). Each round trains one fold for up to P trials: the fold with the most trials waiting "
+        "for it (new trials asked to fill fold 0's round), the deeper on a tie; a trial that ends frees its "
+        "slot for the next. At most 2P trials are under way at once, so the sampler spreads its settings "
+        "over about as many running trials as a batch of P did (`search/slot_loop.py`; slot use: "
+        "`bench/slot_use.py`).",
         "",
         "The default search space (`--search-space FILE` replaces it; any DQN setting above may appear):",
         "",

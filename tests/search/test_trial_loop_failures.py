@@ -11,6 +11,7 @@ import pytest
 from optuna.exceptions import ExperimentalWarning
 from support.trials_worker import SPACE
 
+from foxhunt.search.slot_loop import run_slot_trials
 from foxhunt.search.space import parse_search_space
 from foxhunt.search.study import open_study, study_progress
 from foxhunt.search.trial_loop import ask_batch, run_trials
@@ -71,7 +72,8 @@ class _Trainer:
 
 
 class _Walk:
-    """The search's TrialScoring as PopulationObjective reads it; `score` raises for the numbers in `broken`."""
+    """The search's TrialScoring as PopulationRounds reads it (one fold); `score` raises for the numbers in
+    `broken`."""
 
     def __init__(self, out: str, broken: set[int]) -> None:
         from types import SimpleNamespace
@@ -80,7 +82,7 @@ class _Walk:
 
         config = SimpleNamespace(dqn=DQNConfig(), epochs=1, diagnostics_every=1)
         self.run = SimpleNamespace(config=config, out_uri=out, progress=lambda m: None, check=lambda: None)
-        self.folds, self.scoring, self.memo, self.broken = [], None, None, broken
+        self.folds, self.scoring, self.memo, self.broken = [SimpleNamespace(fold=0)], None, None, broken
 
     def score(self, number, params, dqn, outcomes) -> float:
         if number in self.broken:
@@ -97,7 +99,7 @@ def _population_search(tmp_path, monkeypatch, batch_sizes, walk_fails, broken=fr
     def walk_folds(trainer, folds, members, *args, **kwargs):
         if trainer.shape in walk_fails:
             raise OverflowError("the population's step overflowed")
-        return Walked({m: {0: object()} for m in members})
+        return Walked({m: {fold.fold: object() for fold in folds} for m in members})
 
     def build(configs):
         trainer = _Trainer()
@@ -110,9 +112,9 @@ def _population_search(tmp_path, monkeypatch, batch_sizes, walk_fails, broken=fr
     for size in batch_sizes:
         study.enqueue_trial({"batch_size": size})
     pool = population.TrainerPool(build, 2)
-    objective = population.PopulationObjective(_Walk(str(tmp_path), set(broken)), pool, (OverflowError,))
+    rounds = population.PopulationRounds(_Walk(str(tmp_path), set(broken)), pool, (OverflowError,))
     n = len(batch_sizes)
-    run_trials(study, n, objective, size=n, space=space, seed=5, catch=(OverflowError,))
+    run_slot_trials(study, n, rounds, size=n, space=space, seed=5, catch=(OverflowError,))
     return study
 
 
@@ -234,6 +236,8 @@ class _FoldWalk(_Walk):
 def test_the_pruner_is_not_asked_after_a_trials_last_fold_so_a_trial_that_walked_every_fold_is_scored(
     tmp_path, monkeypatch
 ):
+    from types import SimpleNamespace
+
     import numpy as np
 
     import foxhunt.search.population as population
@@ -243,17 +247,20 @@ def test_the_pruner_is_not_asked_after_a_trials_last_fold_so_a_trial_that_walked
     def walk_folds(trainer, folds, members, *args, hooks, **kwargs):
         walking = set(members)
         for fold in folds:
-            outcome = FoldOutcome(report=None, positions=np.zeros(1), baselines=None, outputs=None)
             done = FoldDone(fold, {m: outcome for m in walking}, False, {m: {} for m in walking})
             walking -= set(hooks.on_fold(done))
-        return Walked({m: {0: object()} for m in members})
+        return Walked({m: {fold.fold: outcome for fold in folds} for m in members})
+
+    outcome = FoldOutcome(
+        report=SimpleNamespace(selection=None), positions=np.zeros(1), baselines=None, outputs=None
+    )
 
     monkeypatch.setattr(population, "walk_folds", walk_folds)
     study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
     # Trial 2: above the median after fold 0, below it after its last fold.
     values = {0: [0.0, 5.0], 1: [0.0, 5.0], 2: [1.0, 2.0]}
-    objective = population.PopulationObjective(_FoldWalk(str(tmp_path), values), population.TrainerPool(
+    rounds = population.PopulationRounds(_FoldWalk(str(tmp_path), values), population.TrainerPool(
         lambda configs: _Trainer(), 1), (OverflowError,))  # fmt: skip
-    run_trials(study, 3, objective, space=TEST_SPACE, seed=5)
+    run_slot_trials(study, 3, rounds, space=TEST_SPACE, seed=5)
     last = study.get_trials()[2]
     assert (last.state.name, last.value, last.intermediate_values) == ("COMPLETE", 1.0, {0: 1.0, 1: 2.0})

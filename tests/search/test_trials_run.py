@@ -243,8 +243,8 @@ def test_a_population_search_builds_one_population_with_one_capture_and_one_comp
         "graph_captures": int(cuda),
         "compiles": int(cuda),
     }
-    assert "trials 0, 1 side by side (2 of a population of 2)" in printed
-    assert "trials 2 side by side (1 of a population of 2)" in printed
+    assert "trials 0, 1 side by side at fold 0 (2 of a population of 2)" in printed
+    assert "trial 2 at fold 0 (1 of a population of 2)" in printed
     assert read_json(out / "study.json")["finished_trials"] == 3
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -154,23 +155,13 @@ def run_holdout(
     fold = checked_holdout_range(
         data.timestamp, config.folds, number, max_train_rows, trainer.config.select_tail_share
     )
-    out = storage.join(run.out_uri, HOLDOUT_DIR)
-
-    def at_fold(number: int | None) -> None:
-        run.current_fold = number  # a stop or failure in it names the held-out fold (`Run.check`)
-
     run.holdout_fold = fold.fold
-    hooks = WalkHooks(lambda m: run.progress(f"holdout {m}"), run.check, at_fold)
-    walked = walk_folds(
-        trainer,
-        [fold],
-        {0: out},
-        config.epochs,
-        scoring,
-        diagnostics_every=config.diagnostics_every,
-        hooks=hooks,
-        prior={0: earlier},
+    # A stop or failure in it names the held-out fold (`Run.check`).
+    hooks = WalkHooks(
+        lambda m: run.progress(f"holdout {m}"), run.check, partial(setattr, run, "current_fold")
     )
+    walked = walk_folds(trainer, [fold], {0: storage.join(run.out_uri, HOLDOUT_DIR)}, config.epochs, scoring,
+                        diagnostics_every=config.diagnostics_every, hooks=hooks, prior={0: earlier})  # fmt: skip
     if 0 in walked.failures:
         raise walked.failures[0]
     outcome = walked.outcomes[0][fold.fold]

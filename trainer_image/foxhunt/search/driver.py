@@ -4,11 +4,11 @@ Everything a trial does not change is made once per process: the fxcache is on t
 the whole study, and one trainer per distinct shape (`POPULATION_SHARED`: batch size, hidden width, step count)
 serves every trial of that shape. Between trials `apply_settings` refills the device values that the
 captured step reads (no new capture, no new compile); between folds `reset_for_fold` does the rest.
-The one trial loop (`trial_loop.run_trials`) asks the trials in batches of `--population P` (1 by
-default); `population.PopulationObjective` trains a batch's trials as the members of the trainer of
-their shape, the folds in order with `walk.walk_folds` (as a run does), reports each fold's net
-validation Sharpe to the pruner, and `TrialScoring` scores each trial on the stitched out-of-sample
-record (`evaluation`, without the bootstrap: a cheap objective). Its outputs are `trials/NNNN/fold_F/` and
+The slot loop (`slot_loop.run_slot_trials`) trains `--population P` slots (1 by default) fold by fold,
+a slot freed by a trial that ends taken by the next; `population.PopulationRounds` trains a round's
+trials, one fold each, as the members of the trainer of their shape with `walk.walk_folds` (as a run
+does), reports each fold's net validation Sharpe to the pruner, and `TrialScoring` scores each trial
+after its last fold on the stitched out-of-sample record (`evaluation`, without the bootstrap: a cheap objective). Its outputs are `trials/NNNN/fold_F/` and
 `trials/NNNN/trial.json` in `--out`; the manifest records each completed fold of each trial.
 """
 
@@ -49,7 +49,8 @@ from foxhunt.run.manifest import FoldRecord, WorkRecord, write_manifest
 from foxhunt.run.sinks.telemetry_reads import fold_figures
 from foxhunt.search.headline import TABLE_FILES, write_headline_tables
 from foxhunt.search.outputs import BestTrial, StudySummary, TrialReport, trial_folder, write_study_outputs
-from foxhunt.search.population import PopulationObjective, TrainerPool, trainer_builder
+from foxhunt.search.population import PopulationRounds, TrainerPool, trainer_builder
+from foxhunt.search.slot_loop import run_slot_trials
 from foxhunt.search.space import load_search_space
 from foxhunt.search.storage import (
     STUDY_FILE,
@@ -67,7 +68,6 @@ from foxhunt.search.study import (
     trial_pruner,
 )
 from foxhunt.search.telemetry import TrialMetrics
-from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import DeviceData, TrainingDiverged
 from foxhunt.train.epoch_figures import COLLAPSED, fold_flags
 from foxhunt.train.evidence import WindowEvidence
@@ -251,8 +251,8 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
 
         try:
             scoring = TrialScoring(run, data, folds, options.objective)
-            objective = PopulationObjective(scoring, pool, SETTINGS_FAILURES)
-            run_trials(study, settings.trials, objective, size=options.population,
+            rounds = PopulationRounds(scoring, pool, SETTINGS_FAILURES)
+            run_slot_trials(study, settings.trials, rounds, size=options.population,
                        space=plan.space, seed=settings.seed, worker=options.worker, catch=SETTINGS_FAILURES,
                        callbacks=[after_trial], exclusive=options.embedded)  # fmt: skip
         except BaseException:

@@ -1,14 +1,14 @@
-"""The search's trainers (one per shape, P members each), and the objective of the trial loop: a batch of
-trials trained as the members of one trainer, P at a time side by side (`--population P`; P = 1, the
-default, is trials one at a time).
+"""The search's trainers (one per shape, P members each), and the rounds of the slot loop
+(`slot_loop.run_slot_trials`): one fold for up to P trials trained as the members of one trainer side by
+side (`--population P`; P = 1, the default, is trials one at a time).
 
-A batch of asked trials is grouped by the settings a population shares (`POPULATION_SHARED`: the
-step's shapes and step count); each group trains on the population of its shape, built once and
-switched by `apply_settings` after, with idle slots (a group smaller than P) padded and ignored.
-Every member is a whole walk-forward trial: the folds in order, each fold's outputs
-under `trials/NNNN/`, its net validation Sharpe reported to the trial's pruner after each fold (a
-pruned member goes idle), and the stitched out-of-sample record as its objective. A member whose
-training diverges fails its own trial; the others go on.
+A round's trials are grouped by the settings a population shares (`POPULATION_SHARED`: the step's
+shapes and step count); each group trains on the population of its shape, built once and switched by
+`apply_settings` after, with idle slots (a group smaller than P) padded and ignored. Each trial's fold
+weighs its own earlier folds' out-of-sample evidence (the pooled decision), writes its outputs under
+`trials/NNNN/` and reports its net validation Sharpe to the trial's pruner; after its last fold the trial
+is scored on its stitched out-of-sample record. A member whose training diverges fails its own trial;
+the others go on.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 from foxhunt import storage
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.run_scores import execution_rows
-from foxhunt.run.fold import FoldOutcome
+from foxhunt.run.fold import FoldOutcome, out_of_sample_evidence
 from foxhunt.run.walk import FoldDone, WalkHooks, walk_folds
 from foxhunt.search.outputs import trial_folder
-from foxhunt.search.trial_loop import AskedTrial, BatchResults
+from foxhunt.search.slot_loop import RoundResults, SlotTrial
 from foxhunt.train import POPULATION_SHARED, DQNTrainer
 from foxhunt.train.settings import padded
 
@@ -64,83 +64,99 @@ class TrainerPool:
         return sum(t.compiles for t in self.trainers.values())
 
 
-class PopulationObjective:
-    """A batch of trials on the populations of their shapes; the results by trial number. A settings
-    failure (an exception in `catch`) is the result of the group or member it stopped, no other's."""
+class PopulationRounds:
+    """The rounds of the slot loop (`slot_loop.run_slot_trials`): one fold for up to P trials side by side on
+    the population of their shape. A settings failure (an exception in `catch`) is the result of the group
+    or member it stopped, no other's."""
 
     def __init__(self, walk, pool: TrainerPool, catch: tuple[type[Exception], ...]) -> None:
         # `walk` is the search's TrialScoring: its run, data, folds, scoring and each trial's records.
         self.walk, self.pool, self.catch = walk, pool, catch
 
-    def __call__(self, batch: list[AskedTrial]) -> BatchResults:
+    def __call__(self, fold_index: int, trials: list[SlotTrial]) -> RoundResults:
         dqn_of = {
-            asked.number: override(self.walk.run.config.dqn, asked.params, what=f"trial {asked.number}")
-            for asked in batch
+            t.number: override(self.walk.run.config.dqn, t.asked.params, what=f"trial {t.number}")
+            for t in trials
         }
-        groups: dict[tuple, list[AskedTrial]] = {}
-        for asked in batch:
-            groups.setdefault(population_key(dqn_of[asked.number]), []).append(asked)
-        results: BatchResults = {}
+        groups: dict[tuple, list[SlotTrial]] = {}
+        for trial in trials:
+            groups.setdefault(population_key(dqn_of[trial.number]), []).append(trial)
+        ended: RoundResults = {}
         for group in groups.values():
             for start in range(0, len(group), self.pool.size):
                 part = group[start : start + self.pool.size]
                 try:
-                    results.update(self._train(part, [dqn_of[a.number] for a in part]))
+                    ended.update(self._train(fold_index, part, [dqn_of[t.number] for t in part]))
                 except self.catch as exc:  # this group's verdict; the groups trained before keep theirs
-                    results.update({a.number: exc for a in part})
-        return results
+                    ended.update({t.number: None if t.asked.pruned else exc for t in part})
+        return ended
 
-    def _train(self, group: list[AskedTrial], dqns: list[DQNConfig]) -> BatchResults:
-        """One population's walk-forward: the folds in lockstep for every member still training."""
+    def _train(self, fold_index: int, part: list[SlotTrial], dqns: list[DQNConfig]) -> RoundResults:
+        """One fold for `part` on the population of their shape; the trials that ended, with their results."""
         walk, run = self.walk, self.walk.run
         trainer = self.pool.trainer_for(dqns)
-        if self.pool.size == 1:  # trials one at a time
-            lead = f"trial {group[0].number}"
-            run.progress(f"{lead}: {params_text(group[0].params)}")
-        else:
-            lead = "trials " + ", ".join(str(a.number) for a in group)
-            run.progress(f"{lead} side by side ({len(group)} of a population of {self.pool.size})")
-        folders = {k: storage.join(run.out_uri, trial_folder(a.number)) for k, a in enumerate(group)}
-        pruned: set[int] = set()
+        fold = walk.folds[fold_index]
+        lead = self._announce(fold_index, part)
         walked = walk_folds(
             trainer,
-            walk.folds,
-            folders,
+            [fold],
+            {k: storage.join(run.out_uri, trial_folder(t.number)) for k, t in enumerate(part)},
             run.config.epochs,
             walk.scoring,
             memo=walk.memo,
             diagnostics_every=run.config.diagnostics_every,
-            hooks=self._hooks(group, dqns, lead, pruned),
+            hooks=self._hooks(part, dqns, lead, last=fold_index == len(walk.folds) - 1),
+            prior={k: out_of_sample_evidence(t.outcomes) for k, t in enumerate(part)},
         )
-        results: BatchResults = {group[k].number: failure for k, failure in walked.failures.items()}
+        ended: RoundResults = {part[k].number: failure for k, failure in walked.failures.items()}
         for k, outcomes in walked.outcomes.items():
-            if k not in pruned and k not in walked.failures:
-                asked = group[k]
+            trial = part[k]
+            trial.outcomes.update(outcomes)
+            if trial.asked.pruned:
+                ended[trial.number] = None
+            elif k not in walked.failures and fold_index == len(walk.folds) - 1:
                 try:
-                    results[asked.number] = walk.score(asked.number, asked.params, dqns[k], outcomes)
+                    ended[trial.number] = walk.score(
+                        trial.number, trial.asked.params, dqns[k], trial.outcomes
+                    )
                 except self.catch as exc:  # this member's verdict; the members scored before keep theirs
-                    results[asked.number] = exc
-        return results
+                    ended[trial.number] = exc
+        return ended
 
-    def _hooks(
-        self, group: list[AskedTrial], dqns: list[DQNConfig], lead: str, pruned: set[int]
-    ) -> WalkHooks:
-        """A batch's walk: each fold's net validation Sharpe to its trial's pruner (not asked after the
-        last fold); a pruned member stops walking (added to `pruned`) with its report written."""
+    def _announce(self, fold_index: int, part: list[SlotTrial]) -> str:
+        """The round's line, and the lead of its walk's lines."""
+        run = self.walk.run
+        if self.pool.size == 1:  # trials one at a time
+            lead = f"trial {part[0].number}"
+            if fold_index == 0:
+                run.progress(f"{lead}: {params_text(part[0].asked.params)}")
+            return lead
+        lead = (
+            "trials " + ", ".join(str(t.number) for t in part) if len(part) > 1 else f"trial {part[0].number}"
+        )
+        where = (
+            f"at fold {self.walk.folds[fold_index].fold} ({len(part)} of a population of {self.pool.size})"
+        )
+        run.progress(f"{lead} side by side {where}" if len(part) > 1 else f"{lead} {where}")
+        return lead
+
+    def _hooks(self, part: list[SlotTrial], dqns: list[DQNConfig], lead: str, *, last: bool) -> WalkHooks:
+        """The round's walk: the fold's net validation Sharpe to each trial's pruner (not asked after its
+        last fold); a pruned trial stops with its report written."""
         walk, run = self.walk, self.walk.run
 
         def on_fold(done: FoldDone) -> set[int]:
-            fold = done.fold.fold
-            last = fold == walk.folds[-1].fold
+            fold, stopped = done.fold.fold, set()
             for k, outcome in done.results.items():
-                asked = group[k]
+                asked = part[k].asked
                 if isinstance(outcome, FoldOutcome) and asked.report_fold(
                     fold, walk.fold_done(asked.number, fold, outcome), last=last
                 ):
                     if not asked.stale:  # a stale trial's retry, elsewhere, writes its own report
-                        walk.write_report(asked.number, asked.params, dqns[k], dict(done.outcomes[k]), None)
-                    pruned.add(k)
-            return pruned
+                        outcomes = {**part[k].outcomes, fold: outcome}
+                        walk.write_report(asked.number, asked.params, dqns[k], outcomes, None)
+                    stopped.add(k)
+            return stopped
 
         def at_fold(fold: int | None) -> None:
             run.current_fold = fold

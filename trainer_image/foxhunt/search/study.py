@@ -1,6 +1,6 @@
 """The Optuna study behind `--trials N`: storage, seeded sampling, per-fold pruning, and the counting by
-which the trial loop (`trial_loop.run_trials`) finishes exactly N trials however many workers share the
-study and however often they die.
+which the trial loops (`trial_loop.run_trials`, `slot_loop.run_slot_trials`) finish exactly N trials
+however many workers share the study and however often they die.
 
 Counting. A study is done when N trials are *finished*: complete, pruned, or failed by the
 objective itself (an exception in `catch`: the settings failed, e.g. the training diverged; that

@@ -1,5 +1,6 @@
-"""The one trial loop of a search: trials asked in batches of up to `size` (1 for trials one at a time,
-P for `--population P`), trained by the objective, told one by one.
+"""The batch trial loop (a universe's search, trials one at a time), and what the slot loop of a one-instrument
+search (`slot_loop`) shares with it: asking, heartbeats, telling, the end at an interruption. Trials are asked
+in batches of up to `size`, trained by the objective, told one by one.
 
 The TPE sampler's constant liar spreads the trials of a batch, as it does the running trials of other
 workers. While a batch trains the loop keeps every trial's heartbeat, and then tells each trial its
@@ -120,17 +121,17 @@ def ask_batch(
 
 @contextmanager
 def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None) -> Iterator[None]:
-    """Record every trial's heartbeat each `seconds` while the block runs (nothing when heartbeats are off);
-    a beat the storage fails is logged and tried again at the next one."""
+    """Record the heartbeat of every trial in `batch` (as it is at each beat) each `seconds` while the block
+    runs (nothing when heartbeats are off); a beat the storage fails is logged and tried again at the next."""
     if not seconds:
         yield
         return
-    ids = [asked.trial._trial_id for asked in batch]
     stop = threading.Event()
 
     def beat() -> None:
         while True:
-            for trial_id in ids:
+            # Read at each beat: the slot loop adds and removes its trials as they start and end.
+            for trial_id in [asked.trial._trial_id for asked in list(batch)]:
                 try:
                     study._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]  # RDBStorage, checked by the caller
                 except Exception as exc:  # a lost connection: a dead thread would let the trials go stale
@@ -196,22 +197,28 @@ def _train_batch(
     except catch as exc:
         return {asked.number: exc for asked in batch}
     except BaseException:
-        told = []
-        for asked in batch:
-            if asked.pruned and not asked.stale:  # its verdict came before the interruption: no retry
-                try:
-                    study.tell(asked.trial, state=TrialState.PRUNED)
-                    told.append(asked.number)
-                except UpdateFinishedTrialError:
-                    pass  # declared stale by another worker since its last fold
-            else:
-                requeue_if_running(study, asked.number)
-        for number in told:  # after every trial is settled: a failing callback leaves none running
-            try:
-                _after_trial(study, number, callbacks)
-            except Exception as exc:  # the interruption is what this worker reports; this is logged
-                log.warning("trial %d pruned at an interruption: its callbacks failed: %s", number, exc)
+        end_interrupted(study, batch, callbacks)
         raise
+
+
+def end_interrupted(study: optuna.Study, trials: list[AskedTrial], callbacks: Callbacks) -> None:
+    """An interruption's end of the trials under way: a pruned one ends pruned (its callbacks run, a failing
+    one logged), any other is queued for a retry with its settings."""
+    told = []
+    for asked in trials:
+        if asked.pruned and not asked.stale:  # its verdict came before the interruption: no retry
+            try:
+                study.tell(asked.trial, state=TrialState.PRUNED)
+                told.append(asked.number)
+            except UpdateFinishedTrialError:
+                pass  # declared stale by another worker since its last fold
+        else:
+            requeue_if_running(study, asked.number)
+    for number in told:  # after every trial is settled: a failing callback leaves none running
+        try:
+            _after_trial(study, number, callbacks)
+        except Exception as exc:  # the interruption is what this worker reports; this is logged
+            log.warning("trial %d pruned at an interruption: its callbacks failed: %s", number, exc)
 
 
 def _tell_batch(
@@ -223,13 +230,24 @@ def _tell_batch(
 ) -> None:
     """Tell each trial of the batch its end, then run the callbacks on it."""
     for asked in batch:
-        if asked.stale:
-            continue  # another worker declared it stale while it ran; its retry carries on there
-        try:
-            tell_trial(study, asked, results.get(asked.number), catch)
-        except UpdateFinishedTrialError:
-            continue  # declared stale after its last fold
-        _after_trial(study, asked.number, callbacks)
+        tell_and_report(study, asked, results.get(asked.number), catch, callbacks)
+
+
+def tell_and_report(
+    study: optuna.Study,
+    asked: AskedTrial,
+    result: Any,
+    catch: tuple[type[Exception], ...],
+    callbacks: Callbacks,
+) -> None:
+    """Tell one trial its end (`tell_trial`), then run the callbacks on it; nothing for a stale trial."""
+    if asked.stale:
+        return  # another worker declared it stale while it ran; its retry carries on there
+    try:
+        tell_trial(study, asked, result, catch)
+    except UpdateFinishedTrialError:
+        return  # declared stale after its last fold
+    _after_trial(study, asked.number, callbacks)
 
 
 def run_trials(

@@ -2,7 +2,7 @@
 book's.
 
 The universe is read, checked and its folds planned as a universe run does (`run/universe_run.py`), and
-put on the device once for the whole study. Then the one trial loop (`trial_loop.run_trials`) asks the
+put on the device once for the whole study. Then the batch trial loop (`trial_loop.run_trials`) asks the
 trials of an embedded Optuna study (SQLite in `--out`) one at a time, each trained as a whole universe
 run with its settings (`universe_trials.UniverseTrials`: its records under ``trials/NNNN/``, its objective
 the book's stitched net Sharpe by default). The study's files are the single-instrument search's

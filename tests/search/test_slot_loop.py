@@ -1,0 +1,167 @@
+"""The slot loop (`search/slot_loop.py`): a population's slots trained fold by fold, a slot freed by a trial
+that ends taken by the next trial.
+
+The rounds' objective here is cheap (a trial's fold value is a function of its settings and fold); the
+population's own training goes through the same loop in test_trials_run.py.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import optuna
+import pytest
+from optuna.exceptions import ExperimentalWarning
+from support.trials_worker import SPACE, cheap_score
+
+from foxhunt.search.slot_loop import in_flight_cap, next_round, run_slot_trials
+from foxhunt.search.space import parse_search_space
+from foxhunt.search.study import open_study, trial_by_number
+from foxhunt.search.trial_loop import run_trials
+
+TEST_SPACE = parse_search_space(SPACE, "test space")
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def _study(tmp_path, name="s", **kwargs):
+    return open_study(None, tmp_path, name, seed=5, **{"heartbeat_seconds": 1, "grace_seconds": 2, **kwargs})
+
+
+class Rounds:
+    """A round trains each trial's fold to its cheap score, pruning the numbers in `prune_at[fold]`;
+    `seen` lists the rounds as (fold, trial numbers)."""
+
+    def __init__(self, folds=3, prune_at=None, interrupt_at=None):
+        self.folds, self.prune_at, self.interrupt_at = folds, prune_at or {}, interrupt_at
+        self.seen: list[tuple[int, list[int]]] = []
+
+    def __call__(self, fold, trials):
+        self.seen.append((fold, [t.number for t in trials]))
+        if self.interrupt_at == len(self.seen):
+            raise KeyboardInterrupt
+        ended = {}
+        for trial in trials:
+            trial.outcomes[fold] = cheap_score(trial.asked.params)
+            if trial.number in self.prune_at.get(fold, ()):
+                trial.asked.pruned = True
+                ended[trial.number] = None
+            elif fold == self.folds - 1:
+                ended[trial.number] = cheap_score(trial.asked.params)
+        return ended
+
+
+# ---- the round rule ----------------------------------------------------------------------------------------
+def test_a_round_trains_the_deepest_fold_that_fills_every_slot():
+    assert next_round({0: 4, 1: 4, 2: 4}, 4, askable=0) == (2, 0)
+
+
+def test_new_trials_fill_fold_0_when_no_waiting_fold_fills_more_slots():
+    assert next_round({1: 2, 2: 1}, 4, askable=8) == (0, 4)
+
+
+def test_new_trials_top_up_the_trials_waiting_for_fold_0():
+    assert next_round({0: 1, 1: 2}, 4, askable=8) == (0, 3)
+
+
+def test_new_trials_are_no_more_than_the_budget_and_the_cap_allow():
+    assert next_round({2: 3}, 4, askable=2) == (2, 0)
+    assert next_round({}, 4, askable=2) == (0, 2)
+
+
+def test_on_a_tie_the_deeper_fold_trains_first():
+    assert next_round({1: 2}, 2, askable=2) == (1, 0)
+    assert next_round({1: 1, 3: 1}, 2, askable=0) == (3, 0)
+
+
+def test_with_nothing_waiting_and_nothing_to_ask_no_round_trains():
+    assert next_round({}, 4, askable=0) is None
+
+
+def test_at_most_twice_the_population_is_under_way():
+    assert in_flight_cap(8) == 16 and in_flight_cap(1) == 2
+
+
+# ---- the loop ------------------------------------------------------------------------------------------------
+def test_one_slot_walks_a_trials_folds_in_order_then_the_next_trials(tmp_path):
+    rounds = Rounds(folds=3)
+    run_slot_trials(_study(tmp_path), 2, rounds, size=1, space=TEST_SPACE, seed=5)
+    assert rounds.seen == [(0, [0]), (1, [0]), (2, [0]), (0, [1]), (1, [1]), (2, [1])]
+
+
+def test_a_slot_freed_by_a_pruned_trial_is_taken_by_the_next_trial(tmp_path):
+    rounds = Rounds(folds=3, prune_at={0: {1}})
+    study = _study(tmp_path)
+    run_slot_trials(study, 4, rounds, size=2, space=TEST_SPACE, seed=5)
+    assert rounds.seen == [
+        (0, [0, 1]),  # trial 1 pruned after fold 0: its slot is free
+        (0, [2, 3]),  # two new trials fill fold 0's round (more than fold 1's one waiting trial)
+        (1, [0, 2]),
+        (2, [0, 2]),
+        (1, [3]),  # the budget of 4 is spent: the last trial walks alone
+        (2, [3]),
+    ]
+    assert [t.state.name for t in study.get_trials()] == ["COMPLETE", "PRUNED", "COMPLETE", "COMPLETE"]
+
+
+def test_slots_train_the_same_folds_as_batches_in_fewer_rounds_when_trials_are_pruned(tmp_path):
+    prune_at = {0: {1, 3, 5}, 1: {2}}
+    lockstep: list[list[int]] = []  # the rounds of batches walked in lockstep: a pruned member's slot idles
+
+    def batch(trials):
+        for fold in range(3):
+            if live := [a for a in trials if not a.pruned]:
+                lockstep.append([a.number for a in live])
+            for asked in live:
+                asked.report_fold(fold, 0.0)
+                asked.pruned = asked.number in prune_at.get(fold, ())
+        return {a.number: 0.0 for a in trials if not a.pruned}
+
+    run_trials(_study(tmp_path, "lockstep"), 8, batch, size=2, space=TEST_SPACE, seed=5)
+    slots = Rounds(folds=3, prune_at=prune_at)
+    run_slot_trials(_study(tmp_path, "slots"), 8, slots, size=2, space=TEST_SPACE, seed=5)
+    trained = 8 * 3 - 3 * 2 - 1  # three trials pruned after fold 0, one after fold 1
+    assert sum(map(len, lockstep)) == sum(len(m) for _, m in slots.seen) == trained
+    assert (len(lockstep), len(slots.seen)) == (11, 10)
+
+
+def test_each_trial_is_told_when_it_ends_not_when_its_round_mates_do(tmp_path):
+    study, told = _study(tmp_path), []
+    rounds = Rounds(folds=2, prune_at={0: {1}})
+    run_slot_trials(study, 2, rounds, size=2, space=TEST_SPACE, seed=5,
+                    callbacks=[lambda s, t: told.append((t.number, len(rounds.seen)))])  # fmt: skip
+    assert told == [(1, 1), (0, 2)]
+
+
+def test_an_interruption_ends_a_pruned_trial_pruned_and_queues_the_others_for_a_retry(tmp_path):
+    study, told = _study(tmp_path), []
+    rounds = Rounds(folds=3, prune_at={0: {1}}, interrupt_at=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_slot_trials(study, 4, rounds, size=2, space=TEST_SPACE, seed=5,
+                        callbacks=[lambda s, t: told.append((t.number, t.state.name))])  # fmt: skip
+    states = {t.number: t.state.name for t in study.get_trials()}
+    assert states[1] == "PRUNED" and told == [(1, "PRUNED")]
+    assert [states[n] for n in (0, 2, 3)] == ["FAIL", "FAIL", "FAIL"]  # each queued again
+    retries = [t for t in study.get_trials() if t.state.name == "WAITING"]
+    assert sorted(r.params["lr"] for r in retries) == sorted(
+        trial_by_number(study, n).params["lr"] for n in (0, 2, 3)
+    )
+
+
+def test_a_trial_waiting_between_rounds_keeps_a_fresh_heartbeat(tmp_path):
+    study, states = _study(tmp_path), []  # heartbeat every second, stale after two
+    rounds = Rounds(folds=2, prune_at={0: {1}})
+
+    def watched(fold, trials):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
+        states.append(trial_by_number(study, 0).state.name)
+        if 0 not in [t.number for t in trials]:
+            time.sleep(2.5)  # trial 0 waits for fold 1 past its grace while this round trains
+        return rounds(fold, trials)
+
+    run_slot_trials(study, 4, watched, size=2, space=TEST_SPACE, seed=5)
+    assert rounds.seen[:3] == [(0, [0, 1]), (0, [2, 3]), (1, [0, 2])]
+    assert states[:3] == ["RUNNING", "RUNNING", "RUNNING"]
+    assert trial_by_number(study, 0).state.name == "COMPLETE"
