@@ -7,8 +7,8 @@ settings) plus fold noise, and each round is one fold trained for its members si
     python bench/slot_use.py [--populations 4 8] [--folds 3 21] [--trials 64] [--noise 1.0]
     CPU check: --populations 2 --folds 3 --trials 8
 
-Per case: rounds, member-folds trained, slot use (member-folds over rounds × P), trials pruned, and the
-rounds' ratio. Where a round costs the same whatever its members (a population on one GPU, whose step costs
+Per case: rounds, member-folds trained, slot use (member-folds over rounds × P), trials pruned, the best
+complete trial's skill (the search's result: 0 is the best possible), and the rounds' ratio. Where a round costs the same whatever its members (a population on one GPU, whose step costs
 about one member's up to P = 8 on the H200), lockstep's rounds over the slot loop's is the trials/h gain at
 equal trials; that is a model, not a device measurement.
 """
@@ -98,6 +98,8 @@ def case(work: Path, size: int, folds: int, trials: int, noise: float) -> dict:
             "slot_use": sum(rounds) / (len(rounds) * size),
             "pruned": states.count("PRUNED"),
             "complete": states.count("COMPLETE"),
+            # The search's result: the best complete trial's skill (0 at the bowl's bottom).
+            "best": max((t.value for t in study.get_trials() if t.state.name == "COMPLETE"), default=None),
         }
     out["rounds_ratio"] = out["lockstep"]["rounds"] / out["slots"]["rounds"]
     return out
@@ -107,14 +109,17 @@ def measure(args: argparse.Namespace, work: Path, record: dict) -> None:
     """Every (P, folds) case, printed and kept in `record['cases']`."""
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     record["cases"] = []
-    print("P  folds  trials  lockstep rounds (use, pruned)  slots rounds (use, pruned)  rounds ratio")
+    print(
+        "P  folds  trials  lockstep rounds (use, pruned, best)  slots rounds (use, pruned, best)  rounds ratio"
+    )
     for size in args.populations:
         for folds in args.folds:
             c = case(work, size, folds, args.trials, args.noise)
             record["cases"].append(c)
             lo, sl = c["lockstep"], c["slots"]
-            print(f"{size:<2} {folds:>5}  {args.trials:>6}  {lo['rounds']:>8} ({lo['slot_use']:.0%}, {lo['pruned']:>2})"
-                  f"  {sl['rounds']:>18} ({sl['slot_use']:.0%}, {sl['pruned']:>2})  {c['rounds_ratio']:>12.2f}")  # fmt: skip
+            print(f"{size:<2} {folds:>5}  {args.trials:>6}  {lo['rounds']:>8} ({lo['slot_use']:.0%}, {lo['pruned']:>2}, "
+                  f"{lo['best']:.3f})  {sl['rounds']:>12} ({sl['slot_use']:.0%}, {sl['pruned']:>2}, {sl['best']:.3f})"
+                  f"  {c['rounds_ratio']:>12.2f}")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
