@@ -161,36 +161,33 @@ class Interrupted(Exception):
     """Stands for the pipeline's SIGTERM stop: an exception the loop does not catch."""
 
 
-def test_a_member_pruned_before_its_batch_is_interrupted_ends_pruned_and_is_not_retried(tmp_path):
+def _two_complete(tmp_path):
+    """A study with two complete trials, so that the median pruner can prune from the next batch on."""
     study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
     run_trials(study, 2, lambda b: {a.number: (a.report_fold(0, 1.0), 1.0)[1] for a in b}, size=2,
                space=TEST_SPACE, seed=5)  # fmt: skip
+    return study
 
-    def prunes_one_then_interrupted(batch):
-        for asked in batch:
-            asked.report_fold(0, -100.0 if asked.number == 3 else 100.0)
-        raise Interrupted
 
+def _prunes_trial_3_then_interrupted(batch):
+    for asked in batch:
+        asked.report_fold(0, -100.0 if asked.number == 3 else 100.0)
+    raise Interrupted
+
+
+def test_a_member_pruned_before_its_batch_is_interrupted_ends_pruned_and_is_not_retried(tmp_path):
+    study = _two_complete(tmp_path)
     with pytest.raises(Interrupted):
-        run_trials(study, 4, prunes_one_then_interrupted, size=2, space=TEST_SPACE, seed=5)
+        run_trials(study, 4, _prunes_trial_3_then_interrupted, size=2, space=TEST_SPACE, seed=5)
     trials = study.get_trials()
     assert [t.state.name for t in trials] == ["COMPLETE", "COMPLETE", "FAIL", "PRUNED", "WAITING"]
     assert trials[4].params == trials[2].params
 
 
 def test_a_member_pruned_before_its_batch_is_interrupted_goes_through_the_after_trial_callbacks(tmp_path):
-    study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
-    run_trials(study, 2, lambda b: {a.number: (a.report_fold(0, 1.0), 1.0)[1] for a in b}, size=2,
-               space=TEST_SPACE, seed=5)  # fmt: skip
-    told: list[tuple[int, str]] = []
-
-    def prunes_one_then_interrupted(batch):
-        for asked in batch:
-            asked.report_fold(0, -100.0 if asked.number == 3 else 100.0)
-        raise Interrupted
-
+    study, told = _two_complete(tmp_path), []
     with pytest.raises(Interrupted):
-        run_trials(study, 4, prunes_one_then_interrupted, size=2, space=TEST_SPACE, seed=5,
+        run_trials(study, 4, _prunes_trial_3_then_interrupted, size=2, space=TEST_SPACE, seed=5,
                    callbacks=[lambda s, trial: told.append((trial.number, trial.state.name))])  # fmt: skip
     assert told == [(3, "PRUNED")]  # as any pruned trial; trial 2, requeued, has not ended
 
@@ -198,22 +195,14 @@ def test_a_member_pruned_before_its_batch_is_interrupted_goes_through_the_after_
 def test_a_callback_failing_on_a_trial_pruned_at_an_interruption_leaves_the_interruption_to_go_up(
     tmp_path,
 ):
-    study = _study(tmp_path, pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
-    run_trials(study, 2, lambda b: {a.number: (a.report_fold(0, 1.0), 1.0)[1] for a in b}, size=2,
-               space=TEST_SPACE, seed=5)  # fmt: skip
-
-    def prunes_one_then_interrupted(batch):
-        for asked in batch:
-            asked.report_fold(0, -100.0 if asked.number == 3 else 100.0)
-        raise Interrupted
+    study = _two_complete(tmp_path)
 
     def broken(study, trial):
         raise OSError("the report's storage is gone")
 
     with pytest.raises(Interrupted):
-        run_trials(
-            study, 4, prunes_one_then_interrupted, size=2, space=TEST_SPACE, seed=5, callbacks=[broken]
-        )
+        run_trials(study, 4, _prunes_trial_3_then_interrupted, size=2, space=TEST_SPACE, seed=5,
+                   callbacks=[broken])  # fmt: skip
     assert [t.state.name for t in study.get_trials()] == ["COMPLETE", "COMPLETE", "FAIL", "PRUNED", "WAITING"]
 
 
