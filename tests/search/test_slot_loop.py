@@ -32,8 +32,9 @@ class Rounds:
     """A round trains each trial's fold to its cheap score, pruning the numbers in `prune_at[fold]`;
     `seen` lists the rounds as (fold, trial numbers)."""
 
-    def __init__(self, folds=3, prune_at=None, interrupt_at=None):
+    def __init__(self, folds=3, prune_at=None, interrupt_at=None, stale_at=None):
         self.folds, self.prune_at, self.interrupt_at = folds, prune_at or {}, interrupt_at
+        self.stale_at = stale_at or {}  # fold → trials another worker declares stale in it
         self.seen: list[tuple[int, list[int]]] = []
 
     def __call__(self, fold, trials):
@@ -43,7 +44,9 @@ class Rounds:
         ended = {}
         for trial in trials:
             trial.outcomes[fold] = cheap_score(trial.asked.params)
-            if trial.number in self.prune_at.get(fold, ()):
+            if trial.number in self.stale_at.get(fold, ()):
+                trial.asked.stale = True  # its report failed: the trial goes on elsewhere, untold here
+            elif trial.number in self.prune_at.get(fold, ()):
                 trial.asked.pruned = True
                 ended[trial.number] = None
             elif fold == self.folds - 1:
@@ -123,6 +126,15 @@ def test_slots_train_the_same_folds_as_batches_in_fewer_rounds_when_trials_are_p
     trained = 8 * 3 - 3 * 2 - 1  # three trials pruned after fold 0, one after fold 1
     assert sum(map(len, lockstep)) == sum(len(m) for _, m in slots.seen) == trained
     assert (len(lockstep), len(slots.seen)) == (11, 10)
+
+
+def test_a_trial_declared_stale_leaves_its_slot_untold_and_trains_no_further_here(tmp_path):
+    study, told = _study(tmp_path), []
+    rounds = Rounds(folds=3, stale_at={0: {1}})
+    run_slot_trials(study, 3, rounds, size=2, space=TEST_SPACE, seed=5,
+                    callbacks=[lambda s, t: told.append(t.number)])  # fmt: skip
+    assert rounds.seen[0] == (0, [0, 1]) and all(1 not in members for _, members in rounds.seen[1:])
+    assert 1 not in told and {0, 2} <= set(told)
 
 
 def test_each_trial_is_told_when_it_ends_not_when_its_round_mates_do(tmp_path):
