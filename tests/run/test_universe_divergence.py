@@ -38,10 +38,10 @@ def train(caches: dict[str, str], out, *names: str) -> tuple[int, str, str]:
     return code, console.getvalue(), errors.getvalue().strip()
 
 
-def diverged_run(caches, out, member: int, *names: str) -> tuple[int, str, str]:
-    """`train` with member `member`'s guard firing in fold 1."""
+def diverged_run(caches, out, member: int, *names: str, fold: int = 1) -> tuple[int, str, str]:
+    """`train` with member `member`'s guard firing in fold `fold`."""
     with pytest.MonkeyPatch.context() as patch:
-        guard_fires(member, 1, patch)
+        guard_fires(member, fold, patch)
         return train(caches, out, *names)
 
 
@@ -145,3 +145,14 @@ def test_another_seeds_divergence_is_named_on_the_console_and_the_run_goes_on(ca
     assert summary(tmp_path / "out")["book"]["seed_spread"]["left_out"] == [
         {"seed": 1, "reason": "diverged in fold 1"}
     ]
+
+
+def test_the_first_seeds_divergence_in_the_held_out_fold_names_it_as_an_ordinary_run_does(caches, tmp_path):
+    # Three folds of 4 + 2 days, then the last 2 days held out: the held-out fold is fold 3.
+    code, _, line = diverged_run(
+        caches, tmp_path / "out", 0, "fx00", "exchange01", "--holdout-days", "2", fold=3
+    )
+    assert code == 1 and line.startswith(
+        "foxhunt train: failed: the held-out fold failed: TrainingDiverged: "
+    )
+    assert summary(tmp_path / "out")["status"] == "failed"

@@ -51,8 +51,8 @@ from foxhunt.run.sinks.telemetry import BOOK, RunMetrics
 from foxhunt.run.sinks.telemetry_reads import holdout_figures
 from foxhunt.run.universe_book import History, book_instruments, book_scoring, stitched_series
 from foxhunt.run.universe_walk import InstrumentView, instrument_folder, universe_step
-from foxhunt.run.walk import WalkHooks, walk_folds
-from foxhunt.train import DQNTrainer
+from foxhunt.run.walk import FoldDone, WalkHooks, walk_folds
+from foxhunt.train import DQNTrainer, TrainingDiverged
 from foxhunt.train.evidence import WindowEvidence
 
 SETTINGS_LABEL = "the run's settings"
@@ -169,14 +169,20 @@ def train_holdout_fold(
         {0: storage.join(out_uri, HOLDOUT_DIR)},
         settings.epochs,
         None,
-        hooks=WalkHooks(progress=said, at_fold=at_fold),
+        hooks=WalkHooks(progress=said, at_fold=at_fold, on_fold=_diverged),
         step=universe_step(
             trainer, views, storage.join(out_uri, HOLDOUT_DIR), settings, said, prior={0: earlier}
         ),
     )
-    if 0 in walked.failures:
-        raise walked.failures[0]
     return dict(walked.outcomes[0][fold.fold].instruments)
+
+
+def _diverged(done: FoldDone) -> tuple[int, ...]:
+    """The held-out walk's `on_fold`: the member's divergence raised within the fold, which a failure names."""
+    first = done.results.get(0)
+    if isinstance(first, TrainingDiverged):
+        raise first
+    return ()
 
 
 def held_out_book(
