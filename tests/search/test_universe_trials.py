@@ -16,6 +16,7 @@ from foxhunt.run.universe_walk import UniverseOutcome
 from foxhunt.run.walk import FoldDone, Walked
 from foxhunt.search.population import TrainerPool
 from foxhunt.search.trial_loop import AskedTrial
+from foxhunt.train import TrainingDiverged
 
 FOLDS = [SimpleNamespace(fold=f) for f in range(3)]
 
@@ -71,3 +72,26 @@ def test_the_pruner_is_told_each_fold_and_not_asked_after_the_last(tmp_path, mon
     with pytest.raises(_Walked):
         trials.trial(asked)
     assert asked.told == [(0, 1.0, False), (1, 2.0, False), (2, 3.0, True)]
+
+
+def test_a_trial_whose_walk_ends_in_its_divergence_fails_on_its_settings_unscored(tmp_path, monkeypatch):
+    # The universe step hands the divergence to the walk (it no longer raises it): the trial still fails
+    # with it (the study's `catch`), with no records of the folds before it.
+    failure = TrainingDiverged("fold 1 epoch 0: loss is nan")
+    monkeypatch.setattr(
+        universe_trials, "walk_folds", lambda *args, **kwargs: Walked({0: {}}, {0: failure}, {0: 1})
+    )
+    monkeypatch.setattr(universe_trials, "universe_step", lambda *args, **kwargs: None)
+    monkeypatch.setattr(universe_trials, "universe_records", _records)
+    universe = SimpleNamespace(folds=FOLDS, views=[], uris=[], history={}, run={})
+    trials = universe_trials.UniverseTrials(
+        universe,  # type: ignore[arg-type]
+        RunConfig(),
+        "stitched_sharpe",
+        TrainerPool(lambda configs: object()),  # type: ignore[arg-type, return-value]
+        str(tmp_path),
+        lambda line: None,
+        None,  # type: ignore[arg-type]
+    )
+    with pytest.raises(TrainingDiverged, match="loss is nan"):
+        trials.trial(_Told(SimpleNamespace(number=4), {}))  # type: ignore[arg-type]

@@ -38,3 +38,23 @@ def while_held(out: Path, command: Callable[[], int]) -> int:
         return command()
     finally:
         holder.release()
+
+
+def guard_fires(member: int, fold: int, patch) -> str:
+    """Member `member`'s divergence guard fires in each epoch of fold `fold` (`patch`: a pytest
+    MonkeyPatch), as a |Q| past `q_limit` makes it: the trainer records the failure and hands no figures for
+    the member, as `DQNTrainer.train_epoch` does. The failure's message."""
+    from foxhunt.train import DQNTrainer, TrainingDiverged
+
+    train_epoch = DQNTrainer.train_epoch
+    message = f"fold {fold} epoch 0: |Q| reached 1e+09 (limit 100)"
+
+    def diverging(self, epoch, epochs, active=None, *args, **kwargs):
+        figures = train_epoch(self, epoch, epochs, active, *args, **kwargs)
+        if self.window.fold.fold == fold and member in (range(self.size) if active is None else active):
+            self.failures[member] = self.failures[member] or TrainingDiverged(message)
+            figures[member] = None
+        return figures
+
+    patch.setattr(DQNTrainer, "train_epoch", diverging)
+    return message

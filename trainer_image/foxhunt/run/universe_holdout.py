@@ -25,7 +25,7 @@ gauges per instrument and under ``instrument="book"``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -51,8 +51,8 @@ from foxhunt.run.sinks.telemetry import BOOK, RunMetrics
 from foxhunt.run.sinks.telemetry_reads import holdout_figures
 from foxhunt.run.universe_book import History, book_instruments, book_scoring, stitched_series
 from foxhunt.run.universe_walk import InstrumentView, instrument_folder, universe_step
-from foxhunt.run.walk import WalkHooks, walk_folds
-from foxhunt.train import DQNTrainer
+from foxhunt.run.walk import FoldDone, WalkHooks, walk_folds
+from foxhunt.train import DQNTrainer, TrainingDiverged
 from foxhunt.train.evidence import WindowEvidence
 
 SETTINGS_LABEL = "the run's settings"
@@ -156,10 +156,12 @@ def train_holdout_fold(
     settings: RunConfig,
     progress: Progress,
     earlier: Sequence[WindowEvidence] = (),
+    at_fold: Callable[[int | None], None] = lambda fold: None,
 ) -> dict[int, FoldOutcome]:
     """The held-out fold trained by the first member on `trainer` (after the run's folds), its files under
     ``holdout/``: its outcome per instrument taking part. A divergence ends the run, as in a fold. Its
-    pooled decision weighs `earlier` (the run's folds' pooled out-of-sample windows) as each fold did."""
+    pooled decision weighs `earlier` (the run's folds' pooled out-of-sample windows) as each fold did;
+    `at_fold` is told of its start and end (the walk's hook: a failure in it names it)."""
     said: Progress = lambda line: progress(f"holdout {line}")  # noqa: E731
     walked = walk_folds(
         trainer,
@@ -167,14 +169,20 @@ def train_holdout_fold(
         {0: storage.join(out_uri, HOLDOUT_DIR)},
         settings.epochs,
         None,
-        hooks=WalkHooks(progress=said),
+        hooks=WalkHooks(progress=said, at_fold=at_fold, on_fold=_diverged),
         step=universe_step(
             trainer, views, storage.join(out_uri, HOLDOUT_DIR), settings, said, prior={0: earlier}
         ),
     )
-    if 0 in walked.failures:
-        raise walked.failures[0]
     return dict(walked.outcomes[0][fold.fold].instruments)
+
+
+def _diverged(done: FoldDone) -> tuple[int, ...]:
+    """The held-out walk's `on_fold`: the member's divergence raised within the fold, which a failure names."""
+    first = done.results.get(0)
+    if isinstance(first, TrainingDiverged):
+        raise first
+    return ()
 
 
 def held_out_book(
@@ -245,12 +253,13 @@ def run_universe_holdout(
     progress: Progress,
     metrics: RunMetrics,
     earlier: Sequence[WindowEvidence] = (),
+    at_fold: Callable[[int | None], None] = lambda fold: None,
 ) -> dict:
     """Train the held-out fold, then write, print and tell `metrics` each instrument's held-out record and
     the book's (module docstring); returns summary.json's `holdout`. `stitched`: each instrument's
-    stitched evaluation (its in-search figure); `weights`: the run's book's."""
+    stitched evaluation (its in-search figure); `weights`: the run's book's; `at_fold`: the walk's hook."""
     days = settings.folds.holdout_days
-    outcomes = train_holdout_fold(trainer, views, fold, out_uri, settings, progress, earlier)
+    outcomes = train_holdout_fold(trainer, views, fold, out_uri, settings, progress, earlier, at_fold)
     records, evaluations = _instrument_records(views, fold, outcomes, stitched, days, out_uri)
     book = held_out_book(evaluations, weights, history, settings)
     book_figures = {

@@ -9,7 +9,8 @@ whole or not at all. It also holds what identifies the run (`universe_identity`)
 in order and their fxcaches' checksums, the settings that shape the results (`config.RESULT_SETTINGS`),
 the code version and the device kind.
 
-The same command on an `--out` holding such a manifest and no finished summary (`open_ledger`): an
+The same command on an `--out` holding such a manifest and no finished summary (none, or a failed
+attempt's: `universe_failure`) (`open_ledger`): an
 identity that differs is refused in one line naming what differs (UsageError, exit 2, nothing written);
 every recorded file is checked against its sha256 (a missing or changed one is refused, naming it); the
 recorded folds are taken over (`UniverseLedger.taken_over`, the walk's `taken_over` hook): each member's
@@ -35,6 +36,7 @@ from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import fold_figures
 from foxhunt.run.universe_walk import INSTRUMENTS_FOLDER, InstrumentView, UniverseOutcome, member_folder
 from foxhunt.run.walk import FoldDone, WalkHooks
+from foxhunt.train import TrainingDiverged
 from foxhunt.train.fold_selection import FoldSelection
 
 MANIFEST = out_names.MANIFEST
@@ -103,6 +105,18 @@ class UniverseLedger:
     settings: RunConfig
     names: list[str]
     folds: dict[int, dict] = field(default_factory=dict)  # fold → its record (`record`)
+    current_fold: int | None = None  # the fold under way (the walk's `at_fold`), which a failure names
+    holdout_fold: int | None = None  # the held-out fold's number, once it trains
+
+    def at_fold(self, fold: int | None) -> None:
+        """The walk's `at_fold` hook (the folds' and the held-out fold's): the fold begun, None at the end."""
+        self.current_fold = fold
+
+    def fold_name(self) -> str:
+        """The fold under way as a failure names it (as `lifecycle.Run` does); "the run" when none."""
+        if self.current_fold is None:
+            return "the run"
+        return "the held-out fold" if self.current_fold == self.holdout_fold else f"fold {self.current_fold}"
 
     def write(self) -> None:
         """The manifest, written atomically (a reader sees the old one or the new one, never half)."""
@@ -110,10 +124,10 @@ class UniverseLedger:
         storage.write_bytes(storage.join(self.out_uri, MANIFEST), strict_json.json_bytes(data))
 
     def start(self) -> None:
-        """Before the walk: with `--overwrite`, a finished run's summary removed (an interrupted start-over
-        then resumes, not refused as finished); the manifest written with the folds taken over."""
-        if self.settings.overwrite:
-            storage.delete(storage.join(self.out_uri, out_names.SUMMARY))
+        """Before the walk: an earlier attempt's summary removed (a finished run's, under `--overwrite`: an
+        interrupted start-over then resumes, not refused as finished; a failed one's, which this attempt
+        replaces); the manifest written with the folds taken over."""
+        storage.delete(storage.join(self.out_uri, out_names.SUMMARY))
         self.write()
 
     def record(self, done: FoldDone) -> None:
@@ -209,17 +223,29 @@ def universe_hooks(
     ledger: UniverseLedger, views: Sequence[InstrumentView], metrics: RunMetrics, progress: Progress
 ) -> WalkHooks:
     """The universe walk's hooks: completed folds taken over from `ledger`, each trained fold recorded in
-    it, each instrument's fold figures told to `metrics` under its name."""
+    it, each instrument's fold figures told to `metrics` under its name. As in a run's walk
+    (`walk_forward`): a seed that diverged is named with why, member 0's divergence ends the run (raised,
+    its fold not recorded: the same command trains it again), another's leaves the seeds' spreads."""
 
     def on_fold(done: FoldDone) -> tuple[int, ...]:
+        for m, result in sorted(done.results.items()):
+            if isinstance(result, TrainingDiverged):
+                progress(f"seed {ledger.settings.seed + m}: {result}")
+        first = done.results.get(0)
+        if isinstance(first, TrainingDiverged):
+            raise first
         if done.taken:
             progress(f"fold {done.fold.fold} taken over: completed by an earlier attempt, files verified")
         else:
             ledger.record(done)
-        first = done.results.get(0)
         if isinstance(first, UniverseOutcome):
             for i, outcome in first.instruments.items():
                 metrics.fold_finished(fold_figures(outcome.report), views[i].name)
         return ()
 
-    return WalkHooks(progress=progress, on_fold=on_fold, taken_over=ledger.taken_over)  # type: ignore[arg-type]
+    return WalkHooks(
+        progress=progress,
+        at_fold=ledger.at_fold,
+        on_fold=on_fold,
+        taken_over=ledger.taken_over,  # type: ignore[arg-type]
+    )

@@ -27,6 +27,9 @@ record (``instruments/<name>/holdout.json``) and the book's (``holdout.json``, s
 ``holdout``) written after the book. A search (`--trials`) is `search/universe_search.py`'s. An interrupted
 universe run resumes (`run/universe_resume.py`): the same command again takes over the folds it completed
 (recorded in ``manifest.json``) and trains the rest; a finished one is refused, `--overwrite` starts over.
+A failure (the first seed's divergence among them; another seed's leaves that seed out of the spreads)
+ends the run as an ordinary run's does (`run/universe_failure.py`): exit 1, summary.json "failed" with the
+error and the completed folds, which the same command takes over.
 
 Speed with K instruments: an epoch is ``ceil(learning rows / batch size)`` gradient steps, and the
 learning rows are every instrument's, so K instruments make about K times the steps of one (and the
@@ -67,6 +70,7 @@ from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
 from foxhunt.run.universe_book import stitched_series, write_book
+from foxhunt.run.universe_failure import fail_universe, finished
 from foxhunt.run.universe_holdout import plan_universe, run_universe_holdout
 from foxhunt.run.universe_pictures import write_universe_pictures
 from foxhunt.run.universe_resume import UniverseLedger, open_ledger, universe_hooks, universe_identity
@@ -145,7 +149,7 @@ def train_universe(
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     summary_uri = storage.join(out_uri, SUMMARY)
-    if storage.exists(summary_uri) and not settings.overwrite:
+    if storage.exists(summary_uri) and not settings.overwrite and finished(summary_uri):
         raise UsageError(f"{out_uri}: holds a run already; give another --out or --overwrite")
     run_id = resolve_run_id(settings.run_id)
     if metrics is None:
@@ -182,9 +186,10 @@ def _train_universe(
     total = sum(len(c) for c in caches)
     check_device_memory(device, total, caches[0].features.shape[1], max_rows, settings.dqn)
     metrics.run_started()  # refusals above are before the run: nothing pushed for them
+    run = {"device": str(device), "data_load_seconds": None, "started": t0}
     try:
         data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
-        loaded = time.perf_counter() - t0
+        run["data_load_seconds"] = loaded = time.perf_counter() - t0
         metrics.data_loaded(loaded, total)
         metrics.folds_planned(len(folds))
         progress(
@@ -199,7 +204,9 @@ def _train_universe(
         held_out = None if held is None else partial(
             run_universe_holdout, trainer, views, held, history=history, out_uri=out_uri, settings=settings,
             progress=progress, metrics=metrics, earlier=pooled_evidence(walked.outcomes[0]),
+            at_fold=ledger.at_fold,
         )  # fmt: skip
+        ledger.holdout_fold = None if held is None else held.fold  # a failure in it names it
         result = universe_records(
             views,
             fxcache_uris,
@@ -209,12 +216,15 @@ def _train_universe(
             history,
             out_uri,
             settings,
-            {"device": str(device), "data_load_seconds": loaded, "started": t0},
+            run,
             progress,
             metrics,
             held_out,
             pictures=True,
         )
+    except Exception as exc:  # a divergence of the first seed included: the run fails as an ordinary one
+        metrics.run_finished("failed")
+        raise fail_universe(exc, ledger, fxcache_uris, [len(c) for c in caches], run, len(folds)) from exc
     except BaseException as exc:
         metrics.run_finished("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
         raise

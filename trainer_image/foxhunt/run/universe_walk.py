@@ -163,19 +163,22 @@ def member_folder(out_uri: str, name: str, settings: RunConfig, member: int) -> 
 def _train_epochs(
     trainer: DQNTrainer, fold: int, members: Sequence[int], settings: RunConfig, progress: Progress
 ) -> dict[int, list]:
-    """The fold's epochs for `members` (those still walking); member 0's divergence ends the run, another's
-    leaves it (`trainer.failures`). Per member its epochs' figures."""
+    """The fold's epochs for `members` (those still walking) until each has finished them or diverged
+    (`trainer.failures`: the walk hands the divergence to its caller, whom member 0's fails). Per member its
+    epochs' figures."""
     history: dict[int, list] = {m: [] for m in members}
     for epoch in range(settings.epochs):
         diagnose = diagnostics_due(epoch, settings.epochs, settings.diagnostics_every)
         live = [m for m in members if trainer.failures[m] is None]
+        if not live:
+            break
         figures = trainer.train_epoch(epoch, settings.epochs, live, diagnose=diagnose)
-        if figures[0] is None:
-            raise trainer.failures[0] or RuntimeError(f"fold {fold}: no figures")
         for m, figure in enumerate(figures):
             if figure is not None and m in history:
                 history[m].append(figure)
-        progress(f"fold {fold} epoch {epoch + 1}/{settings.epochs}: loss {figures[0].loss:.4f}")
+        shown = next((f for f in figures if f is not None), None)  # the first member still walking's
+        loss = "every member diverged" if shown is None else f"loss {shown.loss:.4f}"
+        progress(f"fold {fold} epoch {epoch + 1}/{settings.epochs}: {loss}")
     return history
 
 
@@ -282,7 +285,8 @@ def universe_step(
         trainer.policies.evidence_share = effective_share(correlations[np.ix_(members, members)].tolist())
         earlier = {m: [*before.get(m, ()), *pooled_evidence(walked[m])] for m in live}
         by_member, choices = train_universe_fold(trainer, fold, views, out_uri, settings, progress, earlier)
-        _fold_lines(fold.fold, by_member[0], views, progress)
+        if 0 in by_member:  # the console's lines are the run's own member's; its divergence says so instead
+            _fold_lines(fold.fold, by_member[0], views, progress)
         return {m: trainer.failures[m] or UniverseOutcome(by_member[m], choices[m]) for m in live}
 
     return step

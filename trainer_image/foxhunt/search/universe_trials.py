@@ -143,6 +143,8 @@ class UniverseTrials:
         step = universe_step(trainer, u.views, folder, settings, say)
         walked = walk_folds(trainer, u.folds, {0: folder}, settings.epochs, None,
                             hooks=WalkHooks(progress=say, on_fold=on_fold), step=step)  # fmt: skip
+        if 0 in walked.failures:  # the trial diverged: failed on its settings (the study's `catch`)
+            raise walked.failures[0]
         if asked.pruned or asked.stale:
             self._report(asked, dqn, fold_values, None, None, folder)
             return None
