@@ -207,21 +207,8 @@ def _train_universe(
             at_fold=ledger.at_fold,
         )  # fmt: skip
         ledger.holdout_fold = None if held is None else held.fold  # a failure in it names it
-        result = universe_records(
-            views,
-            fxcache_uris,
-            folds,
-            walked,
-            seeds,
-            history,
-            out_uri,
-            settings,
-            run,
-            progress,
-            metrics,
-            held_out,
-            pictures=True,
-        )
+        result = universe_records(views, fxcache_uris, folds, walked, seeds, history, out_uri, settings, run,
+                                  progress, metrics, held_out, pictures=True)  # fmt: skip
     except Exception as exc:  # a divergence of the first seed included: the run fails as an ordinary one
         metrics.run_finished("failed")
         raise fail_universe(exc, ledger, fxcache_uris, [len(c) for c in caches], run, len(folds)) from exc
