@@ -15,9 +15,9 @@ import pytest
 from optuna.exceptions import ExperimentalWarning
 from support.trials_worker import SPACE, cheap_score
 
-from foxhunt.search.slot_loop import in_flight_cap, next_round, run_slot_trials
+from foxhunt.search.slot_loop import SlotLoop, SlotTrial, TrialAsk, in_flight_cap, next_round, run_slot_trials
 from foxhunt.search.space import parse_search_space
-from foxhunt.search.study import open_study, trial_by_number
+from foxhunt.search.study import StudyProgress, open_study, trial_by_number
 from foxhunt.search.trial_loop import run_trials
 
 TEST_SPACE = parse_search_space(SPACE, "test space")
@@ -83,6 +83,17 @@ def test_with_nothing_waiting_and_nothing_to_ask_no_round_trains():
 
 def test_at_most_twice_the_population_is_under_way():
     assert in_flight_cap(8) == 16 and in_flight_cap(1) == 2
+
+
+def test_no_new_trial_is_asked_while_twice_the_population_is_under_way(tmp_path):
+    loop = SlotLoop(_study(tmp_path), 100, Rounds(), 2, TrialAsk(TEST_SPACE, 5, 0, 10), (), [])
+    idle = StudyProgress(finished=0, running=0, waiting=0, created=0)
+    assert loop.askable(idle) == 4
+    loop.under_way = [SlotTrial(None) for _ in range(3)]
+    assert loop.askable(idle) == 1
+    assert (
+        loop.askable(StudyProgress(finished=99, running=0, waiting=0, created=99)) == 1
+    )  # the budget's last
 
 
 # ---- the loop ------------------------------------------------------------------------------------------------
