@@ -87,10 +87,8 @@ class PopulationRounds:
                 part = group[start : start + self.pool.size]
                 try:
                     ended.update(self._train(fold_index, part, [dqn_of[t.number] for t in part]))
-                except (
-                    self.catch
-                ) as exc:  # this group's verdict (a pruned member ends pruned); others keep theirs
-                    ended.update({t.number: exc for t in part})
+                except self.catch as exc:  # this group's verdict; the groups trained before keep theirs
+                    ended.update({t.number: exc for t in part})  # a pruned member ends pruned (tell_trial)
         return ended
 
     def _train(self, fold_index: int, part: list[SlotTrial], dqns: list[DQNConfig]) -> RoundResults:

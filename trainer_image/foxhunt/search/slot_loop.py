@@ -156,7 +156,7 @@ class SlotLoop:
     def askable(self, progress: StudyProgress) -> int:
         """New trials the study's budget (every worker's trials counted) and the cap allow now."""
         free = self.n_trials - progress.finished - progress.running
-        return max(in_flight_cap(self.size) - len(self.under_way), 0)
+        return max(min(free, in_flight_cap(self.size) - len(self.under_way)), 0)
 
     def add(self, asked: list[AskedTrial]) -> None:
         self.under_way += [SlotTrial(a) for a in asked]
@@ -166,9 +166,8 @@ class SlotLoop:
         """One round; each member that ended is told at once and its slot freed."""
         try:
             ended = self.objective(fold, members)
-        except (
-            self.catch
-        ) as exc:  # the round's verdict: every member fails with it (a pruned one ends pruned)
+        except self.catch as exc:
+            # The round's verdict: every member fails with it (`tell_trial` ends a pruned one pruned).
             ended = {t.number: exc for t in members}
         for trial in members:
             if trial.number in ended or trial.asked.stale:
