@@ -1,0 +1,79 @@
+"""Fresh-process runs that start in the background when the session starts, for the tests that read them.
+
+The suite mostly keeps one core busy (in-process training on one torch thread); the reference runs are
+fresh `python -m foxhunt` processes of tens of seconds whose outputs a few tests only read. Queued in
+a thread of their own as soon as the session starts, one after another, they run on the core the rest
+of the suite leaves idle, and a test that reads one waits for it (`Background.result`). A run is
+queued only when a collected test asks for its fixture, so `pytest tests/x.py` starts none it does not
+need; the session's end stops whatever is still running.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+
+class Background:
+    """One queue of runs, worked through in order by one thread; runs are named, each queued once."""
+
+    def __init__(self) -> None:
+        self.queue = ThreadPoolExecutor(max_workers=1, thread_name_prefix="background-runs")
+        self.futures: dict[str, Future] = {}
+        self.lock = threading.Lock()
+        self.processes: list[subprocess.Popen] = []
+        self.stopped = False
+
+    def start(self, name: str, make_job: Callable[[], Callable[[], Any]]) -> Future:
+        """Queue the job `make_job()` under `name` unless one of that name is queued already; its future."""
+        with self.lock:
+            if name not in self.futures:
+                self.futures[name] = self.queue.submit(make_job())
+            return self.futures[name]
+
+    def run(self, argv: Sequence[str], timeout: float, **popen: Any) -> subprocess.CompletedProcess:
+        """`subprocess.run(argv, capture_output=True, text=True)`, which `stop` can kill."""
+        with self.lock:
+            if self.stopped:
+                raise RuntimeError("the session ended before this background run started")
+            process = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+            )
+            self.processes.append(process)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise
+        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+    def stop(self) -> None:
+        """Drop the runs not yet started and kill the one running (a session that ends early)."""
+        with self.lock:
+            self.stopped = True
+            for process in self.processes:
+                if process.poll() is None:
+                    process.kill()
+        self.queue.shutdown(wait=True, cancel_futures=True)
+
+
+BACKGROUND = Background()
+# Fixture name -> a function of the session's request that queues that fixture's runs.
+STARTERS: dict[str, Callable[[pytest.FixtureRequest], None]] = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def background_runs(request: pytest.FixtureRequest):
+    """Queue the runs of every fixture in STARTERS that a collected test uses; stop them at the end."""
+    wanted = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
+    for fixture, start in STARTERS.items():
+        if fixture in wanted:
+            start(request)
+    yield BACKGROUND
+    BACKGROUND.stop()
