@@ -5,7 +5,8 @@ was loaded first, sometimes after printing the right error line. Each case here 
 process FOXHUNT_ABORT_RUNS times (10 in CI; 50 for the figure in the closing note) and must end with
 its own exit code every time. The processes are forked from one that has imported torch
 (tests/support/abort_runs.py): each starts with torch loaded and pyarrow not, as a fresh `foxhunt`
-with torch imported first does, without a torch import per run.
+with torch imported first does, without a torch import per run. The runs start in the background when the session starts
+(tests/support/background_runs.py); each test reads its case's.
 """
 
 from __future__ import annotations
@@ -16,12 +17,15 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.background_runs import BACKGROUND, STARTERS
 
 from foxhunt.data.bars import generate_sample_bars, write_bars
 
@@ -86,32 +90,42 @@ CASES = {
 }
 
 
+def queue_abort_runs(request: pytest.FixtureRequest) -> dict[str, Future]:
+    """Queue each case's RUNS processes in the background; per case, the future of the runner's finished
+    process and the folder its outputs went to."""
+
+    def job(case: str) -> Callable[[], Callable[[], tuple[subprocess.CompletedProcess, Path]]]:
+        def make() -> Callable[[], tuple[subprocess.CompletedProcess, Path]]:
+            folder = request.getfixturevalue("tmp_path_factory").mktemp(f"abort-{case}")
+            bars = CASES[case][0](folder)
+            env = {**os.environ, "FOXHUNT_CACHE_DIR": str(folder / "cache")}
+            argv = [sys.executable, str(RUNNER), str(RUNS), "precompute", "--bars", str(bars),
+                    "--out", str(folder / "out{run}.fxcache")]  # fmt: skip
+            return lambda: (BACKGROUND.run(argv, timeout=600, env=env), folder)
+
+        return make
+
+    return {case: BACKGROUND.start(f"abort-{case}", job(case)) for case in sorted(CASES)}
+
+
+STARTERS["abort_case_runs"] = queue_abort_runs
+
+
+@pytest.fixture(scope="session")
+def abort_case_runs(request) -> dict[str, Future]:
+    """Each case's runs, queued in the background from the session's start."""
+    return queue_abort_runs(request)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_no_input_aborts_the_process(case, tmp_path):
-    build, expected_code, expected_error = CASES[case]
-    bars = build(tmp_path)
-    env = {**os.environ, "FOXHUNT_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(RUNNER),
-            str(RUNS),
-            "precompute",
-            "--bars",
-            str(bars),
-            "--out",
-            str(tmp_path / "out{run}.fxcache"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+def test_no_input_aborts_the_process(case, abort_case_runs):
+    _, expected_code, expected_error = CASES[case]
+    done, folder = abort_case_runs[case].result()
     assert done.returncode == 0, done.stderr
     runs = json.loads(done.stdout)
     codes = Counter(code for code, _ in runs)
     for run, (_, stderr) in enumerate(runs):
         assert expected_error in stderr and "Traceback" not in stderr
-        assert (tmp_path / f"out{run}.fxcache").exists() == (expected_code == 0)
+        assert (folder / f"out{run}.fxcache").exists() == (expected_code == 0)
     assert codes == {expected_code: RUNS}

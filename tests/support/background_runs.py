@@ -3,7 +3,7 @@
 The suite mostly keeps one core busy (in-process training on one torch thread); the reference runs are
 fresh `python -m foxhunt` processes of tens of seconds whose outputs a few tests only read. Queued in
 a thread of their own as soon as the session starts, one after another, they run on the core the rest
-of the suite leaves idle, and a test that reads one waits for it (`Background.result`). A run is
+of the suite leaves idle, and a test that reads one waits for its future. A run is
 queued only when a collected test asks for its fixture, so `pytest tests/x.py` starts none it does not
 need; the session's end stops whatever is still running.
 """
