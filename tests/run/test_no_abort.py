@@ -14,7 +14,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -25,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.background_runs import BACKGROUND, STARTERS
+from support.background_runs import STARTERS, queue_command
 
 from foxhunt.data.bars import generate_sample_bars, write_bars
 
@@ -94,18 +93,14 @@ def queue_abort_runs(request: pytest.FixtureRequest) -> dict[str, Future]:
     """Queue each case's RUNS processes in the background; per case, the future of the runner's finished
     process and the folder its outputs went to."""
 
-    def job(case: str) -> Callable[[], Callable[[], tuple[subprocess.CompletedProcess, Path]]]:
-        def make() -> Callable[[], tuple[subprocess.CompletedProcess, Path]]:
-            folder = request.getfixturevalue("tmp_path_factory").mktemp(f"abort-{case}")
-            bars = CASES[case][0](folder)
-            env = {**os.environ, "FOXHUNT_CACHE_DIR": str(folder / "cache")}
-            argv = [sys.executable, str(RUNNER), str(RUNS), "precompute", "--bars", str(bars),
-                    "--out", str(folder / "out{run}.fxcache")]  # fmt: skip
-            return lambda: (BACKGROUND.run(argv, timeout=600, env=env), folder)
+    def argv_in(case: str) -> Callable[[Path], list[str]]:
+        return lambda folder: [sys.executable, str(RUNNER), str(RUNS), "precompute",
+                               "--bars", str(CASES[case][0](folder)), "--out", str(folder / "out{run}.fxcache")]  # fmt: skip
 
-        return make
+    def env_in(folder: Path) -> dict[str, str]:
+        return {**os.environ, "FOXHUNT_CACHE_DIR": str(folder / "cache")}
 
-    return {case: BACKGROUND.start(f"abort-{case}", job(case)) for case in sorted(CASES)}
+    return {case: queue_command(request, f"abort-{case}", argv_in(case), env_in) for case in sorted(CASES)}
 
 
 STARTERS["abort_case_runs"] = queue_abort_runs

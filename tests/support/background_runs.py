@@ -14,6 +14,7 @@ import subprocess
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,6 +65,25 @@ class Background:
 
 
 BACKGROUND = Background()
+
+
+def queue_command(
+    request: pytest.FixtureRequest,
+    name: str,
+    argv_in: Callable[[Path], list[str]],
+    env_in: Callable[[Path], dict[str, str]] | None = None,
+) -> Future:
+    """Queue the process `argv_in(work)` (environment `env_in(work)`, default this one's) under `name`,
+    `work` a fresh temporary folder that `argv_in` may fill with inputs; future of (process, work)."""
+
+    def make() -> Callable[[], tuple[subprocess.CompletedProcess, Path]]:
+        work = request.getfixturevalue("tmp_path_factory").mktemp(name)
+        argv, env = argv_in(work), env_in(work) if env_in else None
+        return lambda: (BACKGROUND.run(argv, timeout=900, env=env), work)
+
+    return BACKGROUND.start(name, make)
+
+
 # Fixture name -> a function of the session's request that queues that fixture's runs.
 STARTERS: dict[str, Callable[[pytest.FixtureRequest], None]] = {}
 
