@@ -27,7 +27,7 @@ from support.run_cases import one_fold_run, quick_run, tiny_fxcache, tiny_params
 from support.forked_runs import fork_server  # noqa
 
 # Fresh-process runs queued in the background once the tests are collected, on the core the rest leaves idle.
-from support.background_runs import background_runs  # noqa
+from support.background_runs import background_runs, pytest_collection_modifyitems  # noqa
 
 # The README's `foxhunt pipeline` and the reference studies, run once a session (in the background) for
 # the tests that read them.

@@ -34,16 +34,33 @@ PARAMS = {"dqn": {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4}}
 BARS = 60_000
 
 
-@pytest.fixture(scope="session")
-def inputs(tmp_path_factory) -> tuple[Path, Path]:
-    """An fxcache of 60,000 generated bars and the small network's parameters file."""
-    from foxhunt.run.precompute import precompute
+def queue_inputs(request: pytest.FixtureRequest) -> Future:
+    """Queue an fxcache of 60,000 generated bars (made in a process of its own) and the small network's
+    parameters file; the future of both paths."""
 
-    work = tmp_path_factory.mktemp("repeats")
-    fxcache, params = work / "bars.fxcache", work / "params.json"
-    precompute(None, str(fxcache), sample_bars=BARS, seed=5, progress=lambda _: None)
-    params.write_text(json.dumps(PARAMS))
-    return fxcache, params
+    def make() -> Callable[[], tuple[Path, Path]]:
+        work = request.getfixturevalue("tmp_path_factory").mktemp("repeats")
+        fxcache, params = work / "bars.fxcache", work / "params.json"
+        params.write_text(json.dumps(PARAMS))
+        code = (
+            "import sys; from foxhunt.run.precompute import precompute; "
+            f"precompute(None, sys.argv[1], sample_bars={BARS}, seed=5, progress=lambda _: None)"
+        )
+
+        def job() -> tuple[Path, Path]:
+            done = BACKGROUND.run([sys.executable, "-c", code, str(fxcache)], timeout=300)
+            assert done.returncode == 0, done.stderr
+            return fxcache, params
+
+        return job
+
+    return BACKGROUND.start("repeat-inputs", make)
+
+
+@pytest.fixture(scope="session")
+def inputs(request) -> tuple[Path, Path]:
+    """An fxcache of 60,000 generated bars and the small network's parameters file."""
+    return queue_inputs(request).result()
 
 
 def command(
@@ -92,12 +109,13 @@ FINISHED_RUNS = {"two": 2, "two_again": 2, "one": 1}
 
 def queue_finished_runs(request: pytest.FixtureRequest) -> dict[str, Future]:
     """Queue the untouched runs in the background; name -> future of its figures."""
-    inputs = request.getfixturevalue("inputs")
+    inputs = queue_inputs(request)
 
     def job(name: str) -> Callable[[], Callable[[], dict[str, object]]]:
         def make() -> Callable[[], dict[str, object]]:
             out = request.getfixturevalue("tmp_path_factory").mktemp(f"repeat-{name}") / "out"
-            return lambda: finished(inputs, out, FINISHED_RUNS[name])
+            # The queue runs in order: the inputs are made by the time a run starts.
+            return lambda: finished(inputs.result(), out, FINISHED_RUNS[name])
 
         return make
 

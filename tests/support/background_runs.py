@@ -1,11 +1,12 @@
 """Fresh-process runs that start in the background when the session starts, for the tests that read them.
 
-The suite mostly keeps one core busy (in-process training on one torch thread); the reference runs are
-fresh `python -m foxhunt` processes of tens of seconds whose outputs a few tests only read. Queued in
-a thread of their own as soon as the session starts, one after another, they run on the core the rest
-of the suite leaves idle, and a test that reads one waits for its future. A run is
-queued only when a collected test asks for its fixture, so `pytest tests/x.py` starts none it does not
-need; the session's end stops whatever is still running.
+The suite mostly keeps one core busy (in-process training on one torch thread); the reference runs, the
+benchmarks' tiny CPU runs and a few others are fresh processes of tens of seconds whose outputs the
+tests only read. Queued in a thread of their own as soon as the session starts, one after another, they
+run on the core the rest of the suite leaves idle; the modules of the tests that read them run last, so
+that by then their runs have finished (a test that reads an unfinished one waits for its future). A run
+is queued only when a collected test asks for its fixture, so `pytest tests/x.py` starts none it does
+not need; the session's end stops whatever is still running.
 """
 
 from __future__ import annotations
@@ -88,12 +89,26 @@ def queue_command(
 STARTERS: dict[str, Callable[[pytest.FixtureRequest], None]] = {}
 
 
+def _reads_background(item: pytest.Item) -> bool:
+    return any(name in STARTERS for name in getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move every module with a test that reads a background run to the end, keeping the order: their
+    runs then go on while the other modules' tests run (whole modules, so module fixtures set up once)."""
+    late = {item.path for item in items if _reads_background(item)}
+    items[:] = [i for i in items if i.path not in late] + [i for i in items if i.path in late]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def background_runs(request: pytest.FixtureRequest):
-    """Queue the runs of every fixture in STARTERS that a collected test uses; stop them at the end."""
-    wanted = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
-    for fixture, start in STARTERS.items():
-        if fixture in wanted:
-            start(request)
+    """Queue the runs of every fixture in STARTERS that a collected test uses, in the order the tests
+    come; stop them at the end."""
+    queued: set[str] = set()
+    for item in request.session.items:
+        for name in getattr(item, "fixturenames", ()):
+            if name in STARTERS and name not in queued:
+                STARTERS[name](request)
+                queued.add(name)
     yield BACKGROUND
     BACKGROUND.stop()
