@@ -11,7 +11,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import power_universe as pu  # noqa: E402
-from support.background_runs import STARTERS, queue_command  # noqa: E402
+from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
 
 
 def _net(sharpe: float, low: float, high: float) -> dict:
@@ -122,7 +122,7 @@ def queue_cpu_universe_power_run(request: pytest.FixtureRequest):
         sys.executable, str(BENCH / "power.py"), "run", "--instruments", "1", "2", "--drifts",
         "--noise", "signal-off", "--noise-seeds", "2", "--epochs", "1", "--device", "cpu",
         "--two-years-bars", "20000", "--two-years-folds", "--train-days 8 --val-days 3 --step-days 3",
-        "--work", str(folder / "work"), "--out", str(folder / "power.json")])  # fmt: skip
+        "--work", str(folder / "work"), "--out", str(folder / "power.json")], lambda _: one_thread())  # fmt: skip
 
 
 STARTERS["cpu_universe_power_run"] = queue_cpu_universe_power_run

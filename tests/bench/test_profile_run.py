@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.background_runs import STARTERS, queue_command
+from support.background_runs import STARTERS, one_thread, queue_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,9 @@ FLAGS = ["--train-days", "8", "--val-days", "3", "--step-days", "3", "--max-fold
 def queue_profile_run(request: pytest.FixtureRequest):
     """`bench/profile_run.py` on a real slice as a process of its own, queued in the background."""
     bars = str(ROOT / "tests" / "data" / "EURUSD_M1_2018_head.parquet")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "trainer_image"), str(ROOT / "bench")])}
+    env = one_thread(
+        {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "trainer_image"), str(ROOT / "bench")])}
+    )
     return queue_command(request, "profile", lambda folder: [
         sys.executable, str(ROOT / "bench" / "profile_run.py"), str(folder), "--bars", bars,
         "--time-figures", "--top", "20", "--", *FLAGS], lambda _: env)  # fmt: skip

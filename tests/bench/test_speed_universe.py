@@ -13,7 +13,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import speed_universe as su  # noqa: E402
-from support.background_runs import STARTERS, queue_command  # noqa: E402
+from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
 
 from foxhunt.data.folds import generate_walk_forward_indices  # noqa: E402
 from foxhunt.train.device_data import chunk_rows  # noqa: E402
@@ -95,7 +95,7 @@ def queue_cpu_universe_speed_run(request: pytest.FixtureRequest):
         sys.executable, str(BENCH / "speed.py"), "universe", "--instruments", "2", "--bars", "20000", "--epochs", "1",
         "--repeats", "1", "--device", "cpu", "--steps-per-epoch", "one",
         "--train-flags", "--train-days 8 --val-days 3 --step-days 3",
-        "--work", str(work / "work"), "--out", str(work / "universe.json")])  # fmt: skip
+        "--work", str(work / "work"), "--out", str(work / "universe.json")], lambda _: one_thread())  # fmt: skip
 
 
 STARTERS["cpu_universe_speed_run"] = queue_cpu_universe_speed_run

@@ -11,6 +11,7 @@ not need; the session's end stops whatever is still running.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
 from collections.abc import Callable, Sequence
@@ -66,6 +67,12 @@ class Background:
 
 
 BACKGROUND = Background()
+
+
+def one_thread(env: dict[str, str] | None = None) -> dict[str, str]:
+    """`env` (default this process's) with one OpenMP thread, for a torch run in the queue: the queue has one
+    core, and a second thread would wait for the suite's core (OpenMP's waiting threads spin on it)."""
+    return {**(os.environ if env is None else env), "OMP_NUM_THREADS": "1"}
 
 
 def queue_command(

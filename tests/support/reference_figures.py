@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from support.background_runs import BACKGROUND, STARTERS
+from support.background_runs import BACKGROUND, STARTERS, one_thread
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference_figures.json"
 # A study small enough for seconds on 2 CPU cores: 3 folds of 5 days, 3 epochs of 4 steps, hidden 16.
@@ -126,7 +126,11 @@ def run_reference(name: str, work: Path, fxcache: Path | None = None) -> dict[st
         params = work / "params.json"
         params.write_text(json.dumps(STUDY_PARAMS))
         argv += ["--fxcache", str(fxcache), "--hyperopt-params", str(params)]
-    done = BACKGROUND.run([sys.executable, "-m", "foxhunt", *argv], timeout=900, env=portable_env())
+    # One thread: the figures do not depend on the count (tests/run/test_cpu_repeats.py), and in the suite
+    # the run shares the machine.
+    done = BACKGROUND.run(
+        [sys.executable, "-m", "foxhunt", *argv], timeout=900, env=one_thread(portable_env())
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return run_figures(out)
 
@@ -146,7 +150,7 @@ def queue_default_pipeline(request: pytest.FixtureRequest) -> Future:
         work = request.getfixturevalue("tmp_path_factory").mktemp("default-pipeline")
         exe = shutil.which("foxhunt") or str(Path(sys.executable).parent / "foxhunt")
         return lambda: DefaultPipeline(
-            BACKGROUND.run([exe, "pipeline"], timeout=900, cwd=work, env=portable_env()),
+            BACKGROUND.run([exe, "pipeline"], timeout=900, cwd=work, env=one_thread(portable_env())),
             work / "foxhunt-out",
         )
 
