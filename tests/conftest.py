@@ -26,8 +26,12 @@ from support.run_cases import one_fold_run, quick_run, tiny_fxcache, tiny_params
 # `foxhunt` commands as processes of their own, forked from one that has imported torch (its fixture stops it).
 from support.forked_runs import fork_server  # noqa
 
-# The README's `foxhunt pipeline`, run once a session for the tests that read it.
-from support.reference_figures import default_pipeline  # noqa
+# Fresh-process runs queued in the background once the tests are collected, on the core the rest leaves idle.
+from support.background_runs import background_runs, pytest_collection_modifyitems  # noqa
+
+# The README's `foxhunt pipeline` and the reference studies, run once a session (in the background) for
+# the tests that read them.
+from support.reference_figures import default_pipeline, reference_studies  # noqa
 
 # In-process training on one torch thread. The suite's tensors are tiny, and on a 2-core machine shared
 # with the services and the subprocess runs a second intra-op thread mostly waits for a core: one DQN

@@ -2,7 +2,8 @@
 
 A fresh virtualenv (no system site-packages) gets the package without extras, from the repo's wheel
 and the base dependencies' wheels that scripts/test.sh downloads into .cache/light-wheels, with
-`--no-index`: the test itself needs no network. It then runs the client's commands.
+`--no-index`: the test itself needs no network. It then runs the client's commands. Both virtualenvs
+are built in the background from the session's start (tests/support/background_runs.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from support.background_runs import BACKGROUND, STARTERS
 
 # Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
 pytestmark = pytest.mark.slow
@@ -69,14 +71,27 @@ def install(root: Path, extras: str = "") -> Path:
     return venv
 
 
-@pytest.fixture(scope="module")
-def light_venv(tmp_path_factory) -> Path:
-    return install(tmp_path_factory.mktemp("light"))
+def queue_install(request: pytest.FixtureRequest, extras: str = ""):
+    """Queue `install` with `extras` in a fresh folder; the future of its virtualenv."""
+
+    def make():
+        root = request.getfixturevalue("tmp_path_factory").mktemp(extras or "light")
+        return lambda: install(root, extras)
+
+    return BACKGROUND.start(f"venv-{extras or 'light'}", make)
 
 
-@pytest.fixture(scope="module")
-def render_venv(tmp_path_factory) -> Path:
-    return install(tmp_path_factory.mktemp("render"), "render")
+STARTERS.update(light_venv=queue_install, render_venv=lambda request: queue_install(request, "render"))
+
+
+@pytest.fixture(scope="session")
+def light_venv(request) -> Path:
+    return queue_install(request).result()
+
+
+@pytest.fixture(scope="session")
+def render_venv(request) -> Path:
+    return queue_install(request, "render").result()
 
 
 def test_the_base_dependencies_are_the_client_only():

@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
 
 import power  # noqa: E402
+from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
 
 from foxhunt.data import sample as sd  # noqa: E402
 
@@ -205,13 +207,28 @@ def test_merge_joins_the_files_rows_and_judges_them_together(tmp_path):
     assert json.loads(out.read_text())["commit"] == "mixed"
 
 
+def queue_cpu_power_run(request: pytest.FixtureRequest):
+    """`bench/power.py run` at a tiny size as a process of its own, queued in the background."""
+    return queue_command(request, "bench-power", lambda folder: [
+        sys.executable, str(BENCH / "power.py"), "run", "--shapes", "two-years", "--drifts", "1",
+        "--noise", "random-walk", "--seeds", "2", "--noise-seeds", "2", "--epochs", "1", "--device", "cpu",
+        "--two-years-bars", "20000", "--two-years-folds", "--train-days 8 --val-days 3 --step-days 3",
+        "--work", str(folder / "work"), "--out", str(folder / "power.json")], lambda _: one_thread())  # fmt: skip
+
+
+STARTERS["cpu_power_run"] = queue_cpu_power_run
+
+
+@pytest.fixture(scope="session")
+def cpu_power_run(request):
+    """The finished power run and its folder, from the background queue."""
+    return queue_cpu_power_run(request).result()
+
+
 @pytest.mark.slow
-def test_a_cpu_run_reads_each_rows_figures_from_its_runs_summary(tmp_path):
-    out, work = tmp_path / "power.json", tmp_path / "work"
-    argv = ["run", "--shapes", "two-years", "--drifts", "1", "--noise", "random-walk", "--seeds", "2",
-            "--noise-seeds", "2", "--epochs", "1", "--device", "cpu", "--two-years-bars", "20000",
-            "--two-years-folds", "--train-days 8 --val-days 3 --step-days 3", "--work", str(work), "--out", str(out)]  # fmt: skip
-    code = power.main(argv)
+def test_a_cpu_run_reads_each_rows_figures_from_its_runs_summary(cpu_power_run):
+    done, folder = cpu_power_run
+    out, work, code = folder / "power.json", folder / "work", done.returncode
     record = json.loads(out.read_text())
     assert record["benchmark"] == "power" and record["commit"] and record["date"] and record["device"]
     assert code == (1 if any(t["measured"] is None for t in record["targets"].values()) else 0)

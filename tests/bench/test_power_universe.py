@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
 
 import power_universe as pu  # noqa: E402
+from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
 
 
 def _net(sharpe: float, low: float, high: float) -> dict:
@@ -114,15 +116,31 @@ def test_each_instruments_oracle_is_the_best_supervised_baseline_of_its_stitched
     assert found["share"]["seeds"] == {"0": 0.5, "1": 0.2}
 
 
-@pytest.mark.slow
-def test_a_cpu_universe_run_reads_the_books_figures_and_each_instruments_from_its_files(tmp_path):
-    import power
+def queue_cpu_universe_power_run(request: pytest.FixtureRequest):
+    """`bench/power.py run --instruments` at a tiny size as a process of its own, queued in the background."""
+    return queue_command(request, "bench-power-universe", lambda folder: [
+        sys.executable, str(BENCH / "power.py"), "run", "--instruments", "1", "2", "--drifts",
+        "--noise", "signal-off", "--noise-seeds", "2", "--epochs", "1", "--device", "cpu",
+        "--two-years-bars", "20000", "--two-years-folds", "--train-days 8 --val-days 3 --step-days 3",
+        "--work", str(folder / "work"), "--out", str(folder / "power.json")], lambda _: one_thread())  # fmt: skip
 
-    out, work = tmp_path / "power.json", tmp_path / "work"
-    argv = ["run", "--instruments", "1", "2", "--drifts", "--noise", "signal-off", "--noise-seeds", "2",
-            "--epochs", "1", "--device", "cpu", "--two-years-bars", "20000",
-            "--two-years-folds", "--train-days 8 --val-days 3 --step-days 3", "--work", str(work), "--out", str(out)]  # fmt: skip
-    assert power.main(argv) == 0
+
+STARTERS["cpu_universe_power_run"] = queue_cpu_universe_power_run
+
+
+@pytest.fixture(scope="session")
+def cpu_universe_power_run(request):
+    """The finished universe power run and its folder, from the background queue."""
+    return queue_cpu_universe_power_run(request).result()
+
+
+@pytest.mark.slow
+def test_a_cpu_universe_run_reads_the_books_figures_and_each_instruments_from_its_files(
+    cpu_universe_power_run,
+):
+    done, folder = cpu_universe_power_run
+    out, work = folder / "power.json", folder / "work"
+    assert done.returncode == 0, done.stdout + done.stderr
     record = json.loads(out.read_text())
     rows = record["universe_rows"]
     assert [(r["instruments"], r["data"], r["exit_code"], len(r["book"]["seeds"])) for r in rows] == [

@@ -1,14 +1,15 @@
 """bench/profile_run.py, its CPU check in a process of its own (the CLI takes its process over): a real slice's
 `foxhunt train` profiled, the run's own functions in profile.txt, each epoch's figures timed with and without
-the diagnostics."""
+the diagnostics. The profiled run starts in the background when the session starts
+(tests/support/background_runs.py)."""
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.background_runs import STARTERS, one_thread, queue_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,14 +17,29 @@ FLAGS = ["--train-days", "8", "--val-days", "3", "--step-days", "3", "--max-fold
          "--device", "cpu", "--diagnostics-every", "2"]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def out(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("profile")
+def queue_profile_run(request: pytest.FixtureRequest):
+    """`bench/profile_run.py` on a real slice as a process of its own, queued in the background."""
     bars = str(ROOT / "tests" / "data" / "EURUSD_M1_2018_head.parquet")
-    command = [sys.executable, str(ROOT / "bench" / "profile_run.py"), str(folder), "--bars", bars,
-               "--time-figures", "--top", "20", "--", *FLAGS]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "trainer_image"), str(ROOT / "bench")])}
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    env = one_thread(
+        {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "trainer_image"), str(ROOT / "bench")])}
+    )
+    return queue_command(request, "profile", lambda folder: [
+        sys.executable, str(ROOT / "bench" / "profile_run.py"), str(folder), "--bars", bars,
+        "--time-figures", "--top", "20", "--", *FLAGS], lambda _: env)  # fmt: skip
+
+
+STARTERS["profiled"] = queue_profile_run
+
+
+@pytest.fixture(scope="session")
+def profiled(request):
+    """The finished profile run and its folder, from the background queue."""
+    return queue_profile_run(request).result()
+
+
+@pytest.fixture
+def out(profiled):
+    done, folder = profiled
     assert done.returncode == 0, done.stderr[-2000:]
     return folder
 

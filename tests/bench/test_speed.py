@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
 
 import speed  # noqa: E402
+from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
 
 from foxhunt.cli.commands import run_config  # noqa: E402
 from foxhunt.cli.parser import build_parser  # noqa: E402
@@ -69,12 +71,27 @@ def test_the_largest_relative_difference_is_found_inside_nested_figures():
     assert speed.largest_difference(Figures(1.0, 1.0, "above"), Figures(1.0, 1.0, "below")) == math.inf
 
 
+def queue_cpu_plan_run(request: pytest.FixtureRequest):
+    """`bench/speed.py plan` at a tiny size as a process of its own, queued in the background."""
+    return queue_command(request, "bench-plan", lambda work: [
+        sys.executable, str(BENCH / "speed.py"), "plan", "--bars", "20000", "--epochs", "1", "--repeats", "2",
+        "--device", "cpu", "--modes", "cached", "--out", str(work / "plan.json")], lambda _: one_thread())  # fmt: skip
+
+
+STARTERS["cpu_plan_run"] = queue_cpu_plan_run
+
+
+@pytest.fixture(scope="session")
+def cpu_plan_run(request):
+    """The finished plan run and its folder, from the background queue."""
+    return queue_cpu_plan_run(request).result()
+
+
 @pytest.mark.slow
-def test_a_cpu_plan_run_times_fresh_processes_and_judges_the_medians(tmp_path):
-    out = tmp_path / "plan.json"
-    argv = ["plan", "--bars", "20000", "--epochs", "1", "--repeats", "2", "--device", "cpu",
-            "--modes", "cached", "--out", str(out)]  # fmt: skip
-    assert speed.main(argv) == 0
+def test_a_cpu_plan_run_times_fresh_processes_and_judges_the_medians(cpu_plan_run):
+    done, work = cpu_plan_run
+    out = work / "plan.json"
+    assert done.returncode == 0, done.stdout + done.stderr
     record = json.loads(out.read_text())
     assert record["benchmark"] == "plan_shape" and record["commit"] and record["host"]["cpus"]
     assert all(r["exit_code"] == 0 and len(r["folds"]) == 3 for r in record["cached"]["runs"])

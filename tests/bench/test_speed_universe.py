@@ -9,9 +9,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
 
 import speed_universe as su  # noqa: E402
+from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
 
 from foxhunt.data.folds import generate_walk_forward_indices  # noqa: E402
 from foxhunt.train.device_data import chunk_rows  # noqa: E402
@@ -87,17 +89,33 @@ def test_train_flags_split_on_commas_as_on_spaces_so_they_survive_gpu_run_sh():
     assert su.train_flags(Namespace(train_flags="")) == []
 
 
+def queue_cpu_universe_speed_run(request: pytest.FixtureRequest):
+    """`bench/speed.py universe` at a tiny size as a process of its own, queued in the background."""
+    return queue_command(request, "bench-speed-universe", lambda work: [
+        sys.executable, str(BENCH / "speed.py"), "universe", "--instruments", "2", "--bars", "20000", "--epochs", "1",
+        "--repeats", "1", "--device", "cpu", "--steps-per-epoch", "one",
+        "--train-flags", "--train-days 8 --val-days 3 --step-days 3",
+        "--work", str(work / "work"), "--out", str(work / "universe.json")], lambda _: one_thread())  # fmt: skip
+
+
+STARTERS["cpu_universe_speed_run"] = queue_cpu_universe_speed_run
+
+
+@pytest.fixture(scope="session")
+def cpu_universe_speed_run(request):
+    """The finished universe timing run and its folder, from the background queue."""
+    return queue_cpu_universe_speed_run(request).result()
+
+
 @pytest.mark.slow
-def test_a_cpu_universe_run_times_both_sides_and_judges_the_ratio_the_load_and_the_estimate(tmp_path):
+def test_a_cpu_universe_run_times_both_sides_and_judges_the_ratio_the_load_and_the_estimate(
+    cpu_universe_speed_run,
+):
     import json
 
-    import speed
-
-    out = tmp_path / "universe.json"
-    argv = ["universe", "--instruments", "2", "--bars", "20000", "--epochs", "1", "--repeats", "1",
-            "--device", "cpu", "--steps-per-epoch", "one", "--train-flags", "--train-days 8 --val-days 3 --step-days 3",
-            "--work", str(tmp_path / "work"), "--out", str(out)]  # fmt: skip
-    assert speed.main(argv) == 0
+    done, work = cpu_universe_speed_run
+    out = work / "universe.json"
+    assert done.returncode == 0, done.stdout + done.stderr
     record = json.loads(out.read_text())
     one, many = record["one"][0], record["universe"][0]
     assert (one["instruments"], many["instruments"], one["exit_code"], many["exit_code"]) == (1, 2, 0, 0)

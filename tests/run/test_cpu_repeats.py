@@ -3,7 +3,8 @@
 
 The folds' training slices are longer than ATen's grain (32,768 elements), so the in-sample Sharpe, the
 baselines' means and the evaluation's sums are the long reductions that torch splits across threads;
-the processes run `python -m foxhunt` with the intra-op thread count set through OMP_NUM_THREADS.
+the processes run `python -m foxhunt` with the intra-op thread count set through OMP_NUM_THREADS. The
+runs that finish untouched start in the background when the session starts (tests/support/background_runs.py).
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
+from support.background_runs import BACKGROUND, STARTERS
 from support.reference_figures import run_figures
 from support.run_cases import TrainProcess, completed_folds
 
@@ -30,33 +34,56 @@ PARAMS = {"dqn": {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4}}
 BARS = 60_000
 
 
-@pytest.fixture(scope="module")
-def inputs(tmp_path_factory) -> tuple[Path, Path]:
+def queue_inputs(request: pytest.FixtureRequest) -> Future:
+    """Queue an fxcache of 60,000 generated bars (made in a process of its own) and the small network's
+    parameters file; the future of both paths."""
+
+    def make() -> Callable[[], tuple[Path, Path]]:
+        work = request.getfixturevalue("tmp_path_factory").mktemp("repeats")
+        fxcache, params = work / "bars.fxcache", work / "params.json"
+        params.write_text(json.dumps(PARAMS))
+        code = (
+            "import sys; from foxhunt.run.precompute import precompute; "
+            f"precompute(None, sys.argv[1], sample_bars={BARS}, seed=5, progress=lambda _: None)"
+        )
+
+        def job() -> tuple[Path, Path]:
+            done = BACKGROUND.run([sys.executable, "-c", code, str(fxcache)], timeout=300)
+            assert done.returncode == 0, done.stderr
+            return fxcache, params
+
+        return job
+
+    return BACKGROUND.start("repeat-inputs", make)
+
+
+@pytest.fixture(scope="session")
+def inputs(request) -> tuple[Path, Path]:
     """An fxcache of 60,000 generated bars and the small network's parameters file."""
-    from foxhunt.run.precompute import precompute
-
-    work = tmp_path_factory.mktemp("repeats")
-    fxcache, params = work / "bars.fxcache", work / "params.json"
-    precompute(None, str(fxcache), sample_bars=BARS, seed=5, progress=lambda _: None)
-    params.write_text(json.dumps(PARAMS))
-    return fxcache, params
+    return queue_inputs(request).result()
 
 
-def start(
+def command(
     inputs: tuple[Path, Path], out: Path, threads: int, device: str = "cpu", epochs: int = EPOCHS
-) -> TrainProcess:
-    """`python -m foxhunt train` in a fresh process with `threads` intra-op threads; console beside `out`.
+) -> tuple[list[str], dict[str, str]]:
+    """`python -m foxhunt train` with `threads` intra-op threads: its argv and environment.
     (tests_gpu/test_repeat_cuda.py runs the same on CUDA, with more epochs to kill a fold inside.)"""
     fxcache, params = inputs
     argv = ["train", "--fxcache", str(fxcache), "--hyperopt-params", str(params), "--out", str(out), *ARGS]
     argv += ["--device", device, "--epochs", str(epochs)]
     env = {k: v for k, v in os.environ.items() if k not in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID")}
     env.update(OMP_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
+    return [sys.executable, "-m", "foxhunt", *argv], env
+
+
+def start(
+    inputs: tuple[Path, Path], out: Path, threads: int, device: str = "cpu", epochs: int = EPOCHS
+) -> TrainProcess:
+    """The command in a fresh process of its own; console beside `out`."""
+    argv, env = command(inputs, out, threads, device, epochs)
     console = out.with_suffix(".log")
     with console.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "foxhunt", *argv], stdout=sink, stderr=subprocess.STDOUT, env=env
-        )
+        process = subprocess.Popen(argv, stdout=sink, stderr=subprocess.STDOUT, env=env)
     return TrainProcess(process, console)  # type: ignore[arg-type]  (a Popen answers as a ForkedProcess)
 
 
@@ -69,15 +96,45 @@ def only_folds(figures: dict[str, object]) -> dict[str, object]:
 def finished(
     inputs: tuple[Path, Path], out: Path, threads: int, device: str = "cpu", epochs: int = EPOCHS
 ) -> dict[str, object]:
-    run = start(inputs, out, threads, device, epochs)
-    assert run.finish() == 0, run.output()
+    """The figures of the command run to its end (through the background queue's process runner)."""
+    argv, env = command(inputs, out, threads, device, epochs)
+    done = BACKGROUND.run(argv, timeout=900, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
     return run_figures(out)
 
 
-@pytest.fixture(scope="module")
-def at_two_threads(inputs, tmp_path_factory) -> dict[str, object]:
+# The untouched runs: the uninterrupted one at 2 threads, its repeat, and the same at 1 thread.
+FINISHED_RUNS = {"two": 2, "two_again": 2, "one": 1}
+
+
+def queue_finished_runs(request: pytest.FixtureRequest) -> dict[str, Future]:
+    """Queue the untouched runs in the background; name -> future of its figures."""
+    inputs = queue_inputs(request)
+
+    def job(name: str) -> Callable[[], Callable[[], dict[str, object]]]:
+        def make() -> Callable[[], dict[str, object]]:
+            out = request.getfixturevalue("tmp_path_factory").mktemp(f"repeat-{name}") / "out"
+            # The queue runs in order: the inputs are made by the time a run starts.
+            return lambda: finished(inputs.result(), out, FINISHED_RUNS[name])
+
+        return make
+
+    return {name: BACKGROUND.start(f"repeat-{name}", job(name)) for name in FINISHED_RUNS}
+
+
+STARTERS["finished_runs"] = queue_finished_runs
+
+
+@pytest.fixture(scope="session")
+def finished_runs(request) -> dict[str, Future]:
+    """The untouched runs, queued in the background from the session's start."""
+    return queue_finished_runs(request)
+
+
+@pytest.fixture
+def at_two_threads(finished_runs) -> dict[str, object]:
     """The uninterrupted run's figures at 2 threads."""
-    return finished(inputs, tmp_path_factory.mktemp("two") / "out", threads=2)
+    return finished_runs["two"].result()
 
 
 def _differences(got: dict, want: dict) -> list[str]:
@@ -86,15 +143,15 @@ def _differences(got: dict, want: dict) -> list[str]:
 
 
 def test_the_same_training_twice_at_two_threads_gives_every_weight_and_figure_bit_for_bit(
-    inputs, at_two_threads, tmp_path
+    finished_runs, at_two_threads
 ):
-    again = finished(inputs, tmp_path / "out", threads=2)
+    again = finished_runs["two_again"].result()
     assert sum(":" in k for k in again) == 2 * 6  # both folds' six weight tensors are compared
     assert not _differences(again, at_two_threads), "\n".join(_differences(again, at_two_threads)[:20])
 
 
-def test_one_thread_gives_the_two_thread_run_bit_for_bit(inputs, at_two_threads, tmp_path):
-    alone = finished(inputs, tmp_path / "out", threads=1)
+def test_one_thread_gives_the_two_thread_run_bit_for_bit(finished_runs, at_two_threads):
+    alone = finished_runs["one"].result()
     assert not _differences(alone, at_two_threads), "\n".join(_differences(alone, at_two_threads)[:20])
 
 

@@ -5,7 +5,8 @@ was loaded first, sometimes after printing the right error line. Each case here 
 process FOXHUNT_ABORT_RUNS times (10 in CI; 50 for the figure in the closing note) and must end with
 its own exit code every time. The processes are forked from one that has imported torch
 (tests/support/abort_runs.py): each starts with torch loaded and pyarrow not, as a fresh `foxhunt`
-with torch imported first does, without a torch import per run.
+with torch imported first does, without a torch import per run. The runs start in the background when the session starts
+(tests/support/background_runs.py); each test reads its case's.
 """
 
 from __future__ import annotations
@@ -13,15 +14,17 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
 import sys
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.background_runs import STARTERS, queue_command
 
 from foxhunt.data.bars import generate_sample_bars, write_bars
 
@@ -86,32 +89,38 @@ CASES = {
 }
 
 
+def queue_abort_runs(request: pytest.FixtureRequest) -> dict[str, Future]:
+    """Queue each case's RUNS processes in the background; per case, the future of the runner's finished
+    process and the folder its outputs went to."""
+
+    def argv_in(case: str) -> Callable[[Path], list[str]]:
+        return lambda folder: [sys.executable, str(RUNNER), str(RUNS), "precompute",
+                               "--bars", str(CASES[case][0](folder)), "--out", str(folder / "out{run}.fxcache")]  # fmt: skip
+
+    def env_in(folder: Path) -> dict[str, str]:
+        return {**os.environ, "FOXHUNT_CACHE_DIR": str(folder / "cache")}
+
+    return {case: queue_command(request, f"abort-{case}", argv_in(case), env_in) for case in sorted(CASES)}
+
+
+STARTERS["abort_case_runs"] = queue_abort_runs
+
+
+@pytest.fixture(scope="session")
+def abort_case_runs(request) -> dict[str, Future]:
+    """Each case's runs, queued in the background from the session's start."""
+    return queue_abort_runs(request)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_no_input_aborts_the_process(case, tmp_path):
-    build, expected_code, expected_error = CASES[case]
-    bars = build(tmp_path)
-    env = {**os.environ, "FOXHUNT_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(RUNNER),
-            str(RUNS),
-            "precompute",
-            "--bars",
-            str(bars),
-            "--out",
-            str(tmp_path / "out{run}.fxcache"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
+def test_no_input_aborts_the_process(case, abort_case_runs):
+    _, expected_code, expected_error = CASES[case]
+    done, folder = abort_case_runs[case].result()
     assert done.returncode == 0, done.stderr
     runs = json.loads(done.stdout)
     codes = Counter(code for code, _ in runs)
     for run, (_, stderr) in enumerate(runs):
         assert expected_error in stderr and "Traceback" not in stderr
-        assert (tmp_path / f"out{run}.fxcache").exists() == (expected_code == 0)
+        assert (folder / f"out{run}.fxcache").exists() == (expected_code == 0)
     assert codes == {expected_code: RUNS}

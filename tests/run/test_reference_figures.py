@@ -28,7 +28,7 @@ import math
 
 import pytest
 import torch
-from support.reference_figures import REFERENCE, make_tiny_fxcache, run_figures, run_reference
+from support.reference_figures import REFERENCE, STUDIES, run_figures, run_reference
 
 # Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
 pytestmark = pytest.mark.slow
@@ -61,14 +61,9 @@ def _differences(got: dict, want: dict) -> list[str]:
     return lines
 
 
-@pytest.fixture(scope="module")
-def reference_fxcache(tmp_path_factory):
-    return make_tiny_fxcache(tmp_path_factory.mktemp("reference") / "tiny.fxcache")
-
-
-@pytest.mark.parametrize("name", ["study", "study_population"])
-def test_a_small_study_reproduces_the_recorded_figures(name, reference_fxcache, tmp_path):
-    differences = _differences(run_reference(name, tmp_path, reference_fxcache), RECORDED[name])
+@pytest.mark.parametrize("name", STUDIES)
+def test_a_small_study_reproduces_the_recorded_figures(name, reference_studies):
+    differences = _differences(reference_studies[name].result(), RECORDED[name])
     assert not differences, f"{len(differences)} differences:\n" + "\n".join(differences[:40])
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from support import strict_json
@@ -49,35 +50,37 @@ def _train(argv: list[str]) -> None:
         assert main(argv) == 0
 
 
-def test_a_run_of_three_seeds_fits_each_folds_baselines_once(
-    tiny_fxcache, tiny_params, tmp_path, monkeypatch
-):
-    counted = Counted(monkeypatch)
+@pytest.fixture(scope="module")
+def three_seeds(tiny_fxcache, tiny_params, tmp_path_factory) -> tuple[Path, Counted]:
+    """A quick run of three seeds, once a module, with its baseline fits and scored records counted: its
+    --out (tests that continue it take a copy) and the counts."""
+    out = tmp_path_factory.mktemp("three-seeds") / "out"
+    with pytest.MonkeyPatch.context() as patch:
+        counted = Counted(patch)
+        _train(quick_argv(tiny_fxcache, out, tiny_params, *SEEDS))
+    return out, counted
 
-    _train(quick_argv(tiny_fxcache, tmp_path / "out", tiny_params, *SEEDS))
 
+def test_a_run_of_three_seeds_fits_each_folds_baselines_once(three_seeds):
+    _, counted = three_seeds
     assert sorted(counted.fits) == list(range(FOLDS))
 
 
 def test_a_run_of_three_seeds_scores_each_baseline_record_as_a_run_of_one_does(
-    tiny_fxcache, tiny_params, tmp_path, monkeypatch
+    three_seeds, tiny_fxcache, tiny_params, tmp_path, monkeypatch
 ):
     counted = Counted(monkeypatch)
     _train(quick_argv(tiny_fxcache, tmp_path / "one", tiny_params))
     one_seed = counted.scored[BASELINE]
-    counted.scored.clear()
-
-    _train(quick_argv(tiny_fxcache, tmp_path / "three", tiny_params, *SEEDS))
 
     # A seed's own memo would score the baseline's records again for every other seed.
-    assert counted.scored[BASELINE] == one_seed > 0
+    assert three_seeds[1].scored[BASELINE] == one_seed > 0
 
 
 def test_a_resumed_run_of_three_seeds_fits_each_folds_baselines_once(
-    tiny_fxcache, tiny_params, tmp_path, monkeypatch
+    three_seeds, tiny_fxcache, tiny_params, tmp_path, monkeypatch
 ):
-    out = tmp_path / "out"
-    _train(quick_argv(tiny_fxcache, out, tiny_params, *SEEDS))
+    out = copy_run(three_seeds[0], tmp_path / "out")
     counted = Counted(monkeypatch)
 
     _train(quick_argv(tiny_fxcache, out, tiny_params, *SEEDS))  # every fold taken over: no baseline kept
@@ -86,10 +89,9 @@ def test_a_resumed_run_of_three_seeds_fits_each_folds_baselines_once(
 
 
 def test_every_seeds_figures_equal_those_of_seeds_that_share_nothing(
-    tiny_fxcache, tiny_params, tmp_path, monkeypatch
+    three_seeds, tiny_fxcache, tiny_params, tmp_path, monkeypatch
 ):
-    shared = tmp_path / "shared"
-    _train(quick_argv(tiny_fxcache, shared, tiny_params, *SEEDS))
+    shared = three_seeds[0]
     alone = copy_run(shared, tmp_path / "alone")
     (alone / "summary.json").unlink()
     real = walk_forward.stitch_outcomes

@@ -16,11 +16,15 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from support.background_runs import BACKGROUND, STARTERS, one_thread
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference_figures.json"
 # A study small enough for seconds on 2 CPU cores: 3 folds of 5 days, 3 epochs of 4 steps, hidden 16.
@@ -108,13 +112,7 @@ def make_tiny_fxcache(path: Path) -> Path:
         "import sys; from foxhunt.run.precompute import precompute; "
         f"precompute(None, sys.argv[1], sample_bars={TINY_BARS}, seed={TINY_SEED}, progress=lambda _: None)"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=portable_env(),
-    )
+    done = BACKGROUND.run([sys.executable, "-c", code, str(path)], timeout=300, env=portable_env())
     assert done.returncode == 0, done.stderr
     return path
 
@@ -128,12 +126,10 @@ def run_reference(name: str, work: Path, fxcache: Path | None = None) -> dict[st
         params = work / "params.json"
         params.write_text(json.dumps(STUDY_PARAMS))
         argv += ["--fxcache", str(fxcache), "--hyperopt-params", str(params)]
-    done = subprocess.run(
-        [sys.executable, "-m", "foxhunt", *argv],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=portable_env(),
+    # One thread: the figures do not depend on the count (tests/run/test_cpu_repeats.py), and in the suite
+    # the run shares the machine.
+    done = BACKGROUND.run(
+        [sys.executable, "-m", "foxhunt", *argv], timeout=900, env=one_thread(portable_env())
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return run_figures(out)
@@ -147,17 +143,59 @@ class DefaultPipeline:
     out: Path
 
 
+def queue_default_pipeline(request: pytest.FixtureRequest) -> Future:
+    """Queue `foxhunt pipeline` from the console script in a fresh folder, in the portable numeric mode."""
+
+    def job() -> Callable[[], DefaultPipeline]:
+        work = request.getfixturevalue("tmp_path_factory").mktemp("default-pipeline")
+        exe = shutil.which("foxhunt") or str(Path(sys.executable).parent / "foxhunt")
+        return lambda: DefaultPipeline(
+            BACKGROUND.run([exe, "pipeline"], timeout=900, cwd=work, env=one_thread(portable_env())),
+            work / "foxhunt-out",
+        )
+
+    return BACKGROUND.start("default_pipeline", job)
+
+
 @pytest.fixture(scope="session")
-def default_pipeline(tmp_path_factory) -> DefaultPipeline:
-    """`foxhunt pipeline` from the console script in a fresh folder, once a session, in the portable numeric
-    mode: the console script's test and the default pipeline's recorded figures read the same run (about
-    30 s of CPU each time)."""
-    work = tmp_path_factory.mktemp("default-pipeline")
-    exe = shutil.which("foxhunt") or str(Path(sys.executable).parent / "foxhunt")
-    done = subprocess.run(
-        [exe, "pipeline"], cwd=work, capture_output=True, text=True, timeout=900, env=portable_env()
-    )
-    return DefaultPipeline(done, work / "foxhunt-out")
+def default_pipeline(request) -> DefaultPipeline:
+    """`foxhunt pipeline` with no arguments, once a session, in the background from the session's start:
+    the console script's test and the default pipeline's recorded figures read the same run (about 30 s
+    of CPU each time)."""
+    return queue_default_pipeline(request).result()
+
+
+STUDIES = ("study", "study_population")
+
+
+def queue_reference_studies(request: pytest.FixtureRequest) -> dict[str, Future]:
+    """Queue the studies' fxcache, then each reference study on it; the studies' figures, by name."""
+
+    def fxcache_job() -> Callable[[], Path]:
+        work = request.getfixturevalue("tmp_path_factory").mktemp("reference")
+        return lambda: make_tiny_fxcache(work / "tiny.fxcache")
+
+    fxcache = BACKGROUND.start("reference_fxcache", fxcache_job)
+
+    def study_job(name: str) -> Callable[[], Callable[[], dict[str, object]]]:
+        def make() -> Callable[[], dict[str, object]]:
+            work = request.getfixturevalue("tmp_path_factory").mktemp(name)
+            # The queue runs in order: the fxcache is made by the time a study starts.
+            return lambda: run_reference(name, work, fxcache.result())
+
+        return make
+
+    return {name: BACKGROUND.start(name, study_job(name)) for name in STUDIES}
+
+
+@pytest.fixture(scope="session")
+def reference_studies(request) -> dict[str, Future]:
+    """The reference studies' runs, queued in the background from the session's start: name -> future
+    of its figures."""
+    return queue_reference_studies(request)
+
+
+STARTERS.update(default_pipeline=queue_default_pipeline, reference_studies=queue_reference_studies)
 
 
 def main(names: list[str]) -> None:
