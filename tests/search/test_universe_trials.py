@@ -54,12 +54,12 @@ def _records(*args, **kwargs):
     raise _Walked
 
 
-def test_the_pruner_is_told_each_fold_and_not_asked_after_the_last(tmp_path, monkeypatch):
-    monkeypatch.setattr(universe_trials, "walk_folds", _walk_folds)
+def _trials(tmp_path, monkeypatch) -> universe_trials.UniverseTrials:
+    """A universe's trials over FOLDS whose steps and records are stood in for (the walk is the test's)."""
     monkeypatch.setattr(universe_trials, "universe_step", lambda *args, **kwargs: None)
     monkeypatch.setattr(universe_trials, "universe_records", _records)
     universe = SimpleNamespace(folds=FOLDS, views=[], uris=[], history={}, run={})
-    trials = universe_trials.UniverseTrials(
+    return universe_trials.UniverseTrials(
         universe,  # type: ignore[arg-type]
         RunConfig(),
         "stitched_sharpe",
@@ -68,6 +68,11 @@ def test_the_pruner_is_told_each_fold_and_not_asked_after_the_last(tmp_path, mon
         lambda line: None,
         None,  # type: ignore[arg-type]
     )
+
+
+def test_the_pruner_is_told_each_fold_and_not_asked_after_the_last(tmp_path, monkeypatch):
+    monkeypatch.setattr(universe_trials, "walk_folds", _walk_folds)
+    trials = _trials(tmp_path, monkeypatch)
     asked = _Told(SimpleNamespace(number=4), {})  # type: ignore[arg-type]
     with pytest.raises(_Walked):
         trials.trial(asked)
@@ -81,17 +86,6 @@ def test_a_trial_whose_walk_ends_in_its_divergence_fails_on_its_settings_unscore
     monkeypatch.setattr(
         universe_trials, "walk_folds", lambda *args, **kwargs: Walked({0: {}}, {0: failure}, {0: 1})
     )
-    monkeypatch.setattr(universe_trials, "universe_step", lambda *args, **kwargs: None)
-    monkeypatch.setattr(universe_trials, "universe_records", _records)
-    universe = SimpleNamespace(folds=FOLDS, views=[], uris=[], history={}, run={})
-    trials = universe_trials.UniverseTrials(
-        universe,  # type: ignore[arg-type]
-        RunConfig(),
-        "stitched_sharpe",
-        TrainerPool(lambda configs: object()),  # type: ignore[arg-type, return-value]
-        str(tmp_path),
-        lambda line: None,
-        None,  # type: ignore[arg-type]
-    )
+    trials = _trials(tmp_path, monkeypatch)
     with pytest.raises(TrainingDiverged, match="loss is nan"):
         trials.trial(_Told(SimpleNamespace(number=4), {}))  # type: ignore[arg-type]
