@@ -75,8 +75,7 @@ done
 # AVX-512: the reference runs take their own portable numeric mode, so they must not see the difference.
 # It runs beside the suite, on the core the suite leaves idle; its log is shown when it ends.
 echo "== recorded figures again, ATEN_CPU_CAPABILITY=avx2, in the background (.cache/avx2.log)"
-ATEN_CPU_CAPABILITY=avx2 python -m pytest -q -p no:cacheprovider tests/run/test_reference_figures.py \
-  > .cache/avx2.log 2>&1 &
+ATEN_CPU_CAPABILITY=avx2 python -m pytest -q -p no:cacheprovider tests/run/test_reference_figures.py > .cache/avx2.log 2>&1 &
 avx2_job=$!
 trap 'kill "$avx2_job" 2>/dev/null || true' EXIT
 
