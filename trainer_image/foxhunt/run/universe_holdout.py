@@ -50,9 +50,9 @@ from foxhunt.run.holdout import (
 from foxhunt.run.sinks.telemetry import BOOK, RunMetrics
 from foxhunt.run.sinks.telemetry_reads import holdout_figures
 from foxhunt.run.universe_book import History, book_instruments, book_scoring, stitched_series
-from foxhunt.run.universe_walk import InstrumentView, instrument_folder, universe_step
+from foxhunt.run.universe_walk import InstrumentView, instrument_folder, raise_first_divergence, universe_step
 from foxhunt.run.walk import FoldDone, WalkHooks, walk_folds
-from foxhunt.train import DQNTrainer, TrainingDiverged
+from foxhunt.train import DQNTrainer
 from foxhunt.train.evidence import WindowEvidence
 
 SETTINGS_LABEL = "the run's settings"
@@ -179,9 +179,7 @@ def train_holdout_fold(
 
 def _diverged(done: FoldDone) -> tuple[int, ...]:
     """The held-out walk's `on_fold`: the member's divergence raised within the fold, which a failure names."""
-    first = done.results.get(0)
-    if isinstance(first, TrainingDiverged):
-        raise first
+    raise_first_divergence(done)
     return ()
 
 

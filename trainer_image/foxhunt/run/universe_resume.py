@@ -34,7 +34,13 @@ from foxhunt.run.lifecycle import now_iso
 from foxhunt.run.manifest import sha256
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import fold_figures
-from foxhunt.run.universe_walk import INSTRUMENTS_FOLDER, InstrumentView, UniverseOutcome, member_folder
+from foxhunt.run.universe_walk import (
+    INSTRUMENTS_FOLDER,
+    InstrumentView,
+    UniverseOutcome,
+    member_folder,
+    raise_first_divergence,
+)
 from foxhunt.run.walk import FoldDone, WalkHooks
 from foxhunt.train import TrainingDiverged
 from foxhunt.train.fold_selection import FoldSelection
@@ -231,14 +237,12 @@ def universe_hooks(
         for m, result in sorted(done.results.items()):
             if isinstance(result, TrainingDiverged):
                 progress(f"seed {ledger.settings.seed + m}: {result}")
-        first = done.results.get(0)
-        if isinstance(first, TrainingDiverged):
-            raise first
+        raise_first_divergence(done)
         if done.taken:
             progress(f"fold {done.fold.fold} taken over: completed by an earlier attempt, files verified")
         else:
             ledger.record(done)
-        if isinstance(first, UniverseOutcome):
+        if isinstance(first := done.results.get(0), UniverseOutcome):
             for i, outcome in first.instruments.items():
                 metrics.fold_finished(fold_figures(outcome.report), views[i].name)
         return ()

@@ -41,7 +41,7 @@ from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.out_names import fold_folder
 from foxhunt.run.fold import FoldOutcome, Progress, fold_report, save_fold
 from foxhunt.run.manifest import sha256
-from foxhunt.run.walk import FoldStep, Walked
+from foxhunt.run.walk import FoldDone, FoldStep, Walked
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, synchronize
 from foxhunt.train.device_data import SpanPart
 from foxhunt.train.diagnostics import diagnostics_due
@@ -324,3 +324,11 @@ def _fold_lines(
 def local_folds(folds: Sequence[UniverseFold], instrument: int) -> list[FoldRange]:
     """Instrument `instrument`'s folds in its own rows, in walk order (the folds it takes part in)."""
     return [r for f in folds if (r := f.ranges[instrument]) is not None]
+
+
+def raise_first_divergence(done: FoldDone) -> None:
+    """Member 0's divergence in the fold just walked, raised within the fold (the walk's `on_fold`), so the
+    failure names it: a universe run ends with its first seed, as a single run does."""
+    first = done.results.get(0)
+    if isinstance(first, TrainingDiverged):
+        raise first

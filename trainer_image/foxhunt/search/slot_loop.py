@@ -97,7 +97,7 @@ def run_slot_trials(
         requeue_running_trials(study)
     loop = SlotLoop(study, n_trials, objective, size, TrialAsk(space, seed, worker, startup_trials), catch,
                     list(callbacks))  # fmt: skip
-    with heartbeats(study, loop.beating, _heartbeat_seconds(study)):
+    with heartbeats(study, loop.asked, _heartbeat_seconds(study)):
         try:
             return loop.run()
         except BaseException:
@@ -122,7 +122,6 @@ class SlotLoop:
         self.study, self.n_trials, self.objective, self.size = study, n_trials, objective, size
         self.ask, self.catch, self.callbacks = ask, catch, callbacks
         self.under_way: list[SlotTrial] = []
-        self.beating: list[AskedTrial] = []  # the heartbeat thread reads it at each beat
         self.heartbeat = _heartbeat_seconds(study)
 
     def run(self) -> StudyProgress:
@@ -160,7 +159,10 @@ class SlotLoop:
 
     def add(self, asked: list[AskedTrial]) -> None:
         self.under_way += [SlotTrial(a) for a in asked]
-        self.beating += asked
+
+    def asked(self) -> list[AskedTrial]:
+        """The trials under way (read by the heartbeat thread: a copy of the list first)."""
+        return [t.asked for t in list(self.under_way)]
 
     def train_round(self, fold: int, members: list[SlotTrial]) -> None:
         """One round; each member that ended is told at once and its slot freed."""
@@ -172,5 +174,4 @@ class SlotLoop:
         for trial in members:
             if trial.number in ended or trial.asked.stale:
                 self.under_way.remove(trial)
-                self.beating.remove(trial.asked)
                 tell_and_report(self.study, trial.asked, ended.get(trial.number), self.catch, self.callbacks)

@@ -120,9 +120,11 @@ def ask_batch(
 
 
 @contextmanager
-def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None) -> Iterator[None]:
-    """Record the heartbeat of every trial in `batch` (as it is at each beat) each `seconds` while the block
-    runs (nothing when heartbeats are off); a beat the storage fails is logged and tried again at the next."""
+def heartbeats(
+    study: optuna.Study, trials: Callable[[], Iterable[AskedTrial]], seconds: int | None
+) -> Iterator[None]:
+    """Record the heartbeat of every trial `trials()` gives (asked again at each beat) each `seconds` while the
+    block runs (nothing when heartbeats are off); a beat the storage fails is logged and tried again at the next."""
     if not seconds:
         yield
         return
@@ -130,8 +132,8 @@ def heartbeats(study: optuna.Study, batch: list[AskedTrial], seconds: int | None
 
     def beat() -> None:
         while True:
-            # Read at each beat: the slot loop adds and removes its trials as they start and end.
-            for trial_id in [asked.trial._trial_id for asked in list(batch)]:
+            # Asked at each beat: the slot loop's trials start and end while the block runs.
+            for trial_id in [asked.trial._trial_id for asked in trials()]:
                 try:
                     study._storage.record_heartbeat(trial_id)  # type: ignore[attr-defined]  # RDBStorage, checked by the caller
                 except Exception as exc:  # a lost connection: a dead thread would let the trials go stale
@@ -192,7 +194,7 @@ def _train_batch(
     result, any other ends the members already pruned as pruned (then runs the callbacks on them, as on
     any pruned trial), requeues the batch's other running trials and goes on up."""
     try:
-        with heartbeats(study, batch, heartbeat):
+        with heartbeats(study, lambda: batch, heartbeat):
             return objective(batch)
     except catch as exc:
         return {asked.number: exc for asked in batch}
