@@ -13,7 +13,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import power  # noqa: E402
-from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
+from support.background_runs import background_process, one_thread  # noqa: E402
 
 from foxhunt.data import sample as sd  # noqa: E402
 
@@ -207,22 +207,12 @@ def test_merge_joins_the_files_rows_and_judges_them_together(tmp_path):
     assert json.loads(out.read_text())["commit"] == "mixed"
 
 
-def queue_cpu_power_run(request: pytest.FixtureRequest):
-    """`bench/power.py run` at a tiny size as a process of its own, queued in the background."""
-    return queue_command(request, "bench-power", lambda folder: [
+# `bench/power.py run` at a tiny size as a process of its own, queued in the background.
+cpu_power_run = background_process("cpu_power_run", "bench-power", lambda folder: [
         sys.executable, str(BENCH / "power.py"), "run", "--shapes", "two-years", "--drifts", "1",
         "--noise", "random-walk", "--seeds", "2", "--noise-seeds", "2", "--epochs", "1", "--device", "cpu",
         "--two-years-bars", "20000", "--two-years-folds", "--train-days 8 --val-days 3 --step-days 3",
         "--work", str(folder / "work"), "--out", str(folder / "power.json")], lambda _: one_thread())  # fmt: skip
-
-
-STARTERS["cpu_power_run"] = queue_cpu_power_run
-
-
-@pytest.fixture(scope="session")
-def cpu_power_run(request):
-    """The finished power run and its folder, from the background queue."""
-    return queue_cpu_power_run(request).result()
 
 
 @pytest.mark.slow

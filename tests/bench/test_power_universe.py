@@ -11,7 +11,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import power_universe as pu  # noqa: E402
-from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
+from support.background_runs import background_process, one_thread  # noqa: E402
 
 
 def _net(sharpe: float, low: float, high: float) -> dict:
@@ -116,22 +116,12 @@ def test_each_instruments_oracle_is_the_best_supervised_baseline_of_its_stitched
     assert found["share"]["seeds"] == {"0": 0.5, "1": 0.2}
 
 
-def queue_cpu_universe_power_run(request: pytest.FixtureRequest):
-    """`bench/power.py run --instruments` at a tiny size as a process of its own, queued in the background."""
-    return queue_command(request, "bench-power-universe", lambda folder: [
+# `bench/power.py run --instruments` at a tiny size as a process of its own, queued in the background.
+cpu_universe_power_run = background_process("cpu_universe_power_run", "bench-power-universe", lambda folder: [
         sys.executable, str(BENCH / "power.py"), "run", "--instruments", "1", "2", "--drifts",
         "--noise", "signal-off", "--noise-seeds", "2", "--epochs", "1", "--device", "cpu",
         "--two-years-bars", "20000", "--two-years-folds", "--train-days 8 --val-days 3 --step-days 3",
         "--work", str(folder / "work"), "--out", str(folder / "power.json")], lambda _: one_thread())  # fmt: skip
-
-
-STARTERS["cpu_universe_power_run"] = queue_cpu_universe_power_run
-
-
-@pytest.fixture(scope="session")
-def cpu_universe_power_run(request):
-    """The finished universe power run and its folder, from the background queue."""
-    return queue_cpu_universe_power_run(request).result()
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.background_runs import STARTERS, one_thread, queue_command
+from support.background_runs import background_process, one_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,24 +17,14 @@ FLAGS = ["--train-days", "8", "--val-days", "3", "--step-days", "3", "--max-fold
          "--device", "cpu", "--diagnostics-every", "2"]  # fmt: skip
 
 
-def queue_profile_run(request: pytest.FixtureRequest):
-    """`bench/profile_run.py` on a real slice as a process of its own, queued in the background."""
-    bars = str(ROOT / "tests" / "data" / "EURUSD_M1_2018_head.parquet")
-    env = one_thread(
-        {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "trainer_image"), str(ROOT / "bench")])}
-    )
-    return queue_command(request, "profile", lambda folder: [
-        sys.executable, str(ROOT / "bench" / "profile_run.py"), str(folder), "--bars", bars,
-        "--time-figures", "--top", "20", "--", *FLAGS], lambda _: env)  # fmt: skip
-
-
-STARTERS["profiled"] = queue_profile_run
-
-
-@pytest.fixture(scope="session")
-def profiled(request):
-    """The finished profile run and its folder, from the background queue."""
-    return queue_profile_run(request).result()
+# `bench/profile_run.py` on a real slice as a process of its own, queued in the background.
+PROFILE_BARS = str(ROOT / "tests" / "data" / "EURUSD_M1_2018_head.parquet")
+PROFILE_ENV = one_thread(
+    {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "trainer_image"), str(ROOT / "bench")])}
+)
+profiled = background_process("profiled", "profile", lambda folder: [
+        sys.executable, str(ROOT / "bench" / "profile_run.py"), str(folder), "--bars", PROFILE_BARS,
+        "--time-figures", "--top", "20", "--", *FLAGS], lambda _: PROFILE_ENV)  # fmt: skip
 
 
 @pytest.fixture

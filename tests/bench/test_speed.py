@@ -13,7 +13,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import speed  # noqa: E402
-from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
+from support.background_runs import background_process, one_thread  # noqa: E402
 
 from foxhunt.cli.commands import run_config  # noqa: E402
 from foxhunt.cli.parser import build_parser  # noqa: E402
@@ -71,20 +71,10 @@ def test_the_largest_relative_difference_is_found_inside_nested_figures():
     assert speed.largest_difference(Figures(1.0, 1.0, "above"), Figures(1.0, 1.0, "below")) == math.inf
 
 
-def queue_cpu_plan_run(request: pytest.FixtureRequest):
-    """`bench/speed.py plan` at a tiny size as a process of its own, queued in the background."""
-    return queue_command(request, "bench-plan", lambda work: [
+# `bench/speed.py plan` at a tiny size as a process of its own, queued in the background.
+cpu_plan_run = background_process("cpu_plan_run", "bench-plan", lambda work: [
         sys.executable, str(BENCH / "speed.py"), "plan", "--bars", "20000", "--epochs", "1", "--repeats", "2",
         "--device", "cpu", "--modes", "cached", "--out", str(work / "plan.json")], lambda _: one_thread())  # fmt: skip
-
-
-STARTERS["cpu_plan_run"] = queue_cpu_plan_run
-
-
-@pytest.fixture(scope="session")
-def cpu_plan_run(request):
-    """The finished plan run and its folder, from the background queue."""
-    return queue_cpu_plan_run(request).result()
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import speed_universe as su  # noqa: E402
-from support.background_runs import STARTERS, one_thread, queue_command  # noqa: E402
+from support.background_runs import background_process, one_thread  # noqa: E402
 
 from foxhunt.data.folds import generate_walk_forward_indices  # noqa: E402
 from foxhunt.train.device_data import chunk_rows  # noqa: E402
@@ -89,22 +89,12 @@ def test_train_flags_split_on_commas_as_on_spaces_so_they_survive_gpu_run_sh():
     assert su.train_flags(Namespace(train_flags="")) == []
 
 
-def queue_cpu_universe_speed_run(request: pytest.FixtureRequest):
-    """`bench/speed.py universe` at a tiny size as a process of its own, queued in the background."""
-    return queue_command(request, "bench-speed-universe", lambda work: [
+# `bench/speed.py universe` at a tiny size as a process of its own, queued in the background.
+cpu_universe_speed_run = background_process("cpu_universe_speed_run", "bench-speed-universe", lambda work: [
         sys.executable, str(BENCH / "speed.py"), "universe", "--instruments", "2", "--bars", "20000", "--epochs", "1",
         "--repeats", "1", "--device", "cpu", "--steps-per-epoch", "one",
         "--train-flags", "--train-days 8 --val-days 3 --step-days 3",
         "--work", str(work / "work"), "--out", str(work / "universe.json")], lambda _: one_thread())  # fmt: skip
-
-
-STARTERS["cpu_universe_speed_run"] = queue_cpu_universe_speed_run
-
-
-@pytest.fixture(scope="session")
-def cpu_universe_speed_run(request):
-    """The finished universe timing run and its folder, from the background queue."""
-    return queue_cpu_universe_speed_run(request).result()
 
 
 @pytest.mark.slow

@@ -96,6 +96,27 @@ def queue_command(
 STARTERS: dict[str, Callable[[pytest.FixtureRequest], None]] = {}
 
 
+def background_process(
+    fixture: str,
+    name: str,
+    argv_in: Callable[[Path], list[str]],
+    env_in: Callable[[Path], dict[str, str]] | None = None,
+):
+    """A session fixture named `fixture` whose value is the finished (process, work) of `argv_in(work)`,
+    queued under `name` when the session starts (registered in STARTERS)."""
+
+    def queue(request: pytest.FixtureRequest) -> Future:
+        return queue_command(request, name, argv_in, env_in)
+
+    STARTERS[fixture] = queue
+
+    def finished(request: pytest.FixtureRequest) -> tuple[subprocess.CompletedProcess, Path]:
+        return queue(request).result()
+
+    finished.__doc__ = f"The finished `{name}` run and its folder, from the background queue."
+    return pytest.fixture(scope="session", name=fixture)(finished)
+
+
 def _reads_background(item: pytest.Item) -> bool:
     return any(name in STARTERS for name in getattr(item, "fixturenames", ()))
 
