@@ -93,7 +93,7 @@ def queue_command(
 
 
 # Fixture name -> a function of the session's request that queues that fixture's runs.
-STARTERS: dict[str, Callable[[pytest.FixtureRequest], None]] = {}
+STARTERS: dict[str, Callable[[pytest.FixtureRequest], object]] = {}
 
 
 def background_process(
