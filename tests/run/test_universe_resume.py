@@ -58,7 +58,7 @@ def train(caches: dict[str, str], params: str, out, *extra: str, names=INSTRUMEN
 
 
 def interrupted(caches, params, out, at: int = STOP_AT, *extra: str) -> int:
-    """The first attempt, stopped (as by Ctrl-C) when fold `at` begins."""
+    """The first attempt, stopped at once (as by a second Ctrl-C) when fold `at` begins."""
     trained = universe_walk.train_universe_fold
 
     def stop(trainer, fold, *args, **kwargs):
@@ -105,9 +105,12 @@ def report(out, name: str, fold: int) -> dict:
     return json.loads((out / "instruments" / name / f"fold_{fold}" / "report.json").read_text())
 
 
-def test_the_first_attempt_recorded_the_folds_it_completed_and_no_summary(first_attempt):
+def test_the_first_attempt_recorded_the_folds_it_completed_and_an_interrupted_summary(first_attempt):
     manifest = json.loads((first_attempt / "manifest.json").read_text())
-    assert sorted(manifest["folds"]) == ["0", "1"] and not (first_attempt / "summary.json").exists()
+    assert sorted(manifest["folds"]) == ["0", "1"]
+    stopped = json.loads((first_attempt / "summary.json").read_text())
+    assert stopped["status"] == "interrupted"
+    assert stopped["error"] == "stopped by SIGINT at once (second signal)"
     recorded = manifest["folds"]["1"]["outputs"]
     assert "instruments/late/fold_1/positions.npy" in recorded
     assert "instruments/late/fold_0/report.json" not in manifest["folds"]["0"]["outputs"]

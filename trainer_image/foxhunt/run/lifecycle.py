@@ -72,6 +72,33 @@ class RunSink(Protocol):
     def run_finished(self, status: str) -> None: ...
 
 
+def stop_where(fold: str | None, last_done: int | None) -> str:
+    """Where a stop signal found a run, as its line says: during `fold` (the one under way, named), after
+    the last completed fold `last_done`, or before the folds."""
+    if fold:
+        return f"during {fold}"
+    return f"after fold {last_done}" if last_done is not None else "before the folds"
+
+
+def interruption(exc: BaseException) -> RunInterrupted | None:
+    """`exc` as a run's interruption: a stop signal's, or a second Ctrl-C's (KeyboardInterrupt, raised at
+    once); None for anything else."""
+    if isinstance(exc, KeyboardInterrupt):
+        return RunInterrupted(signal.SIGINT, "at once (second signal)")
+    return exc if isinstance(exc, RunInterrupted) else None
+
+
+def outputs_kept(folds: int, out_uri: str) -> str:
+    """What a run that ended early kept, as its last line says."""
+    return f"{folds} completed fold(s) and summary.json are in {out_uri}"
+
+
+def resumes(stopped: RunInterrupted, kept: str) -> RunInterrupted:
+    """The interruption a run raises once it has ended: where it stopped, what it `kept`, and that the same
+    command resumes (the CLI's line; exit 128 + the signal)."""
+    return RunInterrupted(stopped.signum, f"{stopped.where}; {kept}; the same command resumes")
+
+
 class StopSignals:
     """SIGINT and SIGTERM ask the run to stop at its next boundary; a second signal acts at once."""
 
@@ -185,10 +212,8 @@ class Run:
     def check(self) -> None:
         """The boundary check: raise RunInterrupted after a stop signal, RunFailure if the lock was lost."""
         if self.signals.received is not None:
-            fold, done = self._fold_name(), self.summary.folds
-            where = (
-                f"during {fold}" if fold else f"after fold {done[-1].fold}" if done else "before the folds"
-            )
+            done = self.summary.folds
+            where = stop_where(self._fold_name(), done[-1].fold if done else None)
             raise RunInterrupted(self.signals.received, where)
         if self.heartbeat.lost:
             raise RunFailure(
@@ -252,12 +277,10 @@ class Run:
         if exc is None:
             self._finish_or_fail("succeeded")
             return False
-        if isinstance(exc, KeyboardInterrupt):  # a second Ctrl-C
-            exc = RunInterrupted(signal.SIGINT, "at once (second signal)")
-        if isinstance(exc, RunInterrupted):
-            self._finish_or_fail("interrupted", str(exc))
-            where = f"{exc.where}; {self._where_outputs()}; the same command resumes"
-            raise RunInterrupted(exc.signum, where) from None
+        stopped = interruption(exc)
+        if stopped is not None:
+            self._finish_or_fail("interrupted", str(stopped))
+            raise resumes(stopped, self._where_outputs()) from None
         if not isinstance(exc, Exception):  # SystemExit and the like: record, then let it through
             self._finish_or_fail("failed", f"{type(exc).__name__}: {exc}")
             return False
@@ -283,4 +306,4 @@ class Run:
         return "the held-out fold" if self.current_fold == self.holdout_fold else f"fold {self.current_fold}"
 
     def _where_outputs(self) -> str:
-        return f"{len(self.summary.folds)} completed fold(s) and summary.json are in {self.out_uri}"
+        return outputs_kept(len(self.summary.folds), self.out_uri)

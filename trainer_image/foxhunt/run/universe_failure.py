@@ -1,39 +1,57 @@
-"""A universe run that fails ends as an ordinary run does (`lifecycle.Run`): exit 1 with one line naming
-the fold that failed, why, and where the outputs are; ``summary.json`` with status "failed", the error
-and each instrument's folds completed so far (their files kept and recorded in ``manifest.json``). A
-failed attempt's summary does not finish the run: the same command takes over the completed folds and
-trains the rest (`universe_resume`), as an ordinary run resumes after a failure."""
+"""A universe run that fails or is stopped ends as an ordinary run does (`lifecycle.Run`), through
+`universe_ending`, which holds the run from its load to its end.
+
+A failure: exit 1 with one line naming the fold that failed, why, and where the outputs are;
+``summary.json`` with status "failed", the error and each instrument's folds completed so far (their files
+kept and recorded in ``manifest.json``). A stop signal (SIGTERM, a pod's preemption; SIGINT, Ctrl-C) only
+sets a flag (`lifecycle.StopSignals`, installed for the run's life and restored after); the run stops at
+its next boundary, where an ordinary run's walk checks (`stop_check`: each fold's start, each epoch's and
+the end of a fold's epochs), and ends with exit 128 + the signal, the ordinary run's line (where it
+stopped, what it kept, that the same command resumes) and ``summary.json`` with status "interrupted"; a
+second Ctrl-C ends it at once, alike. Neither summary finishes the run: the same command takes over the
+completed folds and trains the rest (`universe_resume`), as an ordinary run resumes."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict
 
 from foxhunt import out_names, storage, strict_json
 from foxhunt.config import RunConfig
-from foxhunt.errors import FoxhuntError, RunFailure
+from foxhunt.errors import FoxhuntError, RunFailure, RunInterrupted
+from foxhunt.run.lifecycle import StopSignals, interruption, outputs_kept, resumes, stop_where
+from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.universe_resume import UniverseLedger
 
 FAILED = "failed"
+INTERRUPTED = "interrupted"
 
 
 def finished(summary_uri: str) -> bool:
-    """Whether the summary at `summary_uri` (which exists) is a finished run's: any but a failed attempt's."""
+    """Whether the summary at `summary_uri` (which exists) is a finished run's: any but a failed or
+    interrupted attempt's."""
     try:
         status = json.loads(storage.read_bytes(summary_uri)).get("status")
     except (ValueError, AttributeError):  # unreadable: refused as a finished run's, never overwritten
         return True
-    return status != FAILED
+    return status not in (FAILED, INTERRUPTED)
 
 
-def failed_summary(
-    exc: Exception, ledger: UniverseLedger, uris: Sequence[str], rows: Sequence[int], run: dict, planned: int
+def attempt_summary(
+    status: str,
+    error: str,
+    ledger: UniverseLedger,
+    uris: Sequence[str],
+    rows: Sequence[int],
+    run: dict,
+    planned: int,
 ) -> dict:
-    """summary.json of a run that failed with `exc`: the error as an ordinary run writes it, each
-    instrument's completed folds (the first seed's, from the manifest `ledger` keeps), `run`'s device,
-    load seconds (None before the load ended) and the seconds since `run["started"]`."""
+    """summary.json of an attempt that ended early with `status` and `error`: each instrument's completed
+    folds (the first seed's, from the manifest `ledger` keeps), `run`'s device, load seconds (None before
+    the load ended) and the seconds since `run["started"]`."""
     settings: RunConfig = ledger.settings
     completed: dict[int, list[int]] = {i: [] for i in range(len(ledger.names))}
     for fold, record in sorted(ledger.folds.items()):
@@ -44,8 +62,8 @@ def failed_summary(
         for i, (name, uri, n) in enumerate(zip(ledger.names, uris, rows, strict=True))
     ]
     return {
-        "status": FAILED,
-        "error": f"{type(exc).__name__}: {exc}",
+        "status": status,
+        "error": error,
         "device": run["device"],
         "data_load_seconds": run["data_load_seconds"],
         "folds": planned,
@@ -55,15 +73,73 @@ def failed_summary(
     }
 
 
+def _write(summary: dict, ledger: UniverseLedger) -> None:
+    storage.write_bytes(storage.join(ledger.out_uri, out_names.SUMMARY), strict_json.json_bytes(summary))
+
+
 def fail_universe(
     exc: Exception, ledger: UniverseLedger, uris: Sequence[str], rows: Sequence[int], run: dict, planned: int
 ) -> RunFailure:
-    """Write the failed run's summary.json (`failed_summary`); the failure to raise: one line naming the
-    fold under way, what failed and where the completed folds are, as `lifecycle.Run` words it."""
-    summary = failed_summary(exc, ledger, uris, rows, run, planned)
-    storage.write_bytes(storage.join(ledger.out_uri, out_names.SUMMARY), strict_json.json_bytes(summary))
+    """Write the failed run's summary.json (`attempt_summary`, the error as an ordinary run writes it); the
+    failure to raise: one line naming the fold under way, what failed and where the completed folds are,
+    as `lifecycle.Run` words it."""
+    _write(attempt_summary(FAILED, f"{type(exc).__name__}: {exc}", ledger, uris, rows, run, planned), ledger)
     what = str(exc) if isinstance(exc, FoxhuntError) else f"{type(exc).__name__}: {exc}"
-    return RunFailure(
-        f"{ledger.fold_name()} failed: {what}; {len(ledger.folds)} completed fold(s) and summary.json "
-        f"are in {ledger.out_uri}"
-    )
+    kept = outputs_kept(len(ledger.folds), ledger.out_uri)
+    return RunFailure(f"{ledger.fold_name()} failed: {what}; {kept}")
+
+
+def interrupt_universe(
+    stopped: RunInterrupted,
+    ledger: UniverseLedger,
+    uris: Sequence[str],
+    rows: Sequence[int],
+    run: dict,
+    planned: int,
+) -> RunInterrupted:
+    """Write the stopped run's summary.json (`attempt_summary`, the error what stopped it, as an ordinary
+    run writes it); the interruption to raise, worded as `lifecycle.Run` words it."""
+    _write(attempt_summary(INTERRUPTED, str(stopped), ledger, uris, rows, run, planned), ledger)
+    return resumes(stopped, outputs_kept(len(ledger.folds), ledger.out_uri))
+
+
+def stop_check(signals: StopSignals, ledger: UniverseLedger) -> Callable[[], None]:
+    """The walk's boundary check (`WalkHooks.check`, the fold's epochs'): RunInterrupted once a stop signal
+    came, naming where as `lifecycle.Run.check` does (the fold under way, else the last completed one)."""
+
+    def check() -> None:
+        if signals.received is not None:
+            fold = None if ledger.current_fold is None else ledger.fold_name()
+            raise RunInterrupted(signals.received, stop_where(fold, max(ledger.folds, default=None)))
+
+    return check
+
+
+@contextmanager
+def universe_ending(
+    ledger: UniverseLedger,
+    uris: Sequence[str],
+    rows: Sequence[int],
+    run: dict,
+    planned: int,
+    metrics: RunMetrics,
+) -> Iterator[Callable[[], None]]:
+    """The run's life once it has started: the stop signals caught (the body's boundary check handed out),
+    and every way out told to `metrics`; a stop ends as `interrupt_universe`, a failure (an exception, a
+    divergence of the first seed included) as `fail_universe`; the signals' handlers restored after."""
+    signals = StopSignals()
+    signals.install()
+    try:
+        yield stop_check(signals, ledger)
+    except BaseException as exc:
+        stopped = interruption(exc)
+        if stopped is not None:
+            metrics.run_finished(INTERRUPTED)
+            raise interrupt_universe(stopped, ledger, uris, rows, run, planned) from None
+        metrics.run_finished(FAILED)
+        if isinstance(exc, Exception):
+            raise fail_universe(exc, ledger, uris, rows, run, planned) from exc
+        raise
+    finally:
+        signals.restore()
+    metrics.run_finished("succeeded")

@@ -157,22 +157,23 @@ def train_holdout_fold(
     progress: Progress,
     earlier: Sequence[WindowEvidence] = (),
     at_fold: Callable[[int | None], None] = lambda fold: None,
+    check: Callable[[], None] = lambda: None,
 ) -> dict[int, FoldOutcome]:
     """The held-out fold trained by the first member on `trainer` (after the run's folds), its files under
     ``holdout/``: its outcome per instrument taking part. A divergence ends the run, as in a fold. Its
     pooled decision weighs `earlier` (the run's folds' pooled out-of-sample windows) as each fold did;
-    `at_fold` is told of its start and end (the walk's hook: a failure in it names it)."""
+    `at_fold` is told of its start and end (the walk's hook: a failure or a stop in it names it); `check`
+    runs at its boundaries, as at a fold's (a stop signal raises there)."""
     said: Progress = lambda line: progress(f"holdout {line}")  # noqa: E731
+    folder = storage.join(out_uri, HOLDOUT_DIR)
     walked = walk_folds(
         trainer,
         [fold],
-        {0: storage.join(out_uri, HOLDOUT_DIR)},
+        {0: folder},
         settings.epochs,
         None,
-        hooks=WalkHooks(progress=said, at_fold=at_fold, on_fold=_diverged),
-        step=universe_step(
-            trainer, views, storage.join(out_uri, HOLDOUT_DIR), settings, said, prior={0: earlier}
-        ),
+        hooks=WalkHooks(progress=said, check=check, at_fold=at_fold, on_fold=_diverged),
+        step=universe_step(trainer, views, folder, settings, said, prior={0: earlier}, check=check),
     )
     return dict(walked.outcomes[0][fold.fold].instruments)
 
@@ -252,12 +253,14 @@ def run_universe_holdout(
     metrics: RunMetrics,
     earlier: Sequence[WindowEvidence] = (),
     at_fold: Callable[[int | None], None] = lambda fold: None,
+    check: Callable[[], None] = lambda: None,
 ) -> dict:
     """Train the held-out fold, then write, print and tell `metrics` each instrument's held-out record and
     the book's (module docstring); returns summary.json's `holdout`. `stitched`: each instrument's
-    stitched evaluation (its in-search figure); `weights`: the run's book's; `at_fold`: the walk's hook."""
+    stitched evaluation (its in-search figure); `weights`: the run's book's; `at_fold` and `check`: the
+    walk's hooks."""
     days = settings.folds.holdout_days
-    outcomes = train_holdout_fold(trainer, views, fold, out_uri, settings, progress, earlier, at_fold)
+    outcomes = train_holdout_fold(trainer, views, fold, out_uri, settings, progress, earlier, at_fold, check)
     records, evaluations = _instrument_records(views, fold, outcomes, stitched, days, out_uri)
     book = held_out_book(evaluations, weights, history, settings)
     book_figures = {

@@ -9,8 +9,8 @@ whole or not at all. It also holds what identifies the run (`universe_identity`)
 in order and their fxcaches' checksums, the settings that shape the results (`config.RESULT_SETTINGS`),
 the code version and the device kind.
 
-The same command on an `--out` holding such a manifest and no finished summary (none, or a failed
-attempt's: `universe_failure`) (`open_ledger`): an
+The same command on an `--out` holding such a manifest and no finished summary (none, or a failed or
+interrupted attempt's: `universe_failure`) (`open_ledger`): an
 identity that differs is refused in one line naming what differs (UsageError, exit 2, nothing written);
 every recorded file is checked against its sha256 (a missing or changed one is refused, naming it); the
 recorded folds are taken over (`UniverseLedger.taken_over`, the walk's `taken_over` hook): each member's
@@ -21,7 +21,7 @@ the later folds weigh the same evidence and decide as the first attempt did. `--
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from foxhunt import __version__, out_names, storage, strict_json
@@ -131,8 +131,8 @@ class UniverseLedger:
 
     def start(self) -> None:
         """Before the walk: an earlier attempt's summary removed (a finished run's, under `--overwrite`: an
-        interrupted start-over then resumes, not refused as finished; a failed one's, which this attempt
-        replaces); the manifest written with the folds taken over."""
+        interrupted start-over then resumes, not refused as finished; a failed or interrupted one's, which
+        this attempt replaces); the manifest written with the folds taken over."""
         storage.delete(storage.join(self.out_uri, out_names.SUMMARY))
         self.write()
 
@@ -226,12 +226,17 @@ def _verify(out_uri: str, fold: int, outputs: Mapping[str, str]) -> None:
 
 
 def universe_hooks(
-    ledger: UniverseLedger, views: Sequence[InstrumentView], metrics: RunMetrics, progress: Progress
+    ledger: UniverseLedger,
+    views: Sequence[InstrumentView],
+    metrics: RunMetrics,
+    progress: Progress,
+    check: Callable[[], None] = lambda: None,
 ) -> WalkHooks:
     """The universe walk's hooks: completed folds taken over from `ledger`, each trained fold recorded in
-    it, each instrument's fold figures told to `metrics` under its name. As in a run's walk
-    (`walk_forward`): a seed that diverged is named with why, member 0's divergence ends the run (raised,
-    its fold not recorded: the same command trains it again), another's leaves the seeds' spreads."""
+    it, each instrument's fold figures told to `metrics` under its name, `check` at each fold's start (a
+    stop signal raises there). As in a run's walk (`walk_forward`): a seed that diverged is named with why,
+    member 0's divergence ends the run (raised, its fold not recorded: the same command trains it again),
+    another's leaves the seeds' spreads."""
 
     def on_fold(done: FoldDone) -> tuple[int, ...]:
         for m, result in sorted(done.results.items()):
@@ -242,6 +247,8 @@ def universe_hooks(
             progress(f"fold {done.fold.fold} taken over: completed by an earlier attempt, files verified")
         else:
             ledger.record(done)
+        # The fold is complete: a stop from here is after it (as `lifecycle.Run.fold_finished` has it).
+        ledger.at_fold(None)
         if isinstance(first := done.results.get(0), UniverseOutcome):
             for i, outcome in first.instruments.items():
                 metrics.fold_finished(fold_figures(outcome.report), views[i].name)
@@ -249,6 +256,7 @@ def universe_hooks(
 
     return WalkHooks(
         progress=progress,
+        check=check,
         at_fold=ledger.at_fold,
         on_fold=on_fold,
         taken_over=ledger.taken_over,  # type: ignore[arg-type]

@@ -28,8 +28,10 @@ record (``instruments/<name>/holdout.json``) and the book's (``holdout.json``, s
 universe run resumes (`run/universe_resume.py`): the same command again takes over the folds it completed
 (recorded in ``manifest.json``) and trains the rest; a finished one is refused, `--overwrite` starts over.
 A failure (the first seed's divergence among them; another seed's leaves that seed out of the spreads)
-ends the run as an ordinary run's does (`run/universe_failure.py`): exit 1, summary.json "failed" with the
-error and the completed folds, which the same command takes over.
+or a stop signal (SIGTERM, SIGINT: checked where an ordinary run checks, between epochs and folds) ends
+the run as an ordinary run's does (`run/universe_failure.py`): exit 1, or 128 + the signal, with
+summary.json "failed" or "interrupted", the error and the completed folds, which the same command takes
+over.
 
 Speed with K instruments: an epoch is ``ceil(learning rows / batch size)`` gradient steps, and the
 learning rows are every instrument's, so K instruments make about K times the steps of one (and the
@@ -70,7 +72,7 @@ from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
 from foxhunt.run.universe_book import stitched_series, write_book
-from foxhunt.run.universe_failure import fail_universe, finished
+from foxhunt.run.universe_failure import finished, universe_ending
 from foxhunt.run.universe_holdout import plan_universe, run_universe_holdout
 from foxhunt.run.universe_pictures import write_universe_pictures
 from foxhunt.run.universe_resume import UniverseLedger, open_ledger, universe_hooks, universe_identity
@@ -187,7 +189,8 @@ def _train_universe(
     check_device_memory(device, total, caches[0].features.shape[1], max_rows, settings.dqn)
     metrics.run_started()  # refusals above are before the run: nothing pushed for them
     run = {"device": str(device), "data_load_seconds": None, "started": t0}
-    try:
+    # Every way out from here ends as an ordinary run's: stopped, failed, or succeeded (universe_failure).
+    with universe_ending(ledger, fxcache_uris, [len(c) for c in caches], run, len(folds), metrics) as check:
         data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
         run["data_load_seconds"] = loaded = time.perf_counter() - t0
         metrics.data_loaded(loaded, total)
@@ -198,25 +201,17 @@ def _train_universe(
         views = instrument_views(data, settings)
         seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
         trainer, walked = _walk(
-            data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics, ledger
+            data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics, ledger, check
         )
         history = {n: (c.timestamp, c.targets[:, 0]) for n, c in zip(names, caches, strict=True)}
         held_out = None if held is None else partial(
             run_universe_holdout, trainer, views, held, history=history, out_uri=out_uri, settings=settings,
             progress=progress, metrics=metrics, earlier=pooled_evidence(walked.outcomes[0]),
-            at_fold=ledger.at_fold,
+            at_fold=ledger.at_fold, check=check,
         )  # fmt: skip
-        ledger.holdout_fold = None if held is None else held.fold  # a failure in it names it
-        result = universe_records(views, fxcache_uris, folds, walked, seeds, history, out_uri, settings, run,
-                                  progress, metrics, held_out, pictures=True)  # fmt: skip
-    except Exception as exc:  # a divergence of the first seed included: the run fails as an ordinary one
-        metrics.run_finished("failed")
-        raise fail_universe(exc, ledger, fxcache_uris, [len(c) for c in caches], run, len(folds)) from exc
-    except BaseException as exc:
-        metrics.run_finished("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
-        raise
-    metrics.run_finished("succeeded")
-    return result
+        ledger.holdout_fold = None if held is None else held.fold  # a failure or a stop in it names it
+        return universe_records(views, fxcache_uris, folds, walked, seeds, history, out_uri, settings, run,
+                                progress, metrics, held_out, pictures=True)  # fmt: skip
 
 
 def universe_records(
@@ -282,10 +277,12 @@ def _walk(
     progress: Progress,
     metrics: RunMetrics,
     ledger: UniverseLedger,
+    check: Callable[[], None],
 ) -> tuple[DQNTrainer, Walked]:
     """One trainer over the universe's folds, through the one walk over folds (`walk.walk_folds`) with a
     universe fold as its step, the folds `ledger` holds taken over and each trained one recorded in it
-    (`universe_resume.universe_hooks`). The trainer (the held-out fold trains on it next) and the walk."""
+    (`universe_resume.universe_hooks`), `check` at the folds' and epochs' boundaries. The trainer (the
+    held-out fold trains on it next) and the walk."""
     trainer = DQNTrainer(
         data,
         settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
@@ -303,8 +300,8 @@ def _walk(
         {m: out_uri for m in range(len(seeds))},
         settings.epochs,
         None,
-        hooks=universe_hooks(ledger, views, metrics, progress),
-        step=universe_step(trainer, views, out_uri, settings, progress),
+        hooks=universe_hooks(ledger, views, metrics, progress, check),
+        step=universe_step(trainer, views, out_uri, settings, progress, check=check),
     )
 
 

@@ -24,7 +24,7 @@ back with its choice, whose out-of-sample window the later folds weigh as they d
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -161,13 +161,20 @@ def member_folder(out_uri: str, name: str, settings: RunConfig, member: int) -> 
 
 
 def _train_epochs(
-    trainer: DQNTrainer, fold: int, members: Sequence[int], settings: RunConfig, progress: Progress
+    trainer: DQNTrainer,
+    fold: int,
+    members: Sequence[int],
+    settings: RunConfig,
+    progress: Progress,
+    check: Callable[[], None],
 ) -> dict[int, list]:
     """The fold's epochs for `members` (those still walking) until each has finished them or diverged
     (`trainer.failures`: the walk hands the divergence to its caller, whom member 0's fails). Per member its
-    epochs' figures."""
+    epochs' figures. `check` runs before each epoch and after the last, as in one instrument's fold
+    (`fold.train_fold`): a stop signal raises there."""
     history: dict[int, list] = {m: [] for m in members}
     for epoch in range(settings.epochs):
+        check()
         diagnose = diagnostics_due(epoch, settings.epochs, settings.diagnostics_every)
         live = [m for m in members if trainer.failures[m] is None]
         if not live:
@@ -179,6 +186,7 @@ def _train_epochs(
         shown = next((f for f in figures if f is not None), None)  # the first member still walking's
         loss = "every member diverged" if shown is None else f"loss {shown.loss:.4f}"
         progress(f"fold {fold} epoch {epoch + 1}/{settings.epochs}: {loss}")
+    check()
     return history
 
 
@@ -190,15 +198,16 @@ def train_universe_fold(
     settings: RunConfig,
     progress: Progress,
     earlier: dict[int, list[WindowEvidence]],
+    check: Callable[[], None] = lambda: None,
 ) -> tuple[dict[int, dict[int, FoldOutcome]], dict[int, FoldSelection | None]]:
     """One universe fold on `trainer` for the members of `earlier` (those still walking, one per seed,
     each with its earlier folds' pooled out-of-sample windows): learn from every instrument taking part,
     choose the policy, then per instrument validate, save and report. Per member that did not diverge:
-    its outcome per instrument, and its choice."""
+    its outcome per instrument, and its choice. `check`: the epochs' boundary check (`_train_epochs`)."""
     fold_start = time.perf_counter()
     parts = fold_parts(trainer.data.universe, fold, settings.dqn.select_tail_share)
     phases = start_universe_fold(trainer, parts, fold.fold)
-    history = _train_epochs(trainer, fold.fold, list(earlier), settings, progress)
+    history = _train_epochs(trainer, fold.fold, list(earlier), settings, progress, check)
     live = [m for m in earlier if trainer.failures[m] is None]
     choices = trainer.policies.choose_policies(live, {m: earlier[m] for m in live})
     outcomes: dict[int, dict[int, FoldOutcome]] = {m: {} for m in live}
@@ -267,11 +276,12 @@ def universe_step(
     settings: RunConfig,
     progress: Progress,
     prior: Mapping[int, Sequence[WindowEvidence]] | None = None,
+    check: Callable[[], None] = lambda: None,
 ) -> FoldStep:
     """The walk's step for a universe (`walk.walk_folds(..., step=)`): a `UniverseFold` trained on every
     instrument taking part (`train_universe_fold`); per member its `UniverseOutcome`, or its divergence.
     Each member's pooled decision weighs its earlier folds' pooled out-of-sample windows, after `prior`'s
-    (the held-out fold's: the run's folds')."""
+    (the held-out fold's: the run's folds'). `check` runs at the fold's epoch boundaries (the walk's)."""
     before = prior or {}
 
     correlations = first_window_correlations(views, settings)
@@ -284,7 +294,9 @@ def universe_step(
         members = list(fold.members)
         trainer.policies.evidence_share = effective_share(correlations[np.ix_(members, members)].tolist())
         earlier = {m: [*before.get(m, ()), *pooled_evidence(walked[m])] for m in live}
-        by_member, choices = train_universe_fold(trainer, fold, views, out_uri, settings, progress, earlier)
+        by_member, choices = train_universe_fold(
+            trainer, fold, views, out_uri, settings, progress, earlier, check
+        )
         if 0 in by_member:  # the console's lines are the run's own member's; its divergence says so instead
             _fold_lines(fold.fold, by_member[0], views, progress)
         return {m: trainer.failures[m] or UniverseOutcome(by_member[m], choices[m]) for m in live}
