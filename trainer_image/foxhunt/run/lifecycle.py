@@ -150,19 +150,27 @@ class Heartbeat:
         if self._thread.is_alive():
             self._thread.join(timeout=30)
 
+    def check(self) -> None:
+        """RunFailure once a beat found the lock taken over by another run: a run's boundary check."""
+        if self.lost:
+            raise RunFailure(
+                f"{self.lock.uri}: the lock was taken over by another run while this one stalled"
+            )
+
 
 @contextmanager
-def holding_out(out_uri: str, run_id: str, metrics: RunMetrics) -> Iterator[OutLock]:
+def holding_out(out_uri: str, run_id: str, metrics: RunMetrics) -> Iterator[Heartbeat]:
     """The `--out` locked for one run (a retried pod of the same run id waits out its predecessor's lock),
     renewed by a `Heartbeat` while the body runs, released after; a new `--out` the body left empty (a
-    refusal before work) is removed. OutLocked (exit 2) when another live run holds it."""
+    refusal before work) is removed. The body gets the heartbeat, whose `check` its boundaries call (a
+    lock taken over fails the run, as `Run.check` does). OutLocked (exit 2) when another live run holds it."""
     new_out = not local_folder_exists(out_uri)
     lock = OutLock(out_uri, run_id)
     lock.acquire(wait_seconds=STALE_SECONDS + HEARTBEAT_SECONDS)
     heartbeat = Heartbeat(lock, metrics)
     heartbeat.start()
     try:
-        yield lock
+        yield heartbeat
     finally:
         heartbeat.stop()
         lock.release()
@@ -215,10 +223,7 @@ class Run:
             done = self.summary.folds
             where = stop_where(self._fold_name(), done[-1].fold if done else None)
             raise RunInterrupted(self.signals.received, where)
-        if self.heartbeat.lost:
-            raise RunFailure(
-                f"{self.lock.uri}: the lock was taken over by another run while this one stalled"
-            )
+        self.heartbeat.check()
 
     def epoch_finished(self, fold: int, epoch: int, epochs: int, figures: list[EpochFigures | None]) -> None:
         """Hand the run's own member's figures of a finished epoch to the sink (member 0; others are seeds)."""

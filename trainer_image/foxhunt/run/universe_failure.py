@@ -8,7 +8,9 @@ sets a flag (`lifecycle.StopSignals`, installed for the run's life and restored 
 its next boundary, where an ordinary run's walk checks (`stop_check`: each fold's start, each epoch's and
 the end of a fold's epochs), and ends with exit 128 + the signal, the ordinary run's line (where it
 stopped, what it kept, that the same command resumes) and ``summary.json`` with status "interrupted"; a
-second Ctrl-C ends it at once, alike. Neither summary finishes the run: the same command takes over the
+second Ctrl-C ends it at once, alike. The same boundaries fail the run once its `--out` lock's heartbeat
+(`lifecycle.holding_out`'s) found the lock taken over by another run while this one stalled, with the
+ordinary run's line naming the lock. Neither summary finishes the run: the same command takes over the
 completed folds and trains the rest (`universe_resume`), as an ordinary run resumes."""
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import asdict
 from foxhunt import out_names, storage, strict_json
 from foxhunt.config import RunConfig
 from foxhunt.errors import FoxhuntError, RunFailure, RunInterrupted
-from foxhunt.run.lifecycle import StopSignals, interruption, outputs_kept, resumes, stop_where
+from foxhunt.run.lifecycle import Heartbeat, StopSignals, interruption, outputs_kept, resumes, stop_where
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.universe_resume import UniverseLedger
 
@@ -103,14 +105,16 @@ def interrupt_universe(
     return resumes(stopped, outputs_kept(len(ledger.folds), ledger.out_uri))
 
 
-def stop_check(signals: StopSignals, ledger: UniverseLedger) -> Callable[[], None]:
-    """The walk's boundary check (`WalkHooks.check`, the fold's epochs'): RunInterrupted once a stop signal
-    came, naming where as `lifecycle.Run.check` does (the fold under way, else the last completed one)."""
+def stop_check(signals: StopSignals, ledger: UniverseLedger, heartbeat: Heartbeat) -> Callable[[], None]:
+    """The walk's boundary check (`WalkHooks.check`, the fold's epochs'), as `lifecycle.Run.check`:
+    RunInterrupted once a stop signal came, naming where (the fold under way, else the last completed
+    one); RunFailure once the `--out` lock's `heartbeat` found it taken over by another run."""
 
     def check() -> None:
         if signals.received is not None:
             fold = None if ledger.current_fold is None else ledger.fold_name()
             raise RunInterrupted(signals.received, stop_where(fold, max(ledger.folds, default=None)))
+        heartbeat.check()
 
     return check
 
@@ -123,14 +127,16 @@ def universe_ending(
     run: dict,
     planned: int,
     metrics: RunMetrics,
+    heartbeat: Heartbeat,
 ) -> Iterator[Callable[[], None]]:
-    """The run's life once it has started: the stop signals caught (the body's boundary check handed out),
-    and every way out told to `metrics`; a stop ends as `interrupt_universe`, a failure (an exception, a
-    divergence of the first seed included) as `fail_universe`; the signals' handlers restored after."""
+    """The run's life once it has started: the stop signals caught (the body's boundary check handed out,
+    which also fails the run once `heartbeat` lost the `--out` lock), and every way out told to `metrics`;
+    a stop ends as `interrupt_universe`, a failure (an exception, a divergence of the first seed, a lost
+    lock included) as `fail_universe`; the signals' handlers restored after."""
     signals = StopSignals()
     signals.install()
     try:
-        yield stop_check(signals, ledger)
+        yield stop_check(signals, ledger, heartbeat)
     except BaseException as exc:
         stopped = interruption(exc)
         if stopped is not None:

@@ -27,9 +27,10 @@ record (``instruments/<name>/holdout.json``) and the book's (``holdout.json``, s
 ``holdout``) written after the book. A search (`--trials`) is `search/universe_search.py`'s. An interrupted
 universe run resumes (`run/universe_resume.py`): the same command again takes over the folds it completed
 (recorded in ``manifest.json``) and trains the rest; a finished one is refused, `--overwrite` starts over.
-A failure (the first seed's divergence among them; another seed's leaves that seed out of the spreads)
-or a stop signal (SIGTERM, SIGINT: checked where an ordinary run checks, between epochs and folds) ends
-the run as an ordinary run's does (`run/universe_failure.py`): exit 1, or 128 + the signal, with
+A failure (the first seed's divergence among them; another seed's leaves that seed out of the spreads;
+the `--out` lock taken over by another run while this one stalled, noticed where a stop is) or a stop
+signal (SIGTERM, SIGINT: checked where an ordinary run checks, between epochs and folds) ends the run as
+an ordinary run's does (`run/universe_failure.py`): exit 1, or 128 + the signal, with
 summary.json "failed" or "interrupted", the error and the completed folds, which the same command takes
 over.
 
@@ -67,7 +68,7 @@ from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.reports import window_to_dict
 from foxhunt.evaluate.seed_spread import seed_spread
 from foxhunt.run.fold import Progress, stitch_outcomes
-from foxhunt.run.lifecycle import holding_out
+from foxhunt.run.lifecycle import Heartbeat, holding_out
 from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
@@ -160,8 +161,8 @@ def train_universe(
             model=settings.model, device=str(device), metrics_port=settings.metrics_port,
         )  # fmt: skip
     try:
-        with holding_out(out_uri, run_id, metrics):  # no second run writes into this --out meanwhile
-            return _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics)
+        with holding_out(out_uri, run_id, metrics) as heartbeat:  # no second run writes here meanwhile
+            return _train_universe(fxcache_uris, out_uri, settings, device, progress, metrics, heartbeat)
     finally:
         metrics.close()
 
@@ -173,9 +174,10 @@ def _train_universe(
     device: torch.device,
     progress: Progress,
     metrics: RunMetrics,
+    heartbeat: Heartbeat,
 ) -> UniverseResult:
     """Read and check, then (the run started, its end told to `metrics`) load, walk, stitch, combine and
-    write: `train_universe` once its settings are checked."""
+    write: `train_universe` once its settings are checked and its `--out` locked (`heartbeat`: the lock's)."""
     t0 = time.perf_counter()
     caches = read_universe(fxcache_uris)
     names = [instrument_name(c.uri, c.metadata) for c in caches]
@@ -190,7 +192,8 @@ def _train_universe(
     metrics.run_started()  # refusals above are before the run: nothing pushed for them
     run = {"device": str(device), "data_load_seconds": None, "started": t0}
     # Every way out from here ends as an ordinary run's: stopped, failed, or succeeded (universe_failure).
-    with universe_ending(ledger, fxcache_uris, [len(c) for c in caches], run, len(folds), metrics) as check:
+    rows = [len(c) for c in caches]
+    with universe_ending(ledger, fxcache_uris, rows, run, len(folds), metrics, heartbeat) as check:
         data = universe_to_device(names, [(c.features, c.targets, c.timestamp) for c in caches], device)
         run["data_load_seconds"] = loaded = time.perf_counter() - t0
         metrics.data_loaded(loaded, total)

@@ -8,5 +8,5 @@ and live in `foxhunt.config.search`, so the CLI and the Argo client read them wi
 Ratio), `telemetry` (Prometheus), `driver` (the plan, and trials on one loaded dataset) and
 `population` (a batch trained as the members of one population) import Optuna. `universe_search` and
 `universe_trials`: a search over several instruments (`foxhunt train --fxcache A --fxcache B --trials N`),
-each trial a universe run, its objective the book's.
+each trial a universe run, its objective the book's; `universe_search_life` its stop, end and resume.
 """

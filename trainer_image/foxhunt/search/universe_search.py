@@ -13,8 +13,13 @@ instruments' folders).
 
 Refused before any work, one line each (`check_universe_search`): `--population P` > 1 (a universe's
 trials train one at a time), `--study-storage` and `$FOXHUNT_TRIAL_WORKER` (one worker, the study in
-`--out`), `--objective mean_fold_sharpe` (a fold has no book), `--holdout-days`. A universe's search
-does not resume: an `--out` holding one is refused, and `--overwrite` starts the study over.
+`--out`), `--objective mean_fold_sharpe` (a fold has no book), `--holdout-days`.
+
+A stop signal (SIGTERM, SIGINT) ends the search as it ends the single-instrument search: the trial under
+way stops at its next boundary and is queued for a retry, the study's files and ``summary.json``
+("interrupted") are written, exit 128 + the signal; the same command resumes the study, and an `--out`
+lock taken over by another run fails it (`universe_search_life`). An `--out` holding a finished search, or
+anything else, is refused, and `--overwrite` starts the study over.
 """
 
 from __future__ import annotations
@@ -38,14 +43,16 @@ from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.universe_book import BOOK_FILE
 from foxhunt.run.universe_holdout import plan_universe
+from foxhunt.run.universe_resume import universe_identity
 from foxhunt.run.universe_run import SUMMARY
 from foxhunt.run.universe_walk import INSTRUMENTS_FOLDER, instrument_views
 from foxhunt.search.driver import SETTINGS_FAILURES, plan_search
 from foxhunt.search.outputs import StudySummary, study_lines, trial_folder, write_study_outputs
 from foxhunt.search.population import TrainerPool
-from foxhunt.search.storage import STUDY_FILE, sync_study_file
-from foxhunt.search.study import open_study, record_selection, trial_pruner
+from foxhunt.search.storage import STUDY_FILE, fetch_study_file, sync_study_file
+from foxhunt.search.study import open_study, record_selection, study_progress, trial_pruner
 from foxhunt.search.trial_loop import run_trials
+from foxhunt.search.universe_search_life import SearchLedger, SearchStop, resumable, search_ending
 from foxhunt.search.universe_trials import (
     UNIVERSE_OBJECTIVES,
     Universe,
@@ -96,10 +103,10 @@ def search_universe(
         device = resolve_device(settings.device)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    held = [
-        n for n in (out_names.STUDY_SUMMARY, STUDY_FILE, SUMMARY) if storage.exists(storage.join(out_uri, n))
-    ]
-    if held and not settings.overwrite:
+    ledger = SearchLedger(out_uri, plan.identity, resumable(out_uri, settings.overwrite), settings.trials)
+    names = (out_names.STUDY_SUMMARY, STUDY_FILE, SUMMARY, out_names.MANIFEST)
+    held = [n for n in names if storage.exists(storage.join(out_uri, n))]
+    if held and ledger.recorded is None and not settings.overwrite:  # an unfinished search resumes
         raise UsageError(f"{out_uri}: holds a run already ({held[0]}); give another --out or --overwrite")
     run_id = resolve_run_id(settings.run_id)
     metrics = RunMetrics(
@@ -107,27 +114,27 @@ def search_universe(
         model=settings.model, device=str(device), metrics_port=settings.metrics_port,
     )  # fmt: skip
     try:
-        with holding_out(
-            out_uri, run_id, metrics
-        ):  # no second run or search writes into this --out meanwhile
-            universe = load_universe(fxcache_uris, settings, device, progress)
+        # No second run or search writes into this --out meanwhile; the trials check the lock is still ours.
+        with holding_out(out_uri, run_id, metrics) as heartbeat:
+            universe = load_universe(fxcache_uris, settings, device, progress, ledger.admit)
             metrics.run_started()
-            try:
-                summary = _study(universe, out_uri, settings, options, plan, progress, metrics)
-            except BaseException as exc:
-                metrics.run_finished("interrupted" if isinstance(exc, KeyboardInterrupt) else "failed")
-                raise
-            metrics.run_finished("succeeded")
-            return summary
+            ledger.start()
+            with search_ending(ledger, heartbeat, metrics) as stop:
+                return _study(universe, settings, options, plan, progress, metrics, ledger, stop)
     finally:
         metrics.close()
 
 
-def load_universe(fxcache_uris: Sequence[str], settings: RunConfig, device, progress: Progress) -> Universe:
-    """Read and check the fxcaches, plan the folds, check the device memory, then load once."""
+def load_universe(
+    fxcache_uris: Sequence[str], settings: RunConfig, device, progress: Progress,
+    admit: Callable[[dict], None] = lambda identity: None,
+) -> Universe:  # fmt: skip
+    """Read and check the fxcaches, plan the folds, check the device memory, then load once. `admit` is
+    handed the universe's identity (`universe_identity`) before the load: a resumed search refuses there."""
     t0 = time.perf_counter()
     caches = read_universe(fxcache_uris)
     names = [instrument_name(c.uri, c.metadata) for c in caches]
+    admit(universe_identity(caches, names, device.type, settings))
     stamps, returns = [c.timestamp for c in caches], [c.targets[:, 0] for c in caches]
     folds, _ = plan_universe(stamps, returns, names, settings.folds, progress)  # no held-out period here
     max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in folds)
@@ -152,12 +159,15 @@ def load_universe(fxcache_uris: Sequence[str], settings: RunConfig, device, prog
 @contextmanager
 def study_folder(out_uri: str, overwrite: bool) -> Iterator[Path]:
     """The folder of the embedded SQLite study: `--out` itself (its old study removed with `--overwrite`:
-    a universe's search starts over), or for an s3:// `--out` a fresh local folder, uploaded after."""
+    a universe's search starts over), or for an s3:// `--out` a local folder, uploaded after (holding the
+    study found there first, unless `--overwrite`: a resumed search continues it)."""
     local = storage.local_path(out_uri)
     if local is None:
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="foxhunt-study-") as tmp:
+            if not overwrite:
+                fetch_study_file(out_uri, tmp)
             yield Path(tmp)
         return
     local.mkdir(parents=True, exist_ok=True)
@@ -167,31 +177,39 @@ def study_folder(out_uri: str, overwrite: bool) -> Iterator[Path]:
 
 
 def _study(
-    universe: Universe, out_uri: str, settings: RunConfig, options: SearchOptions, plan, progress: Progress,
-    metrics: RunMetrics,
+    universe: Universe, settings: RunConfig, options: SearchOptions, plan, progress: Progress,
+    metrics: RunMetrics, ledger: SearchLedger, stop: SearchStop,
 ) -> StudySummary:  # fmt: skip
-    """The study's trials, its files after each, the closing line."""
+    """The study's trials (`stop` checked at their boundaries), its files after each (the finished trials
+    told to `ledger`), the closing line."""
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the run's own lines say how each trial ended
     pool = TrainerPool(universe_builder(universe, settings, progress), 1)
+    out_uri = ledger.out_uri
     with study_folder(out_uri, settings.overwrite) as work_dir:
         study = open_study(
             None, work_dir, plan.study_name, settings.seed, pruner=trial_pruner(options.pruner)
         )
+        ledger.finished = study_progress(study).finished
         progress(
             f"study {plan.study_name} over {', '.join(instruments_of(universe))}: {settings.trials} trials, "
             f"objective the book's {options.objective}, searching {', '.join(plan.space)}"
+            + (f"; resumed with {ledger.finished} finished" if ledger.recorded is not None else "")
         )
         synced = None if storage.local_path(out_uri) is not None else work_dir / STUDY_FILE
 
         def save() -> StudySummary:
-            return save_universe_study(study, out_uri, settings, options, universe, pool, synced)
+            summary = save_universe_study(study, out_uri, settings, options, universe, pool, synced)
+            ledger.finished = summary.finished_trials
+            return summary
 
         def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
             save()
             value = f" objective {trial.value:.4g}" if trial.state == TrialState.COMPLETE else ""
             progress(f"trial {trial.number} {trial.state.name.lower()}{value}")
 
-        objective = UniverseTrials(universe, settings, options.objective, pool, out_uri, progress, metrics)
+        objective = UniverseTrials(
+            universe, settings, options.objective, pool, out_uri, progress, metrics, stop
+        )
         try:
             run_trials(study, settings.trials, objective, size=1, space=plan.space, seed=settings.seed,
                        catch=SETTINGS_FAILURES, callbacks=[after_trial], exclusive=True)  # fmt: skip

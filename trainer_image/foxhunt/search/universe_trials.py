@@ -39,6 +39,7 @@ from foxhunt.search.outputs import TrialReport, trial_folder
 from foxhunt.search.population import TrainerPool
 from foxhunt.search.study import TrialOutcome
 from foxhunt.search.trial_loop import AskedTrial, BatchResults
+from foxhunt.search.universe_search_life import SearchStop
 from foxhunt.train import POPULATION_SHARED, DeviceData, DQNTrainer
 from foxhunt.train.epoch_figures import COLLAPSED, fold_flags
 
@@ -103,14 +104,15 @@ def universe_builder(
 
 class UniverseTrials:
     """The batch objective of `trial_loop.run_trials` for a universe: each trial a universe run under
-    ``trials/NNNN/`` (module docstring); its `TrialOutcome`, by trial number."""
+    ``trials/NNNN/`` (module docstring); its `TrialOutcome`, by trial number. `stop`: the search's boundary
+    check, at each fold's start and each epoch's end (None: none)."""
 
     def __init__(
         self, universe: Universe, settings: RunConfig, objective: str, pool: TrainerPool,
-        out_uri: str, progress: Progress, metrics: RunMetrics,
+        out_uri: str, progress: Progress, metrics: RunMetrics, stop: SearchStop | None = None,
     ) -> None:  # fmt: skip
         self.universe, self.settings, self.objective, self.pool = universe, settings, objective, pool
-        self.out_uri, self.progress, self.metrics = out_uri, progress, metrics
+        self.out_uri, self.progress, self.metrics, self.stop = out_uri, progress, metrics, stop
 
     def __call__(self, batch: list[AskedTrial]) -> BatchResults:
         results: BatchResults = {}
@@ -137,12 +139,18 @@ class UniverseTrials:
                 return ()
             fold, last = done.fold.fold, done.fold.fold == self.universe.folds[-1].fold
             fold_values[fold] = fold_value(outcome)
+            at_fold(None)  # the fold is complete: a stop from here is between the trial's folds
             return (0,) if asked.report_fold(fold, fold_values[fold], last=last) else ()
 
-        u = self.universe
-        step = universe_step(trainer, u.views, folder, settings, say)
-        walked = walk_folds(trainer, u.folds, {0: folder}, settings.epochs, None,
-                            hooks=WalkHooks(progress=say, on_fold=on_fold), step=step)  # fmt: skip
+        def at_fold(fold: int | None) -> None:
+            if self.stop is not None:
+                self.stop.at(asked.number, fold)
+
+        u, check = self.universe, (lambda: None) if self.stop is None else self.stop.check
+        at_fold(None)
+        step = universe_step(trainer, u.views, folder, settings, say, check=check)
+        walked = walk_folds(trainer, u.folds, {0: folder}, settings.epochs, None, step=step,
+                            hooks=WalkHooks(progress=say, check=check, at_fold=at_fold, on_fold=on_fold))  # fmt: skip
         if 0 in walked.failures:  # the trial diverged: failed on its settings (the study's `catch`)
             raise walked.failures[0]
         if asked.pruned or asked.stale:
