@@ -144,11 +144,24 @@ def signum(request) -> int:
 
 
 @pytest.fixture(scope="module")
-def stopped(signum, caches, params, tmp_path_factory) -> tuple[object, Attempt]:
-    """A universe run that `signum` reaches in fold 1's first epoch (of two): its --out (kept untouched:
-    tests copy it) and the attempt."""
-    out = tmp_path_factory.mktemp("stopped") / "out"
-    return out, attempt(caches, params, out, in_epoch(signum, 1, 0))
+def stop_runs(caches, params, tmp_path_factory):
+    """The universe run that a signal reaches in fold 1's first epoch (of two), made once per signal: its
+    --out (kept untouched: tests copy it) and the attempt."""
+    made: dict[int, tuple[object, Attempt]] = {}
+
+    def stopped_by(signum: int) -> tuple[object, Attempt]:
+        if signum not in made:
+            out = tmp_path_factory.mktemp("stopped") / "out"
+            made[signum] = out, attempt(caches, params, out, in_epoch(signum, 1, 0))
+        return made[signum]
+
+    return stopped_by
+
+
+@pytest.fixture(scope="module")
+def stopped(signum, stop_runs) -> tuple[object, Attempt]:
+    """The universe run `signum` stopped in fold 1's first epoch."""
+    return stop_runs(signum)
 
 
 @pytest.fixture(scope="module")
@@ -167,10 +180,11 @@ def reference(caches, params, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def resumed(stopped, caches, params, tmp_path_factory) -> tuple[object, str]:
-    """The same command again on a copy of the stopped run's --out: the folder and its console."""
+def resumed(stop_runs, caches, params, tmp_path_factory) -> tuple[object, str]:
+    """The same command again on a copy of the SIGTERM-stopped run's --out (either signal leaves the same
+    interrupted summary, which the exit tests check per signal): the folder and its console."""
     out = tmp_path_factory.mktemp("resumed") / "out"
-    shutil.copytree(stopped[0], out)
+    shutil.copytree(stop_runs(signal.SIGTERM)[0], out)
     assert summary(out)["status"] == "interrupted"  # what the same command finds and resumes
     code, console, line = train(caches, params, out)
     assert code == 0, line
