@@ -175,9 +175,12 @@ class Transfers(TorchFunctionMode):
 
 @contextlib.contextmanager
 def _simulated_host(rec: Recorder) -> Iterator[None]:
-    """On the CPU standing in for the device: `.cpu()` gives a marked alias (not the tensor itself), and
-    `torch.from_numpy` and `nn.Parameter` carry the host's mark."""
-    cpu, from_numpy = torch.Tensor.cpu, torch.from_numpy
+    """On the CPU standing in for the device: `.cpu()` gives a marked alias (not the tensor itself),
+    `torch.from_numpy` and `nn.Parameter` carry the host's mark, and `records.host_arrays` stacks CPU
+    tensors as it stacks a GPU's (`records.STACK_ON_CPU`)."""
+    from foxhunt.evaluate import records
+
+    cpu, from_numpy, stack_on_cpu = torch.Tensor.cpu, torch.from_numpy, records.STACK_ON_CPU
     new_parameter = torch.nn.Parameter.__dict__["__new__"]  # a staticmethod: restored as it was
 
     def marked_cpu(self, *args, **kwargs):
@@ -202,11 +205,13 @@ def _simulated_host(rec: Recorder) -> Iterator[None]:
     marked_cpu.__name__ = "cpu"  # what `Transfers` sees called
     torch.Tensor.cpu, torch.from_numpy = marked_cpu, marked_from_numpy
     torch.nn.Parameter.__new__ = staticmethod(marked_parameter)  # type: ignore[assignment]
+    records.STACK_ON_CPU = True
     try:
         yield
     finally:
         torch.Tensor.cpu, torch.from_numpy = cpu, from_numpy
         torch.nn.Parameter.__new__ = new_parameter
+        records.STACK_ON_CPU = stack_on_cpu
 
 
 @contextlib.contextmanager

@@ -286,7 +286,7 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
     from foxhunt.evaluate import sharpe
     from foxhunt.evaluate.device_series import _device_starts
     from foxhunt.evaluate.evaluation import MODEL, Scoring, evaluate_window
-    from foxhunt.evaluate.records import fold_record
+    from foxhunt.evaluate.records import window_records
     from foxhunt.evaluate.run_scores import evaluate_fold, fold_baselines
 
     device = torch.device("cuda" if record["device_type"] == "cuda" else "cpu")
@@ -306,12 +306,10 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
         sharpe.bootstrap_starts.cache_clear()
         _device_starts.cache_clear()
 
-    def records() -> dict:
-        named = {MODEL: positions, **others}
-        return {
-            k: fold_record(0, fold.val_start, p, table.timestamp, table.targets[:, 0])
-            for k, p in named.items()
-        }
+    def records() -> dict:  # as `evaluate_fold` builds them
+        return window_records(
+            0, fold.val_start, {MODEL: positions, **others}, table.timestamp, table.targets[:, 0]
+        )
 
     def calls(score: Scoring) -> dict:
         return {
