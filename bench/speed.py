@@ -276,6 +276,7 @@ def cold_and_warm(call, repeats: int, forget) -> dict:
 
 def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
     """One fold's validation work after training, in this process: baselines, scoring, both (cold, warm)."""
+    import host_syncs
     import numpy as np
     import torch
 
@@ -283,8 +284,9 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
     from foxhunt.data.features import compute_features
     from foxhunt.data.folds import FoldRange
     from foxhunt.evaluate import sharpe
+    from foxhunt.evaluate.device_series import _device_starts
     from foxhunt.evaluate.evaluation import MODEL, Scoring, evaluate_window
-    from foxhunt.evaluate.records import fold_record
+    from foxhunt.evaluate.records import window_records
     from foxhunt.evaluate.run_scores import evaluate_fold, fold_baselines
 
     device = torch.device("cuda" if record["device_type"] == "cuda" else "cpu")
@@ -300,26 +302,36 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     others: dict = {}
 
-    def records() -> dict:
-        named = {MODEL: positions, **others}
+    def forget() -> None:  # a new fold is a new window length: its block draws, and their device copy, anew
+        sharpe.bootstrap_starts.cache_clear()
+        _device_starts.cache_clear()
+
+    def records() -> dict:  # as `evaluate_fold` builds them
+        return window_records(
+            0, fold.val_start, {MODEL: positions, **others}, table.timestamp, table.targets[:, 0]
+        )
+
+    def calls(score: Scoring) -> dict:
         return {
-            k: fold_record(0, fold.val_start, p, table.timestamp, table.targets[:, 0])
-            for k, p in named.items()
+            "baselines": lambda: (fold_baselines(features, targets, fold, score), sync()),
+            "scoring": lambda: evaluate_window(records(), score, 0),
+            "fold": lambda: (
+                evaluate_fold(features, targets, table.timestamp, fold, positions, score),
+                sync(),
+            ),
         }
 
-    calls = {
-        "baselines": lambda: (fold_baselines(features, targets, fold, score), sync()),
-        "scoring": lambda: evaluate_window(records(), score, 0),
-        "fold": lambda: (evaluate_fold(features, targets, table.timestamp, fold, positions, score), sync()),
-    }
     seconds: dict = {}
-    for name, call in calls.items():
+    for name, call in calls(score).items():
         if name == "scoring":
             others.update(fold_baselines(features, targets, fold, score))
-        seconds[name] = cold_and_warm(call, args.repeats, sharpe.bootstrap_starts.cache_clear)
+        seconds[name] = cold_and_warm(call, args.repeats, forget)
         print(
             f"{name}: cold {seconds[name]['cold_seconds']:.3f}s, warm {seconds[name]['warm']['median']:.3f}s"
         )
+    # One warm call of each on the device path (on the CPU its torch twin, `Scoring.device` "cpu"), counted.
+    twin = score if score.device else dataclasses.replace(score, device="cpu")
+    record["counts"] = {"scoring_device": twin.device, **host_syncs.count_each(calls(twin), device, forget)}
     if score.device is not None:  # the device's figures against the host's, to 1e-9
         host = evaluate_window(records(), Scoring(cost=1e-4, seed=0), 0)
         record["device_vs_host_largest_relative_difference"] = largest_difference(

@@ -23,8 +23,10 @@ _GATHER_CELLS = 1 << 25  # block sums gathered at once (256 MB of float64): boun
 
 @functools.lru_cache(maxsize=2)  # a fold's window length and the stitched record's, as on the host
 def _device_starts(n_obs: int, block: int, resamples: int, seed: int, device: str) -> torch.Tensor:
-    """`sharpe.bootstrap_starts` on `device`, as int64 indices."""
-    return torch.from_numpy(sr.bootstrap_starts(n_obs, block, resamples, seed).astype(np.int64)).to(device)
+    """`sharpe.bootstrap_starts` on `device`, as int64 indices (copied as drawn, int32 below 2³¹ bars: half
+    the bytes to move, widened there)."""
+    starts = sr.bootstrap_starts(n_obs, block, resamples, seed)
+    return torch.from_numpy(starts.copy()).to(device).to(torch.int64)  # a copy: the draws are read-only
 
 
 def device_figures(
@@ -32,6 +34,9 @@ def device_figures(
 ) -> tuple[list[SeriesFigures], np.ndarray] | None:
     """`series.stacked_figures` of `series` (S, T ≥ 2) on `device`; None when a series is not finite."""
     n = series.shape[1]
+    block = min(block or sr.default_block(n), n)
+    # The block starts first: a copy to the device waits for the device's queue, empty at this point.
+    starts = _device_starts(n, block, resamples, seed, device) if resamples > 0 else None
     x = torch.from_numpy(np.ascontiguousarray(series, dtype=np.float64)).to(device)
     market = torch.from_numpy(np.ascontiguousarray(in_market, dtype=bool)).to(device)
     mean = x.mean(dim=1, keepdim=True)
@@ -62,7 +67,7 @@ def device_figures(
         market_bars.double(),
         torch.isfinite(x).all(dim=1).double(),
     ]
-    draws = _bootstrap(centred, mean, resamples, block, seed, device) if resamples > 0 else None
+    draws = _bootstrap(centred, mean, block, starts) if starts is not None else None
     table = torch.stack(columns, dim=1)
     both = table if draws is None else torch.cat([table, draws], dim=1)
     host = both.cpu().numpy()  # the one read
@@ -90,13 +95,10 @@ def _figures(row: np.ndarray, n: int) -> SeriesFigures:
     )
 
 
-def _bootstrap(
-    centred: torch.Tensor, mean: torch.Tensor, resamples: int, block: int, seed: int, device: str
-) -> torch.Tensor:
-    """`sharpe.stacked_bootstrap_sharpes` of the series (given centred, and their means): (S, resamples)."""
+def _bootstrap(centred: torch.Tensor, mean: torch.Tensor, block: int, starts: torch.Tensor) -> torch.Tensor:
+    """`sharpe.stacked_bootstrap_sharpes` of the series (given centred, and their means) over the block
+    starts `starts` of blocks of `block` bars: (S, resamples)."""
     count, n = centred.shape
-    block = min(block or sr.default_block(n), n)
-    starts = _device_starts(n, block, resamples, seed, device)
     n_blocks = starts.shape[1]
     last = n - (n_blocks - 1) * block  # the cut last block's length
     extended = torch.cat([centred, centred[:, :block]], dim=1)

@@ -37,7 +37,14 @@ from foxhunt.config import trading_cost
 from foxhunt.evaluate import sharpe as sr
 from foxhunt.evaluate.execution import ExecutionRows
 from foxhunt.evaluate.metrics import Evaluation, Metrics, SeriesFigures  # callers import them from here
-from foxhunt.evaluate.records import Record, fold_record, host_array, record_key, stitch
+from foxhunt.evaluate.records import (
+    Record,
+    fold_record,  # noqa: F401 (callers import it from here)
+    host_array,
+    record_key,
+    stitch,
+    window_records,
+)
 from foxhunt.evaluate.series import series_figures, stacked_figures
 from foxhunt.evaluate.standing import Standing  # its own module; the reports import it from here
 
@@ -171,9 +178,10 @@ def _score_distinct(
     net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
     series = {}
     for name, record in records.items():
-        changes = record.position_changes()  # once per record: the net P&L and both turnovers
-        net = record.pnl(scoring.cost_per_unit, scoring.execution, changes)
-        series[name] = (record.gross_pnl(scoring.execution), net, changes.sum())
+        previous = record.previous_positions()  # once per record: the changes and both P&L series
+        changes = record.position_changes(previous)  # once per record: the net P&L and both turnovers
+        net = record.pnl(scoring.cost_per_unit, scoring.execution, changes, previous)
+        series[name] = (record.gross_pnl(scoring.execution, previous), net, changes.sum())
     draws: dict[str, np.ndarray] = {}
     figures: dict[str, list[SeriesFigures]] = {}
     for length in {len(record) for record in records.values()}:
@@ -222,10 +230,13 @@ def compare(
     out = {}
     m = model.net
     model_pnl, model_draws = stream(MODEL)
+    model_sharpe = sr.sharpe_ratio(model_pnl)  # once, not once per baseline
     root = math.sqrt(m.periods_per_year)
-    for name, evaluation in baselines.items():
+    streams = {name: stream(name) for name in baselines}
+    relatives = paired.relative_to_each(model_pnl, [pnl for pnl, _ in streams.values()], m.periods_per_year)
+    for (name, evaluation), rel in zip(baselines.items(), relatives, strict=True):
         b = evaluation.net.sharpe
-        other, other_draws = stream(name)
+        other, other_draws = streams[name]
         draws = None if model_draws is None or other_draws is None else (model_draws, other_draws)
         test = paired.sharpe_difference(
             model_pnl,
@@ -235,8 +246,8 @@ def compare(
             block=scoring.block,
             seed=scoring.seed,
             draws=draws,
+            sharpes=(model_sharpe, sr.sharpe_ratio(other)),
         )
-        rel = paired.relative_to(model_pnl, other, m.periods_per_year)
         out[name] = Standing(
             baseline=name,
             model_sharpe=m.sharpe,
@@ -353,10 +364,7 @@ def evaluate_run(
                 features, targets, fold_range, scoring.cost_per_unit, ridge_lambda=lam
             )
         positions = {MODEL: model_positions[fold_range.fold], **others}
-        records = {
-            name: fold_record(fold_range.fold, fold_range.val_start, pos, timestamp, returns)
-            for name, pos in positions.items()
-        }
+        records = window_records(fold_range.fold, fold_range.val_start, positions, timestamp, returns)
         windows.append(evaluate_window(records, scoring, fold_range.fold, memo))
         for name, record in records.items():
             by_policy.setdefault(name, []).append(record)

@@ -18,6 +18,7 @@ Sharpe ratios here are per period (population std), as in `foxhunt.evaluate.shar
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,14 +70,19 @@ def sharpe_difference(
     block: int = 0,
     seed: int = 0,
     draws: tuple[np.ndarray, np.ndarray] | None = None,
+    sharpes: tuple[float, float] | None = None,
 ) -> SharpeDifference:
     """The paired test of Sharpe(model) − Sharpe(baseline) on the same bars (per-period Sharpe).
 
     Verdict ABOVE when the `level` interval lies above 0, BELOW when below, NO_CLEAR_DIFFERENCE when it
     holds 0, NOT_TESTED without resamples. `draws`: the two streams' own bootstrap Sharpe ratios
-    (`sharpe.block_bootstrap_sharpes` with these resamples, block and seed), when already computed.
+    (`sharpe.block_bootstrap_sharpes` with these resamples, block and seed), and `sharpes` their
+    `sharpe.sharpe_ratio`s, when already computed.
     """
-    diff = sharpe_ratio(model) - sharpe_ratio(baseline)
+    model_sharpe, baseline_sharpe = (
+        (sharpe_ratio(model), sharpe_ratio(baseline)) if sharpes is None else sharpes
+    )
+    diff = model_sharpe - baseline_sharpe
     if resamples < 1:
         return SharpeDifference(diff, math.nan, math.nan, math.nan, NOT_TESTED)
     if draws is None:
@@ -104,16 +110,29 @@ class Relative:
 
 def relative_to(stream: np.ndarray, benchmark: np.ndarray, periods_per_year: float) -> Relative:
     """Alpha, beta and information ratio of `stream` against `benchmark` (population moments)."""
+    return relative_to_each(stream, [benchmark], periods_per_year)[0]
+
+
+def relative_to_each(
+    stream: np.ndarray, benchmarks: Sequence[np.ndarray], periods_per_year: float
+) -> list[Relative]:
+    """`relative_to` of `stream` against each benchmark, the stream's own moments computed once."""
     m = np.asarray(stream, dtype=np.float64)
-    b = np.asarray(benchmark, dtype=np.float64)
-    if m.shape != b.shape:
-        raise ValueError(f"streams of {m.size} and {b.size} bars: relative figures need the same bars")
-    if m.size == 0:
-        return Relative(0.0, 0.0, 0.0)
-    var_b = b.var()
-    beta = float(np.mean((m - m.mean()) * (b - b.mean())) / var_b) if var_b > 0 else 0.0
-    alpha = (m.mean() - beta * b.mean()) * periods_per_year
-    active = m - b
-    tracking = active.std()
-    ir = float(active.mean() / tracking * math.sqrt(periods_per_year)) if tracking > 0 else 0.0
-    return Relative(float(alpha), beta, ir)
+    m_mean = m.mean() if m.size else 0.0
+    m_centred = m - m_mean
+    out = []
+    for benchmark in benchmarks:
+        b = np.asarray(benchmark, dtype=np.float64)
+        if m.shape != b.shape:
+            raise ValueError(f"streams of {m.size} and {b.size} bars: relative figures need the same bars")
+        if m.size == 0:
+            out.append(Relative(0.0, 0.0, 0.0))
+            continue
+        var_b = b.var()
+        beta = float(np.mean(m_centred * (b - b.mean())) / var_b) if var_b > 0 else 0.0
+        alpha = (m_mean - beta * b.mean()) * periods_per_year
+        active = m - b
+        tracking = active.std()
+        ir = float(active.mean() / tracking * math.sqrt(periods_per_year)) if tracking > 0 else 0.0
+        out.append(Relative(float(alpha), beta, ir))
+    return out

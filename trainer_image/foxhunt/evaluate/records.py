@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,10 @@ from foxhunt.config import NS_PER_YEAR
 from foxhunt.data.pnl import ExecutionRows, gross_pnl, net_pnl
 
 _YEAR_NS = NS_PER_YEAR
+# Whether `host_arrays` stacks CPU tensors too. On the CPU nothing moves, so it reads each tensor where it
+# lies: a stack would copy it once more, on threads a busy machine stalls. bench/host_syncs.py turns it on
+# to count the copies a GPU makes; tests turn it on to run the GPU's path on the CPU.
+STACK_ON_CPU = False
 
 
 def host_array(values, dtype=np.float64) -> np.ndarray:
@@ -27,6 +32,25 @@ def host_array(values, dtype=np.float64) -> np.ndarray:
     if hasattr(values, "detach"):
         values = values.detach().cpu().numpy()
     return np.asarray(values, dtype=dtype)
+
+
+def host_arrays(values: Sequence, dtype=np.float64) -> list[np.ndarray]:
+    """`host_array` of each value; the torch tensors of one device, shape and dtype stacked and copied at
+    once (on a GPU one transfer and one wait for the device, not one per tensor; see `STACK_ON_CPU`)."""
+    out: list = [None] * len(values)
+    groups: dict[tuple, list[int]] = {}
+    for i, value in enumerate(values):
+        if hasattr(value, "detach") and (STACK_ON_CPU or value.device.type != "cpu"):
+            groups.setdefault((value.device, tuple(value.shape), value.dtype), []).append(i)
+        else:
+            out[i] = host_array(value, dtype)
+    for members in groups.values():
+        import torch  # a tensor was given: torch is loaded
+
+        stacked = host_array(torch.stack([values[i].detach() for i in members]), dtype=None)
+        for i, row in zip(members, stacked, strict=True):
+            out[i] = np.asarray(row, dtype=dtype)
+    return out
 
 
 @dataclass(frozen=True)
@@ -60,25 +84,33 @@ class Record:
         previous[from_flat] = 0.0
         return previous
 
-    def position_changes(self) -> np.ndarray:
-        """|Δposition| per bar from `previous_positions` (the handover pays the actual change)."""
-        return np.abs(self.positions - self.previous_positions())
+    def position_changes(self, previous: np.ndarray | None = None) -> np.ndarray:
+        """|Δposition| per bar from `previous_positions` (the handover pays the actual change); `previous`:
+        `previous_positions()`, when already computed (so for the other two)."""
+        return np.abs(self.positions - (self.previous_positions() if previous is None else previous))
 
-    def gross_pnl(self, execution: ExecutionRows | None = None) -> np.ndarray:
+    def gross_pnl(
+        self, execution: ExecutionRows | None = None, previous: np.ndarray | None = None
+    ) -> np.ndarray:
         """Per-bar log P&L before costs; with next-open fills the previous position holds over the gap
         (`data.pnl.gross_pnl`)."""
         if execution is None or execution.gap is None:
             return self.positions * self.returns
-        return gross_pnl(self.positions, self.previous_positions(), self.returns, execution.gap[self.index])
+        previous = self.previous_positions() if previous is None else previous
+        return gross_pnl(self.positions, previous, self.returns, execution.gap[self.index])
 
     def pnl(
-        self, cost_per_unit: float, execution: ExecutionRows | None = None, changes: np.ndarray | None = None
+        self,
+        cost_per_unit: float,
+        execution: ExecutionRows | None = None,
+        changes: np.ndarray | None = None,
+        previous: np.ndarray | None = None,
     ) -> np.ndarray:
         """Per-bar log P&L after `cost_per_unit` per unit of position change and the execution model's
         per-bar costs (session spreads, slippage, financing on the position held over each rollover) when
         given (`data.pnl.net_pnl`, the tail selection's definition too); `changes`: `position_changes()`,
         when already computed."""
-        previous = self.previous_positions()
+        previous = self.previous_positions() if previous is None else previous
         bars = None if execution is None else execution.take(self.index)
         return net_pnl(self.positions, previous, self.returns, cost_per_unit, bars, changes)
 
@@ -99,13 +131,36 @@ def fold_record(fold: int, start: int, positions, timestamp: np.ndarray, returns
     """The record of one fold's window: `positions` held from row `start` on; `timestamp` and `returns`
     are the whole loaded columns (the annualisation is the whole data's)."""
     held = host_array(positions)
+    window = host_array(returns[start : start + held.size])
+    return _window_record(fold, start, held, timestamp, window, bars_per_year(timestamp))
+
+
+def window_records(
+    fold: int, start: int, positions: Mapping[str, Any], timestamp: np.ndarray, returns
+) -> dict[str, Record]:
+    """`fold_record` of each policy's positions (by name) over one window; what a device holds, the positions
+    and the window's returns, copied to the host at once (`host_arrays`)."""
+    lengths = {len(p) for p in positions.values()}
+    if len(lengths) != 1:  # windows of several lengths: each its own returns
+        return {name: fold_record(fold, start, p, timestamp, returns) for name, p in positions.items()}
+    *held, window = host_arrays([*positions.values(), returns[start : start + lengths.pop()]])
+    per_year = bars_per_year(timestamp)
+    return {
+        name: _window_record(fold, start, h, timestamp, window, per_year)
+        for name, h in zip(positions, held, strict=True)
+    }
+
+
+def _window_record(
+    fold: int, start: int, held: np.ndarray, timestamp: np.ndarray, returns: np.ndarray, per_year: float
+) -> Record:
     end = start + held.size
     return Record(
-        bars_per_year=bars_per_year(timestamp),
+        bars_per_year=per_year,
         index=np.arange(start, end, dtype=np.int64),
         timestamp=np.asarray(timestamp[start:end], dtype=np.int64),
         positions=held,
-        returns=host_array(returns[start:end]),
+        returns=returns,
         fold=np.full(held.size, fold, dtype=np.int64),
     )
 

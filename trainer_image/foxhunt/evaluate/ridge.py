@@ -33,6 +33,9 @@ class NormalEquations:
     gram: torch.Tensor  # (k, k): Σ (x − mean)(x − mean)'
     y_means: list[torch.Tensor]  # per target, ()
     crosses: list[torch.Tensor]  # per target, (k,): Σ (x − mean)(y − ȳ)
+    std: (
+        torch.Tensor
+    )  # (k,): population std, 1 where a feature is constant; one tensor for every fit of these rows
 
 
 def float64_once(features: torch.Tensor) -> torch.Tensor:
@@ -63,7 +66,9 @@ def normal_equations(features: torch.Tensor, targets: Sequence[torch.Tensor]) ->
         gram += x.T @ x
         for cross, target, y_mean in zip(crosses, targets, y_means, strict=True):
             cross += x.T @ (target[lo : lo + _CHUNK_ROWS].double() - y_mean)
-    return NormalEquations(rows=n, mean=mean, gram=gram, y_means=y_means, crosses=crosses)
+    std = torch.sqrt(torch.diagonal(gram) / n)
+    std = torch.where(std > 1e-8, std, torch.ones_like(std))
+    return NormalEquations(rows=n, mean=mean, gram=gram, y_means=y_means, crosses=crosses, std=std)
 
 
 def solve_ridge(equations: NormalEquations, target: int, lam: float = RIDGE_LAMBDA) -> RidgeFit:
@@ -71,18 +76,30 @@ def solve_ridge(equations: NormalEquations, target: int, lam: float = RIDGE_LAMB
 
     A feature whose std is ≤ 1e-8 keeps std 1 (as the trainer's norm stats do) and gets weight 0.
     """
-    if not lam > 0:
-        raise ValueError(f"ridge lambda {lam}: must be > 0")
-    n, gram = equations.rows, equations.gram
+    return solve_ridges(equations, [(target, lam)])[0]
+
+
+def solve_ridges(equations: NormalEquations, wanted: Sequence[tuple[int, float]]) -> list[RidgeFit]:
+    """`solve_ridge` for each (target, penalty) of `wanted`, each solved alone; the scaled Gram matrix and
+    each target's right-hand side are formed once, and no solve waits for the host (see below)."""
+    for _, lam in wanted:
+        if not lam > 0:
+            raise ValueError(f"ridge lambda {lam}: must be > 0")
+    n, gram, std = equations.rows, equations.gram, equations.std
     k = gram.shape[0]
-    std = torch.sqrt(torch.diagonal(gram) / n)
-    std = torch.where(std > 1e-8, std, torch.ones_like(std))
     scale = 1.0 / std
-    lhs = gram * scale[:, None] * scale[None, :] / n + lam * torch.eye(
-        k, dtype=torch.float64, device=gram.device
-    )
-    weights = torch.linalg.solve(lhs, equations.crosses[target] * scale / n)
-    return RidgeFit(mean=equations.mean, std=std, weights=weights, intercept=equations.y_means[target])
+    scaled = gram * scale[:, None] * scale[None, :] / n
+    eye = torch.eye(k, dtype=torch.float64, device=gram.device)
+    rhs = {target: equations.crosses[target] * scale / n for target in dict(wanted)}
+    fits = []
+    for target, lam in wanted:
+        # Z'Z / n is positive semi-definite and λ > 0: the system is positive definite, never singular, so
+        # the solve skips `linalg.solve`'s error check (on CUDA a wait for the device); the same kernels.
+        weights = torch.linalg.solve_ex(scaled + lam * eye, rhs[target], check_errors=False).result
+        fits.append(
+            RidgeFit(mean=equations.mean, std=std, weights=weights, intercept=equations.y_means[target])
+        )
+    return fits
 
 
 def fit_ridge(features: torch.Tensor, target: torch.Tensor, lam: float = RIDGE_LAMBDA) -> RidgeFit:
@@ -113,4 +130,6 @@ def predict_ridges(fits: Sequence[RidgeFit], features: torch.Tensor) -> list[tor
 
 
 def _same_scaling(a: RidgeFit, b: RidgeFit) -> bool:
-    return a.mean is b.mean and (a.std is b.std or bool(torch.equal(a.std, b.std)))
+    # By identity (fits of one set of normal equations), not by value: comparing values waits for the
+    # device, and scaling again where they happen to agree gives the same numbers.
+    return a.mean is b.mean and a.std is b.std

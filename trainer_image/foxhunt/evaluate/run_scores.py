@@ -28,11 +28,12 @@ from foxhunt.evaluate.evaluation import (
     WindowEvaluation,
     evaluate_run,
     evaluate_window,
-    fold_record,
     host_array,
+    window_records,
 )
 from foxhunt.evaluate.execution import ExecutionRows
 from foxhunt.evaluate.score_memo import ScoreMemo
+from foxhunt.evaluate.series import draw_blocks
 
 BaselinePositions = Mapping[str, object]  # baseline name → positions over a validation window
 
@@ -104,11 +105,12 @@ def evaluate_fold(
     The baselines depend on the data, the fold's rows and the cost only: `memo` keeps them, so the
     members of a population and the trials of a search fit them once per fold window, not once each."""
     others = memo_baselines(features, targets, fold_range, scoring, memo)
-    returns = targets[:, 0]
-    records = {
-        name: fold_record(fold_range.fold, fold_range.val_start, pos, timestamp, returns)
-        for name, pos in {MODEL: positions, **others}.items()
-    }
+    if scoring.device is not None:
+        # The host draws the window's bootstrap blocks while the device still fits the baselines (read below).
+        own = {"resamples": scoring.resamples, "block": scoring.block, "seed": scoring.seed}
+        draw_blocks(fold_range.val_rows, **own)
+    named = {MODEL: positions, **others}
+    records = window_records(fold_range.fold, fold_range.val_start, named, timestamp, targets[:, 0])
     return evaluate_window(records, scoring, fold_range.fold, memo), others
 
 

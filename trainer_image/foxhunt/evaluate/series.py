@@ -38,6 +38,13 @@ def series_figures(pnl: np.ndarray, in_market: np.ndarray) -> SeriesFigures:
     )
 
 
+def draw_blocks(n_obs: int, *, resamples: int, block: int, seed: int) -> None:
+    """Draw the block starts that the bootstrap of `n_obs`-bar series will resample (`sharpe.bootstrap_starts`
+    keeps them), ahead of scoring: a GPU run's host draws them while the device still works."""
+    if n_obs >= 2 and resamples > 0:
+        sr.bootstrap_starts(n_obs, min(block or sr.default_block(n_obs), n_obs), resamples, seed)
+
+
 def stacked_figures(
     series: np.ndarray,
     in_market: np.ndarray,

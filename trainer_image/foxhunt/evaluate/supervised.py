@@ -29,9 +29,21 @@ so it is a little optimistic; it is a yardstick, not a strategy.)
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from foxhunt.config import TARGET_HORIZONS
+from foxhunt.evaluate.mlp_fit import (  # the MLP's settings and model, named here with the other baselines'
+    MLP_BATCH,
+    MLP_CHECK_EVERY,  # noqa: F401
+    MLP_CLIP,  # noqa: F401
+    MLP_HIDDEN,
+    MLP_LR,
+    MLP_STEPS,
+    MLP_WEIGHT_DECAY,  # noqa: F401
+    MLPFit,
+    _step_rows_standardised,  # noqa: F401
+)
 
 if TYPE_CHECKING:
     import torch
@@ -42,15 +54,8 @@ if TYPE_CHECKING:
 SUPERVISED_HORIZONS = (15, 60)  # bars; each is a target column of the fxcache
 HOLD_MARGIN = 1.5  # a prediction must clear this many round trips' cost to open or turn a position
 RIDGE_LAMBDAS = (1e-2, 1e-1, 1.0, 10.0, 100.0)  # penalties per row tried; the held-back tail picks one
-MLP_HIDDEN = 32  # units in each of the two hidden layers
-MLP_STEPS = 300  # Adam steps per fit, whatever the training slice's size (bounds the CPU time)
-MLP_BATCH = 1024  # rows per step, drawn with replacement from the fitted rows
-MLP_LR = 1e-3  # Adam learning rate
-MLP_WEIGHT_DECAY = 1e-4  # decoupled (AdamW) weight decay
 TAIL_SHARE = 0.2  # of the training slice, held back to pick the penalty or checkpoint (never validation)
-MLP_CHECK_EVERY = 25  # steps between checkpoints scored on the held-back tail
 MIN_SPLIT_ROWS = 100  # fewer rows to fit or hold back: no tail (default penalty; the MLP predicts the mean)
-MLP_CLIP = 5.0  # standardised features and targets are clipped to ±this, so one outlier cannot steer the fit
 SUPERVISED_SEED = 0  # the models do not depend on the run's training seed: every seed faces the same ones
 SUPERVISED_NAMES = tuple(f"{kind}_{h}" for kind in ("ridge", "mlp") for h in SUPERVISED_HORIZONS)
 
@@ -99,56 +104,45 @@ def ridge_penalty(features: torch.Tensor, target: torch.Tensor, horizon: int) ->
     """The penalty of `RIDGE_LAMBDAS` whose fit on the rows before the held-back tail has the least
     mean squared error on the tail (the first of equals); `ridge.RIDGE_LAMBDA` when the slice is
     too short for a tail. The rows' normal equations are formed once for all the penalties."""
-    from foxhunt.evaluate.ridge import RIDGE_LAMBDA, normal_equations, predict_ridges, solve_ridge
+    return pick_penalties([tail_errors(features, target, horizon)])[0]
+
+
+def tail_errors(features: torch.Tensor, target: torch.Tensor, horizon: int) -> torch.Tensor | None:
+    """The held-back tail's mean squared error of each penalty's fit (`ridge_penalty`), on the device;
+    None when the slice is too short for a tail."""
+    import torch
+
+    from foxhunt.evaluate.ridge import normal_equations, predict_ridges, solve_ridges
     from foxhunt.train.reductions import fixed_mean
 
     split = split_for_tail(features.shape[0], horizon)
     if split is None:
-        return RIDGE_LAMBDA
+        return None
     fit_rows, tail_start = split
     equations = normal_equations(features[:fit_rows], [target[:fit_rows]])
-    fits = [solve_ridge(equations, 0, lam) for lam in RIDGE_LAMBDAS]
+    fits = solve_ridges(equations, [(0, lam) for lam in RIDGE_LAMBDAS])
     tail_y = target[tail_start:].double()
-    errors = [float(fixed_mean((pred - tail_y) ** 2)) for pred in predict_ridges(fits, features[tail_start:])]
-    return RIDGE_LAMBDAS[errors.index(min(errors))]
+    return torch.stack(
+        [fixed_mean((pred - tail_y) ** 2) for pred in predict_ridges(fits, features[tail_start:])]
+    )
 
 
-# ---- the MLP ---------------------------------------------------------------------------------------
-class MLPFit:
-    """A fitted MLP with its training slice's feature and target scales (float32, on the device)."""
+def pick_penalties(errors: Sequence[torch.Tensor | None]) -> list[float]:
+    """Each slice's penalty from its `tail_errors`, all read from the device at once."""
+    import torch
 
-    def __init__(self, net: torch.nn.Module, mean, std, y_mean: float, y_std: float):
-        self.net, self.mean, self.std, self.y_mean, self.y_std = net, mean, std, y_mean, y_std
+    from foxhunt.evaluate.ridge import RIDGE_LAMBDA
 
-    def predict(self, features: torch.Tensor) -> torch.Tensor:
-        """Predicted forward log return per row (float64)."""
-        import torch
-
-        out = torch.empty(features.shape[0], dtype=torch.float64, device=features.device)
-        with torch.no_grad():
-            for lo in range(0, features.shape[0], 1 << 18):
-                z = _standardise(features[lo : lo + (1 << 18)], self.mean, self.std)
-                out[lo : lo + (1 << 18)] = self.net(z).squeeze(1).double() * self.y_std + self.y_mean
-        return out
+    found = [e for e in errors if e is not None]
+    read = iter(torch.stack(found).tolist() if found else [])
+    picks = []
+    for e in errors:
+        values = next(read) if e is not None else None
+        picks.append(RIDGE_LAMBDA if values is None else RIDGE_LAMBDAS[values.index(min(values))])
+    return picks
 
 
-def _standardise(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    # In place after the subtraction: the same operations in the same order, one buffer instead of three.
-    return (x.float() - mean).div_(std).clamp_(-MLP_CLIP, MLP_CLIP)
-
-
-def _step_rows_standardised(features, rows: torch.Tensor, fit_rows: int, mean, std) -> torch.Tensor:
-    """Every step's rows of `features`, standardised: (steps, batch, k). Elementwise, so the same numbers
-    whichever comes first: the fitted rows standardised once and gathered when they are fewer than the
-    steps draw (300 × 1024; a two-year fold fits ~100,000), else the drawn rows gathered and standardised."""
-    flat = rows.reshape(-1)
-    if fit_rows < flat.numel():
-        z = _standardise(features[:fit_rows], mean, std)[flat]
-    else:
-        z = _standardise(features[flat], mean, std)
-    return z.view(*rows.shape, features.shape[1])
-
-
+# ---- the MLP (`mlp_fit`) ---------------------------------------------------------------------------
 def fit_mlp(
     features: torch.Tensor,
     target: torch.Tensor,
@@ -171,95 +165,10 @@ def fit_mlp(
     (`split_for_tail`) gets that step-0 model: it predicts the training mean. On a CUDA device the steps
     replay CUDA graphs of the same kernels (`mlp_steps`); `graphs=False` runs them eagerly.
     """
-    import torch
+    from foxhunt.evaluate.mlp_fit import fit_mlps
 
-    if features.device.type == "cpu":  # so small a network runs fastest on one thread, and shares the CPU
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return _fit_mlp(features, target, horizon, seed, hidden, steps, batch, lr, graphs)
-        finally:
-            torch.set_num_threads(threads)
-    return _fit_mlp(features, target, horizon, seed, hidden, steps, batch, lr, graphs)
-
-
-def _new_mlp(k: int, hidden: int, seed: int) -> torch.nn.Sequential:
-    """The k → hidden → hidden → 1 ReLU net, initialised from `seed` alone, its head zeroed.
-
-    The zero head predicts the training mean at step 0; the global RNG is forked so that
-    building the net leaves the caller's random stream where it was.
-    """
-    import torch
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        net = torch.nn.Sequential(
-            torch.nn.Linear(k, hidden),
-            torch.nn.ReLU(),
-            torch.nn.Linear(hidden, hidden),
-            torch.nn.ReLU(),
-            torch.nn.Linear(hidden, 1),
-        )
-        head = net[-1]
-        assert isinstance(head, torch.nn.Linear)
-        torch.nn.init.zeros_(head.weight)
-        torch.nn.init.zeros_(head.bias)
-    return net
-
-
-def _fit_mlp(
-    features, target, horizon: int, seed: int, hidden: int, steps: int, batch: int, lr: float, graphs: bool
-) -> MLPFit:
-    import torch
-
-    from foxhunt.train.reductions import fixed_mean, fixed_std
-
-    n, k = features.shape
-    if n < 1:
-        raise ValueError("the MLP needs at least 1 training row")
-    split = split_for_tail(n, horizon)
-    fit_rows, tail_start = split if split is not None else (n, n)
-    dev = features.device
-    x64 = features[:fit_rows].double()
-    mean, std = x64.mean(0), x64.std(0, unbiased=False)
-    std = torch.where(std > 1e-8, std, torch.ones_like(std))
-    y64 = target[:fit_rows].double()
-    y_mean, y_std = float(fixed_mean(y64)), float(fixed_std(y64)) or 1.0
-    mean, std = mean.float(), std.float()
-
-    def scaled_target(rows) -> torch.Tensor:
-        return ((target[rows].double() - y_mean) / y_std).float().clamp(-MLP_CLIP, MLP_CLIP)
-
-    gen = torch.Generator().manual_seed(seed)
-    net = _new_mlp(k, hidden, seed)
-    from foxhunt.evaluate.mlp_steps import StepPlan, fit_segments
-
-    net = net.to(dev)
-    fit_batch = min(batch, fit_rows)
-    rows = torch.randint(0, fit_rows, (steps, fit_batch), generator=gen).to(dev)
-    tail_z = _standardise(features[tail_start:], mean, std)
-    tail_y = scaled_target(slice(tail_start, n))
-
-    def tail_loss() -> float:
-        with torch.no_grad():
-            # fixed_mean: a long tail's mean would otherwise round by the CPU's thread count
-            return float(fixed_mean((net(tail_z).squeeze(1) - tail_y) ** 2))
-
-    if split is None:  # too short for a tail: the step-0 model, which predicts the training mean
-        net.eval()
-        return MLPFit(net, mean, std, y_mean, y_std)
-    best_loss, best_state = tail_loss(), {name: v.clone() for name, v in net.state_dict().items()}
-    batches_z = _step_rows_standardised(features, rows, fit_rows, mean, std)
-    batches_y = scaled_target(rows.reshape(-1)).view(rows.shape)
-    plan = StepPlan(dev, k, hidden, steps, fit_batch, MLP_CHECK_EVERY, lr, MLP_WEIGHT_DECAY)
-    # AdamW (foreach) steps; on a CUDA device replayed graphs of the same kernels (mlp_steps).
-    for _ in fit_segments(net, batches_z, batches_y, plan, use_graphs=graphs):
-        current = tail_loss()
-        if current < best_loss:
-            best_loss, best_state = current, {name: v.clone() for name, v in net.state_dict().items()}
-    net.load_state_dict(best_state)
-    net.eval()
-    return MLPFit(net, mean, std, y_mean, y_std)
+    job = (features, target, split_for_tail(features.shape[0], horizon))
+    return fit_mlps([job], seed=seed, hidden=hidden, steps=steps, batch=batch, lr=lr, graphs=graphs)[0]
 
 
 # ---- per fold --------------------------------------------------------------------------------------
@@ -269,22 +178,23 @@ def ridge_predictions(
     """The ridge models' predictions over the fold's validation window (name → float64 tensor), fitted on
     its training slice only: `ridge_15`, `ridge_60`, and first the 1-bar `ridge` of the baselines when
     `one_bar_lambda` is given. Every fit on the whole slice shares one set of normal equations."""
-    from foxhunt.evaluate.ridge import float64_once, normal_equations, predict_ridges, solve_ridge
+    from foxhunt.evaluate.ridge import float64_once, normal_equations, predict_ridges, solve_ridges
 
     train = slice(fold_range.train_start, fold_range.train_end)
     x = float64_once(features[train])  # the three slices fitted below are its prefixes
+    ys = {h: targets[train, target_column(h)] for h in SUPERVISED_HORIZONS}
+    chosen = pick_penalties([tail_errors(x, ys[h], h) for h in SUPERVISED_HORIZONS])
     columns, penalties, names = [], [], []
     if one_bar_lambda is not None:
         columns.append(targets[train, 0])
         penalties.append(one_bar_lambda)
         names.append("ridge")
-    for h in SUPERVISED_HORIZONS:
-        y = targets[train, target_column(h)]
-        columns.append(y)
-        penalties.append(ridge_penalty(x, y, h))
+    for h, lam in zip(SUPERVISED_HORIZONS, chosen, strict=True):
+        columns.append(ys[h])
+        penalties.append(lam)
         names.append(f"ridge_{h}")
     equations = normal_equations(x, columns)
-    fits = [solve_ridge(equations, j, lam) for j, lam in enumerate(penalties)]
+    fits = solve_ridges(equations, list(enumerate(penalties)))
     val = features[fold_range.val_start : fold_range.val_end]
     return dict(zip(names, predict_ridges(fits, val), strict=True))
 
@@ -292,14 +202,21 @@ def ridge_predictions(
 def mlp_predictions(features, targets, fold_range, *, seed: int = SUPERVISED_SEED) -> dict[str, torch.Tensor]:
     """The MLPs' predictions over the fold's validation window (name → float64 tensor), fitted on its
     training slice only."""
+    from foxhunt.evaluate.mlp_fit import fit_mlps
+
     train = slice(fold_range.train_start, fold_range.train_end)
-    val = features[fold_range.val_start : fold_range.val_end]
-    return {
-        f"mlp_{h}": fit_mlp(
-            features[train], targets[train, target_column(h)], h, seed=seed + fold_range.fold
-        ).predict(val)
-        for h in SUPERVISED_HORIZONS
-    }
+    x, val = features[train], features[fold_range.val_start : fold_range.val_end]
+    jobs = [(x, targets[train, target_column(h)], split_for_tail(x.shape[0], h)) for h in SUPERVISED_HORIZONS]
+    fits = fit_mlps(  # every fit's host-side part first, then their steps
+        jobs,
+        seed=seed + fold_range.fold,
+        hidden=MLP_HIDDEN,
+        steps=MLP_STEPS,
+        batch=MLP_BATCH,
+        lr=MLP_LR,
+        graphs=True,
+    )
+    return {f"mlp_{h}": fit.predict(val) for h, fit in zip(SUPERVISED_HORIZONS, fits, strict=True)}
 
 
 def supervised_predictions(features, targets, fold_range, *, seed: int = SUPERVISED_SEED) -> dict:

@@ -1,0 +1,81 @@
+"""A window's records built at once (`records.window_records`, one copy of whatever a device holds) are the
+records `fold_record` builds one policy at a time, on real EURUSD bars, whether CPU tensors are read where
+they lie or stacked as a GPU's are; and a record's P&L from its previous positions computed once is the P&L
+computed from scratch."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from support.eurusd_windows import COST, START, VAL, eurusd_arrays, policies
+
+from foxhunt.evaluate import records
+from foxhunt.evaluate.records import fold_record, host_array, host_arrays, stitch, window_records
+
+
+@pytest.fixture(scope="module")
+def eurusd():
+    return eurusd_arrays()
+
+
+def assert_same_record(got, want):
+    for field in dataclasses.fields(want):
+        g, w = getattr(got, field.name), getattr(want, field.name)
+        assert np.array_equal(g, w) and np.asarray(g).dtype == np.asarray(w).dtype, field.name
+
+
+@pytest.fixture(params=[False, True], ids=["cpu", "gpu-path"])
+def stacked(request, monkeypatch):
+    """Both paths of `host_arrays`: CPU tensors read where they lie, or stacked and copied as a GPU's are."""
+    monkeypatch.setattr(records, "STACK_ON_CPU", request.param)
+
+
+@pytest.mark.usefixtures("stacked")
+def test_the_records_of_a_window_built_at_once_are_each_policys_own_record(eurusd):
+    # Catches: rows of the one copy handed to the wrong policy, or the wrong bars of returns.
+    timestamp, features, targets = eurusd
+    named = {
+        name: torch.from_numpy(p.astype(np.float32)) if i % 2 else p
+        for i, (name, p) in enumerate(policies(features, START, VAL).items())
+    }  # tensors (what the device holds) and arrays, as a run mixes them
+    returns = torch.from_numpy(targets[:, 0])
+    got = window_records(3, START, named, timestamp, returns)
+    assert list(got) == list(named)
+    for name, positions in named.items():
+        assert_same_record(got[name], fold_record(3, START, positions, timestamp, returns))
+
+
+@pytest.mark.usefixtures("stacked")
+def test_positions_of_several_lengths_each_take_their_own_bars(eurusd):
+    timestamp, features, targets = eurusd
+    named = {"short": torch.ones(100), "long": torch.from_numpy(-np.ones(250))}
+    got = window_records(0, START, named, timestamp, targets[:, 0])
+    for name, positions in named.items():
+        assert_same_record(got[name], fold_record(0, START, positions, timestamp, targets[:, 0]))
+
+
+@pytest.mark.usefixtures("stacked")
+def test_tensors_of_any_shape_and_dtype_come_back_as_host_array_gives_each():
+    # Catches: tensors of another shape or dtype stacked with the rest, or values put back in the wrong place.
+    big = torch.tensor([2**40 + 1, 3, 5, 7, 9])  # int64 that float32 would round: never stacked with them
+    values = [torch.arange(5.0), np.arange(3.0), big, torch.arange(5, dtype=torch.int8) - 2, torch.arange(5.0) * 2,
+              torch.ones(2, 3, dtype=torch.float64), torch.arange(4.0)]  # fmt: skip
+    got = host_arrays(values)
+    for g, value in zip(got, values, strict=True):
+        want = host_array(value)
+        assert np.array_equal(g, want) and g.dtype == want.dtype == np.float64
+
+
+def test_a_records_pnl_from_previous_positions_given_is_the_pnl_from_scratch(eurusd):
+    # A stitched record with a handover and a gap, where the previous position is not the bar before's.
+    timestamp, features, targets = eurusd
+    parts = [(0, START, 300), (1, START + 200, 300), (2, START + 800, 100)]
+    record = stitch(
+        [fold_record(f, s, np.sign(features[s : s + n, 0]), timestamp, targets[:, 0]) for f, s, n in parts]
+    )
+    previous = record.previous_positions()
+    changes = record.position_changes(previous)
+    assert np.array_equal(changes, record.position_changes())
+    assert np.array_equal(record.pnl(COST, None, changes, previous), record.pnl(COST))
+    assert np.array_equal(record.gross_pnl(None, previous), record.gross_pnl())
