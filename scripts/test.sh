@@ -79,8 +79,30 @@ ATEN_CPU_CAPABILITY=avx2 python -m pytest -q -p no:cacheprovider tests/run/test_
 avx2_job=$!
 trap 'kill "$avx2_job" 2>/dev/null || true' EXIT
 
-echo "== pytest"
-python -m pytest -q -p no:cacheprovider "$@"
+# The suite as two sessions side by side, one a core: a session keeps about one core busy (in-process
+# training on one torch thread; its background queue of fresh-process runs ends within its first minutes),
+# and the machines CI gives have two. The first session takes these folders, the second every other test.
+# With arguments, one session runs them as given.
+first_session=(tests/run tests/search tests/bench)
+if [ "$#" -gt 0 ]; then
+  echo "== pytest"
+  python -m pytest -q -p no:cacheprovider "$@"
+else
+  ignored=()
+  for folder in "${first_session[@]}"; do ignored+=("--ignore=$folder"); done
+  echo "== pytest, the second session in the background (.cache/pytest-second.log): tests but ${first_session[*]}"
+  python -m pytest -q -p no:cacheprovider tests "${ignored[@]}" > .cache/pytest-second.log 2>&1 &
+  second_job=$!
+  trap 'kill "$avx2_job" "$second_job" 2>/dev/null || true' EXIT
+  echo "== pytest, the first session: ${first_session[*]}"
+  first_status=0
+  python -m pytest -q -p no:cacheprovider "${first_session[@]}" || first_status=$?
+  second_status=0
+  wait "$second_job" || second_status=$?
+  echo "== pytest, the second session"
+  if [ "$second_status" -ne 0 ]; then cat .cache/pytest-second.log; else tail -n 25 .cache/pytest-second.log; fi
+  if [ "$first_status" -ne 0 ] || [ "$second_status" -ne 0 ]; then exit 1; fi
+fi
 
 echo "== recorded figures again, ATEN_CPU_CAPABILITY=avx2"
 if ! wait "$avx2_job"; then

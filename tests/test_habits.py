@@ -42,7 +42,7 @@ def test_pre_commit_runs_ruff_check_and_ruff_format():
 
 def test_ci_runs_the_recorded_figures_again_on_atens_avx2_kernels_beside_the_suite_and_waits_for_them():
     lines = [line.strip() for line in (REPO / "scripts" / "test.sh").read_text().splitlines()]
-    suite = lines.index('python -m pytest -q -p no:cacheprovider "$@"')
+    suite = lines.index('python -m pytest -q -p no:cacheprovider "${first_session[@]}" || first_status=$?')
     again = (
         "ATEN_CPU_CAPABILITY=avx2 python -m pytest -q -p no:cacheprovider tests/run/test_reference_figures.py"
         " > .cache/avx2.log 2>&1 &"
@@ -50,3 +50,29 @@ def test_ci_runs_the_recorded_figures_again_on_atens_avx2_kernels_beside_the_sui
 
     assert lines.index(again) < suite
     assert lines.index('if ! wait "$avx2_job"; then') > suite  # its failure fails the script
+
+
+def _first_session() -> list[str]:
+    script = (REPO / "scripts" / "test.sh").read_text()
+    line = next(x for x in script.splitlines() if x.startswith("first_session=("))
+    return line.removeprefix("first_session=(").removesuffix(")").split()
+
+
+def test_ci_splits_the_suite_into_two_sessions_that_take_every_test_folder_once():
+    first = _first_session()
+    script = (REPO / "scripts" / "test.sh").read_text()
+
+    assert first and all((REPO / folder).is_dir() and folder.startswith("tests/") for folder in first)
+    # The second session is `tests` less exactly the first's folders, so a new folder lands in one of them.
+    assert 'for folder in "${first_session[@]}"; do ignored+=("--ignore=$folder"); done' in script
+    assert (
+        'python -m pytest -q -p no:cacheprovider tests "${ignored[@]}" > .cache/pytest-second.log 2>&1 &'
+        in script
+    )
+
+
+def test_ci_fails_when_either_session_fails():
+    script = (REPO / "scripts" / "test.sh").read_text()
+
+    assert 'wait "$second_job" || second_status=$?' in script
+    assert 'if [ "$first_status" -ne 0 ] || [ "$second_status" -ne 0 ]; then exit 1; fi' in script
