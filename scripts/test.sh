@@ -83,7 +83,7 @@ trap 'kill "$avx2_job" 2>/dev/null || true' EXIT
 # training on one torch thread; its background queue of fresh-process runs ends within its first minutes),
 # and the machines CI gives have two. The first session takes these folders, the second every other test.
 # With arguments, one session runs them as given.
-first_session=(tests/run tests/search tests/bench)
+first_session=(tests/run tests/bench)
 if [ "$#" -gt 0 ]; then
   echo "== pytest"
   python -m pytest -q -p no:cacheprovider "$@"
