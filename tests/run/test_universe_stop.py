@@ -13,16 +13,15 @@ import json
 import os
 import shutil
 import signal
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
+from support.stop_attempts import Attempt, Deliver
+from support.stop_attempts import attempt as stopped_attempt
 from support.universe_cases import three_instruments, write_caches
 
 from foxhunt.cli import main
 from foxhunt.run import universe_run
 from foxhunt.run.lock import LOCK_NAME
-from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.universe_failure import finished
 from foxhunt.run.universe_resume import UniverseLedger
 from foxhunt.train import DQNTrainer
@@ -31,17 +30,6 @@ DAYS = 12
 FOLDS = ["--train-days", "4", "--val-days", "2", "--step-days", "2", "--max-folds", "2"]
 HOLDOUT = ("--holdout-days", "2")  # the held-out fold is fold 2, after folds 0 and 1
 NAMES = ("fx00", "exchange01")
-STOP = (signal.SIGINT, signal.SIGTERM)
-Deliver = Callable[[pytest.MonkeyPatch], None]  # patches the run so that a signal comes at a chosen point
-
-
-class Unhandled(Exception):
-    """What a stop signal raises here when the run has not put its own handler in place (a SIGTERM's default
-    would end the test process)."""
-
-
-def _unhandled(signum: int, frame) -> None:
-    raise Unhandled(signal.Signals(signum).name)
 
 
 @pytest.fixture(scope="module")
@@ -68,50 +56,9 @@ def train(caches, params, out, *extra: str, names=NAMES) -> tuple[int, str, str]
     return code, console.getvalue(), errors.getvalue().strip()
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """A run a signal stopped: its exit code, console, error line, the endings its metrics were told of,
-    whether the stop signals had handlers of the run's own as it trained, and whether after it they have
-    those they had before it."""
-
-    code: int
-    console: str
-    line: str
-    endings: list[str]
-    handled_while_training: bool
-    handlers_kept: bool
-
-
 def attempt(caches, params, out, deliver: Deliver, *extra: str, names=NAMES) -> Attempt:
-    """`train` with a signal delivered as `deliver` patches it; meanwhile a stop signal the run does not
-    handle itself raises `Unhandled`."""
-    before = {s: signal.signal(s, _unhandled) for s in STOP}
-    endings: list[str] = []
-    run_finished = RunMetrics.run_finished
-
-    while_training: list[bool] = []
-
-    def told(self, status: str) -> None:
-        endings.append(status)
-        run_finished(self, status)
-
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            deliver(patch)
-            train_epoch = DQNTrainer.train_epoch  # the delivering one, if `deliver` patched it
-
-            def watched(self, *args, **kwargs):
-                while_training.append(all(signal.getsignal(s) is not _unhandled for s in STOP))
-                return train_epoch(self, *args, **kwargs)
-
-            patch.setattr(DQNTrainer, "train_epoch", watched)
-            patch.setattr(RunMetrics, "run_finished", told)
-            code, console, line = train(caches, params, out, *extra, names=names)
-        kept = all(signal.getsignal(s) is _unhandled for s in STOP)
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
-    return Attempt(code, console, line, endings, while_training[0], kept)
+    """`train` with a signal delivered as `deliver` patches it (`stop_attempts.attempt`)."""
+    return stopped_attempt(lambda: train(caches, params, out, *extra, names=names), deliver)
 
 
 def in_epoch(signum: int, fold: int, epoch: int) -> Deliver:

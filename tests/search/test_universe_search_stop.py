@@ -13,35 +13,23 @@ import json
 import os
 import shutil
 import signal
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import pytest
 from support.lock_takeover import THIEF, lock_taken_over
 from support.search_cases import LR_ONLY
+from support.stop_attempts import Attempt, Deliver
+from support.stop_attempts import attempt as stopped_attempt
 from support.universe_cases import three_instruments, write_caches
 
 from foxhunt import storage
 from foxhunt.cli import main
 from foxhunt.run.lock import LOCK_NAME, LockHolder
-from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.search.trial_loop import AskedTrial
 from foxhunt.train import DQNTrainer
 
 DAYS = 12
 FOLDS = ["--train-days", "4", "--val-days", "2", "--step-days", "2", "--max-folds", "2"]
 NAMES = ("fx00", "exchange01")
-STOP = (signal.SIGINT, signal.SIGTERM)
-Deliver = Callable[[pytest.MonkeyPatch], None]  # patches the search: something happens at a chosen point
-
-
-class Unhandled(Exception):
-    """What a stop signal raises here when the search has not put its own handler in place (a SIGTERM's
-    default would end the test process)."""
-
-
-def _unhandled(signum: int, frame) -> None:
-    raise Unhandled(signal.Signals(signum).name)
 
 
 @pytest.fixture(scope="module")
@@ -71,48 +59,9 @@ def search(inputs, out, *extra: str) -> tuple[int, str, str]:
     return code, console.getvalue(), errors.getvalue().strip()
 
 
-@dataclass(frozen=True)
-class Attempt:
-    """A search stopped (or failed) on the way: exit code, console, error line, the endings its metrics were
-    told of, whether the stop signals had handlers of its own as it trained, and whether after it they have
-    those they had before it."""
-
-    code: int
-    console: str
-    line: str
-    endings: list[str]
-    handled_while_training: bool
-    handlers_kept: bool
-
-
 def attempt(inputs, out, deliver: Deliver) -> Attempt:
-    """`search` with `deliver`'s patches; meanwhile a stop signal the search does not handle raises `Unhandled`."""
-    before = {s: signal.signal(s, _unhandled) for s in STOP}
-    endings: list[str] = []
-    while_training: list[bool] = []
-    run_finished = RunMetrics.run_finished
-
-    def told(self, status: str) -> None:
-        endings.append(status)
-        run_finished(self, status)
-
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            deliver(patch)
-            train_epoch = DQNTrainer.train_epoch  # the delivering one, if `deliver` patched it
-
-            def watched(self, *args, **kwargs):
-                while_training.append(all(signal.getsignal(s) is not _unhandled for s in STOP))
-                return train_epoch(self, *args, **kwargs)
-
-            patch.setattr(DQNTrainer, "train_epoch", watched)
-            patch.setattr(RunMetrics, "run_finished", told)
-            code, console, line = search(inputs, out)
-        kept = all(signal.getsignal(s) is _unhandled for s in STOP)
-    finally:
-        for s, handler in before.items():
-            signal.signal(s, handler)
-    return Attempt(code, console, line, endings, while_training[0], kept)
+    """`search` with a signal delivered as `deliver` patches it (`stop_attempts.attempt`)."""
+    return stopped_attempt(lambda: search(inputs, out), deliver)
 
 
 def in_trial_1(signum: int) -> Deliver:
