@@ -5,67 +5,32 @@ completed folds, the metrics are told "failed", and the other run's lock is left
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-from dataclasses import dataclass
 
 import pytest
 from support.lock_takeover import THIEF, lock_taken_over
-from support.universe_cases import three_instruments, write_caches
+from support.stop_attempts import Attempt
+from support.stop_attempts import attempt as stopped_attempt
+from support.two_instruments import NAMES, train, write_small_params, write_two_caches
 
-from foxhunt.cli import main
 from foxhunt.run.lock import LOCK_NAME, LockHolder
-from foxhunt.run.sinks.telemetry import RunMetrics
-
-DAYS = 12
-FOLDS = ["--train-days", "4", "--val-days", "2", "--step-days", "2", "--max-folds", "2"]
-NAMES = ("fx00", "exchange01")
 
 
 @pytest.fixture(scope="module")
 def caches(tmp_path_factory) -> dict[str, str]:
-    return write_caches(tmp_path_factory.mktemp("universe"), three_instruments(DAYS)[:2])
+    return write_two_caches(tmp_path_factory.mktemp("universe"))
 
 
 @pytest.fixture(scope="module")
 def params(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("params") / "params.json"
-    path.write_text(json.dumps({"dqn": {"hidden": 16, "steps_per_epoch": 20}}))
-    return str(path)
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """A run whose lock was taken over: its exit code, console, error line and the endings its metrics were
-    told of."""
-
-    code: int
-    console: str
-    line: str
-    endings: list[str]
+    return write_small_params(tmp_path_factory.mktemp("params"))
 
 
 def attempt(caches, params, out, names=NAMES) -> Attempt:
     """`foxhunt train` on `names` (2 folds of 2 epochs), its lock taken over in fold 1."""
-    args = ["train", "--out", str(out), "--device", "cpu", "--epochs", "2", *FOLDS]
-    args += ["--hyperopt-params", params]
-    for name in names:
-        args += ["--fxcache", caches[name]]
-    endings: list[str] = []
-    run_finished = RunMetrics.run_finished
-
-    def told(self, status: str) -> None:
-        endings.append(status)
-        run_finished(self, status)
-
-    console, errors = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
-        lock_taken_over(out, 1, patch)
-        patch.setattr(RunMetrics, "run_finished", told)
-        with contextlib.redirect_stdout(console), contextlib.redirect_stderr(errors):
-            code = main(args)
-    return Attempt(code, console.getvalue(), errors.getvalue().strip(), endings)
+    return stopped_attempt(
+        lambda: train(caches, params, out, names=names), lambda patch: lock_taken_over(out, 1, patch)
+    )
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,6 @@ finish the run: the same command takes the completed folds over, to the records 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -17,43 +15,25 @@ import signal
 import pytest
 from support.stop_attempts import Attempt, Deliver
 from support.stop_attempts import attempt as stopped_attempt
-from support.universe_cases import three_instruments, write_caches
+from support.two_instruments import NAMES, train, write_small_params, write_two_caches
 
-from foxhunt.cli import main
 from foxhunt.run import universe_run
 from foxhunt.run.lock import LOCK_NAME
 from foxhunt.run.universe_failure import finished
 from foxhunt.run.universe_resume import UniverseLedger
 from foxhunt.train import DQNTrainer
 
-DAYS = 12
-FOLDS = ["--train-days", "4", "--val-days", "2", "--step-days", "2", "--max-folds", "2"]
 HOLDOUT = ("--holdout-days", "2")  # the held-out fold is fold 2, after folds 0 and 1
-NAMES = ("fx00", "exchange01")
 
 
 @pytest.fixture(scope="module")
 def caches(tmp_path_factory) -> dict[str, str]:
-    return write_caches(tmp_path_factory.mktemp("universe"), three_instruments(DAYS)[:2])
+    return write_two_caches(tmp_path_factory.mktemp("universe"))
 
 
 @pytest.fixture(scope="module")
 def params(tmp_path_factory) -> str:
-    path = tmp_path_factory.mktemp("params") / "params.json"
-    path.write_text(json.dumps({"dqn": {"hidden": 16, "steps_per_epoch": 20}}))
-    return str(path)
-
-
-def train(caches, params, out, *extra: str, names=NAMES) -> tuple[int, str, str]:
-    """`foxhunt train` on the instruments `names` with `extra` flags: its exit code, console and error line."""
-    args = ["train", "--out", str(out), "--device", "cpu", "--epochs", "2", *FOLDS]
-    args += ["--hyperopt-params", params]
-    for name in names:
-        args += ["--fxcache", caches[name]]
-    console, errors = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(console), contextlib.redirect_stderr(errors):
-        code = main([*args, *extra])
-    return code, console.getvalue(), errors.getvalue().strip()
+    return write_small_params(tmp_path_factory.mktemp("params"))
 
 
 def attempt(caches, params, out, deliver: Deliver, *extra: str, names=NAMES) -> Attempt:
