@@ -158,6 +158,14 @@ class Heartbeat:
             )
 
 
+def boundary_check(signals: StopSignals, heartbeat: Heartbeat, where: Callable[[], str]) -> None:
+    """A run's boundary check: RunInterrupted naming `where()` once a stop signal came; RunFailure once the
+    `--out` lock was taken over by another run (`Heartbeat.check`)."""
+    if signals.received is not None:
+        raise RunInterrupted(signals.received, where())
+    heartbeat.check()
+
+
 @contextmanager
 def holding_out(out_uri: str, run_id: str, metrics: RunMetrics) -> Iterator[Heartbeat]:
     """The `--out` locked for one run (a retried pod of the same run id waits out its predecessor's lock),
@@ -219,11 +227,11 @@ class Run:
 
     def check(self) -> None:
         """The boundary check: raise RunInterrupted after a stop signal, RunFailure if the lock was lost."""
-        if self.signals.received is not None:
-            done = self.summary.folds
-            where = stop_where(self._fold_name(), done[-1].fold if done else None)
-            raise RunInterrupted(self.signals.received, where)
-        self.heartbeat.check()
+        boundary_check(self.signals, self.heartbeat, self._stop_where)
+
+    def _stop_where(self) -> str:
+        done = self.summary.folds
+        return stop_where(self._fold_name(), done[-1].fold if done else None)
 
     def epoch_finished(self, fold: int, epoch: int, epochs: int, figures: list[EpochFigures | None]) -> None:
         """Hand the run's own member's figures of a finished epoch to the sink (member 0; others are seeds)."""

@@ -24,7 +24,15 @@ from dataclasses import asdict
 from foxhunt import out_names, storage, strict_json
 from foxhunt.config import RunConfig
 from foxhunt.errors import FoxhuntError, RunFailure, RunInterrupted
-from foxhunt.run.lifecycle import Heartbeat, StopSignals, interruption, outputs_kept, resumes, stop_where
+from foxhunt.run.lifecycle import (
+    Heartbeat,
+    StopSignals,
+    boundary_check,
+    interruption,
+    outputs_kept,
+    resumes,
+    stop_where,
+)
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.universe_resume import UniverseLedger
 
@@ -110,11 +118,12 @@ def stop_check(signals: StopSignals, ledger: UniverseLedger, heartbeat: Heartbea
     RunInterrupted once a stop signal came, naming where (the fold under way, else the last completed
     one); RunFailure once the `--out` lock's `heartbeat` found it taken over by another run."""
 
+    def where() -> str:
+        fold = None if ledger.current_fold is None else ledger.fold_name()
+        return stop_where(fold, max(ledger.folds, default=None))
+
     def check() -> None:
-        if signals.received is not None:
-            fold = None if ledger.current_fold is None else ledger.fold_name()
-            raise RunInterrupted(signals.received, stop_where(fold, max(ledger.folds, default=None)))
-        heartbeat.check()
+        boundary_check(signals, heartbeat, where)
 
     return check
 

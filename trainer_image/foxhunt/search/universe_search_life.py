@@ -28,8 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from foxhunt import out_names, storage, strict_json
-from foxhunt.errors import RunInterrupted, UsageError
-from foxhunt.run.lifecycle import Heartbeat, StopSignals, interruption, resumes
+from foxhunt.errors import UsageError
+from foxhunt.run.lifecycle import Heartbeat, StopSignals, boundary_check, interruption, resumes
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.universe_failure import FAILED, INTERRUPTED, finished
 from foxhunt.run.universe_resume import identity_differences
@@ -128,10 +128,12 @@ class SearchStop:
     def check(self) -> None:
         """RunInterrupted once a stop signal came, naming the trial and fold under way; RunFailure once the
         `--out` lock was taken over (as `lifecycle.Run.check`)."""
-        if self.signals.received is not None:
-            fold = "" if self.fold is None else f" fold {self.fold}"
-            raise RunInterrupted(self.signals.received, f"during trial {self.trial}{fold}")
-        self.heartbeat.check()
+        boundary_check(self.signals, self.heartbeat, self.where)
+
+    def where(self) -> str:
+        """The trial and fold under way, as the stopped search's line names them."""
+        fold = "" if self.fold is None else f" fold {self.fold}"
+        return f"during trial {self.trial}{fold}"
 
 
 @contextmanager
