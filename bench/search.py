@@ -29,8 +29,9 @@ TARGET_TRIALS_RATIO = 1.5  # issue 36: --population 8 against one trial at a tim
 TARGET_SEARCH_SECONDS = 150.0  # issue 36: a 64-trial search at the real-data shape
 
 
-def study_figures(out: Path, wall: float) -> dict:
-    """The search as its own files tell it: trials finished, folds trained, seconds outside the trials."""
+def study_figures(out: Path, wall: float, population: int = 1) -> dict:
+    """The search as its own files tell it: trials finished, folds trained, seconds outside the trials (one at a
+    time only: a population's trials overlap, so their durations do not add up to its wall)."""
     rows = json.loads((out / "trials.json").read_text())
     study = json.loads((out / "study.json").read_text())
     summary = json.loads((out / "summary.json").read_text())
@@ -45,7 +46,7 @@ def study_figures(out: Path, wall: float) -> dict:
         "states": study["states"],
         "folds_trained": folds,
         "trial_seconds_median": statistics.median(trial_seconds) if trial_seconds else None,
-        "outside_trials_seconds": wall - sum(trial_seconds),
+        "outside_trials_seconds": wall - sum(trial_seconds) if population == 1 else None,
         "trainers": study["trainers"],
         "trials_per_hour": 3600.0 * study["finished_trials"] / wall,
         "folds_per_hour": 3600.0 * folds / wall,
@@ -65,7 +66,8 @@ def study(args: argparse.Namespace, work: Path, fxcache: Path, name: str, *flags
     if done["exit_code"] != 0:
         print(done["error_tail"], flush=True)
         return {"exit_code": done["exit_code"], "wall_seconds": done["wall_seconds"]}
-    figures = {"exit_code": 0, **study_figures(out, done["wall_seconds"])}
+    population = int(flags[flags.index("--population") + 1]) if "--population" in flags else 1
+    figures = {"exit_code": 0, **study_figures(out, done["wall_seconds"], population)}
     print(f"{name}: {figures['wall_seconds']:.1f}s, {figures['trials_per_hour']:.1f} trials/h", flush=True)
     return figures
 

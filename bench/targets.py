@@ -1,7 +1,7 @@
 """Every tracked figure against its target, in one JSON and one table, from the benchmarks' own JSON files.
 
     python bench/targets.py FILE.json … [--out targets.json] [--readme bench/README.md] [--print]
-    python bench/targets.py --newest [--print]          (the newest file of each benchmark in bench/results)
+    python bench/targets.py --newest [--print]          (each row from the newest file in bench/results giving it)
 
 One row per target of issue 36 (and the learner's, the data side's): the figure measured, the target, the
 verdict, how it was taken and the file it came from. A file written by the harness carries a `targets` block
@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BEGIN, END = "<!-- targets:begin -->", "<!-- targets:end -->"
+# numbered repeats of one measurement (cold processes), read as one row of their median
+REPEAT = re.compile(r"^(?P<stem>.+)-(?P<number>\d{1,2})\.json$")
 # (key in a record's `targets` block, what it is, unit, the target where the older files give none)
 ROWS = (
     (
@@ -117,15 +120,47 @@ def legacy(record: dict, name: str) -> dict:
     return {}
 
 
-def gathered(paths: list[Path]) -> dict[str, dict]:
-    """Per row key, the entry of the last file given that has it, with its file, commit, device and date."""
-    found: dict[str, dict] = {}
+def _groups(paths: list[Path]) -> list[list[Path]]:
+    """The paths in order, numbered repeats of one stem (`NAME-1.json`, `NAME-2.json` …) as one group at its last."""
+    groups: dict[str, list[Path]] = {}
     for path in paths:
-        record = json.loads(path.read_text())
-        entries = record.get("targets") if "host" in record else legacy(record, path.name)
-        for key, entry in (entries or {}).items():
-            source = {"file": path.name, "commit": record.get("commit"), "device": record.get("device"),
-                      "date": record.get("date")}  # fmt: skip
+        repeat = REPEAT.match(path.name)
+        key = repeat["stem"] if repeat else f"{path.name}\0{len(groups)}"
+        groups.setdefault(key, []).append(path)
+    return sorted(groups.values(), key=lambda group: max(paths.index(p) for p in group))
+
+
+def _entries(path: Path) -> tuple[dict, dict]:
+    """A file's row entries (its `targets` block, or an older file's as written) and its record."""
+    record = json.loads(path.read_text())
+    return (record.get("targets") if "host" in record else legacy(record, path.name)) or {}, record
+
+
+def _median_entry(entries: list[dict]) -> dict:
+    """One entry for repeats of a figure: the median measured, judged against the target again."""
+    values = sorted(e["measured"] for e in entries)
+    mid = len(values) // 2
+    median = values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+    first = entries[0]
+    met = median >= first["target"] if first["higher_is_better"] else median <= first["target"]
+    spread = ", ".join(f"{v:.4g}" for v in values)
+    return {**first, "measured": median, "met": met,
+            "how": f"{first['how']}; median of {len(values)} processes ({spread})"}  # fmt: skip
+
+
+def gathered(paths: list[Path]) -> dict[str, dict]:
+    """Per row key, the entry of the last file (or numbered repeats) given that has it, with its source."""
+    found: dict[str, dict] = {}
+    for group in _groups(paths):
+        read = [_entries(path) for path in group]
+        record = read[-1][1]
+        numbers = ",".join(REPEAT.match(path.name)["number"] for path in group) if len(group) > 1 else ""
+        name = f"{REPEAT.match(group[0].name)['stem']}-{{{numbers}}}.json" if numbers else group[0].name
+        source = {"file": name, "commit": record.get("commit"), "device": record.get("device"),
+                  "date": record.get("date")}  # fmt: skip
+        for key in {key for entries, _ in read for key in entries}:
+            given = [entries[key] for entries, _ in read if entries.get(key, {}).get("measured") is not None]
+            entry = _median_entry(given) if len(given) > 1 else read[-1][0][key]
             found[key] = {**entry, **source}
     return found
 
@@ -176,20 +211,22 @@ def render(readme: str, block: str) -> str:
 
 
 def newest_files(folder: Path = RESULTS) -> list[Path]:
-    """The newest JSON (by its `date`) of each benchmark in `folder`, oldest first."""
-    newest: dict[str, tuple[str, Path]] = {}
+    """Every dated JSON in `folder` but a before-and-after pair's before side, oldest first: each row then comes
+    from the newest file that gives it."""
+    dated = []
     for path in folder.glob("*.json"):
         record = json.loads(path.read_text())
-        name = record.get("benchmark") or path.name.split("-")[0]
-        if record.get("date") and (name not in newest or record["date"] > newest[name][0]):
-            newest[name] = (record["date"], path)
-    return [p for _, p in sorted(newest.values())]
+        if record.get("date") and "-before" not in path.name:
+            dated.append((str(record["date"]), path.name, path))
+    return [path for _, _, path in sorted(dated)]
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("files", nargs="*", type=Path, help="benchmark JSON files; a later one wins a row")
-    p.add_argument("--newest", action="store_true", help="the newest file of each benchmark in bench/results")
+    p.add_argument(
+        "--newest", action="store_true", help="each row from the newest file in bench/results that gives it"
+    )
     p.add_argument("--out", type=Path, default=None, help="the one targets JSON to write")
     p.add_argument("--readme", type=Path, default=None, help="a README whose marked table to replace")
     p.add_argument("--print", action="store_true", help="show the table")

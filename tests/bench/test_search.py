@@ -31,6 +31,11 @@ def test_rates_are_per_hour_of_the_wall_trials_as_the_study_counts_them_folds_as
     assert figures["best_objective"] == 1.25
 
 
+def test_a_populations_overlapping_trials_give_no_seconds_outside_them(tmp_path):
+    out = _study(tmp_path / "s", [40.0, 45.0], [3, 3], finished=2)
+    assert search.study_figures(out, wall=60.0, population=8)["outside_trials_seconds"] is None
+
+
 def test_each_size_is_compared_with_the_first_and_a_failed_study_is_left_out():
     studies = {"1": {"exit_code": 0, "trials_per_hour": 100.0, "folds_per_hour": 300.0},
                "8": {"exit_code": 0, "trials_per_hour": 150.0, "folds_per_hour": 330.0},

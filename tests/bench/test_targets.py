@@ -105,3 +105,40 @@ def test_render_replaces_only_the_text_between_the_markers():
     assert t.render(readme, "new") == f"head\n{t.BEGIN}\nnew\n{t.END}\ntail\n"
     with pytest.raises(SystemExit, match="markers"):
         t.render("no markers here", "new")
+
+
+def _dated(commit: str, date: str, entries: dict, benchmark: str = "power") -> dict:
+    return {**_harness_record(commit, entries), "benchmark": benchmark, "date": date}
+
+
+def _ratio(measured: float) -> dict:
+    return {
+        "measured": measured,
+        "target": 1.5,
+        "met": measured >= 1.5,
+        "higher_is_better": True,
+        "how": "one way",
+    }
+
+
+def test_newest_takes_each_row_from_the_newest_file_giving_it_not_its_benchmarks_newest_file(
+    tmp_path,
+):
+    _write(tmp_path, "power_universe-a.json", _dated("aaa1111", "2026-12-04", {"universe_row": _ratio(0.4)}))
+    _write(tmp_path, "power-b.json", _dated("bbb2222", "2026-12-05", {"one_row": _ratio(0.8)}))
+    found = t.gathered(t.newest_files(tmp_path))
+    assert found["universe_row"]["commit"] == "aaa1111" and found["one_row"]["commit"] == "bbb2222"
+
+
+def test_newest_leaves_out_the_before_side_of_a_before_and_after_pair(tmp_path):
+    _write(tmp_path, "scoring-h100-abc-before-1.json", _dated("abc0000", "2026-12-06", {"row": _ratio(0.2)}))
+    _write(tmp_path, "scoring-h100-def.json", _dated("def0000", "2026-12-05", {"row": _ratio(0.1)}))
+    assert t.gathered(t.newest_files(tmp_path))["row"]["commit"] == "def0000"
+
+
+def test_numbered_files_of_one_commit_and_device_give_their_median_as_one_row(tmp_path):
+    paths = [_write(tmp_path, f"scoring-h100-abc-{i}.json", _dated("abc0000", f"2026-12-05T10:0{i}", {
+        "row": _ratio(value)})) for i, value in ((1, 1.0), (2, 1.8), (3, 1.6))]  # fmt: skip
+    entry = t.gathered(paths)["row"]
+    assert entry["measured"] == 1.6 and entry["met"] is True
+    assert "median of 3 processes" in entry["how"] and entry["file"] == "scoring-h100-abc-{1,2,3}.json"
