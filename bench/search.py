@@ -51,6 +51,30 @@ def study_figures(out: Path, wall: float, population: int = 1) -> dict:
         "trials_per_hour": 3600.0 * study["finished_trials"] / wall,
         "folds_per_hour": 3600.0 * folds / wall,
         "best_objective": (study["best"] or {}).get("objective"),
+        "phases": round_phases(out, wall),
+    }
+
+
+def round_phases(out: Path, wall: float) -> dict:
+    """Where a study's wall went, from its trials' fold reports: the rounds' shared training (collection and
+    steps, once per round: the members of a round report the same seconds) and each member's own validation
+    and checkpoint (one after another)."""
+    rounds: set[tuple] = set()
+    member = []
+    for path in sorted(out.glob("trials/*/fold_*/report.json")):
+        phases = json.loads(path.read_text())["phases"]
+        fold = path.parent.name
+        rounds.add((fold, phases["reset"], phases["normalize"], phases["collect"], phases["train"]))
+        member.append(phases["validate"] + phases["checkpoint"])
+    training = sum(collect + train for _, _, _, collect, train in rounds)
+    return {
+        "rounds": len(rounds),
+        "member_folds": len(member),
+        "training_seconds": training,
+        "member_seconds": sum(member),
+        "member_seconds_median": statistics.median(member) if member else None,
+        "training_share": training / wall,
+        "member_share": sum(member) / wall,
     }
 
 
@@ -68,7 +92,10 @@ def study(args: argparse.Namespace, work: Path, fxcache: Path, name: str, *flags
         return {"exit_code": done["exit_code"], "wall_seconds": done["wall_seconds"]}
     population = int(flags[flags.index("--population") + 1]) if "--population" in flags else 1
     figures = {"exit_code": 0, **study_figures(out, done["wall_seconds"], population)}
-    print(f"{name}: {figures['wall_seconds']:.1f}s, {figures['trials_per_hour']:.1f} trials/h", flush=True)
+    where = figures["phases"]
+    print(f"{name}: {figures['wall_seconds']:.1f}s, {figures['trials_per_hour']:.1f} trials/h; {where['rounds']} "
+          f"rounds' training {where['training_share']:.0%} of the wall, {where['member_folds']} members' "
+          f"validation and checkpoints {where['member_share']:.0%}", flush=True)  # fmt: skip
     return figures
 
 

@@ -36,6 +36,27 @@ def test_a_populations_overlapping_trials_give_no_seconds_outside_them(tmp_path)
     assert search.study_figures(out, wall=60.0, population=8)["outside_trials_seconds"] is None
 
 
+def _fold_report(out: Path, trial: int, fold: int, **phases: float) -> None:
+    folder = out / "trials" / f"{trial:04d}" / f"fold_{fold}"
+    folder.mkdir(parents=True)
+    every = {"reset": 0.0, "normalize": 0.0, "collect": 0.0, "train": 0.0, "validate": 0.0, "checkpoint": 0.0}
+    (folder / "report.json").write_text(json.dumps({"phases": {**every, **phases}}))
+
+
+def test_a_rounds_shared_training_counts_once_and_each_members_validation_counts_for_it(tmp_path):
+    # two trials side by side at fold 0 (one round: the same collect and train), one alone at fold 1
+    _fold_report(tmp_path, 0, 0, collect=1.0, train=6.0, validate=0.5, checkpoint=0.1)
+    _fold_report(tmp_path, 1, 0, collect=1.0, train=6.0, validate=0.7, checkpoint=0.1)
+    _fold_report(tmp_path, 0, 1, collect=2.0, train=8.0, validate=0.9, checkpoint=0.1)
+    where = search.round_phases(tmp_path, wall=40.0)
+    assert where["rounds"] == 2 and where["member_folds"] == 3
+    assert where["training_seconds"] == pytest.approx(17.0)  # 1 + 6 once, then 2 + 8
+    assert where["member_seconds"] == pytest.approx(2.4)  # 0.6 + 0.8 + 1.0
+    assert where["training_share"] == pytest.approx(17.0 / 40.0)
+    assert where["member_share"] == pytest.approx(2.4 / 40.0)
+    assert where["member_seconds_median"] == pytest.approx(0.8)
+
+
 def test_each_size_is_compared_with_the_first_and_a_failed_study_is_left_out():
     studies = {"1": {"exit_code": 0, "trials_per_hour": 100.0, "folds_per_hour": 300.0},
                "8": {"exit_code": 0, "trials_per_hour": 150.0, "folds_per_hour": 330.0},
