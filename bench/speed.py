@@ -274,37 +274,50 @@ def cold_and_warm(call, repeats: int, forget) -> dict:
             "warm": h.spread(w for w, _ in timed[1:]), "warm_cpu": h.spread(c for _, c in timed[1:])}  # fmt: skip
 
 
-def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
-    """One fold's validation work after training, in this process: baselines, scoring, both (cold, warm)."""
-    import host_syncs
+def forget_block_draws() -> None:
+    """A new fold is a new window length: its bootstrap block draws, and their device copy, are drawn anew."""
+    from foxhunt.evaluate import sharpe
+    from foxhunt.evaluate.device_series import _device_starts
+
+    sharpe.bootstrap_starts.cache_clear()
+    _device_starts.cache_clear()
+
+
+def scoring_fold(bars: int, val_bars: int, device) -> tuple:
+    """Generated bars' features, one fold whose validation window is the last `val_bars`, the features and
+    targets on `device`, and random positions for the window."""
     import numpy as np
     import torch
 
     from foxhunt.data.bars import generate_sample_bars
     from foxhunt.data.features import compute_features
     from foxhunt.data.folds import FoldRange
-    from foxhunt.evaluate import sharpe
-    from foxhunt.evaluate.device_series import _device_starts
+
+    table = compute_features(generate_sample_bars(bars))
+    n = len(table)
+    if val_bars + 1_000 > n:
+        raise SystemExit(f"--val-bars {val_bars}: {n} rows leave no training slice")
+    fold = FoldRange(0, 0, n - val_bars - 60, n - val_bars, n, 0.0)
+    features, targets = (torch.from_numpy(a).to(device) for a in (table.features, table.targets))
+    positions = np.random.default_rng(0).integers(-1, 2, val_bars).astype(np.float64)
+    return table, fold, features, targets, positions
+
+
+def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
+    """One fold's validation work after training, in this process: baselines, scoring, both (cold, warm)."""
+    import host_syncs
+    import torch
+
     from foxhunt.evaluate.evaluation import MODEL, Scoring, evaluate_window
     from foxhunt.evaluate.records import window_records
     from foxhunt.evaluate.run_scores import evaluate_fold, fold_baselines
 
     device = torch.device("cuda" if record["device_type"] == "cuda" else "cpu")
-    table = compute_features(generate_sample_bars(args.bars))
-    n = len(table)
-    if args.val_bars + 1_000 > n:
-        raise SystemExit(f"--val-bars {args.val_bars}: {n} rows leave no training slice")
-    fold = FoldRange(0, 0, n - args.val_bars - 60, n - args.val_bars, n, 0.0)
-    features, targets = (torch.from_numpy(a).to(device) for a in (table.features, table.targets))
-    positions = np.random.default_rng(0).integers(-1, 2, args.val_bars).astype(np.float64)
+    table, fold, features, targets, positions = scoring_fold(args.bars, args.val_bars, device)
     # Where `foxhunt train` scores: a run on a GPU scores its windows there.
     score = Scoring(cost=1e-4, seed=0, device="cuda" if device.type == "cuda" else None)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     others: dict = {}
-
-    def forget() -> None:  # a new fold is a new window length: its block draws, and their device copy, anew
-        sharpe.bootstrap_starts.cache_clear()
-        _device_starts.cache_clear()
 
     def records() -> dict:  # as `evaluate_fold` builds them
         return window_records(
@@ -325,13 +338,14 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
     for name, call in calls(score).items():
         if name == "scoring":
             others.update(fold_baselines(features, targets, fold, score))
-        seconds[name] = cold_and_warm(call, args.repeats, forget)
+        seconds[name] = cold_and_warm(call, args.repeats, forget_block_draws)
         print(
             f"{name}: cold {seconds[name]['cold_seconds']:.3f}s, warm {seconds[name]['warm']['median']:.3f}s"
         )
     # One warm call of each on the device path (on the CPU its torch twin, `Scoring.device` "cpu"), counted.
     twin = score if score.device else dataclasses.replace(score, device="cpu")
-    record["counts"] = {"scoring_device": twin.device, **host_syncs.count_each(calls(twin), device, forget)}
+    counts = host_syncs.count_each(calls(twin), device, forget_block_draws)
+    record["counts"] = {"scoring_device": twin.device, **counts}
     if score.device is not None:  # the device's figures against the host's, to 1e-9
         host = evaluate_window(records(), Scoring(cost=1e-4, seed=0), 0)
         record["device_vs_host_largest_relative_difference"] = largest_difference(
