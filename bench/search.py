@@ -57,24 +57,30 @@ def study_figures(out: Path, wall: float, population: int = 1) -> dict:
 
 def round_phases(out: Path, wall: float) -> dict:
     """Where a study's wall went, from its trials' fold reports: the rounds' shared training (collection and
-    steps, once per round: the members of a round report the same seconds) and each member's own validation
-    and checkpoint (one after another)."""
-    rounds: set[tuple] = set()
+    steps, once per round: the members of a round report the same seconds), each member's own validation and
+    checkpoint (one after another), and the rest of each round (the tail selection of every member, the
+    round's bookkeeping): a round lasts as long as its last member's `fold_seconds`."""
+    rounds: dict[tuple, float] = {}
     member = []
     for path in sorted(out.glob("trials/*/fold_*/report.json")):
-        phases = json.loads(path.read_text())["phases"]
-        fold = path.parent.name
-        rounds.add((fold, phases["reset"], phases["normalize"], phases["collect"], phases["train"]))
+        report = json.loads(path.read_text())
+        phases = report["phases"]
+        key = (path.parent.name, phases["reset"], phases["normalize"], phases["collect"], phases["train"])
+        rounds[key] = max(rounds.get(key, 0.0), report["fold_seconds"])
         member.append(phases["validate"] + phases["checkpoint"])
     training = sum(collect + train for _, _, _, collect, train in rounds)
+    round_seconds = sum(rounds.values())
     return {
         "rounds": len(rounds),
         "member_folds": len(member),
+        "round_seconds": round_seconds,
         "training_seconds": training,
         "member_seconds": sum(member),
         "member_seconds_median": statistics.median(member) if member else None,
+        "rest_of_rounds_seconds": round_seconds - training - sum(member),
         "training_share": training / wall,
         "member_share": sum(member) / wall,
+        "rounds_share": round_seconds / wall,
     }
 
 
@@ -95,7 +101,8 @@ def study(args: argparse.Namespace, work: Path, fxcache: Path, name: str, *flags
     where = figures["phases"]
     print(f"{name}: {figures['wall_seconds']:.1f}s, {figures['trials_per_hour']:.1f} trials/h; {where['rounds']} "
           f"rounds' training {where['training_share']:.0%} of the wall, {where['member_folds']} members' "
-          f"validation and checkpoints {where['member_share']:.0%}", flush=True)  # fmt: skip
+          f"validation and checkpoints {where['member_share']:.0%}, the rounds in all {where['rounds_share']:.0%}",
+          flush=True)  # fmt: skip
     return figures
 
 

@@ -58,7 +58,7 @@ def test_in_overlapping_windows_the_most_recently_trained_fold_trades():
     stitched = stitch([late, early])
     np.testing.assert_array_equal(stitched.fold, [0] * 60 + [1] * 100)
     np.testing.assert_array_equal(stitched.positions, [1.0] * 60 + [-1.0] * 100)
-    changes = stitched.position_changes()
+    changes = stitched.position_changes
     assert changes[0] == 1 and changes[60] == 2  # the handover from long to short
     assert changes.sum() == 3
 

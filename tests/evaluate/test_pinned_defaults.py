@@ -116,5 +116,5 @@ def test_a_handover_pays_the_actual_change_and_a_segment_after_a_gap_enters_from
     ts, returns = minutes(11), np.zeros(11)
     parts = [(0, 0, [1, 1, 1]), (1, 3, [1, 1]), (2, 5, [-1, -1]), (3, 9, [-1, -1])]
     stitched = stitch([fold_record(f, s, np.array(p, float), ts, returns) for f, s, p in parts])
-    assert stitched.position_changes().tolist() == [1, 0, 0, 0, 0, 2, 0, 1, 0]
+    assert stitched.position_changes.tolist() == [1, 0, 0, 0, 0, 2, 0, 1, 0]
     assert stitched.pnl(1e-3).sum() == pytest.approx(-4e-3)

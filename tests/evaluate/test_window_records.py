@@ -10,6 +10,7 @@ import pytest
 import torch
 from support.eurusd_windows import COST, START, VAL, eurusd_arrays, policies
 
+from foxhunt.data.pnl import net_pnl
 from foxhunt.evaluate import records
 from foxhunt.evaluate.records import fold_record, host_array, host_arrays, stitch, window_records
 
@@ -67,15 +68,19 @@ def test_tensors_of_any_shape_and_dtype_come_back_as_host_array_gives_each():
         assert np.array_equal(g, want) and g.dtype == want.dtype == np.float64
 
 
-def test_a_records_pnl_from_previous_positions_given_is_the_pnl_from_scratch(eurusd):
+def test_a_records_previous_positions_and_changes_are_kept_read_only_and_its_pnl_is_the_formulas(eurusd):
     # A stitched record with a handover and a gap, where the previous position is not the bar before's.
     timestamp, features, targets = eurusd
     parts = [(0, START, 300), (1, START + 200, 300), (2, START + 800, 100)]
     record = stitch(
         [fold_record(f, s, np.sign(features[s : s + n, 0]), timestamp, targets[:, 0]) for f, s, n in parts]
     )
-    previous = record.previous_positions()
-    changes = record.position_changes(previous)
-    assert np.array_equal(changes, record.position_changes())
-    assert np.array_equal(record.pnl(COST, None, changes, previous), record.pnl(COST))
-    assert np.array_equal(record.gross_pnl(None, previous), record.gross_pnl())
+    previous = record.previous_positions
+    assert previous is record.previous_positions and record.position_changes is record.position_changes
+    for kept in (previous, record.position_changes):
+        with pytest.raises(ValueError):
+            kept[0] = 1.0
+    fresh = previous.copy()
+    assert np.array_equal(record.position_changes, np.abs(record.positions - fresh))
+    assert np.array_equal(record.pnl(COST), net_pnl(record.positions, fresh, record.returns, COST))
+    assert np.array_equal(record.gross_pnl(), record.positions * record.returns)

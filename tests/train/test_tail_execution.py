@@ -83,7 +83,7 @@ def evaluation_sharpe(record, data, execution: bool, annualise: float) -> float:
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_tail_policy_trades_and_holds_over_rollovers(device):
     _, record, _, _ = tail_case(device)
-    assert record.position_changes().sum() > 20 and (record.positions != 0).mean() > 0.2
+    assert record.position_changes.sum() > 20 and (record.positions != 0).mean() > 0.2
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -106,7 +106,7 @@ def record_metrics(
     if draws is None:
         draws = bootstrap_draws(pnl, scoring)
     low, high = sr.percentile_interval(draws, scoring.level)
-    changes = record.position_changes().sum() if turnover is None else turnover
+    changes = record.position_changes.sum() if turnover is None else turnover
     return Metrics(
         n_bars=n,
         periods_per_year=periods,
@@ -178,10 +178,8 @@ def _score_distinct(
     net_bench = benchmark.net.sharpe_per_period if benchmark else 0.0
     series = {}
     for name, record in records.items():
-        previous = record.previous_positions()  # once per record: the changes and both P&L series
-        changes = record.position_changes(previous)  # once per record: the net P&L and both turnovers
-        net = record.pnl(scoring.cost_per_unit, scoring.execution, changes, previous)
-        series[name] = (record.gross_pnl(scoring.execution, previous), net, changes.sum())
+        net = record.pnl(scoring.cost_per_unit, scoring.execution)
+        series[name] = (record.gross_pnl(scoring.execution), net, record.position_changes.sum())
     draws: dict[str, np.ndarray] = {}
     figures: dict[str, list[SeriesFigures]] = {}
     for length in {len(record) for record in records.values()}:

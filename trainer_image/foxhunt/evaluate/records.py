@@ -13,6 +13,7 @@ import hashlib
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -74,45 +75,42 @@ class Record:
         starts[1:] = self.fold[1:] != self.fold[:-1]
         return starts
 
+    @cached_property
     def previous_positions(self) -> np.ndarray:
         """The position held before each bar: flat at the record's first bar and after a gap, else the
-        bar before's (a segment on the row after the previous one's last takes over its position)."""
+        bar before's (a segment on the row after the previous one's last takes over its position). Computed
+        once per record (the changes and both P&L series read it) and read-only."""
         previous = np.empty_like(self.positions)
         previous[1:] = self.positions[:-1]
         from_flat = self.segment_starts.copy()
         from_flat[1:] &= self.index[1:] != self.index[:-1] + 1
         previous[from_flat] = 0.0
+        previous.setflags(write=False)
         return previous
 
-    def position_changes(self, previous: np.ndarray | None = None) -> np.ndarray:
-        """|Δposition| per bar from `previous_positions` (the handover pays the actual change); `previous`:
-        `previous_positions()`, when already computed (so for the other two)."""
-        return np.abs(self.positions - (self.previous_positions() if previous is None else previous))
+    @cached_property
+    def position_changes(self) -> np.ndarray:
+        """|Δposition| per bar from `previous_positions` (the handover pays the actual change); computed once
+        per record (the net P&L and both turnovers read it) and read-only."""
+        changes = np.abs(self.positions - self.previous_positions)
+        changes.setflags(write=False)
+        return changes
 
-    def gross_pnl(
-        self, execution: ExecutionRows | None = None, previous: np.ndarray | None = None
-    ) -> np.ndarray:
+    def gross_pnl(self, execution: ExecutionRows | None = None) -> np.ndarray:
         """Per-bar log P&L before costs; with next-open fills the previous position holds over the gap
         (`data.pnl.gross_pnl`)."""
         if execution is None or execution.gap is None:
             return self.positions * self.returns
-        previous = self.previous_positions() if previous is None else previous
-        return gross_pnl(self.positions, previous, self.returns, execution.gap[self.index])
+        return gross_pnl(self.positions, self.previous_positions, self.returns, execution.gap[self.index])
 
-    def pnl(
-        self,
-        cost_per_unit: float,
-        execution: ExecutionRows | None = None,
-        changes: np.ndarray | None = None,
-        previous: np.ndarray | None = None,
-    ) -> np.ndarray:
+    def pnl(self, cost_per_unit: float, execution: ExecutionRows | None = None) -> np.ndarray:
         """Per-bar log P&L after `cost_per_unit` per unit of position change and the execution model's
         per-bar costs (session spreads, slippage, financing on the position held over each rollover) when
-        given (`data.pnl.net_pnl`, the tail selection's definition too); `changes`: `position_changes()`,
-        when already computed."""
-        previous = self.previous_positions() if previous is None else previous
+        given (`data.pnl.net_pnl`, the tail selection's definition too)."""
         bars = None if execution is None else execution.take(self.index)
-        return net_pnl(self.positions, previous, self.returns, cost_per_unit, bars, changes)
+        return net_pnl(
+            self.positions, self.previous_positions, self.returns, cost_per_unit, bars, self.position_changes
+        )
 
     def periods_per_year(self) -> float:
         """The instrument's bars per year over the whole data (the same for every window of it)."""

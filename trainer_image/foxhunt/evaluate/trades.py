@@ -50,7 +50,7 @@ def trade_table(
     """The trades of `record` as columns (TRADE_COLUMNS): entry and exit (int64 ns UTC), side (+1 long,
     −1 short), bars held, log P&L after and before costs, simple return, closed, the fold that opened it."""
     pos, ret = record.positions, record.returns
-    prev = record.previous_positions()
+    prev = record.previous_positions
     n = pos.size
     gap = execution.gap[record.index] if execution is not None and execution.gap is not None else np.zeros(n)
     per_unit = np.full(n, float(cost_per_unit))
