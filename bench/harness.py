@@ -206,7 +206,7 @@ def fold_figures(fold: dict) -> dict:
         "phases": phases,
         "fold_seconds": fold["fold_seconds"],
         # Epochs with the greedy policy's diagnostics, and the fold's seconds outside its timed phases
-        # (mostly those diagnostics and the tail selection's scoring).
+        # (before the `select` phase, mostly those diagnostics and the tail selection's scoring).
         "diagnosed_epochs": sum(e.get("val_sharpe") is not None for e in fold["epochs"]),
         "untimed_seconds": fold["fold_seconds"] - sum(phases.values()),
     }

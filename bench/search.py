@@ -56,29 +56,39 @@ def study_figures(out: Path, wall: float, population: int = 1) -> dict:
 
 
 def round_phases(out: Path, wall: float) -> dict:
-    """Where a study's wall went, from its trials' fold reports: the rounds' shared training (collection and
-    steps, once per round: the members of a round report the same seconds), each member's own validation and
-    checkpoint (one after another), and the rest of each round (the tail selection of every member, the
-    round's bookkeeping): a round lasts as long as its last member's `fold_seconds`."""
+    """Where a study's wall went, from its trials' fold reports: each round's shared training (collection and
+    steps) and selection (the epochs' tail scores and diagnostics, the choice of the epochs kept), once per
+    round (its members report the same seconds); each member's own validation and checkpoint (one after
+    another); and the rest of each round: a round lasts as long as its last member's `fold_seconds`."""
     rounds: dict[tuple, float] = {}
     member = []
     for path in sorted(out.glob("trials/*/fold_*/report.json")):
         report = json.loads(path.read_text())
         phases = report["phases"]
-        key = (path.parent.name, phases["reset"], phases["normalize"], phases["collect"], phases["train"])
+        shared = (
+            phases["reset"],
+            phases["normalize"],
+            phases["collect"],
+            phases["train"],
+            phases.get("select", 0.0),
+        )
+        key = (path.parent.name, *shared)
         rounds[key] = max(rounds.get(key, 0.0), report["fold_seconds"])
         member.append(phases["validate"] + phases["checkpoint"])
-    training = sum(collect + train for _, _, _, collect, train in rounds)
+    training = sum(key[3] + key[4] for key in rounds)
+    selection = sum(key[5] for key in rounds)
     round_seconds = sum(rounds.values())
     return {
         "rounds": len(rounds),
         "member_folds": len(member),
         "round_seconds": round_seconds,
         "training_seconds": training,
+        "selection_seconds": selection,
         "member_seconds": sum(member),
         "member_seconds_median": statistics.median(member) if member else None,
-        "rest_of_rounds_seconds": round_seconds - training - sum(member),
+        "rest_of_rounds_seconds": round_seconds - training - selection - sum(member),
         "training_share": training / wall,
+        "selection_share": selection / wall,
         "member_share": sum(member) / wall,
         "rounds_share": round_seconds / wall,
     }
@@ -100,7 +110,8 @@ def study(args: argparse.Namespace, work: Path, fxcache: Path, name: str, *flags
     figures = {"exit_code": 0, **study_figures(out, done["wall_seconds"], population)}
     where = figures["phases"]
     print(f"{name}: {figures['wall_seconds']:.1f}s, {figures['trials_per_hour']:.1f} trials/h; {where['rounds']} "
-          f"rounds' training {where['training_share']:.0%} of the wall, {where['member_folds']} members' "
+          f"rounds' training {where['training_share']:.0%} of the wall, selection {where['selection_share']:.0%}, "
+          f"{where['member_folds']} members' "
           f"validation and checkpoints {where['member_share']:.0%}, the rounds in all {where['rounds_share']:.0%}",
           flush=True)  # fmt: skip
     return figures

@@ -73,7 +73,7 @@ def test_the_default_name_says_benchmark_device_day_commit_and_dirtiness():
 
 
 def _fold(fold: int, rows: int, epoch_seconds: list[float], fold_seconds: float) -> dict:
-    phases = dict.fromkeys(("reset", "normalize", "collect", "train", "validate", "checkpoint"), 0.25)
+    phases = dict.fromkeys(("reset", "normalize", "collect", "train", "select", "validate", "checkpoint"), 0.25)
     epochs = [{"collect_seconds": s / 2, "train_seconds": s / 2, "val_sharpe": 0.0} for s in epoch_seconds]
     return {"fold": fold, "train_start": 0, "train_end": rows, "epochs": epochs, "phases": phases,
             "fold_seconds": fold_seconds}  # fmt: skip
@@ -88,7 +88,7 @@ def test_a_fresh_process_is_timed_and_its_summary_read(tmp_path):
     assert record["exit_code"] == 0 and record["wall_seconds"] >= 0.2
     assert record["epoch_seconds_biggest_fold"] == pytest.approx(0.5)  # the median epoch of the 200-row fold
     assert record["outside_folds_seconds"] == pytest.approx(2.0)
-    assert record["untimed_seconds_total"] == pytest.approx((3.0 - 1.5) + (4.0 - 1.5))
+    assert record["untimed_seconds_total"] == pytest.approx((3.0 - 1.75) + (4.0 - 1.75))
     assert (tmp_path / "pod" / "console.log").exists()
 
 
@@ -102,7 +102,7 @@ def test_a_folds_untimed_seconds_are_outside_its_phases_and_a_zero_sharpe_is_a_d
     fold = _fold(0, 100, [0.1, 0.2], 4.25)
     fold["epochs"][0]["val_sharpe"] = None
     figures = h.fold_figures(fold)
-    assert figures["diagnosed_epochs"] == 1 and figures["untimed_seconds"] == pytest.approx(2.75)
+    assert figures["diagnosed_epochs"] == 1 and figures["untimed_seconds"] == pytest.approx(2.5)
     assert figures["transition_seconds"] == 0.5
 
 

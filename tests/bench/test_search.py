@@ -39,7 +39,15 @@ def test_a_populations_overlapping_trials_give_no_seconds_outside_them(tmp_path)
 def _fold_report(out: Path, trial: int, fold: int, fold_seconds: float = 0.0, **phases: float) -> None:
     folder = out / "trials" / f"{trial:04d}" / f"fold_{fold}"
     folder.mkdir(parents=True)
-    every = {"reset": 0.0, "normalize": 0.0, "collect": 0.0, "train": 0.0, "validate": 0.0, "checkpoint": 0.0}
+    every = {
+        "reset": 0.0,
+        "normalize": 0.0,
+        "collect": 0.0,
+        "train": 0.0,
+        "select": 0.0,
+        "validate": 0.0,
+        "checkpoint": 0.0,
+    }
     (folder / "report.json").write_text(
         json.dumps({"phases": {**every, **phases}, "fold_seconds": fold_seconds})
     )
@@ -60,11 +68,12 @@ def test_a_rounds_shared_training_counts_once_and_each_members_validation_counts
 
 
 def test_a_round_lasts_as_long_as_its_last_member_and_the_rest_is_what_neither_phase_holds(tmp_path):
-    _fold_report(tmp_path, 0, 0, fold_seconds=8.0, collect=1.0, train=6.0, validate=0.5)
-    _fold_report(tmp_path, 1, 0, fold_seconds=9.5, collect=1.0, train=6.0, validate=0.7)
+    _fold_report(tmp_path, 0, 0, fold_seconds=8.0, collect=1.0, train=6.0, select=0.4, validate=0.5)
+    _fold_report(tmp_path, 1, 0, fold_seconds=9.5, collect=1.0, train=6.0, select=0.4, validate=0.7)
     where = search.round_phases(tmp_path, wall=19.0)
     assert where["round_seconds"] == pytest.approx(9.5) and where["rounds_share"] == pytest.approx(0.5)
-    assert where["rest_of_rounds_seconds"] == pytest.approx(9.5 - 7.0 - 1.2)
+    assert where["selection_seconds"] == pytest.approx(0.4)
+    assert where["rest_of_rounds_seconds"] == pytest.approx(9.5 - 7.0 - 0.4 - 1.2)
 
 
 def test_each_size_is_compared_with_the_first_and_a_failed_study_is_left_out():

@@ -77,6 +77,7 @@ def test_timings_png_draws_every_phase_per_fold():
         "normalize": [0.002, 0.002],
         "collect": [0.5, 0.6],
         "train": [3.0, 3.2],
+        "select": [0.4, 0.45],
         "validate": [0.2, 0.25],
         "checkpoint": [0.01, 0.012],
     }

@@ -24,6 +24,7 @@ REPORT_EPOCH_KEYS = [
     "train_sharpe",
     "val_sharpe",
     "feature_agreement",
+    "select_seconds",
 ]
 FIGURES = EpochFigures(
     epoch=2,
@@ -40,6 +41,7 @@ FIGURES = EpochFigures(
     val_sharpe=-0.5,
     feature_agreement=0.4,
     tail_sharpe=0.75,
+    select_seconds=0.125,
 )
 
 

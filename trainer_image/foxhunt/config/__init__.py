@@ -21,8 +21,9 @@ from foxhunt.errors import ConfigError
 
 # Forward-return horizons of the targets, in bars; the longest one sets the default purge gap.
 TARGET_HORIZONS: tuple[int, ...] = (1, 5, 15, 60)
-# The timed phases of every fold, in order: reports, metrics and the dashboard use these names.
-PHASES: tuple[str, ...] = ("reset", "normalize", "collect", "train", "validate", "checkpoint")
+# The timed phases of every fold, in order: reports, metrics and the dashboard use these names. `select`:
+# the epochs' tail scores and diagnostics (one computation) and the choice of the epoch a fold keeps.
+PHASES: tuple[str, ...] = ("reset", "normalize", "collect", "train", "select", "validate", "checkpoint")
 # How a run ends: summary.json's status and the foxhunt_run_finished label (reports and telemetry).
 RUN_ENDINGS: tuple[str, ...] = ("succeeded", "failed", "interrupted")
 # Nanoseconds per day, as in foxhunt.data.bars (which imports numpy; this module must not).

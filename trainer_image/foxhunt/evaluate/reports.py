@@ -137,7 +137,8 @@ class FoldReport(FoldRange):
             val_end=int(data["val_end"]),
             difficulty_score=float(data["difficulty_score"]),
             dates=FoldDates(**data["dates"]),
-            phases={p: float(data["phases"][p]) for p in PHASES},
+            # A report written before the `select` phase existed counts none.
+            phases={p: float(data["phases"].get(p, 0.0)) for p in PHASES},
             fold_seconds=float(data["fold_seconds"]),
             samples_per_second=float(data["samples_per_second"]),
             steps=int(data["steps"]),

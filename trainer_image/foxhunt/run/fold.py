@@ -109,7 +109,10 @@ def train_fold(
     check()
     live = [i for i in outs if trainer.failures[i] is None]
     # The best tail epoch's weights, or flat (select_tail_share).
+    t0 = time.perf_counter()
     chosen = trainer.policies.choose_policies(live, earlier)
+    synchronize(trainer.device)
+    phases["choose"] = time.perf_counter() - t0
     for i in live:
         choice = chosen[i]
         if choice is not None:
@@ -171,6 +174,7 @@ def finish_fold(
     fold, phases = fold_range.fold, dict(phases)
     phases["collect"] = sum(e.collect_seconds for e in epochs)
     phases["train"] = sum(e.train_seconds for e in epochs)
+    phases["select"] = phases.pop("choose", 0.0) + sum(e.select_seconds for e in epochs)
 
     t0 = time.perf_counter()
     # One rollout a fold: the evaluation and the saved record (a pooled choice's, when it rolled them out).

@@ -209,13 +209,17 @@ def train_universe_fold(
     phases = start_universe_fold(trainer, parts, fold.fold)
     history = _train_epochs(trainer, fold.fold, list(earlier), settings, progress, check)
     live = [m for m in earlier if trainer.failures[m] is None]
+    t0 = time.perf_counter()
     choices = trainer.policies.choose_policies(live, {m: earlier[m] for m in live})
+    synchronize(trainer.device)
+    choose_seconds = time.perf_counter() - t0
     outcomes: dict[int, dict[int, FoldOutcome]] = {m: {} for m in live}
     for m in live:
         timed = {
             **phases,
             "collect": sum(e.collect_seconds for e in history[m]),
             "train": sum(e.train_seconds for e in history[m]),
+            "select": choose_seconds + sum(e.select_seconds for e in history[m]),
         }
         for part in parts:
             trainer.window.focus(part.instrument)
@@ -329,7 +333,8 @@ def _fold_lines(
     phases = next(iter(outcomes.values())).report.phases
     progress(
         f"fold {fold} done: reset {phases['reset'] * 1e3:.1f}ms normalize "
-        f"{phases['normalize'] * 1e3:.1f}ms collect {phases['collect']:.2f}s train {phases['train']:.2f}s"
+        f"{phases['normalize'] * 1e3:.1f}ms collect {phases['collect']:.2f}s train {phases['train']:.2f}s "
+        f"select {phases['select']:.2f}s"
     )
 
 

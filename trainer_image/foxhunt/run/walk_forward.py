@@ -174,7 +174,7 @@ def _fold_line(outcome: FoldOutcome) -> str:
     net = window.policies[MODEL].net
     return (
         f"fold {report.fold} done: reset {p['reset'] * 1e3:.1f}ms normalize {p['normalize'] * 1e3:.1f}ms "
-        f"train {p['train']:.2f}s validation Sharpe {net.sharpe:.2f} ± {net.sharpe_se:.2f} after costs, "
+        f"train {p['train']:.2f}s select {p['select']:.2f}s validation Sharpe {net.sharpe:.2f} ± {net.sharpe_se:.2f} after costs, "
         f"best baseline {window.best_baseline} {window.policies[window.best_baseline].net.sharpe:.2f}"
     )
 

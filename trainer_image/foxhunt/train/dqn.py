@@ -375,8 +375,10 @@ class DQNTrainer:
             figures[i] = EpochFigures(epoch, loss, eps[i], done, t1 - t0, t2 - t1, speed, q_mean, q_max)
             histories[i] = self.histories[i] if self.diagnostics and diagnose else None
         # The diagnostics (when due) and the tail score (when selecting): one host read for all members.
-        for i, read in self.policies.epoch_figures(epoch, histories).items():
-            figures[i] = replace(cast(EpochFigures, figures[i]), **read)
+        reads = self.policies.epoch_figures(epoch, histories)
+        t3 = time.perf_counter()
+        for i in histories:
+            figures[i] = replace(cast(EpochFigures, figures[i]), **reads.get(i, {}), select_seconds=t3 - t2)
         return figures
 
     @torch.no_grad()

@@ -53,6 +53,7 @@ class EpochFigures:
     feature_agreement: float | None = None  # share of actions unchanged with features at their mean
     # select_tail_share: net Sharpe on the training slice's tail (not written per epoch in report.json)
     tail_sharpe: float | None = None
+    select_seconds: float = 0.0  # the tail score and diagnostics after the epoch (shared by the members)
 
     @property
     def seconds(self) -> float:
