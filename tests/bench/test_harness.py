@@ -73,7 +73,9 @@ def test_the_default_name_says_benchmark_device_day_commit_and_dirtiness():
 
 
 def _fold(fold: int, rows: int, epoch_seconds: list[float], fold_seconds: float) -> dict:
-    phases = dict.fromkeys(("reset", "normalize", "collect", "train", "select", "validate", "checkpoint"), 0.25)
+    phases = dict.fromkeys(
+        ("reset", "normalize", "collect", "train", "select", "validate", "checkpoint"), 0.25
+    )
     epochs = [{"collect_seconds": s / 2, "train_seconds": s / 2, "val_sharpe": 0.0} for s in epoch_seconds]
     return {"fold": fold, "train_start": 0, "train_end": rows, "epochs": epochs, "phases": phases,
             "fold_seconds": fold_seconds}  # fmt: skip

@@ -24,7 +24,9 @@ def report(fold: int, selection: FoldSelection | None, train=(1.0, 9.0, 2.0, 3.0
     """A fold of four epochs; the evaluation is not read by the picture."""
     epochs = [epoch(k, 2.0 - 0.1 * k, s) for k, s in enumerate(train)]
     dates = FoldDates("a", "b", "c", "d")
-    phases = dict.fromkeys(("reset", "normalize", "collect", "train", "select", "validate", "checkpoint"), 0.0)
+    phases = dict.fromkeys(
+        ("reset", "normalize", "collect", "train", "select", "validate", "checkpoint"), 0.0
+    )
     return FoldReport(
         fold, 0, 10, 10, 20, 1.0, dates, phases, 1.0, 1e4, 16, epochs, None, selection=selection
     )  # type: ignore[arg-type]

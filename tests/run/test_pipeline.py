@@ -19,6 +19,8 @@ pytestmark = pytest.mark.slow
 FAST_FOLDS = "--epochs 1 --train-days 20 --val-days 5 --step-days 5 --max-folds 2 --device cpu".split()
 FAST = ["--sample-bars", "60000", *FAST_FOLDS]
 
+PHASE_NAMES = ("reset", "normalize", "collect", "train", "select", "validate", "checkpoint")
+
 
 def fast_params(tmp_path: Path, **dqn) -> list[str]:
     path = tmp_path / "params.json"
@@ -40,7 +42,7 @@ def test_pipeline_with_no_arguments_succeeds_from_the_console_script(default_pip
         norm = json.loads((out / f"fold_{fold}" / f"norm_stats_fold{fold}.json").read_text())
         assert len(norm["mean"]) == len(norm["std"]) == 42
         report = strict_json.read(out / f"fold_{fold}" / "report.json")
-        assert set(report["phases"]) == {"reset", "normalize", "collect", "train", "select", "validate", "checkpoint"}
+        assert list(report["phases"]) == [*PHASE_NAMES]
     assert "sharpe" in done.stdout and str(out) in done.stdout
     assert summary["stitched"]["n_bars"] == sum(f["val_rows"] for f in summary["folds"])
     assert (out / "timings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -33,7 +33,9 @@ def report(tiny_fxcache, tiny_params, tmp_path_factory):
         patch.setattr(MemberPolicies, "epoch_figures", slow_figures)
         patch.setattr(MemberPolicies, "choose_policies", slow_choice)
         out = tmp_path_factory.mktemp("select") / "out"
-        assert main(train_argv(tiny_fxcache, out, tiny_params, "--epochs", str(EPOCHS), "--max-folds", "1")) == 0
+        assert (
+            main(train_argv(tiny_fxcache, out, tiny_params, "--epochs", str(EPOCHS), "--max-folds", "1")) == 0
+        )
     return strict_json.read(out / "fold_0" / "report.json")
 
 

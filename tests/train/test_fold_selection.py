@@ -75,7 +75,9 @@ def test_a_fold_report_reads_its_selection_back_typed(tmp_path):
 
     from foxhunt.evaluate.reports import FoldDates
 
-    phases = dict.fromkeys(("reset", "normalize", "collect", "train", "select", "validate", "checkpoint"), 0.0)
+    phases = dict.fromkeys(
+        ("reset", "normalize", "collect", "train", "select", "validate", "checkpoint"), 0.0
+    )
     report = FoldReport(2, 0, 10, 10, 20, 1.0, FoldDates("a", "b", "c", "d"), phases, 1.0, 1e4, 16, [],
                         window(2), selection=POOLED)  # fmt: skip
     back = FoldReport.from_dict(json.loads(strict_json.json_bytes(report.to_dict())))
