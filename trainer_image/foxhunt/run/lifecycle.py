@@ -166,6 +166,31 @@ def boundary_check(signals: StopSignals, heartbeat: Heartbeat, where: Callable[[
     heartbeat.check()
 
 
+# How the body of `stops_caught` ended, and what it raises instead (None: the exception itself).
+Ending = Callable[[str, BaseException | None], BaseException | None]
+
+
+@contextmanager
+def stops_caught(ending: Ending) -> Iterator[StopSignals]:
+    """SIGINT and SIGTERM caught while the body runs (its boundary checks read the signals handed out), and
+    every way out told to `ending(status, why)` once: "succeeded" (why None), "interrupted" (a stop: the
+    RunInterrupted), "failed" (any other exception); on a stop or a failure the body raises what `ending`
+    returns. The handlers are restored before `ending` is told."""
+    signals = StopSignals()
+    signals.install()
+    try:
+        yield signals
+    except BaseException as exc:
+        signals.restore()
+        stopped = interruption(exc)
+        raised = ending("failed" if stopped is None else "interrupted", exc if stopped is None else stopped)
+        if raised is None:
+            raise
+        raise raised from (None if stopped is not None else exc)
+    signals.restore()
+    ending("succeeded", None)
+
+
 @contextmanager
 def holding_out(out_uri: str, run_id: str, metrics: RunMetrics) -> Iterator[Heartbeat]:
     """The `--out` locked for one run (a retried pod of the same run id waits out its predecessor's lock),

@@ -28,10 +28,10 @@ from foxhunt.run.lifecycle import (
     Heartbeat,
     StopSignals,
     boundary_check,
-    interruption,
     outputs_kept,
     resumes,
     stop_where,
+    stops_caught,
 )
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.universe_resume import UniverseLedger
@@ -138,23 +138,18 @@ def universe_ending(
     metrics: RunMetrics,
     heartbeat: Heartbeat,
 ) -> Iterator[Callable[[], None]]:
-    """The run's life once it has started: the stop signals caught (the body's boundary check handed out,
-    which also fails the run once `heartbeat` lost the `--out` lock), and every way out told to `metrics`;
-    a stop ends as `interrupt_universe`, a failure (an exception, a divergence of the first seed, a lost
-    lock included) as `fail_universe`; the signals' handlers restored after."""
-    signals = StopSignals()
-    signals.install()
-    try:
+    """The run's life once it has started (`lifecycle.stops_caught`): the body's boundary check handed out
+    (it also fails the run once `heartbeat` lost the `--out` lock), every way out told to `metrics`; a stop
+    ends as `interrupt_universe`, a failure (an exception, a divergence of the first seed, a lost lock
+    included) as `fail_universe`."""
+
+    def ending(status: str, why: BaseException | None) -> BaseException | None:
+        metrics.run_finished(status)
+        if isinstance(why, RunInterrupted):
+            return interrupt_universe(why, ledger, uris, rows, run, planned)
+        if isinstance(why, Exception):
+            return fail_universe(why, ledger, uris, rows, run, planned)
+        return None
+
+    with stops_caught(ending) as signals:
         yield stop_check(signals, ledger, heartbeat)
-    except BaseException as exc:
-        stopped = interruption(exc)
-        if stopped is not None:
-            metrics.run_finished(INTERRUPTED)
-            raise interrupt_universe(stopped, ledger, uris, rows, run, planned) from None
-        metrics.run_finished(FAILED)
-        if isinstance(exc, Exception):
-            raise fail_universe(exc, ledger, uris, rows, run, planned) from exc
-        raise
-    finally:
-        signals.restore()
-    metrics.run_finished("succeeded")

@@ -28,14 +28,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from foxhunt import out_names, storage, strict_json
-from foxhunt.errors import UsageError
-from foxhunt.run.lifecycle import Heartbeat, StopSignals, boundary_check, interruption, resumes
+from foxhunt.errors import RunInterrupted, UsageError
+from foxhunt.run.lifecycle import Heartbeat, StopSignals, boundary_check, resumes, stops_caught
 from foxhunt.run.sinks.telemetry import RunMetrics
-from foxhunt.run.universe_failure import FAILED, INTERRUPTED, finished
+from foxhunt.run.universe_failure import INTERRUPTED, finished
 from foxhunt.run.universe_resume import identity_differences
 
 KIND = "universe_search"  # what tells a universe search's manifest from a universe run's
-SUCCEEDED = "succeeded"
 
 
 def resumable(out_uri: str, overwrite: bool) -> dict | None:
@@ -138,22 +137,17 @@ class SearchStop:
 
 @contextmanager
 def search_ending(ledger: SearchLedger, heartbeat: Heartbeat, metrics: RunMetrics) -> Iterator[SearchStop]:
-    """The trials' life: the stop signals caught (the trials' boundary check handed out), every way out told
+    """The trials' life (`lifecycle.stops_caught`): the trials' boundary check handed out, every way out told
     to `metrics` and written to ``summary.json`` (`SearchLedger.end`); a stop raised again as the line that
-    says the same command resumes; the signals' handlers restored after."""
-    signals = StopSignals()
-    signals.install()
-    try:
+    says the same command resumes."""
+
+    def ending(status: str, why: BaseException | None) -> BaseException | None:
+        metrics.run_finished(status)
+        if isinstance(why, RunInterrupted):
+            ledger.end(INTERRUPTED, str(why))
+            return resumes(why, ledger.kept())
+        ledger.end(status, None if why is None else f"{type(why).__name__}: {why}")
+        return None
+
+    with stops_caught(ending) as signals:
         yield SearchStop(signals, heartbeat)
-    except BaseException as exc:
-        stopped = interruption(exc)
-        metrics.run_finished(FAILED if stopped is None else INTERRUPTED)
-        if stopped is not None:
-            ledger.end(INTERRUPTED, str(stopped))
-            raise resumes(stopped, ledger.kept()) from None
-        ledger.end(FAILED, f"{type(exc).__name__}: {exc}")
-        raise
-    finally:
-        signals.restore()
-    metrics.run_finished(SUCCEEDED)
-    ledger.end(SUCCEEDED)
