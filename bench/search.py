@@ -27,6 +27,8 @@ from speed import PLAN_BARS, fold_flags, plan_fxcache
 
 TARGET_TRIALS_RATIO = 1.5  # issue 36: --population 8 against one trial at a time
 TARGET_SEARCH_SECONDS = 150.0  # issue 36: a 64-trial search at the real-data shape
+# The phases the members of one round share (the same seconds in each member's fold report).
+SHARED_PHASES = ("reset", "normalize", "collect", "train", "select")
 
 
 def study_figures(out: Path, wall: float, population: int = 1) -> dict:
@@ -60,23 +62,17 @@ def round_phases(out: Path, wall: float) -> dict:
     steps) and selection (the epochs' tail scores and diagnostics, the choice of the epochs kept), once per
     round (its members report the same seconds); each member's own validation and checkpoint (one after
     another); and the rest of each round: a round lasts as long as its last member's `fold_seconds`."""
-    rounds: dict[tuple, float] = {}
+    rounds: dict[tuple, float] = {}  # (fold, its shared phases' seconds) → the round's seconds
     member = []
     for path in sorted(out.glob("trials/*/fold_*/report.json")):
         report = json.loads(path.read_text())
-        phases = report["phases"]
-        shared = (
-            phases["reset"],
-            phases["normalize"],
-            phases["collect"],
-            phases["train"],
-            phases.get("select", 0.0),
-        )
-        key = (path.parent.name, *shared)
+        phases = {"select": 0.0, **report["phases"]}  # a report from before the select phase has none
+        key = (path.parent.name, *(phases[p] for p in SHARED_PHASES))
         rounds[key] = max(rounds.get(key, 0.0), report["fold_seconds"])
         member.append(phases["validate"] + phases["checkpoint"])
-    training = sum(key[3] + key[4] for key in rounds)
-    selection = sum(key[5] for key in rounds)
+    shared = [dict(zip(SHARED_PHASES, key[1:], strict=True)) for key in rounds]
+    training = sum(r["collect"] + r["train"] for r in shared)
+    selection = sum(r["select"] for r in shared)
     round_seconds = sum(rounds.values())
     return {
         "rounds": len(rounds),
