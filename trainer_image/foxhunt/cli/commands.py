@@ -294,15 +294,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _closing_lines(settings: RunConfig, summary, where: str, files: str) -> None:
-    """The fold table and where the outputs are, on the run's console (text, or JSON lines)."""
+    """The fold table, where the time went and where the outputs are, on the run's console (text, or JSON lines)."""
     from foxhunt import out_names
-    from foxhunt.evaluate.reports import fold_table
+    from foxhunt.evaluate.reports import fold_table, time_line
     from foxhunt.run.lifecycle import console
 
     if summary.holdout is not None:  # the headline's files, named where a reader looks for outputs
         files += f", {out_names.HOLDOUT_REPORT} (the headline), {out_names.HOLDOUT_PICTURE}, {out_names.HOLDOUT_DIR}/"
     emit = console(settings.log_format, summary.run_id)
-    for line in [*fold_table(summary).splitlines(), f"outputs: {where} ({files})"]:
+    for line in [*fold_table(summary).splitlines(), time_line(summary), f"outputs: {where} ({files})"]:
         emit(line)
 
 

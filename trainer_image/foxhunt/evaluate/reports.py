@@ -309,6 +309,28 @@ def fold_table(summary: RunSummary) -> str:
     return evaluation_table(rows)
 
 
+def time_line(summary: RunSummary, small: float = 0.05) -> str:
+    """Where the run's seconds went: loading the data, the folds trained in this process (each phase, largest
+    first; those under `small` of the folds' time together), and the rest (the trainer's build, the run's
+    scoring, pictures and files). Folds taken over from an earlier attempt spent their time there."""
+    trained = [r for r in summary.folds if r.fold not in set(summary.resumed_folds)]
+    folds = sum(r.fold_seconds for r in trained)
+    phases = {p: sum(r.phases[p] for r in trained) for p in PHASES}
+    named = sorted((p for p in PHASES if phases[p] >= small * folds), key=lambda p: -phases[p])
+    rest = [p for p in PHASES if p not in named]
+    parts = [f"{p} {phases[p]:.1f} s" for p in named]
+    if rest:
+        together = ", ".join(rest[:-1]) + (" and " if len(rest) > 1 else "") + rest[-1]
+        parts.append(f"{together} {sum(phases[p] for p in rest):.1f} s")
+    other = summary.run_seconds - summary.data_load_seconds - folds
+    count = f"{len(trained)} fold{'' if len(trained) == 1 else 's'}"
+    trained_here = f"{count} {folds:.1f} s ({', '.join(parts)})" if trained else "no fold trained here"
+    return (
+        f"time: {summary.run_seconds:.1f} s: data {summary.data_load_seconds:.1f} s, {trained_here}, "
+        f"the rest {other:.1f} s (trainer build, the run's scoring, pictures and files)"
+    )
+
+
 # ---- flat folds in words ---------------------------------------------------------------------------
 def _gate_words(selection: FoldSelection) -> str:
     """What the tail selection found, from a fold's selection."""
