@@ -46,3 +46,8 @@ def test_the_phases_are_named_largest_first_and_the_small_ones_together():
 def test_a_run_that_trained_no_fold_here_says_so():
     line = time_line(_summary(resumed_folds=[0, 1]))
     assert ", no fold trained here, the rest 9.5 s" in line and "(" not in line.split("rest")[0]
+
+
+def test_with_several_seeds_the_rest_holds_the_other_seeds_validation():
+    line = time_line(_summary(seed_spread={"figures": {}}))
+    assert "the rest 1.5 s (trainer build, the other seeds' validation, the run's scoring" in line

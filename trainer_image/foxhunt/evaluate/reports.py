@@ -14,7 +14,7 @@ and each baseline's figures after costs, as earlier releases wrote them.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 
 from foxhunt.config import PHASES, RUN_ENDINGS
@@ -309,25 +309,40 @@ def fold_table(summary: RunSummary) -> str:
     return evaluation_table(rows)
 
 
-def time_line(summary: RunSummary, small: float = 0.05) -> str:
-    """Where the run's seconds went: loading the data, the folds trained in this process (each phase, largest
-    first; those under `small` of the folds' time together), and the rest (the trainer's build, the run's
-    scoring, pictures and files). Folds taken over from an earlier attempt spent their time there."""
-    trained = [r for r in summary.folds if r.fold not in set(summary.resumed_folds)]
-    folds = sum(r.fold_seconds for r in trained)
-    phases = {p: sum(r.phases[p] for r in trained) for p in PHASES}
-    named = sorted((p for p in PHASES if phases[p] >= small * folds), key=lambda p: -phases[p])
+def time_line(summary: RunSummary) -> str:
+    """Where the run's seconds went (`phase_time_line`); folds taken over from an earlier attempt spent their
+    time there, not in this run."""
+    resumed = set(summary.resumed_folds)
+    trained = [(r.phases, r.fold_seconds) for r in summary.folds if r.fold not in resumed]
+    seeds = summary.seed_spread is not None  # --seeds K > 1: the other seeds' reports are not these
+    return phase_time_line(summary.run_seconds, summary.data_load_seconds, trained, seeds=seeds)
+
+
+def phase_time_line(
+    run_seconds: float,
+    data_seconds: float,
+    folds: Sequence[tuple[Mapping[str, float], float]],
+    small: float = 0.05,
+    seeds: bool = False,
+) -> str:
+    """Where a run's seconds went: loading the data, the `folds` trained in this process (each its phases'
+    seconds and its own) by phase, largest first (those under `small` of the folds' time together), and the
+    rest (the trainer's build, the run's scoring, pictures and files; with `seeds`, the first seed's folds are
+    given and the other seeds' validation is in the rest)."""
+    total = sum(seconds for _, seconds in folds)
+    phases = {p: sum(f[p] for f, _ in folds) for p in PHASES}
+    named = sorted((p for p in PHASES if phases[p] >= small * total), key=lambda p: -phases[p])
     rest = [p for p in PHASES if p not in named]
     parts = [f"{p} {phases[p]:.1f} s" for p in named]
     if rest:
         together = ", ".join(rest[:-1]) + (" and " if len(rest) > 1 else "") + rest[-1]
         parts.append(f"{together} {sum(phases[p] for p in rest):.1f} s")
-    other = summary.run_seconds - summary.data_load_seconds - folds
-    count = f"{len(trained)} fold{'' if len(trained) == 1 else 's'}"
-    trained_here = f"{count} {folds:.1f} s ({', '.join(parts)})" if trained else "no fold trained here"
+    count = f"{len(folds)} fold{'' if len(folds) == 1 else 's'}"
+    trained_here = f"{count} {total:.1f} s ({', '.join(parts)})" if folds else "no fold trained here"
+    others = "the other seeds' validation, " if seeds else ""
     return (
-        f"time: {summary.run_seconds:.1f} s: data {summary.data_load_seconds:.1f} s, {trained_here}, "
-        f"the rest {other:.1f} s (trainer build, the run's scoring, pictures and files)"
+        f"time: {run_seconds:.1f} s: data {data_seconds:.1f} s, {trained_here}, the rest "
+        f"{run_seconds - data_seconds - total:.1f} s (trainer build, {others}the run's scoring, pictures and files)"
     )
 
 

@@ -65,7 +65,7 @@ from foxhunt.data.universe import UniverseFold
 from foxhunt.data.universe_inputs import instrument_name, read_universe
 from foxhunt.errors import UsageError
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
-from foxhunt.evaluate.reports import window_to_dict
+from foxhunt.evaluate.reports import phase_time_line, window_to_dict
 from foxhunt.evaluate.seed_spread import seed_spread
 from foxhunt.run.fold import Progress, stitch_outcomes
 from foxhunt.run.lifecycle import Heartbeat, holding_out
@@ -85,6 +85,7 @@ from foxhunt.run.universe_walk import (
     local_folds,
     pooled_evidence,
     universe_execution,
+    universe_fold_times,
     universe_step,
 )
 from foxhunt.run.walk import Walked, diverged_seeds, walk_folds
@@ -213,8 +214,17 @@ def _train_universe(
             at_fold=ledger.at_fold, check=check,
         )  # fmt: skip
         ledger.holdout_fold = None if held is None else held.fold  # a failure or a stop in it names it
-        return universe_records(views, fxcache_uris, folds, walked, seeds, history, out_uri, settings, run,
-                                progress, metrics, held_out, pictures=True)  # fmt: skip
+        result = universe_records(views, fxcache_uris, folds, walked, seeds, history, out_uri, settings, run,
+                                  progress, metrics, held_out, pictures=True)  # fmt: skip
+        progress(
+            phase_time_line(
+                result.summary["run_seconds"],
+                loaded,
+                universe_fold_times(walked.outcomes[0]),
+                seeds=len(seeds) > 1,
+            )
+        )
+        return result
 
 
 def universe_records(

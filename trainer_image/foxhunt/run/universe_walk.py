@@ -144,6 +144,22 @@ class UniverseOutcome:
     choice: FoldSelection | None
 
 
+def universe_fold_times(outcomes: Mapping[int, UniverseOutcome]) -> list[tuple[dict[str, float], float]]:
+    """Each universe fold trained in this process, as its phases' seconds and its own (`reports.phase_time_line`):
+    the shared phases once, each instrument's validation and checkpoint added up, the fold lasting until its
+    last instrument's report. A fold taken over from an earlier attempt is left out."""
+    times = []
+    for outcome in outcomes.values():
+        reports = [o.report for o in outcome.instruments.values() if o.outputs is not None]
+        if not reports:
+            continue
+        phases = dict(reports[0].phases)
+        for own in ("validate", "checkpoint"):  # one after another per instrument; the rest is shared
+            phases[own] = sum(r.phases[own] for r in reports)
+        times.append((phases, max(r.fold_seconds for r in reports)))
+    return times
+
+
 def instrument_outcomes(walked: Walked, member: int, instrument: int) -> dict[int, FoldOutcome]:
     """Member `member`'s outcomes on instrument `instrument`, by fold (the folds it took part in)."""
     return {
