@@ -109,19 +109,15 @@ def train_fold(
     check()
     live = [i for i in outs if trainer.failures[i] is None]
     # The best tail epoch's weights, or flat (select_tail_share).
-    t0 = time.perf_counter()
-    chosen = trainer.policies.choose_policies(live, earlier)
-    synchronize(trainer.device)
-    phases["choose"] = time.perf_counter() - t0
+    chosen, choose_seconds = timed_choice(trainer, live, earlier)
     for i in live:
         choice = chosen[i]
         if choice is not None:
             progress(_selection_line(fold_range.fold, i, choice))
+    timed = {i: {**phases, **epoch_phases(history[i], choose_seconds)} for i in live}
     return {  # validate, save, report
         i: trainer.failures[i]
-        or finish_fold(
-            trainer, i, history[i], phases, fold_start, out, progress, scoring, memo, selection=chosen[i]
-        )
+        or finish_fold(trainer, i, history[i], timed[i], fold_start, out, progress, scoring, memo, chosen[i])
         for i, out in outs.items()
     }
 
@@ -140,6 +136,26 @@ def _selection_line(fold: int, member: int, choice: FoldSelection) -> str:
         f"fold {fold} member {member}: epoch {choice.epoch + 1} scored best on the training tail "
         f"(net Sharpe {choice.tail_sharpe:.2f}, gate {choice.gate:.2f}); {verdict}"
     )
+
+
+def timed_choice(
+    trainer: DQNTrainer, live: Sequence[int], earlier: Mapping[int, Sequence[WindowEvidence]] | None
+) -> tuple[dict[int, FoldSelection | None], float]:
+    """The live members' policy choice (`MemberPolicies.choose_policies`) and its device-synchronised seconds."""
+    t0 = time.perf_counter()
+    chosen = trainer.policies.choose_policies(live, earlier)
+    synchronize(trainer.device)
+    return chosen, time.perf_counter() - t0
+
+
+def epoch_phases(epochs: Sequence[EpochFigures], choose_seconds: float) -> dict[str, float]:
+    """A member's fold phases from its epochs: collection, steps, and selection (each epoch's tail score and
+    diagnostics, then the choice of the epoch kept)."""
+    return {
+        "collect": sum(e.collect_seconds for e in epochs),
+        "train": sum(e.train_seconds for e in epochs),
+        "select": choose_seconds + sum(e.select_seconds for e in epochs),
+    }
 
 
 def start_fold(trainer: DQNTrainer, fold_range: FoldRange) -> dict[str, float]:
@@ -169,12 +185,10 @@ def finish_fold(
     memo: ScoreMemo | None = None,
     selection: FoldSelection | None = None,
 ) -> FoldOutcome:
-    """After a trained fold, for one member: validate beside the baselines, checkpoint, write `report.json`."""
+    """After a trained fold, for one member: validate beside the baselines, checkpoint, write `report.json`.
+    `phases`: the seconds of the fold's phases up to its selection (`start_fold`, `epoch_phases`)."""
     device, fold_range = trainer.device, trainer.window.fold
     fold, phases = fold_range.fold, dict(phases)
-    phases["collect"] = sum(e.collect_seconds for e in epochs)
-    phases["train"] = sum(e.train_seconds for e in epochs)
-    phases["select"] = phases.pop("choose", 0.0) + sum(e.select_seconds for e in epochs)
 
     t0 = time.perf_counter()
     # One rollout a fold: the evaluation and the saved record (a pooled choice's, when it rolled them out).

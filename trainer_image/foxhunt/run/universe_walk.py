@@ -39,7 +39,7 @@ from foxhunt.evaluate.records import host_array, positions_from_bytes
 from foxhunt.evaluate.run_scores import evaluate_fold, run_scoring
 from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.out_names import fold_folder
-from foxhunt.run.fold import FoldOutcome, Progress, fold_report, save_fold
+from foxhunt.run.fold import FoldOutcome, Progress, epoch_phases, fold_report, save_fold, timed_choice
 from foxhunt.run.manifest import sha256
 from foxhunt.run.walk import FoldDone, FoldStep, Walked
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, synchronize
@@ -225,18 +225,10 @@ def train_universe_fold(
     phases = start_universe_fold(trainer, parts, fold.fold)
     history = _train_epochs(trainer, fold.fold, list(earlier), settings, progress, check)
     live = [m for m in earlier if trainer.failures[m] is None]
-    t0 = time.perf_counter()
-    choices = trainer.policies.choose_policies(live, {m: earlier[m] for m in live})
-    synchronize(trainer.device)
-    choose_seconds = time.perf_counter() - t0
+    choices, choose_seconds = timed_choice(trainer, live, {m: earlier[m] for m in live})
     outcomes: dict[int, dict[int, FoldOutcome]] = {m: {} for m in live}
     for m in live:
-        timed = {
-            **phases,
-            "collect": sum(e.collect_seconds for e in history[m]),
-            "train": sum(e.train_seconds for e in history[m]),
-            "select": choose_seconds + sum(e.select_seconds for e in history[m]),
-        }
+        timed = {**phases, **epoch_phases(history[m], choose_seconds)}
         for part in parts:
             trainer.window.focus(part.instrument)
             view = views[part.instrument]
