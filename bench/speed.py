@@ -18,7 +18,7 @@ each. real: a real minute-bar file at the default folds and settings, first-ever
 seeds: `--seeds K` against one seed at the plan's shape, cold with the cache (the ratio of medians).
 pipeline: README's default `foxhunt pipeline`, pinned with taskset (run it on an idle machine).
 scoring: one fold's baselines and scoring (`evaluate_fold`) at a 185k-bar window, in this process, cold
-(the first call) and warm (median of the repeats), on the host or the GPU (`--device cuda`).
+(the first call) and warm (median of the repeats), on the host or the GPU (`--device cuda`; `speed_scoring.py`).
 fixed: a run's fixed costs phase by phase (imports, load, baselines, scoring, pictures, files, …) in cold
 CPU processes: `--help`, the default pipeline, a two-year `foxhunt train` of few steps (`fixed_costs.py`).
 universe: K instruments × two years of bars in one cold process against one, their load, the memory estimate of 32
@@ -28,9 +28,7 @@ universe: K instruments × two years of bars in one cold process against one, th
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import math
 import os
 import re
 import shutil
@@ -40,6 +38,7 @@ from pathlib import Path
 
 import fixed_costs
 import harness as h
+import speed_scoring
 import speed_universe
 
 PLAN_BARS = 4_700_000
@@ -52,7 +51,7 @@ TARGETS = {
     "real_wall_seconds": 12.0,
     "seeds_wall_ratio": 1.3,
     "pipeline_wall_seconds": 30.0,
-    "fold_scoring_warm_seconds": 0.1,
+    "fold_scoring_warm_seconds": speed_scoring.FOLD_SCORING_TARGET,
 }
 PRECOMPUTE_LINE = re.compile(r"precompute: .* in ([0-9.]+)s total")
 
@@ -113,10 +112,10 @@ class Runner:
     def __init__(self, args: argparse.Namespace, work: Path, fxcache: Path, flags: list[str]) -> None:
         self.args, self.work, self.fxcache, self.flags, self.n = args, work, fxcache, flags, 0
 
-    def __call__(self, kind: str, *extra: str, pod: Path | None = None) -> dict:
+    def __call__(self, kind: str, *extra: str, pod: Path | None = None, every: int | None = None) -> dict:
         self.n += 1
         out = self.work / f"run-{self.n}"
-        every = getattr(self.args, "diagnostics_every", 1)
+        every = every or getattr(self.args, "diagnostics_every", 1)
         command = train_command(self.fxcache, out, self.args.epochs, self.args.device, *self.flags, *extra,
                                 every=every)  # fmt: skip
         record = h.fresh_run(command, pod or self.work / f"pod-{self.n}", self.args.run_timeout,
@@ -178,7 +177,12 @@ def real(args: argparse.Namespace, work: Path, record: dict) -> None:
     record["shape"] = {"bars_file": Path(args.bars).name, "precompute_seconds": time.perf_counter() - started}
     run = Runner(args, work, fxcache, ["--compile-cache", "auto", *args.extra])
     record["first_ever"] = run.first_ever()
-    runs = h.repeat(args.repeats, lambda i: run("cached"), "cached")
+    if args.against_every:
+        label, every = f"cached_every_{args.against_every}", args.against_every
+        runs, spaced = alternated(args.repeats, lambda: run("cached"), lambda: run(label, every=every))
+        record[label] = {"runs": spaced, "medians": h.medians(spaced, RUN_KEYS)}
+    else:
+        runs = h.repeat(args.repeats, lambda i: run("cached"), "cached")
     record["cached"] = {"runs": runs, "medians": h.medians(runs, RUN_KEYS)}
     wall = record["cached"]["medians"]["wall_seconds"]
     record["targets"]["real_wall_seconds"] = h.target(
@@ -188,6 +192,12 @@ def real(args: argparse.Namespace, work: Path, record: dict) -> None:
     )
 
 
+def alternated(repeats: int, one, other) -> tuple[list[dict], list[dict]]:
+    """`repeats` pairs of runs, alternated so that a drift in the machine's speed falls on both sides."""
+    pairs = [(one(), other()) for _ in range(repeats)]
+    return [a for a, _ in pairs], [b for _, b in pairs]
+
+
 def seeds(args: argparse.Namespace, work: Path, record: dict) -> None:
     """`--seeds K` against one seed at the plan's shape: cold processes with the compile cache, alternated."""
     fxcache, folds, record["shape"] = plan_fxcache(work, args.bars)
@@ -195,10 +205,9 @@ def seeds(args: argparse.Namespace, work: Path, record: dict) -> None:
     run = Runner(args, work, fxcache, [*fold_flags(folds), "--compile-cache", "auto"])
     many = ("--seeds", str(args.seeds))
     record["first_ever"] = {"one": run.first_ever(), "many": run("first_ever_many", *many)}
-    one_runs, many_runs = [], []
-    for _ in range(args.repeats):  # alternated, so a drift in the machine's speed falls on both
-        one_runs.append(run("one_seed"))
-        many_runs.append(run(f"seeds_{args.seeds}", *many))
+    one_runs, many_runs = alternated(
+        args.repeats, lambda: run("one_seed"), lambda: run(f"seeds_{args.seeds}", *many)
+    )
     one, many_m = h.medians(one_runs, RUN_KEYS), h.medians(many_runs, RUN_KEYS)
     record["one_seed"] = {"runs": one_runs, "medians": one}
     record["many_seeds"] = {"runs": many_runs, "medians": many_m}
@@ -246,123 +255,8 @@ def pipeline(args: argparse.Namespace, work: Path, record: dict) -> None:
     )  # fmt: skip
 
 
-def largest_difference(got, want) -> float:
-    """The largest relative difference between two evaluations' float figures (absolute where the wanted one
-    is 0; two NaNs agree), walking their dataclasses and mappings; another word is an infinite difference."""
-    if dataclasses.is_dataclass(want):
-        pairs = [(getattr(got, f.name), getattr(want, f.name)) for f in dataclasses.fields(want)]
-        return max((largest_difference(g, w) for g, w in pairs), default=0.0)
-    if isinstance(want, dict):
-        return max((largest_difference(got[k], want[k]) for k in want), default=0.0)
-    if isinstance(want, float):
-        if math.isnan(want) and math.isnan(got):
-            return 0.0
-        return abs(got - want) / (abs(want) if want != 0 else 1.0)
-    return 0.0 if got == want else math.inf
-
-
-def cold_and_warm(call, repeats: int, forget) -> dict:
-    """`call()` once cold, then `repeats` times warm (median, min, max), wall and CPU seconds; `forget()`
-    before each (the bootstrap's kept block draws: a new fold is a new window length)."""
-    timed = []
-    for _ in range(repeats + 1):
-        forget()
-        wall, cpu = time.perf_counter(), time.process_time()
-        call()
-        timed.append((time.perf_counter() - wall, time.process_time() - cpu))
-    return {"cold_seconds": timed[0][0], "cold_cpu_seconds": timed[0][1],
-            "warm": h.spread(w for w, _ in timed[1:]), "warm_cpu": h.spread(c for _, c in timed[1:])}  # fmt: skip
-
-
-def forget_block_draws() -> None:
-    """A new fold is a new window length: its bootstrap block draws, and their device copy, are drawn anew."""
-    from foxhunt.evaluate import sharpe
-    from foxhunt.evaluate.device_series import _device_starts
-
-    sharpe.bootstrap_starts.cache_clear()
-    _device_starts.cache_clear()
-
-
-def scoring_fold(bars: int, val_bars: int, device) -> tuple:
-    """Generated bars' features, one fold whose validation window is the last `val_bars`, the features and
-    targets on `device`, and random positions for the window."""
-    import numpy as np
-    import torch
-
-    from foxhunt.data.bars import generate_sample_bars
-    from foxhunt.data.features import compute_features
-    from foxhunt.data.folds import FoldRange
-
-    table = compute_features(generate_sample_bars(bars))
-    n = len(table)
-    if val_bars + 1_000 > n:
-        raise SystemExit(f"--val-bars {val_bars}: {n} rows leave no training slice")
-    fold = FoldRange(0, 0, n - val_bars - 60, n - val_bars, n, 0.0)
-    features, targets = (torch.from_numpy(a).to(device) for a in (table.features, table.targets))
-    positions = np.random.default_rng(0).integers(-1, 2, val_bars).astype(np.float64)
-    return table, fold, features, targets, positions
-
-
-def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
-    """One fold's validation work after training, in this process: baselines, scoring, both (cold, warm)."""
-    import host_syncs
-    import torch
-
-    from foxhunt.evaluate.evaluation import MODEL, Scoring, evaluate_window
-    from foxhunt.evaluate.records import window_records
-    from foxhunt.evaluate.run_scores import evaluate_fold, fold_baselines
-
-    device = torch.device("cuda" if record["device_type"] == "cuda" else "cpu")
-    table, fold, features, targets, positions = scoring_fold(args.bars, args.val_bars, device)
-    # Where `foxhunt train` scores: a run on a GPU scores its windows there.
-    score = Scoring(cost=1e-4, seed=0, device="cuda" if device.type == "cuda" else None)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
-    others: dict = {}
-
-    def records() -> dict:  # as `evaluate_fold` builds them
-        return window_records(
-            0, fold.val_start, {MODEL: positions, **others}, table.timestamp, table.targets[:, 0]
-        )
-
-    def calls(score: Scoring) -> dict:
-        return {
-            "baselines": lambda: (fold_baselines(features, targets, fold, score), sync()),
-            "scoring": lambda: evaluate_window(records(), score, 0),
-            "fold": lambda: (
-                evaluate_fold(features, targets, table.timestamp, fold, positions, score),
-                sync(),
-            ),
-        }
-
-    seconds: dict = {}
-    for name, call in calls(score).items():
-        if name == "scoring":
-            others.update(fold_baselines(features, targets, fold, score))
-        seconds[name] = cold_and_warm(call, args.repeats, forget_block_draws)
-        print(
-            f"{name}: cold {seconds[name]['cold_seconds']:.3f}s, warm {seconds[name]['warm']['median']:.3f}s"
-        )
-    # One warm call of each on the device path (on the CPU its torch twin, `Scoring.device` "cpu"), counted.
-    twin = score if score.device else dataclasses.replace(score, device="cpu")
-    counts = host_syncs.count_each(calls(twin), device, forget_block_draws)
-    record["counts"] = {"scoring_device": twin.device, **counts}
-    if score.device is not None:  # the device's figures against the host's, to 1e-9
-        host = evaluate_window(records(), Scoring(cost=1e-4, seed=0), 0)
-        record["device_vs_host_largest_relative_difference"] = largest_difference(
-            evaluate_window(records(), score, 0), host
-        )
-    record.update(shape={"bars": args.bars, "train_rows": fold.train_rows, "val_bars": fold.val_rows,
-                         "resamples": score.resamples, "scoring_device": score.device or "host",
-                         "torch_threads": torch.get_num_threads()}, seconds=seconds)  # fmt: skip
-    record["targets"]["fold_scoring_warm_seconds"] = h.target(
-        seconds["fold"]["warm"]["median"],
-        TARGETS["fold_scoring_warm_seconds"],
-        how=f"`evaluate_fold` at {fold.val_rows:,} validation bars, warm median of {args.repeats}",
-    )
-
-
 BENCHMARKS = {"plan": ("plan_shape", plan), "real": ("real_shape", real), "seeds": ("seeds", seeds),
-              "pipeline": ("pipeline_cpu", pipeline), "scoring": ("fold_scoring", scoring),
+              "pipeline": ("pipeline_cpu", pipeline), "scoring": ("fold_scoring", speed_scoring.scoring),
               "fixed": ("fixed_costs", fixed_costs.measure), "universe": ("universe", speed_universe.universe)}  # fmt: skip
 
 
@@ -382,6 +276,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     sub.choices["real"].add_argument(
         "--bars", required=True, help="a minute-bar file foxhunt precompute reads"
     )
+    sub.choices["real"].add_argument(
+        "--against-every", type=int, default=0,
+        help="also time runs with --diagnostics-every N, alternated with the measured ones (0: none)",
+    )  # fmt: skip
     sub.choices["real"].add_argument("extra", nargs="*", help="more `foxhunt train` arguments (after --)")
     sub.choices["seeds"].add_argument("--seeds", type=int, default=3, help="K of `--seeds K`")
     sub.choices["pipeline"].add_argument(

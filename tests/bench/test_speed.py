@@ -13,6 +13,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
 import speed  # noqa: E402
+import speed_scoring  # noqa: E402
 from support.background_runs import background_process, one_thread  # noqa: E402
 
 from foxhunt.cli.commands import run_config  # noqa: E402
@@ -67,8 +68,8 @@ class Figures:
 def test_the_largest_relative_difference_is_found_inside_nested_figures():
     want = {"model": Figures(2.0, -1.0, "above"), "flat": Figures(0.0, math.nan, "no")}
     got = {"model": Figures(2.0 * (1 + 3e-12), -1.0, "above"), "flat": Figures(1e-13, math.nan, "no")}
-    assert math.isclose(speed.largest_difference(got, want), 3e-12, rel_tol=1e-3)
-    assert speed.largest_difference(Figures(1.0, 1.0, "above"), Figures(1.0, 1.0, "below")) == math.inf
+    assert math.isclose(speed_scoring.largest_difference(got, want), 3e-12, rel_tol=1e-3)
+    assert speed_scoring.largest_difference(Figures(1.0, 1.0, "above"), Figures(1.0, 1.0, "below")) == math.inf
 
 
 # `bench/speed.py plan` at a tiny size as a process of its own, queued in the background.
