@@ -49,7 +49,7 @@ def run_figures(summary: dict) -> dict:
     spread = summary.get("seed_spread")
     if spread is None:  # --seeds 1
         model = net["model"]
-        seeds = {"0": {"sharpe": model["sharpe"], "ci": [model["sharpe_ci_low"], model["sharpe_ci_high"]],
+        seeds = {str(summary.get("seed", 0)): {"sharpe": model["sharpe"], "ci": [model["sharpe_ci_low"], model["sharpe_ci_high"]],
                        "exposure": model["exposure"], "turnover_per_year": model["turnover_per_year"]}}  # fmt: skip
     else:
         seeds = spread["figures"]

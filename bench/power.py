@@ -25,7 +25,8 @@ buy-and-hold's. `--instruments K …`: the universe rows instead (issue 35; benc
 data set K generated instruments at two years, one `foxhunt train --fxcache … --seeds S` per K, the book's
 figures and each instrument's (CPU check: the one above with `--instruments 1 2 --noise signal-off`).
 The targets (`targets` block, per row; `evaluate`) are issue 34's. merge: several of these
-JSONs (e.g. one per device call) into one table and one `targets` block.
+JSONs (e.g. one per device call) into one table and one `targets` block; a row whose seeds were split over
+calls (`--seeds 1 --first-seed S`, e.g. K = 16, one seed a call) becomes one row over all of them.
 """
 
 from __future__ import annotations
@@ -98,8 +99,8 @@ def train(
     out = work / f"run-{tag}"
     shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resume of an earlier call's
     command = h.foxhunt(
-        "train", "--fxcache", str(fxcache), "--out", str(out), "--epochs", str(args.epochs), "--seed", "0",
-        "--seeds", str(seeds), "--device", args.device, "--log-format", "text",
+        "train", "--fxcache", str(fxcache), "--out", str(out), "--epochs", str(args.epochs),
+        "--seed", str(args.first_seed), "--seeds", str(seeds), "--device", args.device, "--log-format", "text",
         "--compile-cache", str(work / "compile-cache"), *flags, *extra,
     )  # fmt: skip
     done = h.fresh_run(command, work / f"pod-{tag}", args.run_timeout, out / "summary.json")
@@ -142,13 +143,42 @@ def row_figures(summary: dict, out: Path) -> dict:
     for seed, f in figures["seeds"].items():
         f["share_of_oracle"] = share(f["sharpe"], oracle)
         f["folds_traded"], f["folds"] = folds_traded(summary, out, seed)
-    seeds = figures["seeds"].values()
-    sharpes = h.spread(f["sharpe"] for f in seeds)
-    shares = [f["share_of_oracle"] for f in seeds]
-    return {**figures, "sharpe": sharpes, "min": sharpes["min"], "max": sharpes["max"],
+    return {**figures, **seed_summary(figures)}
+
+
+def seed_summary(figures: dict) -> dict:
+    """What a row says of its seeds together: their Sharpe's spread, their shares', which lie above or below
+    flat (and above buy-and-hold) outside their interval; from each seed's figures, so pooled rows agree."""
+    seeds, oracle = figures["seeds"], figures["feature_oracle"]
+    sharpes = h.spread(f["sharpe"] for f in seeds.values())
+    shares = [f["share_of_oracle"] for f in seeds.values()]
+    hold = max(0.0, figures["buy_and_hold"])
+    return {"sharpe": sharpes, "min": sharpes["min"], "max": sharpes["max"], "median": sharpes["median"],
             "share": h.spread(shares) if None not in shares else None,
-            "seeds_above_flat": [s for s, f in figures["seeds"].items() if f["ci"][0] > 0.0],
+            "seeds_above_flat": [s for s, f in seeds.items() if f["ci"][0] > 0.0],
+            "seeds_below_flat": [s for s, f in seeds.items() if f["ci"][1] < 0.0],
+            "seeds_above_flat_and_buy_and_hold": [s for s, f in seeds.items() if f["ci"][0] > hold],
             "oracle_above_flat": bool(oracle and oracle["ci"][0] > 0.0)}  # fmt: skip
+
+
+def pool_seeds(rows: list[dict], key, pool) -> list[dict]:
+    """Rows of one data set and variant from several calls (`--first-seed`) as one row over all their seeds,
+    in the order of their first part; `pool(parts)` joins a group."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((key(row), row.get("generator_seed")), []).append(row)
+    return [parts[0] if len(parts) == 1 else pool(parts) for parts in groups.values()]
+
+
+def pool_row(parts: list[dict]) -> dict:
+    """One-instrument rows of the same data from several calls: one row over their seeds."""
+    done = [p for p in parts if p.get("seeds")]
+    if len(done) < len(parts):
+        return {**parts[0], "seeds": None, "pooled_from": [p.get("source") for p in parts]}
+    row = {**done[0], "seeds": pu.joined_seeds(done, lambda p: p["seeds"]),
+           "wall_seconds": sum(p.get("wall_seconds") or 0.0 for p in done),
+           "pooled_from": [p.get("source") for p in done]}  # fmt: skip
+    return {**row, **seed_summary(row)}
 
 
 def _key(row: dict) -> str:
@@ -265,6 +295,8 @@ def merge(paths: list[Path], out: str | None) -> int:
     rows, universe = ([{**row, "source": {"file": p.name, **{k: r.get(k) for k in ("commit", "device", "date")}}}
                        for p, r in zip(paths, records, strict=True) for row in r.get(part, [])]
                       for part in ("rows", "universe_rows"))  # fmt: skip
+    rows = pool_seeds(rows, _key, pool_row)
+    universe = pool_seeds(universe, pu.universe_key, pu.pool_universe_row)
     agreed = {k: ({r.get(k) for r in records} | {None}) - {None} for k in ("commit", "device", "device_type")}
     record = {**{k: records[-1][k] for k in ("benchmark", "torch", "python", "host")},
               **{k: next(iter(v)) if len(v) == 1 else "mixed" for k, v in agreed.items()},
@@ -292,6 +324,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     r.add_argument("--noise", nargs="*", default=list(NOISE), choices=NOISE)
     r.add_argument("--seeds", type=int, default=3, help="training seeds of a drift's run (--seeds K)")
     r.add_argument("--noise-seeds", type=int, default=10, help="training seeds of a noise run")
+    r.add_argument("--first-seed", type=int, default=0,
+                   help="the runs' first training seed (--seed): a row's seeds split over calls, joined by merge")  # fmt: skip
     r.add_argument("--generator-seed", type=int, default=0, help="the drifts' generator seed")
     r.add_argument(
         "--noise-generator-seeds", nargs="+", type=int, default=[0], help="one noise data set each"

@@ -106,7 +106,7 @@ def book_figures(summary: dict) -> dict:
     policies = book["window"]["policies"]
     net = policies["model"]["net"]
     spread = book.get("seed_spread")
-    seeds = spread["figures"] if spread else {"0": _seed_figures(net)}
+    seeds = spread["figures"] if spread else {str(summary.get("seed", 0)): _seed_figures(net)}
     oracle = oracle_of(book.get("feature_oracle"))
     return {"sharpe": net["sharpe"], "ci": [net["sharpe_ci_low"], net["sharpe_ci_high"]], "seeds": seeds,
             "flat": policies["flat"]["net"]["sharpe"], "buy_and_hold": policies["buy_and_hold"]["net"]["sharpe"],
@@ -130,7 +130,8 @@ def instrument_figures(summary: dict, out: Path) -> dict:
         stitched = out / "instruments" / entry["name"] / "stitched.json"
         oracle = stitched_oracle(json.loads(stitched.read_text())["policies"]) if stitched.exists() else None
         spread = entry.get("seed_spread")
-        seeds = spread["figures"] if spread else {"0": {"sharpe": entry.get("stitched_net_sharpe")}}
+        only = {str(summary.get("seed", 0)): {"sharpe": entry.get("stitched_net_sharpe")}}
+        seeds = spread["figures"] if spread else only
         done = entry.get("stitched_net_sharpe") is not None
         found[entry["name"]] = {"sharpe": entry.get("stitched_net_sharpe"), "folds": len(entry["folds"]),
                                 "seeds": seeds, "feature_oracle": oracle,
@@ -143,6 +144,38 @@ def universe_row_figures(summary: dict, out: Path, k: int) -> dict:
     if k == 1:
         return {"book": single_book(summary), "per_instrument": {}}
     return {"book": book_figures(summary), "per_instrument": instrument_figures(summary, out)}
+
+
+def joined_seeds(parts: list[dict], seeds_of) -> dict:
+    """The seeds of a row's parts in one mapping; SystemExit when two parts ran the same seed."""
+    joined: dict = {}
+    for part in parts:
+        for seed, figures in seeds_of(part).items():
+            if seed in joined:
+                where = (part.get("source") or {}).get("file", "a part")
+                raise SystemExit(f"power merge: seed {seed} of one row is in two files (again in {where}): "
+                                 "merge files that ran different seeds (--first-seed)")  # fmt: skip
+            joined[seed] = figures
+    return joined
+
+
+def pool_universe_row(parts: list[dict]) -> dict:
+    """Universe rows of one K and data set from several calls (`--first-seed`): one row over their seeds,
+    the book's and each instrument's (their shares and sides taken again over all of them)."""
+    done = [p for p in parts if p.get("book")]
+    sources = [p.get("source") for p in done]
+    if len(done) < len(parts):
+        return {**parts[0], "book": None, "pooled_from": [p.get("source") for p in parts]}
+    book = {**done[0]["book"], "seeds": joined_seeds(done, lambda p: p["book"]["seeds"])}
+    book.update(share=shares(book["seeds"], book["feature_oracle"]), **_side(book["seeds"]))
+    instruments = {}
+    for name, first in done[0]["per_instrument"].items():
+        seeds = joined_seeds(done, lambda p, name=name: p["per_instrument"][name]["seeds"])
+        done_here = first["sharpe"] is not None
+        instruments[name] = {**first, "seeds": seeds,
+                             "share": shares(seeds, first["feature_oracle"]) if done_here else None}  # fmt: skip
+    return {**done[0], "book": book, "per_instrument": instruments, "pooled_from": sources,
+            "wall_seconds": sum(p.get("wall_seconds") or 0.0 for p in done)}  # fmt: skip
 
 
 def universe_key(row: dict) -> str:
@@ -213,7 +246,8 @@ def universe_command(
     out = work / f"run-{tag}"
     caches = [a for path in fxcaches for a in ("--fxcache", str(path))]
     command = h.foxhunt(
-        "train", *caches, "--out", str(out), "--epochs", str(args.epochs), "--seed", "0", "--seeds", str(seeds),
+        "train", *caches, "--out", str(out), "--epochs", str(args.epochs), "--seed", str(args.first_seed),
+        "--seeds", str(seeds),
         "--device", args.device, "--log-format", "text", *flags,
     )  # fmt: skip
     return command, out

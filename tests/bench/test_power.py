@@ -116,10 +116,10 @@ def test_no_share_is_taken_of_an_oracle_without_an_edge(tmp_path):
 
 
 def _row(shape: str, data: str, sharpes: list[float], oracle: float = 10.0, above: int = 0, below: int = 0,
-         oracle_low: float = 1.0, variant: str = "base") -> dict:  # fmt: skip
-    """A row's figures as `row_figures` gives them, made by hand."""
-    seeds = {str(i): {"sharpe": s, "share_of_oracle": s / oracle, "exposure": 0.5, "folds_traded": 1, "folds": 3}
-             for i, s in enumerate(sharpes)}  # fmt: skip
+         oracle_low: float = 1.0, variant: str = "base", first: int = 0) -> dict:  # fmt: skip
+    """A row's figures as `row_figures` gives them, made by hand (seeds `first`, `first` + 1, …)."""
+    seeds = {str(first + i): {"sharpe": s, "ci": [s - 1.0, s + 1.0], "share_of_oracle": s / oracle, "exposure": 0.5,
+                              "folds_traded": 1, "folds": 3} for i, s in enumerate(sharpes)}  # fmt: skip
     shares = [s / oracle for s in sharpes]
     spread = {
         "min": min(sharpes),
@@ -128,7 +128,7 @@ def _row(shape: str, data: str, sharpes: list[float], oracle: float = 10.0, abov
         "n": len(sharpes),
     }
     return {"shape": shape, "data": data, "variant": variant, "seeds": seeds, "sharpe": spread,
-            "feature_oracle": {"name": "mlp_60", "sharpe": oracle, "ci": [oracle_low, oracle + 5.0]},
+            "feature_oracle": {"name": "mlp_60", "sharpe": oracle, "ci": [oracle_low, oracle + 5.0]}, "buy_and_hold": 0.3,
             "share": {"min": min(shares), "median": float(np.median(shares)), "max": max(shares), "n": len(shares)},
             "seeds_above_flat": [str(i) for i in range(above)], "seeds_below_flat": [str(i) for i in range(below)],
             "oracle_above_flat": oracle_low > 0.0}  # fmt: skip
@@ -205,6 +205,48 @@ def test_merge_joins_the_files_rows_and_judges_them_together(tmp_path):
     b.write_text(json.dumps(_record("def0", [])))
     power.merge([a, b], str(out))
     assert json.loads(out.read_text())["commit"] == "mixed"
+
+
+def test_merge_pools_one_rows_seeds_run_in_several_calls_and_judges_the_worst_of_them_all(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_record("abc", [_row("two-years", "drift-1", [9.0])])))
+    b.write_text(json.dumps(_record("abc", [_row("two-years", "drift-1", [9.5, 0.5], first=1)])))
+    out = tmp_path / "merged.json"
+    power.merge([a, b], str(out))
+    merged = json.loads(out.read_text())
+    (row,) = merged["rows"]
+    assert list(row["seeds"]) == ["0", "1", "2"] and [p["file"] for p in row["pooled_from"]] == [
+        "a.json",
+        "b.json",
+    ]
+    assert (row["min"], row["median"], row["max"]) == (0.5, 9.0, 9.5)
+    assert row["share"]["min"] == pytest.approx(0.05) and row["seeds_above_flat"] == ["0", "1"]
+    assert merged["targets"]["two-years_drift-1_worst_seed_share_of_oracle"]["measured"] == pytest.approx(
+        0.05
+    )
+    assert merged["targets"]["two-years_drift-1_seeds_above_flat"]["target"] == 3
+
+
+def test_merge_refuses_a_seed_that_two_files_ran(tmp_path):
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps(_record("abc", [_row("two-years", "drift-1", [9.0, 8.0])])))
+    b.write_text(json.dumps(_record("abc", [_row("two-years", "drift-1", [9.5], first=1)])))
+    with pytest.raises(SystemExit, match="seed 1 of one row is in two files .*b.json"):
+        power.merge([a, b], str(tmp_path / "merged.json"))
+
+
+def test_noise_rows_of_different_generator_seeds_stay_apart_in_a_merge(tmp_path):
+    rows = [{**_row("plan", "random-walk", [0.0]), "generator_seed": g} for g in (0, 1)]
+    assert power.pool_seeds(rows, power._key, power.pool_row) == rows
+
+
+def test_a_one_seed_run_names_its_seed_by_the_runs_seed_so_calls_split_by_first_seed_join():
+    from learner import run_figures
+
+    model = {"net": {**_net(1.5, 0.5, 2.5)["net"], "exposure": 0.4, "turnover_per_year": 9.0}}
+    policies = {"model": model, "flat": _net(0.0, 0.0, 0.0), "buy_and_hold": _net(0.3)}
+    figures = run_figures({"seed": 2, "stitched": {"policies": policies}})
+    assert list(figures["seeds"]) == ["2"] and figures["seeds"]["2"]["ci"] == [0.5, 2.5]
 
 
 # `bench/power.py run` at a tiny size as a process of its own, queued in the background.

@@ -142,3 +142,31 @@ def test_a_cpu_universe_run_reads_the_books_figures_and_each_instruments_from_it
     ]
     assert set(record["targets"]) == {"universe_k1_signal-off_book_seeds_below_flat",
                                       "universe_k2_signal-off_book_seeds_below_flat"}  # fmt: skip
+
+
+def test_a_universe_rows_seeds_from_several_calls_join_and_their_shares_and_sides_are_taken_again():
+    def part(seeds: dict, file: str) -> dict:
+        row = _row(8, 0.25, {"0": (3.4, 0.4, 6.0)}, 4.0)
+        row["book"]["seeds"] = {s: {"sharpe": v[0], "ci": [v[1], v[2]]} for s, v in seeds.items()}
+        row["per_instrument"] = {"fx00": {"sharpe": 1.0, "feature_oracle": {"sharpe": 2.0},
+                                          "seeds": {s: {"sharpe": v[0] / 2} for s, v in seeds.items()}}}  # fmt: skip
+        return {**row, "source": {"file": file}, "wall_seconds": 100.0}
+
+    first = part({"0": (3.4, 0.4, 6.0)}, "a.json")
+    rest = part({"1": (2.0, -0.2, 4.0), "2": (3.6, 1.0, 6.0)}, "b.json")
+    joined = pu.pool_universe_row([first, rest])
+    book = joined["book"]
+    assert list(book["seeds"]) == ["0", "1", "2"] and book["seeds_above_flat"] == ["0", "2"]
+    assert book["share"]["min"] == pytest.approx(0.5) and joined["wall_seconds"] == 200.0
+    assert joined["per_instrument"]["fx00"]["share"]["seeds"] == {"0": 0.85, "1": 0.5, "2": 0.9}
+    targets = pu.universe_targets(joined)
+    assert targets["universe_k8_drift-0.25_book_seeds_above_flat"]["measured"] == 2
+    assert targets["universe_k8_drift-0.25_book_seeds_above_flat"]["target"] == 3
+
+
+def test_the_first_seed_goes_to_the_universe_runs_command(tmp_path):
+    from argparse import Namespace
+
+    args = Namespace(epochs=1, first_seed=3, device="cpu")
+    command, _ = pu.universe_command(args, tmp_path, [tmp_path / "a", tmp_path / "b"], [], "k2", 1)
+    assert command[command.index("--seed") + 1] == "3" and command[command.index("--seeds") + 1] == "1"

@@ -69,7 +69,9 @@ def test_the_largest_relative_difference_is_found_inside_nested_figures():
     want = {"model": Figures(2.0, -1.0, "above"), "flat": Figures(0.0, math.nan, "no")}
     got = {"model": Figures(2.0 * (1 + 3e-12), -1.0, "above"), "flat": Figures(1e-13, math.nan, "no")}
     assert math.isclose(speed_scoring.largest_difference(got, want), 3e-12, rel_tol=1e-3)
-    assert speed_scoring.largest_difference(Figures(1.0, 1.0, "above"), Figures(1.0, 1.0, "below")) == math.inf
+    assert (
+        speed_scoring.largest_difference(Figures(1.0, 1.0, "above"), Figures(1.0, 1.0, "below")) == math.inf
+    )
 
 
 # `bench/speed.py plan` at a tiny size as a process of its own, queued in the background.
