@@ -68,6 +68,14 @@ ROWS = (
         "8 instruments, signal off: seeds whose book lies below flat",
         "seeds",
     ),
+    ("plain_eurusd_seeds_below_flat", "real bars, EURUSD 2018–19, no overlay: seeds below flat", "seeds"),
+    ("plain_yndx_seeds_below_flat", "real bars, YNDX 2015–16, no overlay: seeds below flat", "seeds"),
+    (
+        "overlay_eurusd_1x_share_of_oracle",
+        "EURUSD with the sample's news overlaid at 1×: the median seed's share of the feature oracle",
+        "×",
+    ),
+    ("overlay_yndx_1x_share_of_oracle", "YNDX, the same", "×"),
     ("features_bars_per_second", "precompute: features on one core", "bars/s"),
     ("fxcache_round_trip_seconds", "precompute: fxcache write + read, 4M rows", "s"),
 )
