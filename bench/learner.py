@@ -67,6 +67,45 @@ def run_figures(summary: dict) -> dict:
     }
 
 
+def fold_decisions(summary: dict, out: Path) -> dict[str, list[dict] | None]:
+    """Per seed, each fold's decision from its report.json: the epoch kept, its tail Sharpe, the pooled
+    Sharpe against the gate, whether it traded, and what the kept policy earned on the validation window
+    (traded or not: whether the learner had an edge the gate held back). Seed 0's reports are at the top
+    of `out`, the others' in seed_S/; None for a seed whose reports are missing."""
+    from foxhunt import out_names
+
+    found: dict[str, list[dict] | None] = {}
+    for seed in run_figures(summary)["seeds"]:
+        base = out if int(seed) == summary.get("seed", 0) else out / out_names.seed_folder(int(seed))
+        reports = [base / out_names.fold_folder(f["fold"]) / out_names.FOLD_REPORT for f in summary["folds"]]
+        if not all(r.exists() for r in reports):
+            found[seed] = None
+            continue
+        found[seed] = [_decision(json.loads(r.read_text()).get("selection") or {}) for r in reports]
+    return found
+
+
+def _decision(selection: dict) -> dict:
+    pooled = selection.get("pooled") or {}
+    return {"epoch": selection.get("selected_epoch"), "tail_sharpe": selection.get("tail_sharpe"),
+            "pooled_sharpe": pooled.get("pooled_sharpe"), "gate_sharpe": selection.get("gate_sharpe"),
+            "traded": not selection.get("went_flat", False),
+            "out_of_sample_sharpe": (selection.get("out_of_sample") or {}).get("sharpe")}  # fmt: skip
+
+
+def decisions_in_short(decisions: dict[str, list[dict] | None]) -> dict:
+    """Over every seed's folds: how many traded, and the medians of the kept epochs' tail Sharpe, the gate,
+    and what the kept policies earned out of sample (None where a figure is missing)."""
+    folds = [d for seed in decisions.values() if seed for d in seed]
+
+    def median(key: str) -> float | None:
+        values = [d[key] for d in folds if d[key] is not None]
+        return statistics.median(values) if values else None
+
+    return {"folds": len(folds), "traded": sum(d["traded"] for d in folds), "tail_sharpe_median": median("tail_sharpe"),
+            "gate_sharpe_median": median("gate_sharpe"), "out_of_sample_sharpe_median": median("out_of_sample_sharpe")}  # fmt: skip
+
+
 def control_targets(label: str, figures: dict) -> dict:
     """The positive control's targets on data with a signal, the do-no-harm target on any other."""
     seeds = len(figures["seeds"])

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import harness as h
-from learner import run_figures
+from learner import decisions_in_short, fold_decisions, run_figures
 
 SLICES = (
     f"eurusd={h.ROOT / 'tests/data/EURUSD_M1_2018_head.parquet'}",
@@ -96,8 +96,11 @@ def train(label: str, fxcache: Path, work: Path, args: argparse.Namespace) -> di
     row = {k: done[k] for k in keep if k in done}
     summary = out / "summary.json"
     if done["exit_code"] == 0 and summary.exists():
-        figures = run_figures(json.loads(summary.read_text()))
+        written = json.loads(summary.read_text())
+        figures = run_figures(written)
         row.update(figures, **shares(figures))
+        row["decisions"] = fold_decisions(written, out)
+        row["decisions_in_short"] = decisions_in_short(row["decisions"])
     return row
 
 
@@ -132,7 +135,8 @@ def measure(args: argparse.Namespace, work: Path, record: dict) -> None:
                 )
             rows.append(row)
             record["targets"].update(targets(label, drift, row))
-            keys = ("data", "overlay_drift", "exit_code", "median", "feature_oracle", "generator_oracle")
+            keys = ("data", "overlay_drift", "exit_code", "median", "feature_oracle", "generator_oracle",
+                    "decisions_in_short")  # fmt: skip
             shown = {k: row.get(k) for k in keys}
             print(json.dumps({**shown, "share": row.get("share_of_oracle_median")}), flush=True)
             h.write(record, args.out)

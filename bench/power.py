@@ -42,7 +42,7 @@ from pathlib import Path
 
 import harness as h
 import power_universe as pu
-from learner import ORACLE_LABEL, run_figures
+from learner import ORACLE_LABEL, fold_decisions, run_figures
 from power_data import (  # noqa: F401  (the data sets and variants: power.generate, power.parse_variant, …)
     NOISE,
     data_sets,
@@ -112,21 +112,6 @@ def train(
     return row
 
 
-def folds_traded(summary: dict, out: Path, seed: str) -> tuple[int | None, int]:
-    """(folds whose tail selection traded, folds) of one seed: seed 0's in `out`, the others' in seed_S/."""
-    from foxhunt import out_names
-
-    base = out if int(seed) == summary.get("seed", 0) else out / out_names.seed_folder(int(seed))
-    traded = 0
-    for fold in summary["folds"]:
-        report = base / out_names.fold_folder(fold["fold"]) / out_names.FOLD_REPORT
-        if not report.exists():
-            return None, len(summary["folds"])
-        selection = json.loads(report.read_text()).get("selection") or {}
-        traded += not selection.get("went_flat", False)
-    return traded, len(summary["folds"])
-
-
 def share(sharpe: float, oracle: dict | None) -> float | None:
     """A seed's share of the feature oracle: its Sharpe over the oracle's (none when the oracle has no edge)."""
     if not oracle or oracle["sharpe"] <= 0.0:
@@ -140,9 +125,12 @@ def row_figures(summary: dict, out: Path) -> dict:
     oracle = figures["feature_oracle"]
     if oracle:
         oracle["label"] = ORACLE_LABEL
+    decisions = fold_decisions(summary, out)  # seed 0's reports in `out`, the others' in seed_S/
     for seed, f in figures["seeds"].items():
         f["share_of_oracle"] = share(f["sharpe"], oracle)
-        f["folds_traded"], f["folds"] = folds_traded(summary, out, seed)
+        kept = decisions.get(seed)
+        f["folds_traded"] = None if kept is None else sum(d["traded"] for d in kept)
+        f["folds"] = len(summary["folds"])
     return {**figures, **seed_summary(figures)}
 
 

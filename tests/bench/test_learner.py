@@ -55,3 +55,36 @@ def test_no_harm_is_met_only_with_no_seed_below_flat_outside_its_interval():
     harm = learner.run_figures(_summary({"0": (-2.0, -3.0, -0.1), "1": (0.1, -0.2, 0.4)}))
     entry = learner.control_targets("eurusd", harm)["noharm_eurusd_seeds_below_flat"]
     assert entry["measured"] == 1 and entry["met"] is False
+
+
+def _selection(epoch: int, tail: float, pooled: float, gate: float, flat: bool, oos: float) -> dict:
+    return {"selection": {"selected_epoch": epoch, "tail_sharpe": tail, "went_flat": flat, "gate_sharpe": gate,
+                          "pooled": {"pooled_sharpe": pooled}, "out_of_sample": {"sharpe": oos}}}  # fmt: skip
+
+
+def test_each_seeds_fold_decisions_come_from_its_own_reports_and_say_what_the_kept_policy_earned(tmp_path):
+    import json
+
+    reports = {tmp_path: [_selection(3, 2.0, 2.0, 10.0, True, -1.0), _selection(7, 5.0, 4.0, 3.0, False, 2.5)],
+               tmp_path / "seed_1": [_selection(1, 0.0, 0.5, 9.0, True, 0.5), _selection(2, -1.0, 0.1, 3.0, True, 1.5)]}  # fmt: skip
+    for base, folds in reports.items():
+        for fold, report in enumerate(folds):
+            (base / f"fold_{fold}").mkdir(parents=True)
+            (base / f"fold_{fold}" / "report.json").write_text(json.dumps(report))
+    summary = {
+        **_summary({"0": (1.0, 0.2, 1.8), "1": (0.0, 0.0, 0.0)}),
+        "seed": 0,
+        "folds": [{"fold": 0}, {"fold": 1}],
+    }
+    decisions = learner.fold_decisions(summary, tmp_path)
+    assert [d["traded"] for d in decisions["0"]] == [False, True]
+    assert decisions["1"][1] == {"epoch": 2, "tail_sharpe": -1.0, "pooled_sharpe": 0.1, "gate_sharpe": 3.0,
+                                 "traded": False, "out_of_sample_sharpe": 1.5}  # fmt: skip
+    short = learner.decisions_in_short(decisions)
+    assert (short["folds"], short["traded"]) == (4, 1)
+    assert short["out_of_sample_sharpe_median"] == pytest.approx(1.0)  # of -1.0, 2.5, 0.5, 1.5
+    assert short["tail_sharpe_median"] == pytest.approx(1.0) and short["gate_sharpe_median"] == pytest.approx(
+        6.0
+    )
+    (tmp_path / "seed_1" / "fold_1" / "report.json").unlink()
+    assert learner.fold_decisions(summary, tmp_path)["1"] is None
