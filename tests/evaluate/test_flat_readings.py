@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from support.evaluation_cases import flat_window, window
 from test_reports import report, summary
 
@@ -122,3 +123,29 @@ def test_a_pooled_run_flat_in_every_fold_names_each_folds_evidence():
         "flat in every fold: the gate found no edge; fold 0: pooled Sharpe 2.36 over 1 window(s) against a "
         "gate of 14.81; fold 1: pooled Sharpe 1.69 over 2 window(s) against a gate of 9.84"
     )
+
+
+def test_the_one_bar_noise_is_of_the_validation_rows_first_target_on_the_host_or_a_tensor():
+    # Catches: training rows in it, another horizon, or the sample standard deviation for the population's.
+    import numpy as np
+    import torch
+
+    from foxhunt.data.folds import FoldRange
+    from foxhunt.evaluate.stitched_report import one_bar_noise
+
+    targets = np.full((40, 4), 50.0)
+    targets[10:20, 0] = [1.0, -1.0] * 5
+    targets[30:40, 0] = [3.0, -3.0] * 5
+    folds = [FoldRange(0, 0, 10, 10, 20, 0.0), FoldRange(1, 20, 30, 30, 40, 0.0)]
+    assert one_bar_noise(targets, folds) == pytest.approx(np.sqrt(5.0), rel=1e-12)  # ±1 and ±3, ten each
+    assert one_bar_noise(torch.as_tensor(targets), folds) == pytest.approx(np.sqrt(5.0), rel=1e-12)
+
+
+def test_the_cost_line_gives_the_cost_in_basis_points_and_as_a_multiple_of_the_noise():
+    from foxhunt.evaluate.stitched_report import cost_noise_line
+
+    line = cost_noise_line(1e-4, 1.1e-4)
+    assert (
+        "cost: 1.00 bp a unit of position change, 0.91× the validation bars' one-bar noise (1.10 bp" in line
+    )
+    assert "no noise to compare" in cost_noise_line(1e-4, 0.0)

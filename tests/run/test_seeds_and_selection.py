@@ -84,6 +84,32 @@ def test_each_extra_seed_trains_as_a_run_of_its_own_seed(tiny_fxcache, tiny_para
     assert not torch.equal(first["0.weight"], extra["0.weight"])
 
 
+def test_a_run_flat_in_every_fold_says_its_cost_against_the_validation_bars_one_bar_noise(
+    tiny_fxcache, tmp_path, capsys
+):
+    # Catches: the noise of every row, or of another horizon than one bar, or no line under a flat run.
+    from foxhunt.data.fxcache import read_fxcache
+
+    out = tmp_path / "out"
+    params = _params(
+        tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0, select_pool="fold"
+    )
+    assert main(train_argv(tiny_fxcache, out, params, "--epochs", "1")) == 0
+    summary = strict_json.read(out / "summary.json")
+    one_bar = read_fxcache(str(tiny_fxcache)).targets[:, 0].astype(np.float64)
+    rows = np.concatenate([one_bar[f["val_start"] : f["val_end"]] for f in summary["folds"]])
+    cost, noise = summary["eval_config"]["cost"], rows.std()
+    said = f"cost: {cost * 1e4:.2f} bp a unit of position change, {cost / noise:.2f}× the validation bars' "
+    assert f"{said}one-bar noise ({noise * 1e4:.2f} bp, their standard deviation)" in capsys.readouterr().out
+
+
+def test_a_run_that_traded_says_nothing_of_its_cost_against_the_noise(tiny_fxcache, tmp_path, capsys):
+    out = tmp_path / "out"
+    params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=-1e3, select_pool="fold")
+    assert main(train_argv(tiny_fxcache, out, params, "--epochs", "1")) == 0
+    assert "one-bar noise" not in capsys.readouterr().out
+
+
 def test_each_fold_reports_the_epoch_chosen_on_the_training_tail(tiny_fxcache, tmp_path):
     out = tmp_path / "out"
     params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=-1e3, select_pool="fold")

@@ -1,8 +1,12 @@
 """The stitched out-of-sample record in words: the model's figures after costs, where it stands against
-each baseline and the feature oracle, and the verdict line (the console's, the held-out fold's)."""
+each baseline and the feature oracle, and the verdict line (the console's, the held-out fold's); under a
+run that never traded, its cost against the bars' noise."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, WindowEvaluation
 from foxhunt.evaluate.supervised import oracle_record
 
@@ -70,4 +74,24 @@ def verdict_line(stitched: WindowEvaluation) -> str:
         f"model net Sharpe {standing.model_sharpe:.2f} vs best baseline {best} {standing.baseline_sharpe:.2f}: "
         f"{standing.verdict} (paired interval of the difference [{standing.difference_ci_low:+.2f}, "
         f"{standing.difference_ci_high:+.2f}])"
+    )
+
+
+def one_bar_noise(targets, folds: Sequence[FoldRange]) -> float:
+    """The standard deviation of the one-bar forward log return over the folds' validation rows (the
+    targets' first column, on the host or the device)."""
+    import torch
+
+    rows = torch.cat([torch.as_tensor(targets[f.val_start : f.val_end, 0]) for f in folds]).double()
+    return float(rows.std(correction=0)) if rows.numel() > 1 else 0.0
+
+
+def cost_noise_line(cost_per_unit: float, noise: float) -> str:
+    """What a change of position costs against the bars' one-bar noise: said under a run that never traded,
+    since at a cost near a bar's move (spot FX minute bars at 1 bp) no edge of a modest size pays for it."""
+    ratio = f"{cost_per_unit / noise:.2f}×" if noise > 0 else "no noise to compare"
+    return (
+        f"  cost: {cost_per_unit * 1e4:.2f} bp a unit of position change, {ratio} the validation bars' one-bar "
+        f"noise ({noise * 1e4:.2f} bp, their standard deviation); a lower real cost: --eval-cost and the "
+        "reward's dqn.cost (docs/settings.md)"
     )

@@ -17,7 +17,7 @@ from foxhunt.evaluate.reports import flat_run_reading
 from foxhunt.evaluate.run_scores import run_scoring
 from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
-from foxhunt.evaluate.stitched_report import stitched_report, verdict_line
+from foxhunt.evaluate.stitched_report import cost_noise_line, one_bar_noise, stitched_report, verdict_line
 from foxhunt.evaluate.trades import run_tables
 from foxhunt.run import compile_cache
 from foxhunt.run.fold import FoldOutcome, load_fold, out_of_sample_evidence, stitch_outcomes
@@ -264,7 +264,10 @@ def _evaluate_run(
     summary.stitched = evaluation.stitched
     run.metrics.stitched_scored(stitched_figures(evaluation.stitched))
     flat = flat_run_reading(summary.folds)  # a run that never traded says so, in words
-    for line in stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level, flat):
+    lines = stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level, flat)
+    if flat:  # under the model's flat line, why a modest edge may not pay: the cost against a bar's move
+        lines.insert(2, cost_noise_line(scoring.cost_per_unit, one_bar_noise(data.targets, folds)))
+    for line in lines:
         progress(line)
     title = _title(summary, evaluation)  # every picture's, so no picture starts before the stitched record
     if pool is not None:
