@@ -56,12 +56,15 @@ def run_figures(summary: dict) -> dict:
     hold = net["buy_and_hold"]["sharpe"]
     best = None if oracle is None else {"name": oracle, "sharpe": net[oracle]["sharpe"],
                                         "ci": [net[oracle]["sharpe_ci_low"], net[oracle]["sharpe_ci_high"]]}  # fmt: skip
+    return {"seeds": seeds, "flat": net["flat"]["sharpe"], "buy_and_hold": hold, "feature_oracle": best,
+            **seed_sides(seeds, hold)}  # fmt: skip
+
+
+def seed_sides(seeds: dict, hold: float) -> dict:
+    """The seeds' median Sharpe, and which lie below flat, or above flat and buy-and-hold (Sharpe `hold`),
+    outside their interval."""
     return {
-        "seeds": seeds,
         "median": statistics.median(s["sharpe"] for s in seeds.values()),
-        "flat": net["flat"]["sharpe"],
-        "buy_and_hold": hold,
-        "feature_oracle": best,
         "seeds_below_flat": [s for s, f in seeds.items() if f["ci"][1] < 0.0],
         "seeds_above_flat_and_buy_and_hold": [s for s, f in seeds.items() if f["ci"][0] > max(0.0, hold)],
     }

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import harness as h
 import power_universe as pu
-from learner import ORACLE_LABEL, fold_decisions, run_figures
+from learner import ORACLE_LABEL, fold_decisions, run_figures, seed_sides
 from power_data import (  # noqa: F401  (the data sets and variants: power.generate, power.parse_variant, …)
     NOISE,
     data_sets,
@@ -140,13 +140,10 @@ def seed_summary(figures: dict) -> dict:
     seeds, oracle = figures["seeds"], figures["feature_oracle"]
     sharpes = h.spread(f["sharpe"] for f in seeds.values())
     shares = [f["share_of_oracle"] for f in seeds.values()]
-    hold = max(0.0, figures["buy_and_hold"])
-    return {"sharpe": sharpes, "min": sharpes["min"], "max": sharpes["max"], "median": sharpes["median"],
+    return {"sharpe": sharpes, "min": sharpes["min"], "max": sharpes["max"],
             "share": h.spread(shares) if None not in shares else None,
             "seeds_above_flat": [s for s, f in seeds.items() if f["ci"][0] > 0.0],
-            "seeds_below_flat": [s for s, f in seeds.items() if f["ci"][1] < 0.0],
-            "seeds_above_flat_and_buy_and_hold": [s for s, f in seeds.items() if f["ci"][0] > hold],
-            "oracle_above_flat": bool(oracle and oracle["ci"][0] > 0.0)}  # fmt: skip
+            "oracle_above_flat": bool(oracle and oracle["ci"][0] > 0.0), **seed_sides(seeds, figures["buy_and_hold"])}  # fmt: skip
 
 
 def pool_seeds(rows: list[dict], key, pool) -> list[dict]:
