@@ -24,6 +24,16 @@ def _params(tmp_path, **dqn) -> str:
     return path
 
 
+def _flat_run(tiny_fxcache, tmp_path, *extra: str):
+    """A run the tail gate makes flat in every fold (a gate of Sharpe 1000, decided fold by fold); its out."""
+    out = tmp_path / "out"
+    params = _params(
+        tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0, select_pool="fold"
+    )
+    assert main(train_argv(tiny_fxcache, out, params, *extra)) == 0
+    return out
+
+
 def fold_reports(out) -> dict[int, dict]:
     return {
         int(d.name.split("_")[1]): strict_json.read(d / "report.json") for d in sorted(out.glob("fold_*"))
@@ -90,11 +100,7 @@ def test_a_run_flat_in_every_fold_says_its_cost_against_the_validation_bars_one_
     # Catches: the noise of every row, or of another horizon than one bar, or no line under a flat run.
     from foxhunt.data.fxcache import read_fxcache
 
-    out = tmp_path / "out"
-    params = _params(
-        tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0, select_pool="fold"
-    )
-    assert main(train_argv(tiny_fxcache, out, params, "--epochs", "1")) == 0
+    out = _flat_run(tiny_fxcache, tmp_path, "--epochs", "1")
     summary = strict_json.read(out / "summary.json")
     one_bar = read_fxcache(str(tiny_fxcache)).targets[:, 0].astype(np.float64)
     rows = np.concatenate([one_bar[f["val_start"] : f["val_end"]] for f in summary["folds"]])
@@ -134,11 +140,7 @@ def test_folds_that_find_nothing_on_the_tail_trade_nothing(tiny_fxcache, tmp_pat
 def test_a_flat_fold_names_its_gate_and_carries_no_warning_of_the_policy_it_does_not_trade(
     tiny_fxcache, tmp_path, capsys
 ):
-    out = tmp_path / "out"
-    params = _params(
-        tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0, select_pool="fold"
-    )
-    assert main(train_argv(tiny_fxcache, out, params, *FEW_EPOCHS)) == 0
+    out = _flat_run(tiny_fxcache, tmp_path, *FEW_EPOCHS)
     console = capsys.readouterr()
     for fold, report in fold_reports(out).items():
         assert report["selection"]["gate_sharpe"] == 1e3 and report["warnings"] == []
@@ -150,11 +152,7 @@ def test_a_run_flat_in_every_fold_says_so_with_each_folds_tail_sharpe_and_gate(
     tiny_fxcache, tmp_path, capsys
 ):
     # Catches: the run's console reading `PSR(>0) 0.00` and `hit rate 0.0%` for a run that never traded.
-    out = tmp_path / "out"
-    params = _params(
-        tmp_path, select_tail_share=0.25, select_min_sharpe=1e3, select_min_t=0.0, select_pool="fold"
-    )
-    assert main(train_argv(tiny_fxcache, out, params, "--epochs", "1")) == 0
+    out = _flat_run(tiny_fxcache, tmp_path, "--epochs", "1")
     console = capsys.readouterr().out
     figures = ", ".join(
         f"{r['selection']['tail_sharpe']:.2f} against 1000.00 (fold {fold})"
