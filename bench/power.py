@@ -21,7 +21,8 @@ news jumps and volume); `random-walk` is a Gaussian random walk of the sample's 
 `--drifts` or `--noise` alone selects none of them.
 From summary.json and the folds' report.json: each seed's stitched net Sharpe with its interval, exposure,
 turnover, folds that traded, its share of the feature oracle (seed Sharpe over the oracle's), flat's and
-buy-and-hold's. `--instruments K …`: the universe rows instead (issue 35; bench/power_universe.py): per
+buy-and-hold's; over every seed's folds, what the kept policies earned out of sample, traded or not
+(`decisions_in_short`: an edge the gate held back, or none). `--instruments K …`: the universe rows instead (issue 35; bench/power_universe.py): per
 data set K generated instruments at two years, one `foxhunt train --fxcache … --seeds S` per K, the book's
 figures and each instrument's (CPU check: the one above with `--instruments 1 2 --noise signal-off`).
 The targets (`targets` block, per row; `evaluate`) are issue 34's. merge: several of these
@@ -42,7 +43,7 @@ from pathlib import Path
 
 import harness as h
 import power_universe as pu
-from learner import ORACLE_LABEL, fold_decisions, run_figures, seed_sides
+from learner import ORACLE_LABEL, decisions_in_short, fold_decisions, run_figures, seed_sides
 from power_data import (  # noqa: F401  (the data sets and variants: power.generate, power.parse_variant, …)
     NOISE,
     data_sets,
@@ -131,7 +132,7 @@ def row_figures(summary: dict, out: Path) -> dict:
         kept = decisions.get(seed)
         f["folds_traded"] = None if kept is None else sum(d["traded"] for d in kept)
         f["folds"] = len(summary["folds"])
-    return {**figures, **seed_summary(figures)}
+    return {**figures, **seed_summary(figures), "decisions_in_short": decisions_in_short(decisions)}
 
 
 def seed_summary(figures: dict) -> dict:

@@ -106,6 +106,7 @@ def test_each_seeds_share_is_its_sharpe_over_the_feature_oracles_and_its_folds_c
     assert got["seeds"]["0"]["folds"] == 3
     assert got["seeds_above_flat"] == ["0"] and got["oracle_above_flat"]
     assert (got["min"], got["max"]) == (2.0, 6.0)
+    assert (got["decisions_in_short"]["folds"], got["decisions_in_short"]["traded"]) == (6, 3)
 
 
 def test_no_share_is_taken_of_an_oracle_without_an_edge(tmp_path):
