@@ -18,7 +18,8 @@ news jumps and volume); `random-walk` is a Gaussian random walk of the sample's 
 (news_rate 0, drift 0, sigma σ·√(1 + rate·jump²)) on the same calendar. A variant is `NAME=FLAGS`: extra
 `foxhunt train` flags (spaces or commas between them), where `dqn.KEY=VALUE` sets one DQN setting (through
 `--hyperopt-params`), e.g. `expanding=--window,expanding` or `gate15=dqn.select_min_t=1.5`; `base=` is none.
-`--drifts` or `--noise` alone selects none of them.
+Naming only one of `--drifts` and `--noise` selects only it (the other none); naming neither, all of both;
+a flag with nothing after it, none of that kind.
 From summary.json and the folds' report.json: each seed's stitched net Sharpe with its interval, exposure,
 turnover, folds that traded, its share of the feature oracle (seed Sharpe over the oracle's), flat's and
 buy-and-hold's; over every seed's folds, what the kept policies earned out of sample, traded or not
@@ -304,10 +305,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     r = sub.add_parser("run")
     h.common_args(r, repeats=1)
     r.add_argument("--shapes", nargs="+", default=list(SHAPES), choices=SHAPES)
-    r.add_argument(
-        "--drifts", nargs="*", type=float, default=list(DRIFTS), help="multiples of the planted drift"
-    )
-    r.add_argument("--noise", nargs="*", default=list(NOISE), choices=NOISE)
+    r.add_argument("--drifts", nargs="*", type=float, default=None,
+                   help=f"multiples of the planted drift (default {list(DRIFTS)} unless only --noise is named)")  # fmt: skip
+    r.add_argument("--noise", nargs="*", default=None, choices=NOISE,
+                   help=f"noise sets (default {list(NOISE)} unless only --drifts is named)")  # fmt: skip
     r.add_argument("--seeds", type=int, default=3, help="training seeds of a drift's run (--seeds K)")
     r.add_argument("--noise-seeds", type=int, default=10, help="training seeds of a noise run")
     r.add_argument("--first-seed", type=int, default=0,
@@ -328,7 +329,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     m = sub.add_parser("merge")
     m.add_argument("files", nargs="+", type=Path)
     m.add_argument("--out", default=None)
-    return p.parse_args(argv)
+    return selection_defaults(p.parse_args(argv))
+
+
+def selection_defaults(args: argparse.Namespace) -> argparse.Namespace:
+    """All drifts and noise sets when neither flag is named; only the named kind when one is (so a drift-only
+    call does not run the noise sets after its drifts)."""
+    if args.command != "run":
+        return args
+    if args.drifts is None and args.noise is None:
+        args.drifts, args.noise = list(DRIFTS), list(NOISE)
+    args.drifts = [] if args.drifts is None else args.drifts
+    args.noise = [] if args.noise is None else args.noise
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -299,3 +299,16 @@ def test_the_table_row_gives_the_oracle_the_seeds_median_and_range_the_share_and
         line
         == "| plan | drift-1 | base | 10.00 (mlp_60) | 9.00 [8.00, 9.50] | 90% (80%) | 1, 1, 1 of 3 | 50% |"
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "drifts", "noise"),
+    [([], [1.0, 0.5, 0.25, 0.125], ["signal-off", "random-walk"]), (["--drifts", "0.25"], [0.25], []),
+     (["--noise", "signal-off"], [], ["signal-off"]), (["--drifts", "--noise", "random-walk"], [], ["random-walk"]),
+     (["--drifts", "1", "--noise"], [1.0], [])],
+)  # fmt: skip
+def test_naming_only_drifts_or_only_noise_selects_only_that_kind(flags, drifts, noise):
+    # Catches: a drift-only call that runs every noise set after its drifts (and overruns its device call).
+    args = power.parse_args(["run", *flags])
+    assert (args.drifts, args.noise) == (drifts, noise)
+    assert [name for name, _, _ in power.data_sets(args)] == [power.drift_name(d) for d in drifts] + noise
