@@ -16,6 +16,8 @@
 #   power      → power.json, power.log          bench/power.py run         (POWER_ARGS, e.g. "--shapes plan --drifts 1 0.5 --noise";
 #                                              split the matrix over calls, then bench/power.py merge FILE …;
 #                                              universe rows (issue 35): POWER_ARGS="--instruments 8 --drifts 0.25 --noise")
+#   overlay    → overlay.json, overlay.log      bench/overlay.py on the full files (OVERLAY_DATA, default EURUSD and YNDX
+#                                              under .gpu/data; OVERLAY_ARGS, e.g. "--drifts 1 --params n5.json")
 #   fixed      → fixed.json, fixed.log          bench/speed.py fixed on the GPU: the real-data shape's run phase by
 #                                              phase (REAL_BARS, 50 epochs, shipped steps; FIXED_ARGS)
 #   profile    → profile.txt, profile.json, …log  bench/profile_run.py: a real-data `foxhunt train` under cProfile
@@ -43,7 +45,7 @@ steps=" $(echo " $steps " | sed -e 's/ perf / plan /g; s/ epoch / step /g') "
 # The shipped image has bytecode for every package (pip compiles it at install); where torch's install here has
 # none (a read-only tree), compile it once into a prefix the measured processes read (harness.pod_env).
 torch_dir=$(python3 -c "import os, torch; print(os.path.dirname(torch.__file__))")
-if [[ "$steps" =~ " "(plan|real|seeds|trials|search|learner|power|universe)" " ]] && ! ls "$torch_dir"/__pycache__/__init__.*.pyc >/dev/null 2>&1; then
+if [[ "$steps" =~ " "(plan|real|seeds|trials|search|learner|power|overlay|universe)" " ]] && ! ls "$torch_dir"/__pycache__/__init__.*.pyc >/dev/null 2>&1; then
   export FOXHUNT_BENCH_PYCACHE=${FOXHUNT_BENCH_PYCACHE:-/tmp/foxhunt-pycache}
   started=$(date +%s)
   PYTHONPYCACHEPREFIX=$FOXHUNT_BENCH_PYCACHE python3 -m compileall -q -j 0 "$(dirname "$torch_dir")" \
@@ -79,13 +81,15 @@ for step in $steps; do
     search) bench search bench/search.py search --bars "$REAL_BARS" ${SEARCH_ARGS:-} ;;
     learner) bench learner bench/learner.py control ${LEARNER_ARGS:-} ;;
     power) bench power bench/power.py run ${POWER_ARGS:-} ;;
+    overlay) bench overlay bench/overlay.py --device cuda --data ${OVERLAY_DATA:-eurusd=$REAL_BARS yndx=.gpu/data/YNDX_M1_2015_2016.parquet} \
+             ${OVERLAY_ARGS:-} ;;
     fixed) bench fixed bench/speed.py fixed --device cuda --cores '' --kinds train --bars-file "$REAL_BARS" \
              --epochs 50 --steps 0 ${FIXED_ARGS:-} ;;
     profile) { header bench/profile_run.py; python3 bench/profile_run.py "$OUT" --bars "$REAL_BARS" -- ${PROFILE_ARGS:-} 2>&1; } \
              | tee "$OUT/profile.log" || status=1 ;;
     universe) bench universe bench/speed.py universe ${UNIVERSE_ARGS:-} ;;
     walk|sb3) echo "# $step: retired in issue 33 (bench/walk_forward_gpu.py, bench/peer_sb3.py); git history keeps them" ;;
-    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner power fixed profile universe)" >&2; status=1 ;;
+    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner power overlay fixed profile universe)" >&2; status=1 ;;
   esac
 done
 exit $status

@@ -246,6 +246,14 @@ def repeat(count: int, one: Callable[[int], dict], say: str = "run") -> list[dic
     return runs
 
 
+def flag_tokens(text: str) -> list[str]:
+    """Command-line flags given as one string, as tokens; commas separate them as spaces do, so the string
+    survives the word splitting of gpu_run.sh's *_ARGS (`--train-flags=--max-folds,3`)."""
+    import shlex
+
+    return shlex.split(text.replace(",", " "))
+
+
 def common_args(p: argparse.ArgumentParser, repeats: int = 3, device: str = "auto") -> None:
     """The flags every benchmark takes: where the JSON goes, the device, the repeats, the scratch folder."""
     p.add_argument(

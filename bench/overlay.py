@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -89,7 +88,7 @@ def train(label: str, fxcache: Path, work: Path, args: argparse.Namespace) -> di
     params = ["--hyperopt-params", args.params] if args.params else []
     command = h.foxhunt(
         "train", "--fxcache", str(fxcache), "--out", str(out), "--epochs", str(args.epochs), "--seed", "0",
-        "--seeds", str(args.seeds), "--device", args.device, *params, *shlex.split(args.train_flags),
+        "--seeds", str(args.seeds), "--device", args.device, *params, *h.flag_tokens(args.train_flags),
     )  # fmt: skip
     done = h.fresh_run(command, work / f"pod-{label}", args.run_timeout)
     keep = ("wall_seconds", "exit_code", "status", "run_seconds", "error_tail")
@@ -151,7 +150,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, default=3, help="--seeds of each foxhunt train")
     p.add_argument("--epochs", type=int, default=50)
     p.add_argument("--params", default=None, help="a --hyperopt-params file for every run (default: none)")
-    p.add_argument("--train-flags", default="", help="more `foxhunt train` flags, e.g. the folds of a slice")
+    p.add_argument("--train-flags", default="",
+                   help="more `foxhunt train` flags, e.g. the folds of a slice (commas separate them as spaces do)")  # fmt: skip
     return p.parse_args(argv)
 
 

@@ -34,7 +34,6 @@ import argparse
 import json
 import math
 import re
-import shlex
 import shutil
 from pathlib import Path
 
@@ -174,9 +173,8 @@ def one_run(args: argparse.Namespace, work: Path, caches: list[Path], flags: lis
 
 
 def train_flags(args: argparse.Namespace) -> list[str]:
-    """`--train-flags` as tokens; commas separate them as spaces do, so the string survives the word
-    splitting of gpu_run.sh's UNIVERSE_ARGS (`--train-flags=--max-folds,3`)."""
-    return shlex.split(args.train_flags.replace(",", " "))
+    """`--train-flags` as tokens (`harness.flag_tokens`: commas as spaces, for gpu_run.sh's UNIVERSE_ARGS)."""
+    return h.flag_tokens(args.train_flags)
 
 
 def universe(args: argparse.Namespace, work: Path, record: dict) -> None:
