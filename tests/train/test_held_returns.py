@@ -142,9 +142,9 @@ def test_members_of_a_population_hold_for_their_own_n():
         )
 
 
-@pytest.mark.parametrize("value", [0, 241, -1])
-def test_n_step_outside_one_to_240_bars_is_refused_naming_it(value):
-    with pytest.raises(ConfigError, match=r"dqn config: n_step must be an integer in \[1, 240\] \(bars\)"):
+@pytest.mark.parametrize("value", [241, -1])
+def test_n_step_outside_zero_to_240_bars_is_refused_naming_it(value):
+    with pytest.raises(ConfigError, match=r"dqn config: n_step must be an integer in \[0, 240\] \(bars\)"):
         DQNConfig(n_step=value)
 
 

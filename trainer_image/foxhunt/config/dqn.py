@@ -3,7 +3,8 @@ search's space set by name. Light: imports nothing heavy."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from foxhunt.config.setting import check_fields, setting
 
@@ -14,6 +15,10 @@ MAX_HIDDEN = 2**14
 MAX_STEPS = 10**7  # gradient steps per epoch
 MAX_COST = 1.0  # a cost of 100% of the position per change (the evaluation's costs share it)
 MAX_N_STEP = 240  # bars a TD target may hold its action: the longest window of the features (4 hours)
+# n_step 0's held target. Measured (H100, 3 seeds): at a cost of 0.74x the one-bar noise (EURUSD minute
+# bars at 1 bp) the one-bar target kept 0% of an overlaid edge's oracle, 15 bars 54%, 5 bars 39%; at 0.21x
+# (the sample) the one-bar target kept 79%, 15 bars 70% (bench/README, "n-step by the cost's share").
+HELD_N_STEP = 15
 
 
 @dataclass(frozen=True)
@@ -124,13 +129,39 @@ class DQNConfig:
         unit="annualised Sharpe",
     )
     n_step: int = setting(
-        1,
+        0,
         "Bars the TD target holds the action before it bootstraps (discounted held returns, cost paid "
-        "once, truncated at the end of the learning rows); 1: the one-bar target.",
-        low=1,
+        "once, truncated at the end of the learning rows); 1: the one-bar target; 0: chosen when the run "
+        f"starts, {HELD_N_STEP} where the reward's cost is at least n_step_switch times the first fold's "
+        "training bars' one-bar noise, else 1.",
+        low=0,
         high=MAX_N_STEP,
         unit="bars",
+    )
+    n_step_switch: float = setting(
+        0.5,
+        "With n_step 0: the reward's cost against the first fold's training bars' one-bar noise (their "
+        f"standard deviation) at and above which the TD target holds {HELD_N_STEP} bars.",
+        low=0,
+        high=1e3,
+        unit="multiples of the one-bar noise",
     )
 
     def __post_init__(self) -> None:
         check_fields(self, "dqn config")
+
+
+def choose_n_step(config: DQNConfig, noise: float) -> DQNConfig:
+    """`config` with n_step 0 resolved against the training bars' one-bar `noise` (a standard deviation of
+    log returns): HELD_N_STEP where the reward's cost is positive and at least n_step_switch × noise, else 1."""
+    if config.n_step:
+        return config
+    held = config.cost > 0.0 and config.cost >= config.n_step_switch * noise  # no cost: nothing to amortise
+    return replace(config, n_step=HELD_N_STEP if held else 1)
+
+
+def trainer_configs(config: DQNConfig | Sequence[DQNConfig]) -> list[DQNConfig]:
+    """A trainer's members' settings: an n_step 0 that no run resolved (`choose_n_step`) trains the
+    one-bar target."""
+    given = [config] if isinstance(config, DQNConfig) else list(config)
+    return [c if c.n_step else replace(c, n_step=1) for c in given]

@@ -69,6 +69,7 @@ from foxhunt.evaluate.reports import phase_time_line, window_to_dict
 from foxhunt.evaluate.seed_spread import seed_spread
 from foxhunt.run.fold import Progress, stitch_outcomes
 from foxhunt.run.lifecycle import Heartbeat, holding_out
+from foxhunt.run.n_step_choice import first_training_returns, with_chosen_n_step
 from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
@@ -186,6 +187,8 @@ def _train_universe(
     folds, held = plan_universe(stamps, returns, names, settings.folds, progress)
     identity = universe_identity(caches, names, device.type, settings)
     ledger = open_ledger(out_uri, identity, settings, names, progress)  # refuses before any write
+    first = first_training_returns([c.targets for c in caches], folds[0].ranges)
+    settings = with_chosen_n_step(settings, first, progress)  # after the ledger: it keeps the setting given
     planned = [*folds, held] if held is not None else folds
     max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in planned)
     total = sum(len(c) for c in caches)

@@ -23,6 +23,7 @@ from foxhunt.run import compile_cache
 from foxhunt.run.fold import FoldOutcome, load_fold, out_of_sample_evidence, stitch_outcomes
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run
+from foxhunt.run.n_step_choice import first_training_returns, with_chosen_n_step
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
 from foxhunt.run.walk import FoldDone, FoldResults, WalkHooks, diverged_seeds, walk_folds
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, to_device
@@ -51,8 +52,11 @@ def run_folds(
 
     A search (`plan`) hands the uploaded data to its trials instead.
     """
-    settings, summary, out_uri, progress = run.config, run.summary, run.out_uri, run.progress
+    summary, out_uri, progress = run.summary, run.out_uri, run.progress
     data = _upload(run, cache, folds, read_seconds, device)
+    first = first_training_returns([data.targets], [folds[0]])
+    run.config = settings = with_chosen_n_step(run.config, first, progress)
+    summary.dqn_config["n_step"] = settings.dqn.n_step  # what trained; the manifest keeps the setting given
     collector.settle()  # the run's modules are imported: later collections skip them (collector.py says why)
     if plan is not None:
         plan.run(run, data, folds)

@@ -31,6 +31,7 @@ from typing import cast
 import torch
 
 from foxhunt.config import DQNConfig
+from foxhunt.config.dqn import trainer_configs
 from foxhunt.data.pnl import ExecutionRows
 from foxhunt.train.device_data import DeviceData, FoldWindow, execution_on_device, synchronize
 from foxhunt.train.diagnostics import FoldHistory, TrainingDiverged, check_divergence
@@ -111,7 +112,7 @@ class DQNTrainer:
         diagnostics: bool = True,
         member_seeds: Sequence[int] | None = None,
     ):
-        self.configs = [config] if isinstance(config, DQNConfig) else list(config)
+        self.configs = trainer_configs(config)
         check_population(self.configs)
         self.size = len(self.configs)
         self.data, self.seed, self.diagnostics = data, seed, diagnostics
@@ -200,7 +201,7 @@ class DQNTrainer:
         """Switch the members to new shape-free settings in place (from the next collection or step): no
         new module, capture or compile. A setting of SHAPE_FIELDS that changes, or members that differ in
         one of POPULATION_SHARED, is a ValueError naming it: that needs a new trainer."""
-        configs = [config] if isinstance(config, DQNConfig) else list(config)
+        configs = trainer_configs(config)
         if len(configs) != self.size:
             raise ValueError(f"{len(configs)} settings for a population of {self.size}")
         for new in configs:

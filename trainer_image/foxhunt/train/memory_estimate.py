@@ -33,9 +33,10 @@ def needed_bytes(
     return {
         # features and targets, the host's timestamp, the per-row instrument id (int32)
         "rows": rows * ((n_features + 4) * FLOAT + 8 + 4),
-        # replay: position, action (8 bytes), reward, and the held returns with n_step > 1; the fold
+        # replay: position, action (8 bytes), reward, and the held returns with n_step > 1 (or 0, which a
+        # run may resolve to a held target); the fold
         # window's transition rows and span lengths (8 bytes each, shared by the members)
-        "train_days": population * max_train_rows * (6 + (dqn.n_step > 1)) * FLOAT + max_train_rows * 16,
+        "train_days": population * max_train_rows * (6 + (dqn.n_step != 1)) * FLOAT + max_train_rows * 16,
         "batch_size": population * dqn.batch_size * (2 * width + 8 * dqn.hidden) * FLOAT * 2,
         # online, target, gradient, two moments and a copy; two hidden layers of a chunk, twice
         "hidden": population * (params * 6 + min(chunk, max_train_rows) * dqn.hidden * 4) * FLOAT,
