@@ -139,3 +139,16 @@ def test_the_chosen_held_target_trains_as_a_given_n_step_of_fifteen_does(tiny_fx
     same = [torch.equal(weights["chosen"][k], weights["given"][k]) for k in weights["given"]]
     differ = [torch.equal(weights["chosen"][k], weights["one_bar"][k]) for k in weights["one_bar"]]
     assert all(same) and not all(differ)
+
+
+@pytest.mark.slow
+def test_a_universe_run_chooses_on_its_instruments_first_fold_and_records_the_choice(tmp_path):
+    from support.two_instruments import train, write_two_caches
+
+    caches = write_two_caches(tmp_path)
+    params = tmp_path / "held.json"
+    params.write_text(json.dumps({"dqn": {"hidden": 16, "steps_per_epoch": 20, "cost": 50 * BP}}))
+    code, console, errors = train(caches, str(params), tmp_path / "out")
+    assert code == 0, errors
+    assert "n_step 15 (dqn.n_step 0 chooses): the reward's cost 50.00 bp" in console
+    assert strict_json.read(tmp_path / "out" / "summary.json")["run_config"]["dqn"]["n_step"] == 15

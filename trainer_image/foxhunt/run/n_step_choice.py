@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+import numpy as np
 import torch
 
 from foxhunt.config import RunConfig
@@ -23,8 +24,15 @@ def first_training_returns(targets: Sequence, ranges: Sequence[FoldRange | None]
 def training_noise(returns: Sequence) -> float:
     """The population standard deviation of the one-bar forward log returns in `returns` (pieces on the
     host or the device, pooled: one per instrument of a universe's first fold)."""
-    rows = torch.cat([torch.as_tensor(r).reshape(-1).double().cpu() for r in returns])
-    return float(rows.std(correction=0)) if rows.numel() > 1 else 0.0
+    rows = np.concatenate([_host(r) for r in returns]) if len(returns) else np.zeros(0)
+    return float(rows.std()) if rows.size > 1 else 0.0
+
+
+def _host(piece) -> np.ndarray:
+    """A piece of returns as float64 on the host (a device tensor copied, a host array read in place)."""
+    if isinstance(piece, torch.Tensor):
+        return piece.detach().double().cpu().numpy().reshape(-1)
+    return np.asarray(piece, dtype=np.float64).reshape(-1)
 
 
 def n_step_line(chosen: int, cost: float, noise: float, switch: float) -> str:
