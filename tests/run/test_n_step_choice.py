@@ -92,12 +92,12 @@ def test_the_console_says_the_cost_against_the_noise_and_the_switch():
     assert "under n_step_switch 0.5" in n_step_line(1, 1 * BP, 4.7 * BP, 0.5)
 
 
-def _one_fold(tiny_fxcache, tmp_path, **dqn) -> tuple[dict, str]:
+def _one_fold(tiny_fxcache, tmp_path, *flags: str, **dqn) -> tuple[dict, str]:
     tmp_path.mkdir(exist_ok=True)
     params = tmp_path / "params.json"
     params.write_text(json.dumps({"dqn": {**TINY_DQN, **dqn}}))
     out = tmp_path / "out"
-    assert main(train_argv(tiny_fxcache, out, params, *ONE_FOLD)) == 0
+    assert main(train_argv(tiny_fxcache, out, params, *(flags or ONE_FOLD))) == 0
     return strict_json.read(out / "summary.json"), strict_json.read(out / "manifest.json")
 
 
@@ -105,8 +105,9 @@ def _one_fold(tiny_fxcache, tmp_path, **dqn) -> tuple[dict, str]:
 def test_a_run_whose_cost_is_near_the_noise_trains_the_held_target_and_says_so(
     tiny_fxcache, tmp_path, capsys
 ):
-    summary, _ = _one_fold(tiny_fxcache, tmp_path, cost=50 * BP)
+    summary, _ = _one_fold(tiny_fxcache, tmp_path, "--epochs", "1", cost=50 * BP)  # 3 folds: the first's rows
     fold = summary["folds"][0]
+    assert len(summary["folds"]) == 3
     one_bar = read_fxcache(str(tiny_fxcache)).targets[fold["train_start"] : fold["train_end"], 0]
     noise = one_bar.astype(np.float64).std()
     assert summary["dqn_config"]["n_step"] == 15

@@ -113,7 +113,7 @@ def test_a_run_that_traded_says_nothing_of_its_cost_against_the_noise(tiny_fxcac
     out = tmp_path / "out"
     params = _params(tmp_path, select_tail_share=0.25, select_min_sharpe=-1e3, select_pool="fold")
     assert main(train_argv(tiny_fxcache, out, params, "--epochs", "1")) == 0
-    assert "one-bar noise" not in capsys.readouterr().out
+    assert "the validation bars' one-bar noise" not in capsys.readouterr().out
 
 
 def test_each_fold_reports_the_epoch_chosen_on_the_training_tail(tiny_fxcache, tmp_path):

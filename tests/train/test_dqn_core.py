@@ -291,7 +291,7 @@ def test_apply_settings_refuses_a_setting_that_changes_shapes(name, value):
     trainer = tiny_trainer(np.ones(30), np.zeros(30), "cpu")
     with pytest.raises(ValueError, match=f"^{name}: .*new trainer"):
         trainer.apply_settings(replace(TINY, **{name: value}))
-    assert trainer.config == TINY
+    assert trainer.config == replace(TINY, n_step=1)  # unchanged (an n_step 0 no run chose trains as 1)
 
 
 # ---- learning: only a correct DQN clears the bar ----------------------------------------------------------

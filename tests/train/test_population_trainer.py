@@ -10,6 +10,7 @@ import torch
 from support.reference_dqn import ReferenceDQN
 from support.trainer_cases import DEVICES, FOLDS, SMALL, planted_arrays
 
+from foxhunt.config.dqn import trainer_configs
 from foxhunt.train import DQNTrainer, to_device
 from foxhunt.train.dqn import fold_seed
 from foxhunt.train.networks import build_qnet
@@ -155,7 +156,7 @@ def test_apply_settings_switches_every_member_in_place(data_cpu):
     population.apply_settings([MEMBERS[2], MEMBERS[0]])
     assert population.settings.gamma is gamma
     assert gamma.tolist() == pytest.approx([MEMBERS[2].gamma, MEMBERS[0].gamma])
-    assert population.configs[0] == MEMBERS[2]
+    assert population.configs[0] == trainer_configs(MEMBERS[2])[0]  # as given (an unchosen n_step as 1)
     with pytest.raises(ValueError, match="batch_size"):
         population.apply_settings([MEMBERS[0], replace(MEMBERS[0], batch_size=256)])
 
