@@ -8,21 +8,14 @@ pays only over several bars, so a learner that values one bar alone (γ = 0) has
 """
 
 from dataclasses import replace
-from functools import cache
 
 import numpy as np
 import pytest
-import torch
-from support.signal_arrays import FOLDS, signal_arrays
+from support.signal_runs import above_flat, below_flat, validation_pnl
 
 from foxhunt.config import DQNConfig
-from foxhunt.data.folds import generate_walk_forward_indices
 from foxhunt.evaluate.paired import paired_bootstrap_differences
-from foxhunt.evaluate.sharpe import bootstrap_interval
-from foxhunt.train import DQNTrainer, to_device
-from foxhunt.train.policy import policy_pnl
 
-EVAL_COST = 1e-4
 SEEDS = (0, 1, 2)
 # The fixture's learning settings (signal_arrays' docstring) with the selection the run ships (a quarter of
 # the slice held back, a policy kept only where its tail Sharpe clears 3 standard errors). UNGATED is the
@@ -30,43 +23,6 @@ SEEDS = (0, 1, 2)
 # the TD target's cost and γ do, so no selection may rescue them (a myopic learner's best tail epoch can).
 CORRECT = DQNConfig(hidden=32, batch_size=1024, lr=1e-3, cost=2e-4, steps_per_epoch=60, compile=False)
 UNGATED = replace(CORRECT, select_tail_share=0.0, select_min_t=0.0, abstain_cost_multiple=1.0)
-EPOCHS = 15
-
-
-@cache
-def _data(signal: bool):
-    arrays = signal_arrays(seed=0, signal=signal)
-    fold = generate_walk_forward_indices(arrays.timestamp, FOLDS, close_returns=arrays.targets[:, 0])[0]
-    return to_device(arrays.features, arrays.targets, arrays.timestamp, torch.device("cpu")), fold
-
-
-def validation_pnl(config: DQNConfig, seed: int, signal: bool = True) -> tuple[np.ndarray, np.ndarray, dict]:
-    """Per-bar net returns of the fold's policy and of buy-and-hold over validation, and the policy's figures."""
-    torch.set_num_threads(1)
-    data, fold = _data(signal)
-    trainer = DQNTrainer(
-        data, config, max_train_rows=fold.train_rows, seed=seed, eval_cost=EVAL_COST, diagnostics=False
-    )
-    trainer.set_fold_range(fold)
-    trainer.reset_for_fold(fold.fold)
-    trainer.window.compute_norm_stats()
-    for epoch in range(EPOCHS):
-        trainer.train_epoch(epoch, EPOCHS)
-    trainer.policies.choose_policies()
-    positions = trainer.policies.greedy_positions()
-    returns = data.targets[fold.val_slice, 0]
-    pnl = policy_pnl(positions, returns, EVAL_COST).double().numpy()
-    hold = policy_pnl(torch.ones_like(returns), returns, EVAL_COST).double().numpy()
-    return pnl, hold, trainer.policies.validate()
-
-
-def above_flat(pnl: np.ndarray) -> bool:
-    """The bootstrap interval of the Sharpe lies above flat's 0."""
-    return bootstrap_interval(pnl, resamples=500, seed=0)[0] > 0.0
-
-
-def below_flat(pnl: np.ndarray) -> bool:
-    return bootstrap_interval(pnl, resamples=500, seed=0)[1] < 0.0
 
 
 def above_buy_and_hold(pnl: np.ndarray, hold: np.ndarray) -> bool:
