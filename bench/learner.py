@@ -206,27 +206,12 @@ LEVERS = {  # the fixture's measured learning settings (signal_arrays' docstring
 def one_fold(changes: dict, seed: int, signal: bool, epochs: int, cost: float = 1e-4) -> dict:
     """Train the fixture's one fold and score its chosen policy on validation at `cost` (the reward's cost
     twice that, as the fixture's measured settings have it, unless the lever sets its own)."""
-    import torch
-    from support.signal_arrays import FOLDS, signal_arrays
+    from support.signal_runs import trained_fold
 
     from foxhunt.config import DQNConfig
-    from foxhunt.data.folds import generate_walk_forward_indices
-    from foxhunt.train import DQNTrainer
-    from foxhunt.train.device_data import to_device
 
-    arrays = signal_arrays(seed=0, signal=signal)
-    fold = generate_walk_forward_indices(arrays.timestamp, FOLDS, close_returns=arrays.targets[:, 0])[0]
-    data = to_device(arrays.features, arrays.targets, arrays.timestamp, torch.device("cpu"))
     config = replace(DQNConfig(**{**BASE_LEVER, "cost": 2 * cost}), **changes)
-    trainer = DQNTrainer(
-        data, config, max_train_rows=fold.train_rows, seed=seed, eval_cost=cost, diagnostics=False
-    )
-    trainer.set_fold_range(fold)
-    trainer.reset_for_fold(fold.fold)
-    trainer.window.compute_norm_stats()
-    for epoch in range(epochs):
-        trainer.train_epoch(epoch, epochs)
-    choice = trainer.policies.choose_policies()[0]
+    trainer, choice = trained_fold(config, seed, signal, cost, epochs)
     result = trainer.policies.validate()
     return {"sharpe": result.sharpe, "turnover": result.turnover, "exposure": result.exposure,
             "buy_and_hold": result.buy_and_hold.sharpe, "went_flat": bool(choice and choice.flat)}  # fmt: skip

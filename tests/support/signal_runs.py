@@ -26,11 +26,11 @@ def fixture_data(signal: bool):
     return to_device(arrays.features, arrays.targets, arrays.timestamp, torch.device("cpu")), fold
 
 
-def validation_pnl(
-    config: DQNConfig, seed: int, signal: bool = True, eval_cost: float = 1e-4
-) -> tuple[np.ndarray, np.ndarray, object]:
-    """Per-bar net returns of the fold's policy and of buy-and-hold over validation at `eval_cost`, and the
-    policy's figures, after `EPOCHS` epochs."""
+def trained_fold(
+    config: DQNConfig, seed: int, signal: bool, eval_cost: float, epochs: int = EPOCHS
+) -> tuple[DQNTrainer, object]:
+    """A trainer of `config` after `epochs` epochs of the fixture's fold (one thread), and the policy it
+    chose (its member 0's selection: None, or flat or an epoch kept)."""
     torch.set_num_threads(1)
     data, fold = fixture_data(signal)
     trainer = DQNTrainer(
@@ -39,9 +39,18 @@ def validation_pnl(
     trainer.set_fold_range(fold)
     trainer.reset_for_fold(fold.fold)
     trainer.window.compute_norm_stats()
-    for epoch in range(EPOCHS):
-        trainer.train_epoch(epoch, EPOCHS)
-    trainer.policies.choose_policies()
+    for epoch in range(epochs):
+        trainer.train_epoch(epoch, epochs)
+    return trainer, trainer.policies.choose_policies()[0]
+
+
+def validation_pnl(
+    config: DQNConfig, seed: int, signal: bool = True, eval_cost: float = 1e-4
+) -> tuple[np.ndarray, np.ndarray, object]:
+    """Per-bar net returns of the fold's policy and of buy-and-hold over validation at `eval_cost`, and the
+    policy's figures, after `EPOCHS` epochs."""
+    trainer, _ = trained_fold(config, seed, signal, eval_cost)
+    data, fold = fixture_data(signal)
     positions = trainer.policies.greedy_positions()
     returns = data.targets[fold.val_slice, 0]
     pnl = policy_pnl(positions, returns, eval_cost).double().numpy()
