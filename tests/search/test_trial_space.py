@@ -69,6 +69,8 @@ def test_yaml_and_json_files_give_the_same_space_with_exponent_numbers_read_as_n
         ("eval_cost", {"type": "float", "low": 0.0, "high": 1e-3}, "evaluation setting"),
         ("spread", {"type": "float", "low": 0.0, "high": 1e-3}, "evaluation setting"),
         ("compile", {"type": "categorical", "choices": [True, False]}, "not a hyperparameter"),
+        ("n_step", {"type": "int", "low": 0, "high": 15}, "n_step 0 is the run's own choice"),
+        ("n_step", {"type": "categorical", "choices": [0, 5]}, "n_step 0 is the run's own choice"),
     ],
 )
 def test_a_search_space_that_cannot_be_searched_is_refused_naming_the_file_and_key(
@@ -80,6 +82,10 @@ def test_a_search_space_that_cannot_be_searched_is_refused_naming_the_file_and_k
         load_search_space(str(path))
     assert str(err.value).startswith(f"{path}: {key}: ")
     assert expected in str(err.value)
+
+
+def test_n_step_from_one_is_searchable():
+    assert parse_search_space({"n_step": {"type": "int", "low": 1, "high": 15}}, "f")["n_step"].low == 1
 
 
 def test_the_training_reward_cost_is_searchable():

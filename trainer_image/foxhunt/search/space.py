@@ -229,6 +229,11 @@ def _check_allowed_by_config(key: str, dist: Distribution, where: str) -> None:
             raise SearchSpaceError(
                 f"{where}: {name} {value!r} is outside what {key} allows: {allowed}"
             ) from exc
+    # n_step 0 means "the run chooses" (choose_n_step, once, before the trials): no value a trial can hold.
+    if key == "n_step" and (0 in dist.choices if dist.kind == "categorical" else dist.low == 0):
+        raise SearchSpaceError(
+            f"{where}: n_step 0 is the run's own choice, not a trial's value; search from 1"
+        )
 
 
 def suggest(trial: Any, space: Mapping[str, Distribution]) -> dict[str, Any]:
