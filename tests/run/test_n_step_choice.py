@@ -111,6 +111,11 @@ def test_a_run_whose_cost_is_near_the_noise_trains_the_held_target_and_says_so(
     one_bar = read_fxcache(str(tiny_fxcache)).targets[fold["train_start"] : fold["train_end"], 0]
     noise = one_bar.astype(np.float64).std()
     assert summary["dqn_config"]["n_step"] == 15
+    choice = summary["n_step_choice"]
+    assert (choice["n_step"], choice["cost"], choice["n_step_switch"]) == (15, 50 * BP, 0.5)
+    assert choice["noise"] == pytest.approx(noise) and choice["cost_over_noise"] == pytest.approx(
+        50 * BP / noise
+    )
     assert f"n_step 15 (dqn.n_step 0 chooses): the reward's cost 50.00 bp is {50 * BP / noise:.2f}×" in (
         capsys.readouterr().out
     )
@@ -127,7 +132,7 @@ def test_a_run_on_the_sample_at_the_shipped_cost_keeps_the_one_bar_target(tiny_f
 @pytest.mark.slow
 def test_a_run_given_an_n_step_says_nothing_of_the_choice(tiny_fxcache, tmp_path, capsys):
     summary, _ = _one_fold(tiny_fxcache, tmp_path, n_step=5)
-    assert summary["dqn_config"]["n_step"] == 5
+    assert summary["dqn_config"]["n_step"] == 5 and "n_step_choice" not in summary
     assert "dqn.n_step 0 chooses" not in capsys.readouterr().out
 
 
@@ -152,4 +157,5 @@ def test_a_universe_run_chooses_on_its_instruments_first_fold_and_records_the_ch
     code, console, errors = train(caches, str(params), tmp_path / "out")
     assert code == 0, errors
     assert "n_step 15 (dqn.n_step 0 chooses): the reward's cost 50.00 bp" in console
-    assert strict_json.read(tmp_path / "out" / "summary.json")["run_config"]["dqn"]["n_step"] == 15
+    summary = strict_json.read(tmp_path / "out" / "summary.json")
+    assert summary["run_config"]["dqn"]["n_step"] == summary["n_step_choice"]["n_step"] == 15

@@ -183,6 +183,7 @@ class RunSummary:
         None  # the headline on the held-out final period (foxhunt.run.holdout), when asked for
     )
     seed_spread: dict | None = None  # --seeds K > 1: the seeds' stitched Sharpe (evaluate.seed_spread)
+    n_step_choice: dict | None = None  # dqn.n_step 0: what the run chose and on what (run.n_step_choice)
 
     def __post_init__(self) -> None:
         if self.status not in RUN_STATUSES:
@@ -206,7 +207,7 @@ class RunSummary:
             data["feature_oracle"] = oracle_record(
                 {n: p.net.sharpe for n, p in self.stitched.policies.items()}
             )
-        for optional in ("error", "precompute", "holdout", "seed_spread"):
+        for optional in ("error", "precompute", "holdout", "seed_spread", "n_step_choice"):
             if data[optional] is None:
                 del data[optional]
         return scrub_record(data)  # an error text or a setting may carry a URL with a password

@@ -45,12 +45,23 @@ def n_step_line(chosen: int, cost: float, noise: float, switch: float) -> str:
     )
 
 
-def with_chosen_n_step(settings: RunConfig, returns: Sequence, progress: Callable[[str], None]) -> RunConfig:
+def with_chosen_n_step(
+    settings: RunConfig, returns: Sequence, progress: Callable[[str], None]
+) -> tuple[RunConfig, dict | None]:
     """`settings` with dqn.n_step 0 resolved on the first fold's training returns (`returns`), the choice
-    said on the console; any other n_step is kept as given, unsaid."""
+    said on the console, and its record for the summary (`n_step_choice`); any other n_step is kept as
+    given, unsaid, with no record."""
     if settings.dqn.n_step:
-        return settings
+        return settings, None
     noise = training_noise(returns)
     dqn = choose_n_step(settings.dqn, noise)
     progress(n_step_line(dqn.n_step, dqn.cost, noise, dqn.n_step_switch))
-    return replace(settings, dqn=dqn)
+    record = {
+        "n_step": dqn.n_step,
+        "cost": dqn.cost,
+        "noise": noise,
+        "cost_over_noise": dqn.cost / noise if noise > 0 else None,
+        "n_step_switch": dqn.n_step_switch,
+        "rows": "the one-bar forward returns of the first fold's training rows",
+    }
+    return replace(settings, dqn=dqn), record

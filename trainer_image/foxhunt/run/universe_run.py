@@ -188,13 +188,13 @@ def _train_universe(
     identity = universe_identity(caches, names, device.type, settings)
     ledger = open_ledger(out_uri, identity, settings, names, progress)  # refuses before any write
     first = first_training_returns([c.targets for c in caches], folds[0].ranges)
-    settings = with_chosen_n_step(settings, first, progress)  # after the ledger: it keeps the setting given
+    settings, n_step_choice = with_chosen_n_step(settings, first, progress)  # the ledger keeps the 0 given
     planned = [*folds, held] if held is not None else folds
     max_rows = max(sum(r.train_rows for r in f.ranges if r is not None) for f in planned)
     total = sum(len(c) for c in caches)
     check_device_memory(device, total, caches[0].features.shape[1], max_rows, settings.dqn)
     metrics.run_started()  # refusals above are before the run: nothing pushed for them
-    run = {"device": str(device), "data_load_seconds": None, "started": t0}
+    run = {"device": str(device), "data_load_seconds": None, "started": t0, "n_step_choice": n_step_choice}
     # Every way out from here ends as an ordinary run's: stopped, failed, or succeeded (universe_failure).
     rows = [len(c) for c in caches]
     with universe_ending(ledger, fxcache_uris, rows, run, len(folds), metrics, heartbeat) as check:
@@ -267,6 +267,8 @@ def universe_records(
         "instruments": instruments,
         "run_config": json.loads(strict_json.json_bytes(asdict(settings))),
     }
+    if run.get("n_step_choice") is not None:
+        summary["n_step_choice"] = run["n_step_choice"]
     series = {name: stitched_series(e) for name, e in evaluations[0].items()}
     book = None
     if series:

@@ -55,7 +55,8 @@ def run_folds(
     summary, out_uri, progress = run.summary, run.out_uri, run.progress
     data = _upload(run, cache, folds, read_seconds, device)
     first = first_training_returns([data.targets], [folds[0]])
-    run.config = settings = with_chosen_n_step(run.config, first, progress)
+    run.config, summary.n_step_choice = with_chosen_n_step(run.config, first, progress)
+    settings = run.config
     summary.dqn_config["n_step"] = settings.dqn.n_step  # what trained; the manifest keeps the setting given
     collector.settle()  # the run's modules are imported: later collections skip them (collector.py says why)
     if plan is not None:
