@@ -25,8 +25,8 @@ def test_the_shipped_n_step_is_chosen_by_the_run_at_a_switch_of_half_the_noise()
 
 
 def test_a_cost_of_fx_minute_bars_holds_the_target_fifteen_bars():
-    # EURUSD 2018-19 minute bars: 1.35 bp of one-bar noise in the first fold, a 1 bp cost (0.74x)
-    assert choose_n_step(DQNConfig(cost=1 * BP), noise=1.35 * BP).n_step == 15
+    # EURUSD 2018-19 minute bars: 1.32 bp of one-bar noise in the first fold, a 1 bp cost (0.76x)
+    assert choose_n_step(DQNConfig(cost=1 * BP), noise=1.32 * BP).n_step == 15
 
 
 def test_a_cost_of_exactly_the_switch_holds_the_target():
@@ -84,10 +84,10 @@ def test_an_instrument_outside_the_first_fold_adds_no_rows():
 
 
 def test_the_console_says_the_cost_against_the_noise_and_the_switch():
-    line = n_step_line(15, 1 * BP, 1.35 * BP, 0.5)
+    line = n_step_line(15, 1 * BP, 1.32 * BP, 0.5)
     assert line == (
-        "n_step 15 (dqn.n_step 0 chooses): the reward's cost 1.00 bp is 0.74× the first fold's training "
-        "bars' one-bar noise (1.35 bp), at or above n_step_switch 0.5"
+        "n_step 15 (dqn.n_step 0 chooses): the reward's cost 1.00 bp is 0.76× the first fold's training "
+        "bars' one-bar noise (1.32 bp), at or above n_step_switch 0.5"
     )
     assert "under n_step_switch 0.5" in n_step_line(1, 1 * BP, 4.7 * BP, 0.5)
 

@@ -8,6 +8,7 @@ import time
 from typing import Any, Protocol
 
 from foxhunt import collector, out_names, storage
+from foxhunt.config import RunConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, Scoring
 from foxhunt.evaluate.plot import flat_words
@@ -54,10 +55,7 @@ def run_folds(
     """
     summary, out_uri, progress = run.summary, run.out_uri, run.progress
     data = _upload(run, cache, folds, read_seconds, device)
-    first = first_training_returns([data.targets], [folds[0]])
-    run.config, summary.n_step_choice = with_chosen_n_step(run.config, first, progress)
-    settings = run.config
-    summary.dqn_config["n_step"] = settings.dqn.n_step  # what trained; the manifest keeps the setting given
+    settings = _choose_n_step(run, data, folds)
     collector.settle()  # the run's modules are imported: later collections skip them (collector.py says why)
     if plan is not None:
         plan.run(run, data, folds)
@@ -99,6 +97,15 @@ def run_folds(
             run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search,
             earlier=out_of_sample_evidence(outcomes),
         )  # fmt: skip
+
+
+def _choose_n_step(run: Run, data: DeviceData, folds: list[FoldRange]) -> RunConfig:
+    """The run's settings with dqn.n_step 0 resolved on the first fold's training rows (run.n_step_choice),
+    into `run.config` and the summary (what trained, and why); the manifest keeps the setting given."""
+    first = first_training_returns([data.targets], [folds[0]])
+    run.config, run.summary.n_step_choice = with_chosen_n_step(run.config, first, run.progress)
+    run.summary.dqn_config["n_step"] = run.config.dqn.n_step
+    return run.config
 
 
 def _upload(run: Run, cache, folds: list[FoldRange], read_seconds: float, device) -> DeviceData:
