@@ -8,11 +8,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
-import torch
 
 from foxhunt.config import RunConfig
 from foxhunt.config.dqn import choose_n_step
 from foxhunt.data.folds import FoldRange
+from foxhunt.evaluate.records import host_array
 
 
 def first_training_returns(targets: Sequence, ranges: Sequence[FoldRange | None]) -> list:
@@ -24,15 +24,8 @@ def first_training_returns(targets: Sequence, ranges: Sequence[FoldRange | None]
 def training_noise(returns: Sequence) -> float:
     """The population standard deviation of the one-bar forward log returns in `returns` (pieces on the
     host or the device, pooled: one per instrument of a universe's first fold)."""
-    rows = np.concatenate([_host(r) for r in returns]) if len(returns) else np.zeros(0)
+    rows = np.concatenate([host_array(r).reshape(-1) for r in returns]) if len(returns) else np.zeros(0)
     return float(rows.std()) if rows.size > 1 else 0.0
-
-
-def _host(piece) -> np.ndarray:
-    """A piece of returns as float64 on the host (a device tensor copied, a host array read in place)."""
-    if isinstance(piece, torch.Tensor):
-        return piece.detach().double().cpu().numpy().reshape(-1)
-    return np.asarray(piece, dtype=np.float64).reshape(-1)
 
 
 def n_step_line(chosen: int, cost: float, noise: float, switch: float) -> str:
