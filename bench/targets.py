@@ -219,12 +219,12 @@ def render(readme: str, block: str) -> str:
 
 
 def newest_files(folder: Path = RESULTS) -> list[Path]:
-    """Every dated JSON in `folder` but a before-and-after pair's before side, oldest first: each row then comes
-    from the newest file that gives it."""
+    """Every dated JSON in `folder` but a before-and-after pair's before side and a run at a setting other than
+    the shipped default (`-at-` in its name), oldest first: each row then comes from the newest file giving it."""
     dated = []
     for path in folder.glob("*.json"):
         record = json.loads(path.read_text())
-        if record.get("date") and "-before" not in path.name:
+        if record.get("date") and "-before" not in path.name and "-at-" not in path.name:
             dated.append((str(record["date"]), path.name, path))
     return [path for _, _, path in sorted(dated)]
 

@@ -136,6 +136,12 @@ def test_newest_leaves_out_the_before_side_of_a_before_and_after_pair(tmp_path):
     assert t.gathered(t.newest_files(tmp_path))["row"]["commit"] == "def0000"
 
 
+def test_newest_leaves_out_a_run_at_a_setting_other_than_the_shipped_default(tmp_path):
+    _write(tmp_path, "overlay-h100-abc-eurusd-at-cost02.json", _dated("abc0000", "2026-12-06", {"row": _ratio(0.9)}))
+    _write(tmp_path, "overlay-h100-def.json", _dated("def0000", "2026-12-05", {"row": _ratio(0.5)}))
+    assert t.gathered(t.newest_files(tmp_path))["row"]["commit"] == "def0000"
+
+
 def test_numbered_files_of_one_commit_and_device_give_their_median_as_one_row(tmp_path):
     paths = [_write(tmp_path, f"scoring-h100-abc-{i}.json", _dated("abc0000", f"2026-12-05T10:0{i}", {
         "row": _ratio(value)})) for i, value in ((1, 1.0), (2, 1.8), (3, 1.6))]  # fmt: skip
