@@ -177,12 +177,18 @@ def real(args: argparse.Namespace, work: Path, record: dict) -> None:
     record["shape"] = {"bars_file": Path(args.bars).name, "precompute_seconds": time.perf_counter() - started}
     run = Runner(args, work, fxcache, ["--compile-cache", "auto", *args.extra])
     record["first_ever"] = run.first_ever()
+    h.write(record, args.out)  # a call cut short keeps each process that ended
     if args.against_every:
         label, every = f"cached_every_{args.against_every}", args.against_every
-        runs, spaced = alternated(args.repeats, lambda: run("cached"), lambda: run(label, every=every))
+        runs, spaced = alternated(args.repeats, lambda: run("cached"), lambda: run(label, every=every),
+                                  lambda a, b: _keep(record, args.out, cached=a, **{label: b}))  # fmt: skip
         record[label] = {"runs": spaced, "medians": h.medians(spaced, RUN_KEYS)}
     else:
-        runs = h.repeat(args.repeats, lambda i: run("cached"), "cached")
+        runs = []
+        for _ in range(args.repeats):
+            runs.append(run("cached"))
+            _keep(record, args.out, cached=runs)
+    record.pop("so_far", None)
     record["cached"] = {"runs": runs, "medians": h.medians(runs, RUN_KEYS)}
     wall = record["cached"]["medians"]["wall_seconds"]
     record["targets"]["real_wall_seconds"] = h.target(
@@ -192,10 +198,22 @@ def real(args: argparse.Namespace, work: Path, record: dict) -> None:
     )
 
 
-def alternated(repeats: int, one, other) -> tuple[list[dict], list[dict]]:
-    """`repeats` pairs of runs, alternated so that a drift in the machine's speed falls on both sides."""
-    pairs = [(one(), other()) for _ in range(repeats)]
-    return [a for a, _ in pairs], [b for _, b in pairs]
+def alternated(repeats: int, one, other, after=None) -> tuple[list[dict], list[dict]]:
+    """`repeats` pairs of runs, alternated so that a drift in the machine's speed falls on both sides;
+    `after(ones, others)` sees the runs so far after each pair."""
+    ones, others = [], []
+    for _ in range(repeats):
+        ones.append(one())
+        others.append(other())
+        if after:
+            after(ones, others)
+    return ones, others
+
+
+def _keep(record: dict, out: str | None, **runs: list[dict]) -> None:
+    """The record written with the runs so far under `so_far` (a call cut short keeps each ended process)."""
+    record["so_far"] = {**record.get("so_far", {}), **{label: list(r) for label, r in runs.items()}}
+    h.write(record, out)
 
 
 def seeds(args: argparse.Namespace, work: Path, record: dict) -> None:
@@ -204,10 +222,17 @@ def seeds(args: argparse.Namespace, work: Path, record: dict) -> None:
     record["shape"]["seeds"] = args.seeds
     run = Runner(args, work, fxcache, [*fold_flags(folds), "--compile-cache", "auto"])
     many = ("--seeds", str(args.seeds))
-    record["first_ever"] = {"one": run.first_ever(), "many": run("first_ever_many", *many)}
+    record["first_ever"] = {"one": run.first_ever()}
+    h.write(record, args.out)  # a call cut short keeps each process that ended
+    record["first_ever"]["many"] = run("first_ever_many", *many)
+    h.write(record, args.out)
     one_runs, many_runs = alternated(
-        args.repeats, lambda: run("one_seed"), lambda: run(f"seeds_{args.seeds}", *many)
+        args.repeats,
+        lambda: run("one_seed"),
+        lambda: run(f"seeds_{args.seeds}", *many),
+        lambda a, b: _keep(record, args.out, one_seed=a, **{f"seeds_{args.seeds}": b}),
     )
+    record.pop("so_far", None)
     one, many_m = h.medians(one_runs, RUN_KEYS), h.medians(many_runs, RUN_KEYS)
     record["one_seed"] = {"runs": one_runs, "medians": one}
     record["many_seeds"] = {"runs": many_runs, "medians": many_m}

@@ -58,6 +58,22 @@ def test_the_seeds_ratio_is_the_median_wall_of_k_seeds_over_one_seeds_of_the_run
     assert speed.seeds_ratio(one, [{"exit_code": 1, "wall_seconds": 9.0}], 3)["measured"] is None
 
 
+def test_a_call_cut_between_alternated_pairs_leaves_every_pair_that_ended_in_its_file(tmp_path):
+    record, out, walls = {"host": {}, "targets": {}}, tmp_path / "seeds.json", iter([30.0, 40.0, 31.0, 41.0])
+
+    def one() -> dict:
+        wall = next(walls, None)
+        if wall is None:
+            raise KeyboardInterrupt  # the call's time limit, in the third pair
+        return {"exit_code": 0, "wall_seconds": wall}
+
+    with pytest.raises(KeyboardInterrupt):
+        speed.alternated(3, one, one, lambda a, b: speed._keep(record, str(out), one_seed=a, seeds_3=b))
+    kept = json.loads(out.read_text())["so_far"]
+    assert [r["wall_seconds"] for r in kept["one_seed"]] == [30.0, 31.0]
+    assert [r["wall_seconds"] for r in kept["seeds_3"]] == [40.0, 41.0]
+
+
 @dataclass(frozen=True)
 class Figures:
     sharpe: float
