@@ -137,7 +137,11 @@ def test_newest_leaves_out_the_before_side_of_a_before_and_after_pair(tmp_path):
 
 
 def test_newest_leaves_out_a_run_at_a_setting_other_than_the_shipped_default(tmp_path):
-    _write(tmp_path, "overlay-h100-abc-eurusd-at-cost02.json", _dated("abc0000", "2026-12-06", {"row": _ratio(0.9)}))
+    _write(
+        tmp_path,
+        "overlay-h100-abc-eurusd-at-cost02.json",
+        _dated("abc0000", "2026-12-06", {"row": _ratio(0.9)}),
+    )
     _write(tmp_path, "overlay-h100-def.json", _dated("def0000", "2026-12-05", {"row": _ratio(0.5)}))
     assert t.gathered(t.newest_files(tmp_path))["row"]["commit"] == "def0000"
 
