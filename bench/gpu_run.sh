@@ -15,6 +15,8 @@
 #   learner    → learner.json, learner.log      bench/learner.py control   (LEARNER_ARGS)
 #   power      → power.json, power.log          bench/power.py run         (POWER_ARGS, e.g. "--shapes plan --drifts 1 0.5 --noise";
 #                                              split the matrix over calls, then bench/power.py merge FILE …;
+#                                              a row longer than a call: "--work runs/power-work --resume" in
+#                                              each chained call (runs/ is ignored: it stays on a warm machine);
 #                                              universe rows (issue 35): POWER_ARGS="--instruments 8 --drifts 0.25 --noise")
 #   overlay    → overlay.json, overlay.log      bench/overlay.py on the full files (OVERLAY_DATA, default EURUSD and YNDX
 #                                              under .gpu/data; OVERLAY_ARGS, e.g. "--drifts 1 --params n5.json")

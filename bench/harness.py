@@ -18,6 +18,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -32,6 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 BUILT = re.compile(r"trainer built in ([0-9.]+)s")
 CUDA_WAIT = re.compile(r"CUDA context ready \(([0-9.]+)s waited")
+# A process at its time limit is asked to stop this long before it is killed (a run stops at its next epoch).
+STOP_GRACE_SECONDS = 20.0
+FINISHED = ("succeeded", "completed")  # a summary.json's status of a run that ended (a universe's: completed)
 # The compile cache must be signed to be used; a bench run signs with this key unless one is set.
 BENCH_SIGNING_KEY = "bench-signing-key-0123456789"
 
@@ -172,13 +176,7 @@ def fresh_run(
     pod.mkdir(parents=True, exist_ok=True)
     record: dict = {"eviction": evict(evicted) if evicted else None}
     started = time.perf_counter()
-    try:
-        done = subprocess.run(
-            command, env=env or pod_env(pod), capture_output=True, text=True, timeout=timeout
-        )
-        exit_code, stdout, stderr = done.returncode, done.stdout, done.stderr
-    except subprocess.TimeoutExpired as exc:
-        exit_code, stdout, stderr = "timeout", str(exc.stdout or ""), str(exc.stderr or "")
+    exit_code, stdout, stderr = _stopped_at(command, env or pod_env(pod), timeout)
     record.update(wall_seconds=time.perf_counter() - started, exit_code=exit_code)
     (pod / "console.log").write_text(stdout + stderr)
     built, waited = BUILT.search(stdout), CUDA_WAIT.search(stdout)
@@ -190,6 +188,44 @@ def fresh_run(
         return record
     record.update(summary_figures(json.loads(summary.read_text())))
     return record
+
+
+def _stopped_at(command: list[str], env: dict[str, str], timeout: float) -> tuple[int | str, str, str]:
+    """(exit code or "timeout", stdout, stderr) of `command` within `timeout` seconds: at the limit less a
+    grace it gets SIGTERM, which a run answers by stopping at its next boundary with its folds kept (so a
+    later call resumes it), and SIGKILL when the grace is up."""
+    grace = min(STOP_GRACE_SECONDS, timeout / 10)
+    with subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            stdout, stderr = child.communicate(timeout=timeout - grace)
+            return child.returncode, stdout, stderr
+        except subprocess.TimeoutExpired:
+            child.terminate()
+        try:
+            stdout, stderr = child.communicate(timeout=grace)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            stdout, stderr = child.communicate()
+    return "timeout", stdout or "", stderr or ""
+
+
+def kept_run(out: Path, resume: bool) -> bool:
+    """Whether `out` holds a finished run (its summary.json's status succeeded or completed) to be read as it
+    is, with `resume`; otherwise `out` is left for the next command: removed without `resume` (a fresh run),
+    kept with it (the same `foxhunt train` resumes after the last fold it completed)."""
+    if not resume:
+        shutil.rmtree(out, ignore_errors=True)
+        return False
+    summary = out / "summary.json"
+    return summary.exists() and json.loads(summary.read_text()).get("status") in FINISHED
+
+
+def resumed_run(out: Path, resume: bool) -> dict:
+    """`{"resumed": True}` where `resume` finds an earlier call's unfinished run in `out` (a manifest.json):
+    the row's wall is then this call's part of it."""
+    return {"resumed": True} if resume and (out / "manifest.json").exists() else {}
 
 
 def fold_figures(fold: dict) -> dict:
@@ -278,7 +314,6 @@ def run_benchmark(
 ) -> int:
     """One benchmark's whole life: its record with provenance, a work folder (kept only when `--work` names
     one), `measure(args, work, record)`, the JSON written, each target said; exit 1 when one went unmeasured."""
-    import shutil
     import tempfile
 
     plain = (str, int, float, bool, list, type(None))  # JSON's own; a path or other object as its text

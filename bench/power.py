@@ -2,7 +2,7 @@
 
     python bench/power.py run [--shapes two-years plan] [--drifts 1 0.5 0.25 0.125] [--noise signal-off random-walk]
                               [--seeds 3] [--noise-seeds 10] [--variants base= "expanding=--window expanding"]
-                              [--work DIR] [--out FILE]
+                              [--work DIR] [--resume] [--out FILE]
     python bench/power.py run --instruments 1 4 16 [--drifts 0.25] [--noise signal-off] [--seeds 3] …
     python bench/power.py merge A.json B.json … [--out FILE]
     CPU check: run --shapes two-years --drifts 1 --noise random-walk --seeds 2 --noise-seeds 2 --epochs 1
@@ -26,7 +26,11 @@ buy-and-hold's; over every seed's folds, what the kept policies earned out of sa
 (`decisions_in_short`: an edge the gate held back, or none). `--instruments K …`: the universe rows instead (issue 35; bench/power_universe.py): per
 data set K generated instruments at two years, one `foxhunt train --fxcache … --seeds S` per K, the book's
 figures and each instrument's (CPU check: the one above with `--instruments 1 2 --noise signal-off`).
-The targets (`targets` block, per row; `evaluate`) are issue 34's. merge: several of these
+`--resume` (with a `--work` that outlives the call, e.g. the git-ignored `runs/` on a warm device machine): a
+row whose run a call's time limit cut (at the limit a run is sent SIGTERM and stops at its next epoch, its
+completed folds kept) resumes after its last completed fold in the next call, and a finished one is read as
+it is; the row's wall is then only this call's part. The targets (`targets` block, per row; `evaluate`) are
+issue 34's. merge: several of these
 JSONs (e.g. one per device call) into one table and one `targets` block; a row whose seeds were split over
 calls (`--seeds 1 --first-seed S`, e.g. K = 16, one seed a call) becomes one row over all of them.
 """
@@ -36,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import shutil
 import sys
 import time
 from datetime import datetime, timezone
@@ -95,23 +98,35 @@ def shape_flags(shape: str, timestamp, args: argparse.Namespace) -> list[str]:
 def train(
     args: argparse.Namespace, work: Path, fxcache: Path, flags: list[str], spec: str, seeds: int
 ) -> dict:
-    """One fresh `foxhunt train --seeds K` process; its run figures, or its error."""
+    """One fresh `foxhunt train --seeds K` process (with `--resume`, the one an earlier call left, resumed or
+    read); its run figures, or its error."""
     variant, extra, dqn = variant_flags(work, spec)
     tag = f"{fxcache.stem}-{variant}"
     out = work / f"run-{tag}"
-    shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resume of an earlier call's
     command = h.foxhunt(
         "train", "--fxcache", str(fxcache), "--out", str(out), "--epochs", str(args.epochs),
         "--seed", str(args.first_seed), "--seeds", str(seeds), "--device", args.device, "--log-format", "text",
         "--compile-cache", str(work / "compile-cache"), *flags, *extra,
     )  # fmt: skip
-    done = h.fresh_run(command, work / f"pod-{tag}", args.run_timeout, out / "summary.json")
+    if h.kept_run(out, args.resume):
+        done = read_as_it_is(out)
+    else:
+        pod = work / f"pod-{tag}"
+        done = h.resumed_run(out, args.resume) | h.fresh_run(
+            command, pod, args.run_timeout, out / "summary.json"
+        )
     row = {"variant": variant, "flags": [*flags, *extra], "dqn": dqn, "seeds_asked": seeds, **done}
     if done["exit_code"] == 0 and (out / "summary.json").exists():
         row.update(row_figures(json.loads((out / "summary.json").read_text()), out))
     elif done.get("error_tail"):
         print(done["error_tail"][-1500:], flush=True)
     return row
+
+
+def read_as_it_is(out: Path) -> dict:
+    """A finished run an earlier call left in `out` (`--resume`): its summary's figures, no process run."""
+    summary = json.loads((out / "summary.json").read_text())
+    return {"exit_code": 0, "wall_seconds": 0.0, "read_as_it_was": True, **h.summary_figures(summary)}
 
 
 def share(sharpe: float, oracle: dict | None) -> float | None:
@@ -326,6 +341,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     r.add_argument("--two-years-bars", type=int, default=TWO_YEAR_BARS)
     r.add_argument("--plan-bars", type=int, default=PLAN_BARS)
     r.add_argument("--two-years-folds", default="", help="fold flags of two-years (CPU check; default: none)")
+    r.add_argument("--resume", action="store_true",
+                   help="keep a row's run in --work: one a call's time limit cut resumes after its last "
+                        "completed fold, a finished one is read as it is (default: every row a fresh run)")  # fmt: skip
     m = sub.add_parser("merge")
     m.add_argument("files", nargs="+", type=Path)
     m.add_argument("--out", default=None)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import shutil
 import time
 from pathlib import Path
 
@@ -254,15 +253,17 @@ def universe_command(
 
 
 def universe_train(args: argparse.Namespace, work: Path, fxcaches: list[Path], spec: str, seeds: int) -> dict:
-    """One fresh `foxhunt train --fxcache … --seeds S` over the first K instruments; the book's figures and
-    each instrument's (power_universe.py), or its error."""
+    """One fresh `foxhunt train --fxcache … --seeds S` over the first K instruments (with `--resume`, the one
+    an earlier call left, resumed or read); the book's figures and each instrument's, or its error."""
     variant, extra, dqn = variant_flags(work, spec)
     k = len(fxcaches)
     tag = f"k{k}-{fxcaches[0].parent.name}-{variant}"
     flags = [*shlex.split(args.two_years_folds), *extra]
     command, out = universe_command(args, work, fxcaches, flags, tag, seeds)
-    shutil.rmtree(out, ignore_errors=True)  # a fresh run, never a resume of an earlier call's
-    done = h.fresh_run(command, work / f"pod-{tag}", args.run_timeout)
+    if h.kept_run(out, args.resume):
+        done = {"exit_code": 0, "wall_seconds": 0.0, "read_as_it_was": True}
+    else:
+        done = h.resumed_run(out, args.resume) | h.fresh_run(command, work / f"pod-{tag}", args.run_timeout)
     row = {"instruments": k, "variant": variant, "flags": flags, "dqn": dqn, "seeds_asked": seeds, **done}
     summary = out / "summary.json"
     if done["exit_code"] == 0 and summary.exists():

@@ -94,6 +94,44 @@ def test_a_fresh_process_is_timed_and_its_summary_read(tmp_path):
     assert (tmp_path / "pod" / "console.log").exists()
 
 
+def test_a_process_at_its_limit_is_asked_to_stop_before_it_is_killed(tmp_path):
+    # A run answers SIGTERM by stopping at its next boundary with its folds kept: a later call resumes it.
+    script = ("import signal, sys, time\n"
+              "signal.signal(signal.SIGTERM, lambda *_: (print('asked to stop', flush=True), sys.exit(143)))\n"
+              "time.sleep(30)")  # fmt: skip
+    record = h.fresh_run([sys.executable, "-c", script], tmp_path / "pod", 3, summary=tmp_path / "s.json")
+    assert record["exit_code"] == "timeout" and "asked to stop" in record["error_tail"]
+    assert record["wall_seconds"] < 10
+
+
+def test_a_process_that_ignores_the_stop_is_killed_when_the_grace_is_up(tmp_path):
+    script = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(30)"
+    record = h.fresh_run([sys.executable, "-c", script], tmp_path / "pod", 3)
+    assert record["exit_code"] == "timeout" and record["wall_seconds"] < 10
+
+
+def test_without_resume_a_rows_earlier_run_is_removed_for_a_fresh_one(tmp_path):
+    out = tmp_path / "run"
+    (out / "fold_0").mkdir(parents=True)
+    (out / "manifest.json").write_text("{}")
+    assert not h.kept_run(out, resume=False) and not out.exists()
+    assert h.resumed_run(out, resume=False) == {}
+
+
+@pytest.mark.parametrize("status, finished", [("succeeded", True), ("completed", True),
+                                              ("interrupted", False), ("failed", False), (None, False)])  # fmt: skip
+def test_with_resume_only_a_finished_run_is_read_as_it_is_and_any_other_is_kept_for_the_command(
+    tmp_path, status, finished
+):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "manifest.json").write_text("{}")
+    if status:
+        (out / "summary.json").write_text(json.dumps({"status": status}))
+    assert h.kept_run(out, resume=True) is finished and (out / "manifest.json").exists()
+    assert h.resumed_run(out, resume=True) == {"resumed": True}
+
+
 def test_a_process_that_fails_keeps_its_error_and_no_figures(tmp_path):
     script = "import sys; print('boom', file=sys.stderr); sys.exit(3)"
     record = h.fresh_run([sys.executable, "-c", script], tmp_path / "pod", 60, summary=tmp_path / "s.json")

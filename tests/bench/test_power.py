@@ -14,6 +14,7 @@ sys.path.insert(0, str(BENCH))
 
 import power  # noqa: E402
 from support.background_runs import background_process, one_thread  # noqa: E402
+from support.power_calls import again_with_resume, no_process  # noqa: E402
 
 from foxhunt.data import sample as sd  # noqa: E402
 
@@ -291,6 +292,20 @@ def test_a_cpu_run_reads_each_rows_figures_from_its_runs_summary(cpu_power_run):
         assert row["seeds"]["0"]["folds_traded"] == flats.count(False)
     assert set(record["targets"]) == {"two-years_drift-1_worst_seed_share_of_oracle", "two-years_random-walk_seeds_below_flat",
                                       "two-years_random-walk_false_positive_rate", "noise_false_positive_rate"}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_second_call_with_resume_reads_the_finished_rows_as_they_are_and_runs_nothing(
+    cpu_power_run, tmp_path, monkeypatch
+):
+    done, folder = cpu_power_run
+    first = json.loads((folder / "power.json").read_text())
+    monkeypatch.setattr(power.h, "fresh_run", no_process)
+    power.main(again_with_resume(done, folder, tmp_path / "again.json"))
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert [r["read_as_it_was"] for r in again["rows"]] == [True, True]
+    for before, after in zip(first["rows"], again["rows"], strict=True):
+        assert after["seeds"] == before["seeds"] and after["feature_oracle"] == before["feature_oracle"]
 
 
 def test_the_table_row_gives_the_oracle_the_seeds_median_and_range_the_share_and_the_folds_that_trade():

@@ -10,8 +10,10 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
+import power  # noqa: E402
 import power_universe as pu  # noqa: E402
 from support.background_runs import background_process, one_thread  # noqa: E402
+from support.power_calls import again_with_resume, no_process  # noqa: E402
 
 
 def _net(sharpe: float, low: float, high: float) -> dict:
@@ -142,6 +144,19 @@ def test_a_cpu_universe_run_reads_the_books_figures_and_each_instruments_from_it
     ]
     assert set(record["targets"]) == {"universe_k1_signal-off_book_seeds_below_flat",
                                       "universe_k2_signal-off_book_seeds_below_flat"}  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_second_universe_call_with_resume_reads_the_finished_rows_and_runs_nothing(
+    cpu_universe_power_run, tmp_path, monkeypatch
+):
+    done, folder = cpu_universe_power_run
+    first = json.loads((folder / "power.json").read_text())["universe_rows"]
+    monkeypatch.setattr(power.h, "fresh_run", no_process)
+    power.main(again_with_resume(done, folder, tmp_path / "again.json"))
+    again = json.loads((tmp_path / "again.json").read_text())["universe_rows"]
+    assert [r["read_as_it_was"] for r in again] == [True, True]
+    assert [r["book"] for r in again] == [r["book"] for r in first]
 
 
 def test_a_universe_rows_seeds_from_several_calls_join_and_their_shares_and_sides_are_taken_again():
