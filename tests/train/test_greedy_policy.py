@@ -161,6 +161,18 @@ def test_diagnostics_off_leave_only_the_training_figures():
     )
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_sharpe_of_no_bars_is_zero_without_a_warning(device):
+    import warnings
+
+    from foxhunt.train.policy import annualised_sharpe
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = annualised_sharpe(torch.zeros(0, device=device), 525_600.0)
+    assert got.shape == () and got.item() == 0.0
+
+
 def test_policy_collapse_flags_one_action_on_most_bars():
     assert policy_collapse([0.96, 0.02, 0.02])
     assert policy_collapse([0.0, 0.0, 1.0])

@@ -153,6 +153,8 @@ def periods_per_year(timestamp: np.ndarray) -> float:
 def annualised_sharpe(pnl: torch.Tensor, periods: float) -> torch.Tensor:
     """Mean over standard deviation of per-bar returns, times sqrt(bars per year); 0 when flat."""
     pnl = pnl.double().reshape(-1)
+    if pnl.numel() == 0:  # no bars (an empty tail): no return, and no std of nothing to warn about
+        return pnl.new_zeros(())
     mean = fixed_mean(pnl)  # fixed: the same bits at any CPU thread count (reductions.py)
     std = fixed_std(pnl)
     return torch.where(std > 0, mean / std * math.sqrt(periods), torch.zeros_like(mean))
