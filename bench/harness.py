@@ -208,7 +208,8 @@ def _stopped_at(command: list[str], env: dict[str, str], timeout: float) -> tupl
         except subprocess.TimeoutExpired:
             child.kill()
             stdout, stderr = child.communicate()
-    return "timeout", stdout or "", stderr or ""
+    # A process that ended well within the grace (it was finishing) ran whole; any other was cut.
+    return 0 if child.returncode == 0 else "timeout", stdout or "", stderr or ""
 
 
 def kept_run(out: Path, resume: bool) -> bool:

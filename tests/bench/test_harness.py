@@ -110,6 +110,14 @@ def test_a_process_that_ignores_the_stop_is_killed_when_the_grace_is_up(tmp_path
     assert record["exit_code"] == "timeout" and record["wall_seconds"] < 10
 
 
+def test_a_process_that_finishes_well_after_the_stop_signal_counts_as_a_whole_run(tmp_path):
+    # It finishes its work when asked to stop (a run in its last step) and exits 0 inside the grace.
+    script = ("import signal, time\nasked = []\nsignal.signal(signal.SIGTERM, lambda *_: asked.append(1))\n"
+              "while not asked:\n    time.sleep(0.02)")  # fmt: skip
+    record = h.fresh_run([sys.executable, "-c", script], tmp_path / "pod", 5)
+    assert record["exit_code"] == 0 and 4 < record["wall_seconds"] < 6
+
+
 def test_without_resume_a_rows_earlier_run_is_removed_for_a_fresh_one(tmp_path):
     out = tmp_path / "run"
     (out / "fold_0").mkdir(parents=True)
