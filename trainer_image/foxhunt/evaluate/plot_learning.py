@@ -135,7 +135,8 @@ def learning_figure(curves: Sequence[FoldCurve], title: str):
 
     for ax in fig.axes:
         ax.tick_params(labelsize=7)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=5, integer=True))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4))
         if ax.get_ylabel() != "mean |Q|":
             ax.set_xlabel("epoch", fontsize=8)
     fig.suptitle(title)
