@@ -35,6 +35,8 @@ BUILT = re.compile(r"trainer built in ([0-9.]+)s")
 CUDA_WAIT = re.compile(r"CUDA context ready \(([0-9.]+)s waited")
 # A process at its time limit is asked to stop this long before it is killed (a run stops at its next epoch).
 STOP_GRACE_SECONDS = 20.0
+# What a row records of a finished run an earlier call left (`kept_run`): no process ran this call.
+READ_AS_IT_WAS = {"exit_code": 0, "wall_seconds": 0.0, "read_as_it_was": True}
 FINISHED = ("succeeded", "completed")  # a summary.json's status of a run that ended (a universe's: completed)
 # The compile cache must be signed to be used; a bench run signs with this key unless one is set.
 BENCH_SIGNING_KEY = "bench-signing-key-0123456789"

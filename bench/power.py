@@ -109,7 +109,7 @@ def train(
         "--compile-cache", str(work / "compile-cache"), *flags, *extra,
     )  # fmt: skip
     if h.kept_run(out, args.resume):
-        done = read_as_it_is(out)
+        done = h.READ_AS_IT_WAS | h.summary_figures(json.loads((out / "summary.json").read_text()))
     else:
         pod = work / f"pod-{tag}"
         done = h.resumed_run(out, args.resume) | h.fresh_run(
@@ -121,12 +121,6 @@ def train(
     elif done.get("error_tail"):
         print(done["error_tail"][-1500:], flush=True)
     return row
-
-
-def read_as_it_is(out: Path) -> dict:
-    """A finished run an earlier call left in `out` (`--resume`): its summary's figures, no process run."""
-    summary = json.loads((out / "summary.json").read_text())
-    return {"exit_code": 0, "wall_seconds": 0.0, "read_as_it_was": True, **h.summary_figures(summary)}
 
 
 def share(sharpe: float, oracle: dict | None) -> float | None:

@@ -261,7 +261,7 @@ def universe_train(args: argparse.Namespace, work: Path, fxcaches: list[Path], s
     flags = [*shlex.split(args.two_years_folds), *extra]
     command, out = universe_command(args, work, fxcaches, flags, tag, seeds)
     if h.kept_run(out, args.resume):
-        done = {"exit_code": 0, "wall_seconds": 0.0, "read_as_it_was": True}
+        done = dict(h.READ_AS_IT_WAS)  # its figures are read from its files below
     else:
         done = h.resumed_run(out, args.resume) | h.fresh_run(command, work / f"pod-{tag}", args.run_timeout)
     row = {"instruments": k, "variant": variant, "flags": flags, "dqn": dqn, "seeds_asked": seeds, **done}
