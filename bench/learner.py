@@ -200,6 +200,8 @@ LEVERS = {  # the fixture's measured learning settings (signal_arrays' docstring
     "tail 0.25 + gate 3": {"select_tail_share": 0.25, "select_min_t": 3.0},
     "n-step 5": {"n_step": 5},
     "n-step 15": {"n_step": 15},
+    "n-step 30": {"n_step": 30},
+    "n-step 60": {"n_step": 60},
 }
 
 

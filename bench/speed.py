@@ -317,6 +317,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     speed_universe.add_args(sub.choices["universe"])
     sub.choices["scoring"].add_argument("--bars", type=int, default=400_000, help="generated bars")
     sub.choices["scoring"].add_argument("--val-bars", type=int, default=185_000)
+    sub.choices["scoring"].add_argument(
+        "--profile", action="store_true", help="one more warm call of each part under torch.profiler"
+    )
     return p.parse_args(argv)
 
 

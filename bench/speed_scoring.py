@@ -1,9 +1,11 @@
 """speed.py scoring: one fold's baselines and scoring (`evaluate_fold`) at a 185k-bar window, in this process.
 
-    python bench/speed.py scoring [--val-bars 185000] [--repeats 3] [--device cuda]
+    python bench/speed.py scoring [--val-bars 185000] [--repeats 3] [--device cuda] [--profile]
 
 Cold (the first call) and warm (the median of the repeats), on the host or the GPU; on CUDA also the host
-syncs of each part (host_syncs) and the device's figures against the host's.
+syncs of each part (host_syncs) and the device's figures against the host's. With `--profile`, one more warm
+call of each part under torch.profiler: where its wall time goes (the ops' own host time, the device's
+kernels, the rest Python) and the ops that take most of each.
 """
 
 from __future__ import annotations
@@ -124,6 +126,10 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
         record["device_vs_host_largest_relative_difference"] = largest_difference(
             evaluate_window(records(), score, 0), host
         )
+    if args.profile:
+        record["profile"] = {
+            name: op_profile(call, device, forget_block_draws) for name, call in calls(score).items()
+        }
     record.update(shape={"bars": args.bars, "train_rows": fold.train_rows, "val_bars": fold.val_rows,
                          "resamples": score.resamples, "scoring_device": score.device or "host",
                          "torch_threads": torch.get_num_threads()}, seconds=seconds)  # fmt: skip
@@ -132,3 +138,33 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
         FOLD_SCORING_TARGET,
         how=f"`evaluate_fold` at {fold.val_rows:,} validation bars, warm median of {args.repeats}",
     )
+
+
+def op_profile(call, device, forget, top: int = 12) -> dict:
+    """One warm `call()` (after `forget()`, as the timed ones) under torch.profiler: its wall seconds, the
+    seconds of the ops' own host time and of the device's kernels, and the `top` ops by each."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    forget()
+    with profile(activities=activities) as prof:
+        wall = time.perf_counter()
+        call()
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        wall = time.perf_counter() - wall
+    ops = prof.key_averages()
+
+    def device_us(e) -> float:  # torch ≥ 2.4 names it device time; older builds cuda time
+        return float(getattr(e, "self_device_time_total", getattr(e, "self_cuda_time_total", 0.0)))
+
+    def ranked(seconds) -> list[dict]:
+        rows = sorted(ops, key=seconds, reverse=True)[:top]
+        return [{"op": e.key, "calls": e.count, "seconds": seconds(e)} for e in rows if seconds(e) > 0]
+
+    host = lambda e: e.self_cpu_time_total / 1e6  # noqa: E731
+    kernels = lambda e: device_us(e) / 1e6  # noqa: E731
+    return {"wall_seconds": wall, "ops_host_seconds": sum(host(e) for e in ops),
+            "device_kernel_seconds": sum(kernels(e) for e in ops),
+            "top_by_host": ranked(host), "top_by_device": ranked(kernels)}  # fmt: skip

@@ -109,3 +109,17 @@ def test_a_cpu_plan_run_times_fresh_processes_and_judges_the_medians(cpu_plan_ru
     assert cached["measured"] == pytest.approx(sum(walls) / 2) and cached["target"] == 25.0
     assert cached["met"] is (cached["measured"] <= 25.0)
     assert "plan_first_wall_seconds" not in record["targets"]  # not run: not judged
+
+
+def test_the_scoring_profile_names_the_ops_that_take_the_calls_host_time():
+    import torch
+
+    a = torch.randn(256, 256, dtype=torch.float64)
+    forgotten = []
+    profile = speed_scoring.op_profile(
+        lambda: [a @ a for _ in range(20)], torch.device("cpu"), lambda: forgotten.append(1)
+    )
+    assert forgotten == [1]  # the draws forgotten first, as before each timed call
+    assert profile["top_by_host"][0]["op"] == "aten::mm" and profile["top_by_host"][0]["calls"] == 20
+    assert 0 < profile["ops_host_seconds"] <= profile["wall_seconds"] * 1.05
+    assert profile["device_kernel_seconds"] == 0 and profile["top_by_device"] == []
