@@ -232,6 +232,24 @@ def test_return_correlations_use_only_the_minutes_both_instruments_trade_before_
     assert np.diag(rho).tolist() == [1.0, 1.0]
 
 
+def test_a_feature_that_barely_moves_in_one_instrument_divides_by_one():
+    # A spread of 1e-9 (under MIN_STD) is rounding, not a scale: dividing by it would blow the feature up.
+    index = universe_index(["a", "b", "c"], [5, 4, 2])
+    features = np.ones((11, 2))  # float64: float32 cannot hold the 2e-9
+    features[1:4, 0] = [1.0, 1.0 + 2e-9, 1.0]  # a's training rows: std about 1e-9
+    features[5:8, 1] = [1.0, 2.0, 3.0]  # b's: a real spread, kept
+    _, std = universe_norm_stats(features, index, hand_fold())
+    assert std[0, 0] == 1.0 and std[1, 1] == pytest.approx(np.sqrt(2 / 3), rel=1e-6)
+
+
+def test_two_shared_minutes_are_too_few_for_a_correlation():
+    # Two points always lie on a line (|rho| = 1): a pair needs three shared bars before the cutoff.
+    a, b = np.array([0.1, 0.3, 5.0]), np.array([-1.0, 2.0, 7.0])
+    rho = return_correlations([np.arange(3), np.arange(3)], [a, b], before_ns=2)
+    assert rho[0, 1] == 0.0
+    assert return_correlations([np.arange(3), np.arange(3)], [a, b], before_ns=3)[0, 1] != 0.0
+
+
 def test_instruments_that_share_no_minute_before_the_cutoff_are_uncorrelated():
     rho = return_correlations([np.arange(10), np.arange(20, 30)], [np.ones(10), np.ones(10)], before_ns=40)
     assert rho[0, 1] == 0.0

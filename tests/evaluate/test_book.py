@@ -117,6 +117,12 @@ def test_the_book_net_series_on_the_union_calendar_by_hand():
     np.testing.assert_allclose(series.changes, [0.75, 0.25, 0.75, 0.75, 0.5], atol=1e-15)
 
 
+def test_the_book_gross_series_is_the_weighted_positions_times_returns_by_hand():
+    # A: 1·0.01, 1·0.02, 0·0.03, −1·−0.005; B: −1·−0.02, −1·0.01, 1·0.04 (on bars 2, 3, 5).
+    gross = _book().series[MODEL].gross
+    np.testing.assert_allclose(gross, [0.0075, 0.02, -0.0025, 0.00375, 0.01], atol=1e-15)
+
+
 def test_an_instrument_absent_at_a_time_contributes_nothing_there():
     # Catches: renormalising the weights over the instruments present (bar 1 would be 0.009, bar 5 0.036).
     series = _book().series[MODEL]
@@ -187,7 +193,7 @@ def test_stated_weights_are_used_as_given():
     assert book.series[MODEL].net[0] == pytest.approx(0.5 * 0.009, abs=1e-15)
 
 
-@pytest.mark.parametrize("weights", [{"A": 0.6, "B": 0.6}, {"A": 1.5, "B": -0.5}, {}])
+@pytest.mark.parametrize("weights", [{"A": 0.6, "B": 0.6}, {"A": 0.5, "B": 0.501}, {"A": 1.5, "B": -0.5}, {}])
 def test_stated_weights_that_do_not_make_a_book_are_refused(weights):
     with pytest.raises(ValueError):
         bk.stated_weights(weights)

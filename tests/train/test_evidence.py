@@ -18,6 +18,7 @@ from foxhunt.train.evidence import (
     evidence_dict,
     evidence_from_dict,
     pooled_decision,
+    usable,
     zero_sharpe_error,
 )
 from foxhunt.train.selection import tail_gate
@@ -80,6 +81,13 @@ def test_a_window_ending_at_the_validation_start_is_not_used():
     assert decide(tail(8.0), [replace(late, end_ns=VAL_START - 1)]).trade  # one ns earlier: used
 
 
+def test_only_the_folds_own_tail_of_its_windows_is_usable_to_it():
+    # A fold's out-of-sample window is its validation: even were one to end before the validation start
+    # (a malformed record), the rule takes the fold's own tail and earlier folds' windows, nothing else.
+    assert usable(tail(8.0), 3, VAL_START) and usable(oos(2, 8.0), 3, VAL_START)
+    assert not usable(oos(3, 8.0, end_ns=0), 3, VAL_START)
+
+
 def test_a_later_folds_window_is_not_used_even_when_it_ends_earlier():
     decision = decide(tail(8.0), [oos(3, 50.0), oos(4, 50.0, end_ns=0)])
     assert not decision.trade and decision.ignored == 2
@@ -105,6 +113,13 @@ def test_a_fold_whose_own_tail_does_not_beat_the_guard_stays_flat_on_strong_evid
     assert "guard" in decision.reason
     assert decide(tail(0.5), strong).trade  # above the guard of 0
     assert not decide(tail(0.5), strong, config=replace(POOLED, select_pool_guard=1.0)).trade
+
+
+def test_a_fold_whose_own_tail_is_exactly_flat_does_not_trade_on_the_others_evidence():
+    # The guard is strict: a tail Sharpe of exactly the default guard (0: the kept epoch stayed flat on
+    # its tail) has shown nothing of its own, however strong the earlier windows.
+    decision = decide(tail(0.0), [oos(j, 40.0) for j in range(3)])
+    assert decision.pooled_sharpe > decision.gate and not decision.trade and "guard" in decision.reason
 
 
 def test_earlier_tails_are_left_out_unless_weighted():
@@ -189,6 +204,11 @@ def test_uncorrelated_instruments_count_every_bar():
 
 def test_k_copies_of_one_series_count_as_one():
     assert effective_share([[1.0] * 4 for _ in range(4)]) == pytest.approx(1 / 4)
+
+
+def test_correlations_rounded_above_one_count_as_copies_never_as_less_than_one_instrument():
+    above = [[1.0, 1.0 + 1e-3], [1.0 + 1e-3, 1.0]]  # a correlation a float sum carried past 1
+    assert effective_share(above) == pytest.approx(1 / 2)  # K_eff is never below one instrument
 
 
 def test_the_share_is_one_over_one_plus_k_minus_one_times_the_mean_absolute_correlation():

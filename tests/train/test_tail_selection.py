@@ -13,7 +13,14 @@ from foxhunt.errors import ConfigError
 from foxhunt.train import DQNTrainer, member_policy, to_device
 from foxhunt.train.networks import build_qnet
 from foxhunt.train.policy import greedy_rollout
-from foxhunt.train.selection import MIN_TAIL_ROWS, TailSelection, abstain_, head_end, make_flat_
+from foxhunt.train.selection import (
+    MIN_TAIL_ROWS,
+    TailSelection,
+    abstain_,
+    head_end,
+    make_flat_,
+    tail_gate,
+)
 
 FOLD = FoldRange(0, 1000, 5000, 5060, 6000, 1.0)
 SMALL = DQNConfig(hidden=8, batch_size=64, steps_per_epoch=3, compile=False)
@@ -124,6 +131,12 @@ def test_a_best_tail_sharpe_at_the_margin_goes_flat():
     selection.reset()
     selection.observe(0, 0, 0.5001, net)
     assert not selection.choose(0, net, gate=0.5).flat
+
+
+def test_the_folds_own_gate_counts_select_min_t_errors_not_the_pooled_decisions():
+    # 2 errors of a zero Sharpe over 30,000 bars of 362,880 a year, plus the minimum: not select_pool_t's 3.
+    config = replace(DQNConfig(), select_min_sharpe=0.5, select_min_t=2.0, select_pool_t=3.0)
+    assert tail_gate(config, 30_000, 362_880.0) == pytest.approx(0.5 + 2.0 * np.sqrt(362_880.0 / 30_000))
 
 
 def test_a_negative_best_goes_flat_at_the_default_margin():
