@@ -15,6 +15,7 @@ from foxhunt.train.evidence import (
     WindowEvidence,
     decision_dict,
     effective_share,
+    evidence_bars,
     evidence_dict,
     evidence_from_dict,
     pooled_decision,
@@ -215,3 +216,9 @@ def test_the_share_is_one_over_one_plus_k_minus_one_times_the_mean_absolute_corr
     # K = 3, |rho| 0.5, 0.2 (negative: a short of one is the long of the other), 0.2: mean 0.3.
     rho = [[1.0, 0.5, -0.2], [0.5, 1.0, 0.2], [-0.2, 0.2, 1.0]]
     assert effective_share(rho) == pytest.approx(1 / (1 + 2 * 0.3))
+
+
+def test_a_universes_bars_count_at_their_share_rounded_and_never_below_one():
+    assert evidence_bars(7, 1.0) == 7  # one instrument: every bar
+    assert evidence_bars(1_000, 0.625) == 625 and evidence_bars(7, 0.5) == 4  # round half to even: 3.5 → 4
+    assert evidence_bars(3, 0.01) == 1  # a share of a bar still counts one

@@ -56,7 +56,10 @@ class Policy:
         return self.mean.device
 
     def _rows(self, features) -> torch.Tensor:
-        rows = torch.as_tensor(np.asarray(features, dtype=np.float32), device=self.device)
+        array = np.asarray(features, dtype=np.float32)
+        if not array.flags.writeable:  # a read-only fxcache: torch warns of sharing it, so read a copy
+            array = array.copy()
+        rows = torch.as_tensor(array, device=self.device)
         if rows.ndim != 2 or rows.shape[1] != len(FEATURE_NAMES):
             raise ValueError(f"feature rows must be (n, {len(FEATURE_NAMES)}), got {tuple(rows.shape)}")
         return rows

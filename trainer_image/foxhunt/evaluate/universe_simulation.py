@@ -39,7 +39,7 @@ from foxhunt.evaluate.gate_simulation import (
     stitched_positions,
     window_sharpe,
 )
-from foxhunt.train.evidence import WindowEvidence, effective_share, pooled_decision
+from foxhunt.train.evidence import WindowEvidence, effective_share, evidence_bars, pooled_decision
 
 
 @dataclass(frozen=True)
@@ -68,11 +68,6 @@ def pool_by_bars(bars: np.ndarray, values: np.ndarray) -> np.ndarray:
     if len(bars) == 1:
         return values[0]
     return np.tensordot(bars.astype(np.float64), values, axes=1) / float(bars.sum())
-
-
-def evidence_bars(bars: int, share: float) -> int:
-    """`bars` of the instruments counted as independent evidence (`member_policy.evidence_bars`)."""
-    return bars if share == 1.0 else max(1, round(bars * share))
 
 
 def first_window_share(markets: tuple[_Market, ...], shape: Shape) -> float:

@@ -115,6 +115,12 @@ def effective_share(correlations: Sequence[Sequence[float]]) -> float:
     return 1.0 / (1.0 + (k - 1) * mean)
 
 
+def evidence_bars(bars: int, share: float) -> int:
+    """`bars` of a fold's instruments counted as independent evidence: × `share` (`effective_share`), at
+    least 1; one instrument's (share 1) exactly."""
+    return bars if share == 1.0 else max(1, round(bars * share))
+
+
 def sharpe_gate(min_sharpe: float, t: float, bars: float, bars_per_year: float) -> float:
     """`min_sharpe` plus `t` standard errors of a zero Sharpe over `bars` (t = 0: `min_sharpe` alone)."""
     return min_sharpe + (t * zero_sharpe_error(bars, bars_per_year) if t > 0 else 0.0)

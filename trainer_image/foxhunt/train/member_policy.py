@@ -30,7 +30,7 @@ from foxhunt.train.diagnostics import (
     keep_diagnostics,
 )
 from foxhunt.train.epoch_graph import ReplayedFigures
-from foxhunt.train.evidence import WindowEvidence, pooled_decision
+from foxhunt.train.evidence import WindowEvidence, evidence_bars, pooled_decision
 from foxhunt.train.fold_selection import FoldSelection
 from foxhunt.train.policy import (
     ValidationFigures,
@@ -317,8 +317,8 @@ class MemberPolicies:
         return tail_gate(self.configs[member], bars, self.tail_bars_per_year())
 
     def evidence_bars(self, bars: int) -> int:
-        """`bars` of the fold's instruments counted as independent evidence: × `evidence_share` (at least 1)."""
-        return bars if self.evidence_share == 1.0 else max(1, round(bars * self.evidence_share))
+        """`bars` of the fold's instruments counted as independent evidence (`evidence.evidence_bars`)."""
+        return evidence_bars(bars, self.evidence_share)
 
     def epoch_diagnostics(self, member: int = 0) -> dict[str, torch.Tensor]:
         """Member `member`'s greedy policy now: validation shares and Sharpe, in-sample Sharpe, agreement."""
