@@ -207,6 +207,22 @@ def test_a_validation_window_starting_on_the_last_bar_is_still_a_candidate():
     assert (fold.val_start, fold.val_end) == (2 * 1440, 2 * 1440 + 1)
 
 
+def test_a_bar_a_nanosecond_before_the_validation_windows_end_belongs_to_it():
+    # [train end, train end + val_days): the window is end-exclusive at exactly val_days, no sooner.
+    edge = T0 + 3 * DAY - 1  # fold 0 validates on day 2; one bar 1 ns before day 3 begins
+    ts = np.sort(np.append(minute_bars(4), edge))
+    fold = generate_walk_forward_indices(ts, small_config(mode="rolling"))[0]
+    assert ts[fold.val_end - 1] == edge and ts[fold.val_end] == T0 + 3 * DAY
+
+
+def test_a_fold_with_exactly_min_train_rows_after_the_purge_is_kept():
+    # Rolling 2-day windows of gapless minutes: 2,880 rows, 2,820 after a purge of 60.
+    ts = minute_bars(5)
+    assert len(generate_walk_forward_indices(ts, small_config(mode="rolling", min_train_rows=2820))) == 3
+    with pytest.raises(ValueError, match="no fold fits"):
+        generate_walk_forward_indices(ts, small_config(mode="rolling", min_train_rows=2821))
+
+
 def test_difficulty_score_is_validation_vol_over_training_vol():
     ts = minute_bars(6)
     rng = np.random.default_rng(7)
