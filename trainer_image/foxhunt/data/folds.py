@@ -162,13 +162,16 @@ def _checked_returns(close_returns: np.ndarray | None, n: int) -> np.ndarray | N
     return close_returns
 
 
-def _candidate_bounds(ts: np.ndarray, config: FoldConfig) -> tuple[np.ndarray, ...]:
-    """Every candidate's (train_start, train_end, val_start, val_end) row indices, as index arrays."""
-    windows = fold_windows(int(ts[0]), int(ts[-1]), config)
+def candidate_rows(ts: np.ndarray, windows: FoldWindows, config: FoldConfig) -> tuple[np.ndarray, ...]:
+    """Every candidate window's (train_start, train_end, val_start, val_end) rows in `ts`, as index arrays,
+    and whether it fits: at least `min_train_rows` training rows after the purge and `min_val_rows`
+    validation rows (one instrument's folds, and each instrument's part in a universe's)."""
     train_start = np.searchsorted(ts, windows.train_start, side="left")
     val_start = np.searchsorted(ts, windows.train_end, side="left")
     val_end = np.searchsorted(ts, windows.val_end, side="left")
-    return train_start, val_start - config.purge_bars, val_start, val_end
+    train_end = val_start - config.purge_bars
+    fits = (train_end - train_start >= config.min_train_rows) & (val_end - val_start >= config.min_val_rows)
+    return train_start, train_end, val_start, val_end, fits
 
 
 def _no_fold_fits(ts: np.ndarray, config: FoldConfig) -> BadInput:
@@ -207,8 +210,8 @@ def generate_walk_forward_indices(
             f"(min_train_rows {config.min_train_rows} + purge_bars {config.purge_bars} "
             f"+ min_val_rows {config.min_val_rows})"
         )
-    train_start, train_end, val_start, val_end = _candidate_bounds(ts, config)
-    fits = (train_end - train_start >= config.min_train_rows) & (val_end - val_start >= config.min_val_rows)
+    windows = fold_windows(int(ts[0]), int(ts[-1]), config)
+    train_start, train_end, val_start, val_end, fits = candidate_rows(ts, windows, config)
     kept = np.flatnonzero(fits)
     if config.max_folds > 0:
         kept = kept[: config.max_folds]

@@ -22,7 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from foxhunt.config import NS_PER_DAY, FoldConfig
-from foxhunt.data.folds import FoldRange, FoldWindows, as_timestamps, difficulty, fold_windows
+from foxhunt.data.folds import (
+    FoldRange,
+    FoldWindows,
+    as_timestamps,
+    candidate_rows,
+    difficulty,
+    fold_windows,
+)
 from foxhunt.errors import BadInput
 
 # A feature whose training rows barely vary divides by 1, as one instrument's norm stats do
@@ -90,16 +97,6 @@ class UniverseFold:
         return tuple(i for i, r in enumerate(self.ranges) if r is not None)
 
 
-def _instrument_rows(ts: np.ndarray, windows: FoldWindows, config: FoldConfig) -> tuple[np.ndarray, ...]:
-    """Rows of each candidate window in one instrument's timestamps, and whether the instrument fits."""
-    train_start = np.searchsorted(ts, windows.train_start, side="left")
-    val_start = np.searchsorted(ts, windows.train_end, side="left")
-    val_end = np.searchsorted(ts, windows.val_end, side="left")
-    train_end = val_start - config.purge_bars
-    fits = (train_end - train_start >= config.min_train_rows) & (val_end - val_start >= config.min_val_rows)
-    return train_start, train_end, val_start, val_end, fits
-
-
 def _checked(timestamps: Sequence[np.ndarray], names: Sequence[str]) -> list[np.ndarray]:
     checked = []
     for name, ts in zip(names, timestamps, strict=True):
@@ -131,7 +128,7 @@ def universe_folds(
         raise BadInput(f"no bars in any of the {len(series)} instruments")
     t0, t_last = min(int(ts[0]) for ts in present), max(int(ts[-1]) for ts in present)
     windows = fold_windows(t0, t_last, config)
-    rows = [_instrument_rows(ts, windows, config) for ts in series]
+    rows = [candidate_rows(ts, windows, config) for ts in series]
     kept = np.flatnonzero(np.any([r[4] for r in rows], axis=0)) if rows else np.array([], np.int64)
     if config.max_folds > 0:
         kept = kept[: config.max_folds]
