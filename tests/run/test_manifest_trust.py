@@ -131,7 +131,7 @@ def test_a_manifest_whose_outputs_is_a_string_exits_2(used_out, tiny_fxcache, ti
 
 
 def test_a_forged_checkpoint_that_would_run_code_is_retrained_and_runs_nothing(
-    used_out, tiny_fxcache, tiny_params, tmp_path, capsys
+    used_out, tiny_fxcache, tiny_params, tmp_path, capsys, recwarn
 ):
     ran = tmp_path / "ran"
     replace_output(used_out, "fold_0/weights.pt", pickle.dumps(TouchesAFile(ran)))
@@ -139,6 +139,9 @@ def test_a_forged_checkpoint_that_would_run_code_is_retrained_and_runs_nothing(
     assert "fold 0: fold_0/weights.pt does not load as tensors" in capsys.readouterr().out
     assert not ran.exists()
     assert checkpoint_problem((used_out / "fold_0" / "weights.pt").read_bytes(), HIDDEN) is None
+    assert not [
+        w for w in recwarn if "pickle" in str(w.message)
+    ]  # the run's line says it, not torch's warning
 
 
 def test_a_forged_checkpoint_of_another_shape_is_retrained(used_out, tiny_fxcache, tiny_params, capsys):

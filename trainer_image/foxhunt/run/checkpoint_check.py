@@ -9,6 +9,7 @@ Q-network shape, every value finite. A fold whose checkpoint fails is trained ag
 from __future__ import annotations
 
 import io
+import warnings
 
 from foxhunt import out_names, storage
 from foxhunt.data.features import FEATURE_NAMES
@@ -24,7 +25,9 @@ def checkpoint_problem(data: bytes, hidden: int) -> str | None:
     from foxhunt.train.networks import build_qnet
 
     try:
-        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():  # a foreign pickle's protocol warning: the refusal below says it all
+            warnings.simplefilter("ignore", UserWarning)
+            state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as exc:  # any unpickling refusal or damage: not a checkpoint this run wrote
         return f"does not load as tensors ({type(exc).__name__})"
     if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
