@@ -185,7 +185,7 @@ def _score_distinct(
     for length in {len(record) for record in records.values()}:
         names = [name for name, record in records.items() if len(record) == length]
         rows = [pnl for name in names for pnl in series[name][:2]]  # gross, net of each record in turn
-        in_market = [records[name].positions != 0 for name in names for _ in range(2)]
+        in_market = [mask for name in names for mask in [records[name].positions != 0] * 2]
         own = {"resamples": scoring.resamples, "block": scoring.block, "seed": scoring.seed}
         found, stacked = stacked_figures(np.stack(rows), np.stack(in_market), device=scoring.device, **own)
         draws.update(zip(names, stacked.reshape(len(names), 2, -1), strict=True))

@@ -143,8 +143,11 @@ def window_records(
         return {name: fold_record(fold, start, p, timestamp, returns) for name, p in positions.items()}
     *held, window = host_arrays([*positions.values(), returns[start : start + lengths.pop()]])
     per_year = bars_per_year(timestamp)
+    index, stamps, folds = _window_rows(fold, start, window.size, timestamp)  # shared: records only read them
     return {
-        name: _window_record(fold, start, h, timestamp, window, per_year)
+        name: Record(
+            index=index, timestamp=stamps, positions=h, returns=window, fold=folds, bars_per_year=per_year
+        )
         for name, h in zip(positions, held, strict=True)
     }
 
@@ -152,15 +155,22 @@ def window_records(
 def _window_record(
     fold: int, start: int, held: np.ndarray, timestamp: np.ndarray, returns: np.ndarray, per_year: float
 ) -> Record:
-    end = start + held.size
+    index, stamps, folds = _window_rows(fold, start, held.size, timestamp)
     return Record(
-        bars_per_year=per_year,
-        index=np.arange(start, end, dtype=np.int64),
-        timestamp=np.asarray(timestamp[start:end], dtype=np.int64),
-        positions=held,
-        returns=returns,
-        fold=np.full(held.size, fold, dtype=np.int64),
+        index=index, timestamp=stamps, positions=held, returns=returns, fold=folds, bars_per_year=per_year
     )
+
+
+def _window_rows(fold: int, start: int, n: int, timestamp: np.ndarray) -> tuple[np.ndarray, ...]:
+    """A window's row indices, timestamps and fold column, read-only."""
+    rows = (
+        np.arange(start, start + n, dtype=np.int64),
+        np.asarray(timestamp[start : start + n], dtype=np.int64),
+        np.full(n, fold, dtype=np.int64),
+    )
+    for column in rows:
+        column.setflags(write=False)
+    return rows
 
 
 def stitch(records: Sequence[Record]) -> Record:
