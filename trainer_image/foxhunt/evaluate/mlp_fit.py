@@ -6,8 +6,7 @@ deviation (the scaling divides by host numbers), the initial weights (drawn on t
 the minibatch rows (drawn by a host generator). Done for every fit before any fit steps, they are one read
 and two copies to the device, not one read and seven copies per fit; on a GPU, where a blocking copy from
 the host waits for the device's queue, no fit then waits for the steps of the fit before it, and the host
-queues them all. On a CUDA device the fits' steps then run side by side, one stream each. Each fit's
-numbers are those of fitting it alone.
+queues them all. Each fit's numbers are those of fitting it alone.
 """
 
 from __future__ import annotations
@@ -94,10 +93,7 @@ def fit_mlps(
     devices = {features.device for features, _, _ in jobs}
     if len(devices) != 1:
         raise ValueError(f"MLP fits on {sorted(map(str, devices))}: one device at a time")
-    device = devices.pop()
-    if device.type == "cuda":
-        return _fit_side_by_side(_prepare(jobs, seed, hidden, steps, batch), hidden, steps, lr, graphs)
-    if device.type != "cpu":
+    if devices.pop().type != "cpu":
         return [_fit(p, hidden, steps, lr, graphs) for p in _prepare(jobs, seed, hidden, steps, batch)]
     threads = torch.get_num_threads()  # so small a network runs fastest on one thread, and shares the CPU
     torch.set_num_threads(1)
@@ -105,34 +101,6 @@ def fit_mlps(
         return [_fit(p, hidden, steps, lr, graphs) for p in _prepare(jobs, seed, hidden, steps, batch)]
     finally:
         torch.set_num_threads(threads)
-
-
-_STREAMS: dict[
-    tuple[torch.device, int], torch.cuda.Stream
-] = {}  # a slot's stream, kept: its graphs replay there
-
-
-def _fit_side_by_side(
-    prepared: list[_Prepared], hidden: int, steps: int, lr: float, graphs: bool
-) -> list[MLPFit]:
-    """Each fit on its own CUDA stream, queued one after another by the host, run side by side by the device.
-
-    A fit's steps are ~20 kernels of a few microseconds each (a 1,024-row batch, 32 units): one fit leaves
-    most of the device idle, and two fits' kernels interleave. Each fit runs the kernels it runs alone, on
-    its own stream and graphs (`mlp_steps`, by slot), so its weights are those of fitting it alone."""
-    import torch
-
-    main = torch.cuda.current_stream()
-    fits = []
-    for slot, p in enumerate(prepared):
-        key = (p.features.device, slot)
-        stream = _STREAMS.setdefault(key, torch.cuda.Stream(p.features.device))
-        stream.wait_stream(main)  # the prepared rows and weights, copied on the main stream
-        with torch.cuda.stream(stream):
-            fits.append(_fit(p, hidden, steps, lr, graphs, slot))
-    for slot in range(len(prepared)):
-        main.wait_stream(_STREAMS[(prepared[slot].features.device, slot)])
-    return fits
 
 
 def _prepare(jobs: Sequence[MLPJob], seed: int, hidden: int, steps: int, batch: int) -> list[_Prepared]:
@@ -209,7 +177,7 @@ def _sent_nets(nets: list[torch.nn.Sequential], device: torch.device) -> list[to
     return nets
 
 
-def _fit(p: _Prepared, hidden: int, steps: int, lr: float, graphs: bool, slot: int = 0) -> MLPFit:
+def _fit(p: _Prepared, hidden: int, steps: int, lr: float, graphs: bool) -> MLPFit:
     """The fit's steps from its prepared part, keeping the checkpoint that best predicts the held-back tail."""
     import torch
 
@@ -241,7 +209,7 @@ def _fit(p: _Prepared, hidden: int, steps: int, lr: float, graphs: bool, slot: i
         features.device, k, hidden, steps, p.rows.shape[1], MLP_CHECK_EVERY, lr, MLP_WEIGHT_DECAY
     )
     # AdamW (foreach) steps; on a CUDA device replayed graphs of the same kernels (mlp_steps).
-    for _ in mlp_steps.fit_segments(net, batches_z, batches_y, plan, graphs, slot):
+    for _ in mlp_steps.fit_segments(net, batches_z, batches_y, plan, use_graphs=graphs):
         # The best checkpoint is kept on the device, so the host never waits for a loss: `where` copies the
         # better weights bit for bit, and a NaN loss is never better, as in a comparison on the host.
         current = tail_loss()

@@ -3,13 +3,11 @@
 A fit is `steps` AdamW steps on minibatches fixed in advance, with a checkpoint every `every` steps.
 On the CPU (and wherever a graph cannot serve) the steps run eagerly through the functional AdamW
 (`functional_segments`: the same numbers as `torch.optim.AdamW`, whose first step imports torch._dynamo,
-about 2 s and 800 modules in a fresh CPU process that compiles nothing). On a CUDA device each segment of
-`every` steps is one CUDA graph, captured once per process, shape and slot (fits made side by side, one
-CUDA stream each, have their own: `mlp_fit`) and replayed for every fit that follows: a fit is then 12
-replays, not 300 × ~40 kernel launches from Python. The graphs run the same kernels as the eager loop (the
-functional AdamW with host-side step counters, whose per-step bias corrections are baked into each
-segment's graph, as the eager loop would pass them), so a graphed fit gives the eager fit's weights;
-tests_gpu checks it bit for bit.
+about 2 s and 800 modules in a fresh CPU process that compiles nothing). On a CUDA device each segment of `every` steps is one CUDA graph, captured once per process and shape and
+replayed for every fit that follows: a fit is then 12 replays, not 300 × ~40 kernel launches from
+Python. The graphs run the same kernels as the eager loop (the functional AdamW with host-side step
+counters, whose per-step bias corrections are baked into each segment's graph, as the eager loop would
+pass them), so a graphed fit gives the eager fit's weights; tests_gpu checks it bit for bit.
 """
 
 from __future__ import annotations
@@ -153,37 +151,28 @@ class SegmentGraphs:
             yield
 
 
-# By plan and slot (a fit's place among the fits made side by side, each on its own stream with its own static
-# buffers); None: capture failed there, eager from then on.
-_GRAPHS: dict[tuple[StepPlan, int], SegmentGraphs | None] = {}
+_GRAPHS: dict[StepPlan, SegmentGraphs | None] = {}  # None: capture failed for this plan; eager from then on
 
 
-def graphed(plan: StepPlan, slot: int = 0) -> bool:
+def graphed(plan: StepPlan) -> bool:
     """Whether a fit of this plan can run as CUDA graphs: a CUDA device and whole segments."""
-    usable = _GRAPHS.get((plan, slot), True) is not None
-    return plan.device.type == "cuda" and plan.steps % plan.every == 0 and usable
+    return plan.device.type == "cuda" and plan.steps % plan.every == 0 and _GRAPHS.get(plan, True) is not None
 
 
 def fit_segments(
-    net: nn.Module,
-    batches_z: torch.Tensor,
-    batches_y: torch.Tensor,
-    plan: StepPlan,
-    use_graphs: bool = True,
-    slot: int = 0,
+    net: nn.Module, batches_z: torch.Tensor, batches_y: torch.Tensor, plan: StepPlan, use_graphs: bool = True
 ) -> Iterator[None]:
-    """The fit's segments: replayed CUDA graphs where `graphed(plan)` (captured at the first fit in `slot`),
-    else eager through the functional AdamW (`functional_segments`, which gives `eager_segments`' weights)."""
-    if not (use_graphs and graphed(plan, slot)):
+    """The fit's segments: replayed CUDA graphs where `graphed(plan)` (captured at the first fit), else eager
+    through the functional AdamW (`functional_segments`, which gives `eager_segments`' weights)."""
+    if not (use_graphs and graphed(plan)):
         return functional_segments(net, batches_z, batches_y, plan)
-    key = (plan, slot)
-    if key not in _GRAPHS:
+    if plan not in _GRAPHS:
         try:
-            _GRAPHS[key] = SegmentGraphs(net, plan)
+            _GRAPHS[plan] = SegmentGraphs(net, plan)
         except Exception as exc:  # noqa: BLE001 (a fit must not fail for want of a graph: eager gives the same)
             warnings.warn(f"MLP baseline fits run eagerly: CUDA graph capture failed ({exc})", stacklevel=2)
-            _GRAPHS[key] = None
+            _GRAPHS[plan] = None
             return functional_segments(net, batches_z, batches_y, plan)
-    graphs = _GRAPHS[key]
+    graphs = _GRAPHS[plan]
     assert graphs is not None
     return graphs.segments(net, batches_z, batches_y)
