@@ -141,9 +141,10 @@ def window_records(
     lengths = {len(p) for p in positions.values()}
     if len(lengths) != 1:  # windows of several lengths: each its own returns
         return {name: fold_record(fold, start, p, timestamp, returns) for name, p in positions.items()}
-    *held, window = host_arrays([*positions.values(), returns[start : start + lengths.pop()]])
+    n = lengths.pop()
+    *held, window = host_arrays([*positions.values(), returns[start : start + n]])
     per_year = bars_per_year(timestamp)
-    index, stamps, folds = _window_rows(fold, start, window.size, timestamp)  # shared: records only read them
+    index, stamps, folds = _window_rows(fold, start, n, timestamp)  # shared: records only read them
     return {
         name: Record(
             index=index, timestamp=stamps, positions=h, returns=window, fold=folds, bars_per_year=per_year
