@@ -2,6 +2,7 @@
 # One GPU session: the CUDA tests and the benchmarks that track targets; each step writes STEP.json and STEP.log in $OUT.
 # Run from the repo root on the GPU machine (default OUT: /tmp/foxhunt-gpu):
 #   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD) bash bench/gpu_run.sh [STEP …]      (default: tests plan trials population)
+#   STEP_TIMEOUT=S stops a benchmark step after S seconds with its threads' stacks in its log (default 0: never)
 # Steps (the older names still work: perf = plan, epoch = step):
 #   tests      → tests.log                      pytest tests_gpu (the log headed by device, torch, commit)
 #   plan       → plan.json, plan.log            bench/speed.py plan        (PLAN_ARGS, or PERF_ARGS)
@@ -32,6 +33,10 @@ set -uo pipefail
 OUT=${OUT:-/tmp/foxhunt-gpu}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# A step that hangs (a new CUDA path: 53c6625's replay did) is stopped after STEP_TIMEOUT seconds (0, the default:
+# never) with SIGABRT, on which faulthandler writes every thread's stack into the step's log; the next steps run.
+export PYTHONFAULTHANDLER=1
+STEP_TIMEOUT=${STEP_TIMEOUT:-0}
 export PYTHONPATH="$PWD/trainer_image:$PWD/bench${PYTHONPATH:+:$PYTHONPATH}"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
@@ -67,11 +72,12 @@ header() {  # device, driver, torch, python and the commit, at the top of every 
 status=0
 bench() {  # bench STEP SCRIPT ARGS…: the benchmark's JSON and log under $OUT
   local step=$1; shift
-  { header "$@"; python3 "$@" --out "$OUT/$step.json" 2>&1; } | tee "$OUT/$step.log" || status=1
+  { header "$@"; timeout --signal=ABRT --kill-after=10 "$STEP_TIMEOUT" python3 "$@" --out "$OUT/$step.json" 2>&1; } \
+    | tee "$OUT/$step.log" || status=1
 }
 for step in $steps; do
   case $step in
-    tests) { header pytest tests_gpu; python3 -m pytest tests_gpu -q -p no:cacheprovider -rA --durations=15 2>&1; } \
+    tests) { header pytest tests_gpu; timeout --signal=ABRT --kill-after=10 "$STEP_TIMEOUT" python3 -m pytest tests_gpu -q -p no:cacheprovider -rA --durations=15 2>&1; } \
              | tee "$OUT/tests.log" || status=1 ;;
     plan) bench plan bench/speed.py plan ${PLAN_ARGS:-${PERF_ARGS:-}} ;;
     real) bench real bench/speed.py real --bars "$REAL_BARS" ${REAL_ARGS:-} ;;
