@@ -215,8 +215,8 @@ class _FoldWalk(_Walk):
         super().__init__(out, set())
         self.folds, self.values = [SimpleNamespace(fold=0), SimpleNamespace(fold=1)], values
 
-    def fold_done(self, number, fold, outcome) -> float:
-        return self.values[number][fold]
+    def folds_done(self, fold, outcomes) -> dict[int, float]:
+        return {number: self.values[number][fold] for number in outcomes}
 
     def write_report(self, *args) -> None:
         pass

@@ -226,6 +226,47 @@ def test_on_cpu_trials_side_by_side_find_what_trials_one_at_a_time_find(
     )
 
 
+def test_a_population_search_writes_its_manifest_once_a_round_and_each_fold_before_the_pruner_hears_of_it(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch
+):
+    # Catches: the manifest rewritten after every member's fold (6 writes here; 1,152 in a 64-trial search,
+    # a minute of a P = 8 search's wall); a fold reported to the study before the manifest holds it (a
+    # study that resumes would count a fold whose files no record vouches for).
+    import foxhunt.search.driver as driver
+    from foxhunt.search.trial_loop import AskedTrial
+
+    written: list[set[tuple[int, int]]] = []
+    write = driver.write_manifest
+
+    def counted(out_uri, manifest):
+        written.append({(n, f) for n, r in manifest.trials.items() for f in r.folds})
+        write(out_uri, manifest)
+
+    heard: list[tuple[int, int, set[tuple[int, int]]]] = []
+    report = AskedTrial.report_fold
+
+    def reported(self, fold, value, *, last=False):
+        heard.append((self.number, fold, set(written[-1]) if written else set()))
+        return report(self, fold, value, last=last)
+
+    monkeypatch.setattr(driver, "write_manifest", counted)
+    monkeypatch.setattr(AskedTrial, "report_fold", reported)
+    out = tmp_path / "out"
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 3, "--population", "2")) == 0
+    # Rounds: fold 0 of trials 0 and 1, their fold 1, then trial 2's folds 0 and 1.
+    assert [sorted(w) for w in written] == [
+        [(0, 0), (1, 0)],
+        [(0, 0), (0, 1), (1, 0), (1, 1)],
+        [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0)],
+        [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)],
+    ]
+    assert len(heard) == 6 and all((number, fold) in on_disk for number, fold, on_disk in heard)
+    manifest = read_json(out / "manifest.json")
+    assert {n: sorted(r["folds"]) for n, r in manifest["trials"].items()} == {
+        str(n): ["0", "1"] for n in range(3)
+    }
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_population_search_builds_one_population_with_one_capture_and_one_compile(
     device, request, tiny_fxcache, tiny_params, tmp_path, capsys

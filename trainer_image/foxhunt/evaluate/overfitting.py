@@ -76,19 +76,29 @@ def probability_of_overfitting(results: np.ndarray, groups: int = 0) -> Overfitt
     size = n_folds // s
     used = m[n_folds - size * s :]  # the latest folds fill the groups
     group_sums = used.reshape(s, size, n_trials).sum(axis=1)
-    total = group_sums.sum(axis=0)
-    logits = []
-    for chosen in combinations(range(s), s // 2):
-        in_sample = group_sums[list(chosen)].sum(axis=0)
-        out_sample = total - in_sample
-        best = int(np.argmax(in_sample))
-        value = out_sample[best]
-        rank = 1.0 + np.sum(out_sample < value) + 0.5 * (np.sum(out_sample == value) - 1)
-        omega = rank / (n_trials + 1.0)
-        logits.append(math.log(omega / (1.0 - omega)))
+    logits = split_logits(group_sums)
     lam = np.asarray(logits)
     pbo = float(np.mean(lam <= 0.0))
     return Overfitting(pbo, s, len(logits), size * s, n_trials, logits)
+
+
+def split_logits(group_sums: np.ndarray) -> list[float]:
+    """λ of every CSCV split of `group_sums` (rows: groups, columns: trials), in `itertools.combinations`'
+    order: the logit of the relative out-of-sample rank of the trial that is best in sample.
+
+    All splits at once (a search writes its study after every trial, and at 16 groups a split-by-split loop
+    took 0.2 s a call). Each split's in-sample sum adds its groups in their order, as `sum(axis=0)` over
+    the chosen rows does, so the ranks, ties included, are those of the loop over splits."""
+    s, n_trials = group_sums.shape
+    chosen = np.array(list(combinations(range(s), s // 2)), dtype=np.intp)  # splits × S/2
+    in_sample = group_sums[chosen[:, 0]].copy()
+    for column in range(1, s // 2):
+        in_sample += group_sums[chosen[:, column]]
+    out_sample = group_sums.sum(axis=0) - in_sample
+    value = out_sample[np.arange(len(chosen)), np.argmax(in_sample, axis=1)][:, None]
+    rank = 1.0 + np.sum(out_sample < value, axis=1) + 0.5 * (np.sum(out_sample == value, axis=1) - 1)
+    omega = rank / (n_trials + 1.0)
+    return [math.log(w / (1.0 - w)) for w in omega.tolist()]
 
 
 def pbo_reading(pbo: float) -> str:

@@ -133,11 +133,16 @@ class TrialScoring:
         # Every trial scores the same baselines over the same windows: each once for the study.
         self.memo = ScoreMemo()
 
-    def fold_done(self, number: int, fold: int, outcome: FoldOutcome) -> float:
-        """Record a trial's completed fold (manifest, metrics); its net validation Sharpe, for the pruner."""
-        self.record_fold(number, fold, outcome.outputs or {})
-        self.run.metrics.fold_finished(fold_figures(outcome.report))
-        return outcome.report.evaluation.policies[MODEL].net.sharpe
+    def folds_done(self, fold: int, outcomes: dict[int, FoldOutcome]) -> dict[int, float]:
+        """Record trials' completed `fold` (trial number → outcome: manifest, metrics); each one's net validation
+        Sharpe, for the pruner. The manifest is written once for them all: written per trial, its growing
+        record made a 64-trial search spend a minute rewriting it (1,152 writes)."""
+        for number, outcome in outcomes.items():
+            self.record_fold(number, fold, outcome.outputs or {})
+            self.run.metrics.fold_finished(fold_figures(outcome.report))
+        if outcomes:
+            write_manifest(self.run.out_uri, self.run.manifest)
+        return {n: o.report.evaluation.policies[MODEL].net.sharpe for n, o in outcomes.items()}
 
     def score(
         self, number: int, params: dict[str, Any], dqn: DQNConfig, outcomes: dict[int, FoldOutcome]
@@ -162,13 +167,12 @@ class TrialScoring:
         )
 
     def record_fold(self, number: int, fold: int, outputs: dict[str, str]) -> None:
-        """The manifest's record of trial `number`'s completed fold."""
+        """The manifest's record of trial `number`'s completed fold, in memory (`folds_done` writes it)."""
         # Output names relative to --out, as the manifest keeps them for the run's own folds.
         record = self.run.manifest.trials.setdefault(number, WorkRecord())
         record.folds[fold] = FoldRecord(
             {f"{trial_folder(number)}/{k}": v for k, v in outputs.items()}, now_iso()
         )
-        write_manifest(self.run.out_uri, self.run.manifest)
 
     def write_report(self, number, params, dqn, outcomes, evaluation, value=None) -> None:
         """`trials/NNNN/trial.json`: the settings, the fold Sharpes, and for a complete trial its record."""

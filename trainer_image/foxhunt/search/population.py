@@ -147,11 +147,12 @@ class PopulationRounds:
 
         def on_fold(done: FoldDone) -> set[int]:
             fold, stopped = done.fold.fold, set()
-            for k, outcome in done.results.items():
+            ended = {k: o for k, o in done.results.items() if isinstance(o, FoldOutcome)}
+            # Recorded (one manifest write) before any is reported: a fold the study knows is one on disk.
+            sharpes = walk.folds_done(fold, {part[k].asked.number: o for k, o in ended.items()})
+            for k, outcome in ended.items():
                 asked = part[k].asked
-                if isinstance(outcome, FoldOutcome) and asked.report_fold(
-                    fold, walk.fold_done(asked.number, fold, outcome), last=last
-                ):
+                if asked.report_fold(fold, sharpes[asked.number], last=last):
                     if not asked.stale:  # a stale trial's retry, elsewhere, writes its own report
                         outcomes = {**part[k].outcomes, fold: outcome}
                         walk.write_report(asked.number, asked.params, dqns[k], outcomes, None)
