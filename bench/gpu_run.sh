@@ -69,15 +69,17 @@ header() {  # device, driver, torch, python and the commit, at the top of every 
   echo "# command: $*"
 }
 
+timed() {  # the command, stopped with SIGABRT (its stacks in the log) after STEP_TIMEOUT seconds
+  timeout --signal=ABRT --kill-after=10 "$STEP_TIMEOUT" "$@"
+}
 status=0
 bench() {  # bench STEP SCRIPT ARGS…: the benchmark's JSON and log under $OUT
   local step=$1; shift
-  { header "$@"; timeout --signal=ABRT --kill-after=10 "$STEP_TIMEOUT" python3 "$@" --out "$OUT/$step.json" 2>&1; } \
-    | tee "$OUT/$step.log" || status=1
+  { header "$@"; timed python3 "$@" --out "$OUT/$step.json" 2>&1; } | tee "$OUT/$step.log" || status=1
 }
 for step in $steps; do
   case $step in
-    tests) { header pytest tests_gpu; timeout --signal=ABRT --kill-after=10 "$STEP_TIMEOUT" python3 -m pytest tests_gpu -q -p no:cacheprovider -rA --durations=15 2>&1; } \
+    tests) { header pytest tests_gpu; timed python3 -m pytest tests_gpu -q -p no:cacheprovider -rA --durations=15 2>&1; } \
              | tee "$OUT/tests.log" || status=1 ;;
     plan) bench plan bench/speed.py plan ${PLAN_ARGS:-${PERF_ARGS:-}} ;;
     real) bench real bench/speed.py real --bars "$REAL_BARS" ${REAL_ARGS:-} ;;

@@ -138,7 +138,10 @@ class TrialScoring:
         Sharpe, for the pruner. The manifest is written once for them all: written per trial, a 64-trial
         search rewrote its growing record 1,152 times (half its host work outside the rounds)."""
         for number, outcome in outcomes.items():
-            self.record_fold(number, fold, outcome.outputs or {})
+            # Output names relative to --out, as the manifest keeps them for the run's own folds.
+            record = self.run.manifest.trials.setdefault(number, WorkRecord())
+            outputs = {f"{trial_folder(number)}/{k}": v for k, v in (outcome.outputs or {}).items()}
+            record.folds[fold] = FoldRecord(outputs, now_iso())
             self.run.metrics.fold_finished(fold_figures(outcome.report))
         if outcomes:
             write_manifest(self.run.out_uri, self.run.manifest)
@@ -164,14 +167,6 @@ class TrialScoring:
             collapsed=collapsed,
             ignores_features=any(i for _, i in flags),
             rejected=COLLAPSED if collapsed and self.objective.endswith(NO_COLLAPSE_SUFFIX) else None,
-        )
-
-    def record_fold(self, number: int, fold: int, outputs: dict[str, str]) -> None:
-        """The manifest's record of trial `number`'s completed fold, in memory (`folds_done` writes it)."""
-        # Output names relative to --out, as the manifest keeps them for the run's own folds.
-        record = self.run.manifest.trials.setdefault(number, WorkRecord())
-        record.folds[fold] = FoldRecord(
-            {f"{trial_folder(number)}/{k}": v for k, v in outputs.items()}, now_iso()
         )
 
     def write_report(self, number, params, dqn, outcomes, evaluation, value=None) -> None:
