@@ -1,7 +1,8 @@
 """One fresh process's view of the compile cache: build a compiled CUDA trainer with the cache in FOLDER,
 save it after "the first fold", and print what was loaded and what Inductor hit or compiled, as JSON.
+MEMBERS (default 1) is the trainer's member count, as `--seeds` or a search's `--population` gives it.
 
-    python tests_gpu/compile_cache_probe.py FOLDER
+    python tests_gpu/compile_cache_probe.py FOLDER [MEMBERS]
 """
 
 import json
@@ -18,11 +19,13 @@ from foxhunt.run import compile_cache  # noqa: E402
 from foxhunt.train import DQNTrainer, to_device  # noqa: E402
 
 
-def main(folder: str) -> None:
+def main(folder: str, members: int) -> None:
     data = to_device(*planted_arrays(), torch.device("cuda"))
     lines: list[str] = []
-    cache = compile_cache.for_run(folder, "unused", torch.device("cuda"), SMALL, data, 8000, lines.append)
-    trainer = DQNTrainer(data, SMALL, max_train_rows=8000)
+    cache = compile_cache.for_run(
+        folder, "unused", torch.device("cuda"), SMALL, data, 8000, members, lines.append
+    )
+    trainer = DQNTrainer(data, SMALL if members == 1 else [SMALL] * members, max_train_rows=8000)
     cache.after_fold(lines.append)
     print(
         json.dumps(
@@ -38,4 +41,4 @@ def main(folder: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1)

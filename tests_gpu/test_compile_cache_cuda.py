@@ -15,8 +15,8 @@ if not torch.cuda.is_available():  # an error, not a skip: this file exists to r
 PROBE = Path(__file__).with_name("compile_cache_probe.py")
 
 
-def _fresh_process(folder: Path, scratch: Path) -> dict:
-    """Run the probe with its own empty Inductor and Triton caches; its JSON report."""
+def _fresh_process(folder: Path, scratch: Path, members: int = 1) -> dict:
+    """Run the probe (a trainer of `members`) with its own empty Inductor and Triton caches; its JSON report."""
     env = {
         **os.environ,
         "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor"),
@@ -24,7 +24,11 @@ def _fresh_process(folder: Path, scratch: Path) -> dict:
         "FOXHUNT_COMPILE_CACHE_KEY": "key-of-the-gpu-test-0123456789",  # in a pod: from a Secret
     }
     done = subprocess.run(
-        [sys.executable, str(PROBE), str(folder)], env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, str(PROBE), str(folder), str(members)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-4000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -39,3 +43,15 @@ def test_a_fresh_process_loads_the_saved_step_and_compiles_nothing(tmp_path):
     assert second["loaded"] and second["saved_bytes"] == 0 and second["compiles"] == 1
     assert second["inductor"].get("fxgraph_cache_hit", 0) >= 1, second
     assert second["inductor"].get("fxgraph_cache_miss", 0) == 0, second
+
+
+def test_a_population_keeps_its_own_step_beside_one_members(tmp_path):
+    # 7f3befe: `--seeds 3` loaded one seed's blob, compiled its own step anyway and never saved it.
+    folder = tmp_path / "fx.arrow.torch-compile"
+    assert _fresh_process(folder, tmp_path / "one", members=1)["saved_bytes"] > 0
+    first = _fresh_process(folder, tmp_path / "pod1", members=3)
+    assert not first["loaded"] and first["saved_bytes"] > 0
+    second = _fresh_process(folder, tmp_path / "pod2", members=3)
+    assert second["loaded"] and second["saved_bytes"] == 0
+    assert second["inductor"].get("fxgraph_cache_miss", 0) == 0, second
+    assert len(list(folder.glob("*.bin"))) == 2

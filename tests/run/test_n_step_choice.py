@@ -1,4 +1,4 @@
-"""dqn.n_step 0: the run holds the TD target 15 bars where a change of position costs a large share of a bar's
+"""dqn.n_step 0: the run holds the TD target 30 bars where a change of position costs a large share of a bar's
 move, and keeps the one-bar target elsewhere, reading only the first fold's training rows."""
 
 import json
@@ -21,16 +21,16 @@ BP = 1e-4
 
 def test_the_shipped_n_step_is_chosen_by_the_run_at_a_switch_of_half_the_noise():
     config = DQNConfig()
-    assert (config.n_step, config.n_step_switch, HELD_N_STEP) == (0, 0.5, 15)
+    assert (config.n_step, config.n_step_switch, HELD_N_STEP) == (0, 0.5, 30)
 
 
-def test_a_cost_of_fx_minute_bars_holds_the_target_fifteen_bars():
+def test_a_cost_of_fx_minute_bars_holds_the_target_thirty_bars():
     # EURUSD 2018-19 minute bars: 1.32 bp of one-bar noise in the first fold, a 1 bp cost (0.76x)
-    assert choose_n_step(DQNConfig(cost=1 * BP), noise=1.32 * BP).n_step == 15
+    assert choose_n_step(DQNConfig(cost=1 * BP), noise=1.32 * BP).n_step == 30
 
 
 def test_a_cost_of_exactly_the_switch_holds_the_target():
-    assert choose_n_step(DQNConfig(cost=1 * BP), noise=2 * BP).n_step == 15
+    assert choose_n_step(DQNConfig(cost=1 * BP), noise=2 * BP).n_step == 30
 
 
 def test_a_cost_just_under_the_switch_keeps_the_one_bar_target():
@@ -43,7 +43,7 @@ def test_a_cost_small_against_the_noise_keeps_the_one_bar_target():
 
 
 def test_the_switch_setting_moves_the_choice():
-    assert choose_n_step(DQNConfig(cost=1 * BP, n_step_switch=0.2), noise=4.7 * BP).n_step == 15
+    assert choose_n_step(DQNConfig(cost=1 * BP, n_step_switch=0.2), noise=4.7 * BP).n_step == 30
 
 
 def test_no_cost_keeps_the_one_bar_target_even_on_still_bars():
@@ -51,7 +51,7 @@ def test_no_cost_keeps_the_one_bar_target_even_on_still_bars():
 
 
 def test_a_cost_on_still_bars_holds_the_target():
-    assert choose_n_step(DQNConfig(cost=1 * BP), noise=0.0).n_step == 15
+    assert choose_n_step(DQNConfig(cost=1 * BP), noise=0.0).n_step == 30
 
 
 @pytest.mark.parametrize("given", [1, 5, 60])
@@ -84,9 +84,9 @@ def test_an_instrument_outside_the_first_fold_adds_no_rows():
 
 
 def test_the_console_says_the_cost_against_the_noise_and_the_switch():
-    line = n_step_line(15, 1 * BP, 1.32 * BP, 0.5)
+    line = n_step_line(30, 1 * BP, 1.32 * BP, 0.5)
     assert line == (
-        "n_step 15 (dqn.n_step 0 chooses): the reward's cost 1.00 bp is 0.76× the first fold's training "
+        "n_step 30 (dqn.n_step 0 chooses): the reward's cost 1.00 bp is 0.76× the first fold's training "
         "bars' one-bar noise (1.32 bp), at or above n_step_switch 0.5"
     )
     assert "under n_step_switch 0.5" in n_step_line(1, 1 * BP, 4.7 * BP, 0.5)
@@ -110,13 +110,13 @@ def test_a_run_whose_cost_is_near_the_noise_trains_the_held_target_and_says_so(
     assert len(summary["folds"]) == 3
     one_bar = read_fxcache(str(tiny_fxcache)).targets[fold["train_start"] : fold["train_end"], 0]
     noise = one_bar.astype(np.float64).std()
-    assert summary["dqn_config"]["n_step"] == 15
+    assert summary["dqn_config"]["n_step"] == 30
     choice = summary["n_step_choice"]
-    assert (choice["n_step"], choice["cost"], choice["n_step_switch"]) == (15, 50 * BP, 0.5)
+    assert (choice["n_step"], choice["cost"], choice["n_step_switch"]) == (30, 50 * BP, 0.5)
     assert choice["noise"] == pytest.approx(noise) and choice["cost_over_noise"] == pytest.approx(
         50 * BP / noise
     )
-    assert f"n_step 15 (dqn.n_step 0 chooses): the reward's cost 50.00 bp is {50 * BP / noise:.2f}×" in (
+    assert f"n_step 30 (dqn.n_step 0 chooses): the reward's cost 50.00 bp is {50 * BP / noise:.2f}×" in (
         capsys.readouterr().out
     )
 
@@ -137,9 +137,9 @@ def test_a_run_given_an_n_step_says_nothing_of_the_choice(tiny_fxcache, tmp_path
 
 
 @pytest.mark.slow
-def test_the_chosen_held_target_trains_as_a_given_n_step_of_fifteen_does(tiny_fxcache, tmp_path):
+def test_the_chosen_held_target_trains_as_a_given_n_step_of_thirty_does(tiny_fxcache, tmp_path):
     weights = {}
-    for name, dqn in {"chosen": {}, "given": {"n_step": 15}, "one_bar": {"n_step": 1}}.items():
+    for name, dqn in {"chosen": {}, "given": {"n_step": 30}, "one_bar": {"n_step": 1}}.items():
         _one_fold(tiny_fxcache, tmp_path / name, cost=50 * BP, **dqn)
         weights[name] = torch.load(tmp_path / name / "out" / "fold_0" / "weights.pt")
     same = [torch.equal(weights["chosen"][k], weights["given"][k]) for k in weights["given"]]
@@ -156,6 +156,6 @@ def test_a_universe_run_chooses_on_its_instruments_first_fold_and_records_the_ch
     params.write_text(json.dumps({"dqn": {"hidden": 16, "steps_per_epoch": 20, "cost": 50 * BP}}))
     code, console, errors = train(caches, str(params), tmp_path / "out")
     assert code == 0, errors
-    assert "n_step 15 (dqn.n_step 0 chooses): the reward's cost 50.00 bp" in console
+    assert "n_step 30 (dqn.n_step 0 chooses): the reward's cost 50.00 bp" in console
     summary = strict_json.read(tmp_path / "out" / "summary.json")
-    assert summary["run_config"]["dqn"]["n_step"] == summary["n_step_choice"]["n_step"] == 15
+    assert summary["run_config"]["dqn"]["n_step"] == summary["n_step_choice"]["n_step"] == 30

@@ -16,9 +16,10 @@ MAX_STEPS = 10**7  # gradient steps per epoch
 MAX_COST = 1.0  # a cost of 100% of the position per change (the evaluation's costs share it)
 MAX_N_STEP = 240  # bars a TD target may hold its action: the longest window of the features (4 hours)
 # n_step 0's held target. Measured (H100, 3 seeds): at a cost of 0.76x the one-bar noise (EURUSD minute
-# bars at 1 bp) the one-bar target kept 0% of an overlaid edge's oracle, 15 bars 54%, 5 bars 39%; at 0.21x
-# (the sample) the one-bar target kept 79%, 15 bars 70% (bench/README, "n-step by the cost's share").
-HELD_N_STEP = 15
+# bars at 1 bp) the one-bar target kept 0% of an overlaid edge's oracle, 5 bars 39%, 15 bars 54%, 30 bars
+# 62%, 60 bars 64%; at 0.21x (the sample) the one-bar target kept 79%, 15 bars 70%, 30 bars 66%. Noise
+# (two sets of 10 seeds) stayed flat at 5, 15 and 30 (bench/README, "n-step by the cost's share").
+HELD_N_STEP = 30
 
 
 @dataclass(frozen=True)

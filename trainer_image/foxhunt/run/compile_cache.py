@@ -102,8 +102,9 @@ def _source_digest() -> str:
     return digest.hexdigest()
 
 
-def step_shapes(dqn, rows: int, n_features: int, replay_rows: int) -> dict:
-    """The step's shapes: its settings and the sizes of the device buffers it reads (static in the graph)."""
+def step_shapes(dqn, rows: int, n_features: int, replay_rows: int, members: int) -> dict:
+    """The step's shapes: its settings, the sizes of the device buffers it reads and its members (the
+    stacked weights' first dimension: `--seeds 3` compiles another step than one seed), static in the graph."""
     from foxhunt.train.settings import SHAPE_FIELDS
 
     return {
@@ -111,6 +112,7 @@ def step_shapes(dqn, rows: int, n_features: int, replay_rows: int) -> dict:
         "rows": int(rows),
         "n_features": int(n_features),
         "replay_rows": int(replay_rows),
+        "members": int(members),
     }
 
 
@@ -273,10 +275,19 @@ class StepCache:
 
 
 def for_run(
-    setting: str, fxcache_uri: str, device, dqn, data, replay_rows: int, progress: Callable[[str], None]
+    setting: str,
+    fxcache_uri: str,
+    device,
+    dqn,
+    data,
+    replay_rows: int,
+    members: int,
+    progress: Callable[[str], None],
 ) -> StepCache | None:
-    """The run's step cache, loaded before its trainer is built: only on CUDA with compile, unless off."""
+    """The run's step cache for a trainer of `members` members, loaded before the trainer is built: only on
+    CUDA with compile, unless off."""
     if device.type != "cuda" or not dqn.compile:
         return None
     rows, n_features = data.features.shape
-    return StepCache.open(setting, fxcache_uri, step_shapes(dqn, rows, n_features, replay_rows), progress)
+    shapes = step_shapes(dqn, rows, n_features, replay_rows, members)
+    return StepCache.open(setting, fxcache_uri, shapes, progress)

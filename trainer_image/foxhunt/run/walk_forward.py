@@ -61,11 +61,11 @@ def run_folds(
         plan.run(run, data, folds)
         return
     max_rows = max(f.train_rows for f in folds)
+    seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
     step_cache = compile_cache.for_run(
-        settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, progress
+        settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, len(seeds), progress
     )
     scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
-    seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
     trainer = _build_trainer(run, data, max_rows, scoring, seeds)
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended

@@ -19,6 +19,7 @@ from typing import Any
 from foxhunt import storage
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.run_scores import execution_rows
+from foxhunt.run import compile_cache
 from foxhunt.run.fold import FoldOutcome, out_of_sample_evidence
 from foxhunt.run.walk import FoldDone, WalkHooks, walk_folds
 from foxhunt.search.outputs import trial_folder
@@ -171,7 +172,8 @@ def params_text(params: dict[str, Any]) -> str:
 
 
 def trainer_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]], DQNTrainer]:
-    """A builder of the search's trainers, with the run's seed and evaluation costs."""
+    """A builder of the search's trainers, with the run's seed and evaluation costs; on CUDA each shape's
+    compiled step comes from the run's compile cache where one is kept, and goes into it where none was."""
     settings = run.config
     execution = execution_rows(settings.eval, data)  # the evaluation's: the tail selection scores with it
 
@@ -179,7 +181,11 @@ def trainer_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]
         shape = ", ".join(f"{n}={getattr(configs[0], n)}" for n in POPULATION_SHARED)
         size = f"a population of {len(configs)}" if len(configs) > 1 else "a trainer"
         run.progress(f"building {size} for {shape}")
-        return DQNTrainer(
+        step_cache = compile_cache.for_run(
+            settings.compile_cache, run.summary.fxcache, data.features.device, configs[0], data,
+            max_train_rows, len(configs), run.progress,
+        )  # fmt: skip
+        trainer = DQNTrainer(
             data,
             configs,
             max_train_rows=max_train_rows,
@@ -188,5 +194,8 @@ def trainer_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]
             eval_spread=settings.eval.spread,
             execution=execution,
         )
+        if step_cache is not None:  # the build compiled and captured the step: nothing compiles later
+            step_cache.after_fold(run.progress)
+        return trainer
 
     return build

@@ -1,0 +1,50 @@
+"""A search's trainers take their compiled step from the run's compile cache and keep it there: one blob per
+shape and population size, saved once the build has compiled and captured the step (on CUDA;
+tests_gpu/test_compile_cache_cuda.py holds the real round trip)."""
+
+from __future__ import annotations
+
+import pytest
+from support.search_cases import search_argv
+
+from foxhunt.cli import main
+from foxhunt.run import compile_cache
+
+pytestmark = pytest.mark.slow
+
+
+class RecordedCache:
+    """What a search asked of the cache for one trainer: its member count and how often it saved."""
+
+    def __init__(self, members: int) -> None:
+        self.members, self.saves = members, 0
+
+    def after_fold(self, progress) -> None:
+        self.saves += 1
+
+
+@pytest.fixture
+def asked(monkeypatch) -> list[RecordedCache]:
+    """Every cache a trainer build opened, in order (`compile_cache.for_run` recorded)."""
+    opened: list[RecordedCache] = []
+
+    def for_run(setting, fxcache_uri, device, dqn, data, replay_rows, members, progress):
+        opened.append(RecordedCache(members))
+        return opened[-1]
+
+    monkeypatch.setattr(compile_cache, "for_run", for_run)
+    return opened
+
+
+def test_a_population_search_keeps_one_compiled_step_for_its_population(
+    asked, tiny_fxcache, tiny_params, tmp_path
+):
+    assert main(search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 3, "--population", "2")) == 0
+    assert [(c.members, c.saves) for c in asked] == [(2, 1)]
+
+
+def test_trials_one_at_a_time_keep_one_compiled_step_of_one_member(
+    asked, tiny_fxcache, tiny_params, tmp_path
+):
+    assert main(search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 2)) == 0
+    assert [(c.members, c.saves) for c in asked] == [(1, 1)]
