@@ -5,35 +5,17 @@ tests_gpu/test_compile_cache_cuda.py holds the real round trip)."""
 from __future__ import annotations
 
 import pytest
+from support.recorded_cache import RecordedCache, record_caches
 from support.search_cases import search_argv
 
 from foxhunt.cli import main
-from foxhunt.run import compile_cache
 
 pytestmark = pytest.mark.slow
 
 
-class RecordedCache:
-    """What a search asked of the cache for one trainer: its member count and how often it saved."""
-
-    def __init__(self, members: int) -> None:
-        self.members, self.saves = members, 0
-
-    def after_fold(self, progress) -> None:
-        self.saves += 1
-
-
 @pytest.fixture
 def asked(monkeypatch) -> list[RecordedCache]:
-    """Every cache a trainer build opened, in order (`compile_cache.for_run` recorded)."""
-    opened: list[RecordedCache] = []
-
-    def for_run(setting, fxcache_uri, device, dqn, data, replay_rows, members, progress):
-        opened.append(RecordedCache(members))
-        return opened[-1]
-
-    monkeypatch.setattr(compile_cache, "for_run", for_run)
-    return opened
+    return record_caches(monkeypatch)
 
 
 def test_a_population_search_keeps_one_compiled_step_for_its_population(

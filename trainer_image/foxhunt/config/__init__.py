@@ -269,8 +269,8 @@ class RunConfig:
     compile_cache: str = setting(
         "auto",
         "Where the compiled training step is kept for the next run: auto (beside the fxcache), off, "
-        "or a folder URI (local or s3://). Used on CUDA with compile by runs of one fxcache and their "
-        "searches: one blob per step shape and member count (--seeds, --population).",
+        "or a folder URI (local or s3://). Used on CUDA with compile by runs and searches (with several "
+        "--fxcache: beside the first): one blob per step shape and member count (--seeds, --population).",
     )
 
     def __post_init__(self) -> None:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from foxhunt import storage
 from foxhunt.errors import ConfigError
@@ -291,3 +292,26 @@ def for_run(
     rows, n_features = data.features.shape
     shapes = step_shapes(dqn, rows, n_features, replay_rows, members)
     return StepCache.open(setting, fxcache_uri, shapes, progress)
+
+
+Built = TypeVar("Built")
+
+
+def build_with_cache(
+    build: Callable[[], Built],
+    setting: str,
+    fxcache_uri: str,
+    dqn,
+    data,
+    replay_rows: int,
+    members: int,
+    progress: Callable[[str], None],
+) -> Built:
+    """`build()`, a trainer whose build compiles and captures its step (a search's, a universe's), with the
+    step's cache for `members` members: loaded before, saved after where none was usable (nothing compiles
+    later)."""
+    cache = for_run(setting, fxcache_uri, data.features.device, dqn, data, replay_rows, members, progress)
+    built = build()
+    if cache is not None:
+        cache.after_fold(progress)
+    return built

@@ -67,6 +67,7 @@ from foxhunt.errors import UsageError
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.reports import phase_time_line, window_to_dict
 from foxhunt.evaluate.seed_spread import seed_spread
+from foxhunt.run import compile_cache
 from foxhunt.run.fold import Progress, stitch_outcomes
 from foxhunt.run.lifecycle import Heartbeat, holding_out
 from foxhunt.run.n_step_choice import first_training_returns, with_chosen_n_step
@@ -117,6 +118,7 @@ def check_universe_settings(settings: RunConfig) -> None:
             "--trials: not supported here with several instruments yet; a universe's search is "
             "foxhunt train --fxcache A --fxcache B ... --trials N"
         )
+    compile_cache.check_setting(settings.compile_cache)
 
 
 def load_series(out_uri: str) -> dict[str, dict[str, np.ndarray]]:
@@ -208,8 +210,9 @@ def _train_universe(
         views = instrument_views(data, settings)
         seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
         trainer, walked = _walk(
-            data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics, ledger, check
-        )
+            data, views, folds, max_rows, seeds, (out_uri, fxcache_uris[0]), settings, progress, metrics,
+            ledger, check,
+        )  # fmt: skip
         history = {n: (c.timestamp, c.targets[:, 0]) for n, c in zip(names, caches, strict=True)}
         held_out = None if held is None else partial(
             run_universe_holdout, trainer, views, held, history=history, out_uri=out_uri, settings=settings,
@@ -290,7 +293,7 @@ def _walk(
     folds: Sequence[UniverseFold],
     max_rows: int,
     seeds: list[int],
-    out_uri: str,
+    uris: tuple[str, str],
     settings: RunConfig,
     progress: Progress,
     metrics: RunMetrics,
@@ -300,17 +303,22 @@ def _walk(
     """One trainer over the universe's folds, through the one walk over folds (`walk.walk_folds`) with a
     universe fold as its step, the folds `ledger` holds taken over and each trained one recorded in it
     (`universe_resume.universe_hooks`), `check` at the folds' and epochs' boundaries. The trainer (the
-    held-out fold trains on it next) and the walk."""
-    trainer = DQNTrainer(
-        data,
-        settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
-        max_train_rows=max_rows,
-        seed=settings.seed,
-        member_seeds=seeds,
-        eval_cost=settings.eval.cost,
-        eval_spread=settings.eval.spread,
-        execution=universe_execution(views),
-    )
+    held-out fold trains on it next) and the walk. `uris`: the run's --out, and the first fxcache (its
+    compiled step is kept beside it, keyed by the universe's rows)."""
+    out_uri, first_fxcache = uris
+    trainer = compile_cache.build_with_cache(
+        lambda: DQNTrainer(
+            data,
+            settings.dqn if len(seeds) == 1 else [settings.dqn] * len(seeds),
+            max_train_rows=max_rows,
+            seed=settings.seed,
+            member_seeds=seeds,
+            eval_cost=settings.eval.cost,
+            eval_spread=settings.eval.spread,
+            execution=universe_execution(views),
+        ),
+        settings.compile_cache, first_fxcache, settings.dqn, data, max_rows, len(seeds), progress,
+    )  # fmt: skip
     ledger.start()
     return trainer, walk_folds(
         trainer,

@@ -181,21 +181,18 @@ def trainer_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]
         shape = ", ".join(f"{n}={getattr(configs[0], n)}" for n in POPULATION_SHARED)
         size = f"a population of {len(configs)}" if len(configs) > 1 else "a trainer"
         run.progress(f"building {size} for {shape}")
-        step_cache = compile_cache.for_run(
-            settings.compile_cache, run.summary.fxcache, data.features.device, configs[0], data,
-            max_train_rows, len(configs), run.progress,
+        return compile_cache.build_with_cache(
+            lambda: DQNTrainer(
+                data,
+                configs,
+                max_train_rows=max_train_rows,
+                seed=settings.seed,
+                eval_cost=settings.eval.cost,
+                eval_spread=settings.eval.spread,
+                execution=execution,
+            ),
+            settings.compile_cache, run.summary.fxcache, configs[0], data, max_train_rows, len(configs),
+            run.progress,
         )  # fmt: skip
-        trainer = DQNTrainer(
-            data,
-            configs,
-            max_train_rows=max_train_rows,
-            seed=settings.seed,
-            eval_cost=settings.eval.cost,
-            eval_spread=settings.eval.spread,
-            execution=execution,
-        )
-        if step_cache is not None:  # the build compiled and captured the step: nothing compiles later
-            step_cache.after_fold(run.progress)
-        return trainer
 
     return build

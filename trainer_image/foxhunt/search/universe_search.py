@@ -37,6 +37,7 @@ from foxhunt.config import RunConfig
 from foxhunt.config.search import WORKER_ENV, SearchOptions
 from foxhunt.data.universe_inputs import instrument_name, read_universe
 from foxhunt.errors import RunFailure, UsageError
+from foxhunt.run import compile_cache
 from foxhunt.run.fold import Progress
 from foxhunt.run.lifecycle import holding_out
 from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
@@ -86,6 +87,7 @@ def check_universe_search(settings: RunConfig, options: SearchOptions) -> None:
     for refused, line in refusals:
         if refused:
             raise UsageError(f"{line} (several --fxcache with --trials)")
+    compile_cache.check_setting(settings.compile_cache)
 
 
 def search_universe(

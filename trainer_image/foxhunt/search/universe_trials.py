@@ -30,6 +30,7 @@ from foxhunt.data.universe import UniverseFold
 from foxhunt.evaluate.evaluation import MODEL
 from foxhunt.evaluate.reports import window_from_dict
 from foxhunt.out_names import TRIAL_REPORT
+from foxhunt.run import compile_cache
 from foxhunt.run.fold import Progress
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.universe_run import universe_records
@@ -82,22 +83,27 @@ def fold_value(outcome: UniverseOutcome) -> float:
 def universe_builder(
     universe: Universe, settings: RunConfig, progress: Progress
 ) -> Callable[[list[DQNConfig]], DQNTrainer]:
-    """A builder of the search's trainers on the universe (the instruments' execution rows concatenated)."""
+    """A builder of the search's trainers on the universe (the instruments' execution rows concatenated); on
+    CUDA each shape's compiled step is kept beside the first fxcache, as a universe run keeps it."""
     execution = universe_execution(universe.views)
 
     def build(configs: list[DQNConfig]) -> DQNTrainer:
         progress(
             "building a trainer for " + ", ".join(f"{n}={getattr(configs[0], n)}" for n in POPULATION_SHARED)
         )
-        return DQNTrainer(
-            universe.data,
-            configs,
-            max_train_rows=universe.max_rows,
-            seed=settings.seed,
-            eval_cost=settings.eval.cost,
-            eval_spread=settings.eval.spread,
-            execution=execution,
-        )
+        return compile_cache.build_with_cache(
+            lambda: DQNTrainer(
+                universe.data,
+                configs,
+                max_train_rows=universe.max_rows,
+                seed=settings.seed,
+                eval_cost=settings.eval.cost,
+                eval_spread=settings.eval.spread,
+                execution=execution,
+            ),
+            settings.compile_cache, universe.uris[0], configs[0], universe.data, universe.max_rows,
+            len(configs), progress,
+        )  # fmt: skip
 
     return build
 
