@@ -255,7 +255,7 @@ class StepCache:
         progress(
             f"compile cache: loaded {uri} in {seconds:.2f}s"
             if loaded
-            else f"compile cache: none usable at {uri}; this run compiles and saves it after its first fold"
+            else f"compile cache: none usable at {uri}; this run compiles the step and saves it"
         )
         return cls(uri, loaded)
 
