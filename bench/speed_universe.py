@@ -11,8 +11,8 @@ its 21 default folds; 700,000 bars make 19). `generate_universe(K, bars)` (the s
 instrument its own seed) becomes K fxcaches once (kept in `--work`); instrument 0 alone is the one-instrument
 side. Then `--repeats` pairs of fresh cold processes, alternated (a drift in the machine's speed falls on
 both): `foxhunt train --fxcache fx00` and `foxhunt train --fxcache fx00 … --fxcache fxK-1`, each on a fresh
-pod (empty Inductor, Triton and CUDA caches), the same `--compile-cache` (default off: the universe run has
-no signed compile cache, so neither side gets one), the default folds (21 at two years) unless
+pod (empty Inductor, Triton and CUDA caches), the same `--compile-cache` (default off: neither side loads a
+compiled step; `auto` gives both the signed cache, the universe's beside its first fxcache), the default folds (21 at two years) unless
 `--train-flags` says otherwise. The files are read into the page cache before each run (their residency is
 recorded): the universe's load is its console line `loaded K instruments, R rows onto DEVICE in Xs` (from
 reading the fxcaches to the arrays on the device: checks, fold plan, memory estimate and copy), the one
