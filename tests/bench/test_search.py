@@ -83,3 +83,20 @@ def test_each_size_is_compared_with_the_first_and_a_failed_study_is_left_out():
     ratios = search.ratios(studies)
     assert ratios["8"] == pytest.approx({"trials_per_hour_vs_first": 1.5, "folds_per_hour_vs_first": 1.1})
     assert ratios["1"]["trials_per_hour_vs_first"] == 1.0 and "4" not in ratios
+
+
+def test_a_primed_search_first_runs_one_trial_of_one_epoch_with_the_measured_flags(tmp_path, monkeypatch):
+    ran: list[tuple[str, int, int, tuple]] = []
+
+    def study(args, work, fxcache, name, *flags):
+        ran.append((name, args.trials, args.epochs, flags))
+        return {"exit_code": 0, "wall_seconds": 10.0}
+
+    monkeypatch.setattr(search, "study", study)
+    args = search.parse_args(["search", "--bars", "1000", "--primed", "--repeats", "2", "--device", "cpu"])
+    record: dict = {"targets": {}}
+    monkeypatch.setattr("foxhunt.run.precompute.precompute", lambda *a, **k: None)
+    search.search(args, tmp_path, record)
+    measured = ("--population", "8", "--holdout-days", "90.0")
+    assert ran == [("prime", 1, 1, measured), ("search0", 64, 20, measured), ("search1", 64, 20, measured)]
+    assert "primer" in record["targets"]["search_64_trials_wall_seconds"]["how"]
