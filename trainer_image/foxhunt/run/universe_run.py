@@ -210,8 +210,8 @@ def _train_universe(
         views = instrument_views(data, settings)
         seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
         trainer, walked = _walk(
-            data, views, folds, max_rows, seeds, (out_uri, fxcache_uris[0]), settings, progress, metrics,
-            ledger, check,
+            data, views, folds, max_rows, seeds, out_uri, settings, progress, metrics, ledger, check,
+            compiled_beside=fxcache_uris[0],
         )  # fmt: skip
         history = {n: (c.timestamp, c.targets[:, 0]) for n, c in zip(names, caches, strict=True)}
         held_out = None if held is None else partial(
@@ -293,19 +293,20 @@ def _walk(
     folds: Sequence[UniverseFold],
     max_rows: int,
     seeds: list[int],
-    uris: tuple[str, str],
+    out_uri: str,
     settings: RunConfig,
     progress: Progress,
     metrics: RunMetrics,
     ledger: UniverseLedger,
     check: Callable[[], None],
+    *,
+    compiled_beside: str,
 ) -> tuple[DQNTrainer, Walked]:
     """One trainer over the universe's folds, through the one walk over folds (`walk.walk_folds`) with a
     universe fold as its step, the folds `ledger` holds taken over and each trained one recorded in it
     (`universe_resume.universe_hooks`), `check` at the folds' and epochs' boundaries. The trainer (the
-    held-out fold trains on it next) and the walk. `uris`: the run's --out, and the first fxcache (its
-    compiled step is kept beside it, keyed by the universe's rows)."""
-    out_uri, first_fxcache = uris
+    held-out fold trains on it next) and the walk. The compiled step is kept beside the fxcache
+    `compiled_beside` (the first), keyed by the universe's rows."""
     trainer = compile_cache.build_with_cache(
         lambda: DQNTrainer(
             data,
@@ -317,7 +318,7 @@ def _walk(
             eval_spread=settings.eval.spread,
             execution=universe_execution(views),
         ),
-        settings.compile_cache, first_fxcache, settings.dqn, data, max_rows, len(seeds), progress,
+        settings.compile_cache, compiled_beside, settings.dqn, data, max_rows, len(seeds), progress,
     )  # fmt: skip
     ledger.start()
     return trainer, walk_folds(
