@@ -1,5 +1,5 @@
 """One fresh process's view of the compile cache: build a compiled CUDA trainer with the cache in FOLDER,
-save it after "the first fold", and print what was loaded and what Inductor hit or compiled, as JSON.
+save it after the build, and print what was loaded and what Inductor hit or compiled, as JSON.
 MEMBERS (default 1) is the trainer's member count, as `--seeds` or a search's `--population` gives it.
 
     python tests_gpu/compile_cache_probe.py FOLDER [MEMBERS]
@@ -26,7 +26,7 @@ def main(folder: str, members: int) -> None:
         folder, "unused", torch.device("cuda"), SMALL, data, 8000, members, lines.append
     )
     trainer = DQNTrainer(data, SMALL if members == 1 else [SMALL] * members, max_train_rows=8000)
-    cache.after_fold(lines.append)
+    cache.after_build(lines.append)
     print(
         json.dumps(
             {

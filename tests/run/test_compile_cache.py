@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import pytest
 import torch
+from support.recorded_cache import record_caches
 from support.run_cases import ONE_FOLD, TINY_DQN, train_argv
 from support.trainer_cases import SMALL, planted_arrays
 
@@ -82,19 +83,18 @@ def test_the_sizes_of_the_buffers_the_step_reads_change_the_key(size):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("seeds", [1, 3])
-def test_a_run_asks_for_the_step_of_as_many_members_as_it_has_seeds(
+def test_a_run_keeps_the_step_of_as_many_members_as_it_has_seeds_saved_once(
     seeds, tiny_fxcache, tmp_path, monkeypatch
 ):
     # One seed's blob holds another step than three seeds' (the stacked weights' first dimension): a run of
     # three that loaded it compiled anyway and never saved its own (7f3befe, H100: build 9.1 s against 2.7 s).
-    asked = []
-    monkeypatch.setattr(compile_cache, "for_run", lambda *a, **k: asked.append(a[6]))
+    asked = record_caches(monkeypatch)
     params = tmp_path / "params.json"
     params.write_text(json.dumps({"dqn": TINY_DQN}))
     argv = train_argv(tiny_fxcache, tmp_path / "out", params, *ONE_FOLD, "--seeds", str(seeds))
     with contextlib.redirect_stdout(io.StringIO()):
         assert main(argv) == 0
-    assert asked == [seeds]
+    assert [(c.fxcache_uri, c.members, c.saves) for c in asked] == [(str(tiny_fxcache), seeds, 1)]
 
 
 def test_a_change_in_the_trainers_source_changes_the_key(tmp_path, monkeypatch):
@@ -157,13 +157,13 @@ def test_nothing_compiled_writes_nothing(tmp_path, artifacts):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_run_saves_once_after_its_first_fold_when_nothing_was_loaded(tmp_path, artifacts):
+def test_a_build_saves_once_when_nothing_was_loaded(tmp_path, artifacts):
     lines = []
     cache = compile_cache.StepCache.open("auto", str(tmp_path / "fx.arrow"), SHAPES, lines.append)
     assert not cache.loaded and "none usable" in lines[-1]
-    cache.after_fold(lines.append)
+    cache.after_build(lines.append)
     artifacts["saved"] = blob_of(b"later kernels")
-    cache.after_fold(lines.append)
+    cache.after_build(lines.append)
     assert (tmp_path / "fx.arrow.torch-compile" / f"{compile_cache.cache_key(SHAPES)}.bin").read_bytes() == (
         COMPILED
     )
@@ -173,11 +173,11 @@ def test_a_run_saves_once_after_its_first_fold_when_nothing_was_loaded(tmp_path,
 
 def test_a_run_that_loaded_the_cache_does_not_write_it_again(tmp_path, artifacts):
     folder = str(tmp_path / "steps")
-    compile_cache.StepCache.open(folder, "fx.arrow", SHAPES, print).after_fold(print)
+    compile_cache.StepCache.open(folder, "fx.arrow", SHAPES, print).after_build(print)
     blob = tmp_path / "steps" / f"{compile_cache.cache_key(SHAPES)}.bin"
     written = blob.stat().st_ino  # an atomic rewrite would put a new file in its place
     cache = compile_cache.StepCache.open(folder, "fx.arrow", SHAPES, print)
-    cache.after_fold(print)
+    cache.after_build(print)
     assert cache.loaded and cache.saved_bytes == 0 and blob.stat().st_ino == written
 
 

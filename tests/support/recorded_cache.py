@@ -14,7 +14,7 @@ class RecordedCache:
     def __init__(self, fxcache_uri: str, members: int, rows: int) -> None:
         self.fxcache_uri, self.members, self.rows, self.saves = fxcache_uri, members, rows, 0
 
-    def after_fold(self, progress) -> None:
+    def after_build(self, progress) -> None:
         self.saves += 1
 
 

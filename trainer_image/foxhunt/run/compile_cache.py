@@ -229,7 +229,7 @@ def save(uri: str) -> int:
 
 @dataclass
 class StepCache:
-    """The compiled step's cache for one run: loaded before the trainer compiles, saved once after."""
+    """The compiled step's cache for one trainer: loaded before its build compiles, saved once after."""
 
     uri: str
     loaded: bool
@@ -259,8 +259,8 @@ class StepCache:
         )
         return cls(uri, loaded)
 
-    def after_fold(self, progress: Callable[[str], None]) -> None:
-        """Once, after the first trained fold (compile and capture done): save, unless it was loaded."""
+    def after_build(self, progress: Callable[[str], None]) -> None:
+        """Once, after the trainer's build (which compiles and captures the step): save, unless loaded."""
         if self.finished:
             return
         self.finished = True
@@ -313,5 +313,5 @@ def build_with_cache(
     cache = for_run(setting, fxcache_uri, data.features.device, dqn, data, replay_rows, members, progress)
     built = build()
     if cache is not None:
-        cache.after_fold(progress)
+        cache.after_build(progress)
     return built

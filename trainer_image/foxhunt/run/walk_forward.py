@@ -62,11 +62,11 @@ def run_folds(
         return
     max_rows = max(f.train_rows for f in folds)
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
-    step_cache = compile_cache.for_run(
-        settings.compile_cache, summary.fxcache, device, settings.dqn, data, max_rows, len(seeds), progress
-    )
     scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
-    trainer = _build_trainer(run, data, max_rows, scoring, seeds)
+    trainer = compile_cache.build_with_cache(
+        lambda: _build_trainer(run, data, max_rows, scoring, seeds),
+        settings.compile_cache, summary.fxcache, settings.dqn, data, max_rows, len(seeds), progress,
+    )  # fmt: skip
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     # Where cores are to spare, a picture worker starts now: its start-up is paid while the folds train.
@@ -79,7 +79,7 @@ def run_folds(
             scoring,
             memo=memo,
             diagnostics_every=settings.diagnostics_every,
-            hooks=_run_hooks(run, done, outs, seeds, step_cache),
+            hooks=_run_hooks(run, done, outs, seeds),
         )
         summary.graph_captures = trainer.graph_captures
         outcomes = walked.outcomes[0]
@@ -147,7 +147,7 @@ def _build_trainer(
     return trainer
 
 
-def _run_hooks(run: Run, done: set[int], outs: dict[int, str], seeds: list[int], step_cache) -> WalkHooks:
+def _run_hooks(run: Run, done: set[int], outs: dict[int, str], seeds: list[int]) -> WalkHooks:
     """A run's walk: folds an earlier attempt completed taken over, member 0's divergence ends the run
     (another seed's leaves the spread), each fold into the manifest, the telemetry and the console."""
 
@@ -171,8 +171,6 @@ def _run_hooks(run: Run, done: set[int], outs: dict[int, str], seeds: list[int],
             run.progress(f"fold {fold} skipped: completed by an earlier attempt, outputs verified")
             return []
         run.fold_finished(outcome.report, _all_outputs(outcome, results, seeds))
-        if step_cache is not None:
-            step_cache.after_fold(run.progress)
         run.progress(_fold_line(outcome))
         return []
 
