@@ -22,9 +22,7 @@ from foxhunt.train import DQNTrainer, to_device  # noqa: E402
 def main(folder: str, members: int) -> None:
     data = to_device(*planted_arrays(), torch.device("cuda"))
     lines: list[str] = []
-    cache = compile_cache.for_run(
-        folder, "unused", torch.device("cuda"), SMALL, data, 8000, members, lines.append
-    )
+    cache = compile_cache.for_run(folder, "unused", SMALL, data, 8000, members, lines.append)
     trainer = DQNTrainer(data, SMALL if members == 1 else [SMALL] * members, max_train_rows=8000)
     cache.after_build(lines.append)
     print(

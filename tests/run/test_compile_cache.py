@@ -186,10 +186,7 @@ def test_a_run_that_loaded_the_cache_does_not_write_it_again(tmp_path, artifacts
 )
 def test_no_cache_on_cpu_or_without_compile(setting, dqn, tmp_path):
     data = to_device(*planted_arrays(200), torch.device("cpu"))
-    assert (
-        compile_cache.for_run(setting, str(tmp_path / "fx"), torch.device("cpu"), dqn, data, 100, 1, print)
-        is None
-    )
+    assert compile_cache.for_run(setting, str(tmp_path / "fx"), dqn, data, 100, 1, print) is None
 
 
 def test_the_compile_cache_flag_sets_the_run_setting():

@@ -22,7 +22,7 @@ def record_caches(monkeypatch: pytest.MonkeyPatch) -> list[RecordedCache]:
     """Every cache a trainer build opens from now on, in order."""
     opened: list[RecordedCache] = []
 
-    def for_run(setting, fxcache_uri, device, dqn, data, replay_rows, members, progress):
+    def for_run(setting, fxcache_uri, dqn, data, replay_rows, members, progress):
         opened.append(RecordedCache(fxcache_uri, members, int(data.features.shape[0])))
         return opened[-1]
 

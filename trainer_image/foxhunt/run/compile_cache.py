@@ -278,16 +278,15 @@ class StepCache:
 def for_run(
     setting: str,
     fxcache_uri: str,
-    device,
     dqn,
     data,
     replay_rows: int,
     members: int,
     progress: Callable[[str], None],
 ) -> StepCache | None:
-    """The run's step cache for a trainer of `members` members, loaded before the trainer is built: only on
-    CUDA with compile, unless off."""
-    if device.type != "cuda" or not dqn.compile:
+    """The step cache of a trainer of `members` members on `data`, loaded before the trainer is built: only
+    where the data is on CUDA and the step compiles, unless off."""
+    if data.features.device.type != "cuda" or not dqn.compile:
         return None
     rows, n_features = data.features.shape
     shapes = step_shapes(dqn, rows, n_features, replay_rows, members)
@@ -298,19 +297,11 @@ Built = TypeVar("Built")
 
 
 def build_with_cache(
-    build: Callable[[], Built],
-    setting: str,
-    fxcache_uri: str,
-    dqn,
-    data,
-    replay_rows: int,
-    members: int,
-    progress: Callable[[str], None],
+    build: Callable[[], Built], cache: StepCache | None, progress: Callable[[str], None]
 ) -> Built:
-    """`build()`, a trainer whose build compiles and captures its step (a search's, a universe's), with the
-    step's cache for `members` members: loaded before, saved after where none was usable (nothing compiles
-    later)."""
-    cache = for_run(setting, fxcache_uri, data.features.device, dqn, data, replay_rows, members, progress)
+    """`build()`, a trainer whose build compiles and captures its step (every run's, search's and
+    universe's), with its step's `cache` (`for_run`, opened before the build): saved after it where none was
+    usable (nothing compiles later)."""
     built = build()
     if cache is not None:
         cache.after_build(progress)

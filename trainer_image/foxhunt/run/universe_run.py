@@ -318,7 +318,10 @@ def _walk(
             eval_spread=settings.eval.spread,
             execution=universe_execution(views),
         ),
-        settings.compile_cache, compiled_beside, settings.dqn, data, max_rows, len(seeds), progress,
+        compile_cache.for_run(
+            settings.compile_cache, compiled_beside, settings.dqn, data, max_rows, len(seeds), progress
+        ),
+        progress,
     )  # fmt: skip
     ledger.start()
     return trainer, walk_folds(

@@ -5,6 +5,7 @@ spread across seeds (`--seeds K`) and the untouched holdout. A search hands the 
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any, Protocol
 
 from foxhunt import collector, out_names, storage
@@ -63,10 +64,11 @@ def run_folds(
     max_rows = max(f.train_rows for f in folds)
     seeds = [settings.seed + i for i in range(settings.seeds)]  # member i trains from seed + i
     scoring = run_scoring(settings.eval, settings.seed, data)  # the tail selection scores with it too
-    trainer = compile_cache.build_with_cache(
-        lambda: _build_trainer(run, data, max_rows, scoring, seeds),
-        settings.compile_cache, summary.fxcache, settings.dqn, data, max_rows, len(seeds), progress,
-    )  # fmt: skip
+    step_cache = compile_cache.for_run(
+        settings.compile_cache, summary.fxcache, settings.dqn, data, max_rows, len(seeds), progress
+    )
+    build = partial(_build_trainer, run, data, max_rows, scoring, seeds)
+    trainer = compile_cache.build_with_cache(build, step_cache, progress)
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
     # Where cores are to spare, a picture worker starts now: its start-up is paid while the folds train.

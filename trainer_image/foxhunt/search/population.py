@@ -191,7 +191,10 @@ def trainer_builder(run, data, max_train_rows: int) -> Callable[[list[DQNConfig]
                 eval_spread=settings.eval.spread,
                 execution=execution,
             ),
-            settings.compile_cache, run.summary.fxcache, configs[0], data, max_train_rows, len(configs),
+            compile_cache.for_run(
+                settings.compile_cache, run.summary.fxcache, configs[0], data, max_train_rows,
+                len(configs), run.progress,
+            ),
             run.progress,
         )  # fmt: skip
 

@@ -101,8 +101,11 @@ def universe_builder(
                 eval_spread=settings.eval.spread,
                 execution=execution,
             ),
-            settings.compile_cache, universe.uris[0], configs[0], universe.data, universe.max_rows,
-            len(configs), progress,
+            compile_cache.for_run(
+                settings.compile_cache, universe.uris[0], configs[0], universe.data, universe.max_rows,
+                len(configs), progress,
+            ),
+            progress,
         )  # fmt: skip
 
     return build
