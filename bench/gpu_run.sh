@@ -11,6 +11,7 @@
 #   scoring    → scoring.json, scoring.log      bench/speed.py scoring --device cuda (SCORING_ARGS)
 #   step       → step.json, step.log            bench/step.py lone         (STEP_ARGS)
 #   population → population.json, …log         bench/step.py population   (POPULATION_ARGS, e.g. "--sizes 1,8,32,64")
+#   kernels    → kernels.json, kernels.log      bench/step_kernels.py: the step's kernels by population size (KERNELS_ARGS)
 #   trials     → trials.json, trials.log        bench/search.py trials     (TRIALS_ARGS)
 #   search     → search.json, search.log        bench/search.py search     (REAL_BARS, SEARCH_ARGS)
 #   learner    → learner.json, learner.log      bench/learner.py control   (LEARNER_ARGS)
@@ -87,6 +88,7 @@ for step in $steps; do
     scoring) bench scoring bench/speed.py scoring --device cuda ${SCORING_ARGS:-} ;;
     step) bench step bench/step.py lone ${STEP_ARGS:-} ;;
     population) bench population bench/step.py population ${POPULATION_ARGS:-} ;;
+    kernels) bench kernels bench/step_kernels.py ${KERNELS_ARGS:-} ;;
     trials) bench trials bench/search.py trials ${TRIALS_ARGS:-} ;;
     search) bench search bench/search.py search --bars "$REAL_BARS" ${SEARCH_ARGS:-} ;;
     learner) bench learner bench/learner.py control ${LEARNER_ARGS:-} ;;
@@ -99,7 +101,7 @@ for step in $steps; do
              | tee "$OUT/profile.log" || status=1 ;;
     universe) bench universe bench/speed.py universe ${UNIVERSE_ARGS:-} ;;
     walk|sb3) echo "# $step: retired in issue 33 (bench/walk_forward_gpu.py, bench/peer_sb3.py); git history keeps them" ;;
-    *) echo "unknown step: $step (tests plan real seeds scoring step population trials search learner power overlay fixed profile universe)" >&2; status=1 ;;
+    *) echo "unknown step: $step (tests plan real seeds scoring step population kernels trials search learner power overlay fixed profile universe)" >&2; status=1 ;;
   esac
 done
 exit $status

@@ -1,0 +1,172 @@
+"""Where a training step's time goes, by population size: its kernels under the profiler, per step.
+
+    python bench/step_kernels.py [--sizes 1,3,8]
+    CPU check: --device cpu --rows 4000 --batch 256 --hidden 16 --sizes 1,2 --steps 3
+
+Issue 36's figures say a population's step costs about its size times one member's (`--seeds 3`: an epoch
+0.125 → 0.316 s at the plan's shape; P = 8: 54.3M gradient samples/s against the lone trainer's 28M), which a
+step bound by launches would not. This says which: per P (the trainer `bench/step.py` builds, on its
+synthetic fold), the captured step's wall per step (R replays between two synchronizes), then S steps
+under `torch.profiler` twice, as the graph replays them and as the compiled parts run them without a graph.
+Per step: the kernels launched, the device's busy time (their summed durations), the wall, and the top
+kernels by time with their share; busy near the wall says the step is bound by its kernels' work (then
+which kernels grow with P says where), busy far below it says launches and gaps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import harness as h
+import step as bench_step
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from foxhunt.config import DQNConfig
+from foxhunt.train import resolve_device
+from foxhunt.train.step import RECOMPILE_LIMIT, plain_step
+
+TOP = 20  # kernels kept per mode and size, by time
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=None, help="the JSON (default bench/results/step_kernels-…json)")
+    p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--rows", type=int, default=4_000_000, help="training rows of the fold")
+    p.add_argument("--batch", type=int, default=DQNConfig().batch_size)
+    p.add_argument("--hidden", type=int, default=DQNConfig().hidden)
+    p.add_argument("--sizes", type=bench_step.sizes, default=[1, 3, 8], help="population sizes")
+    p.add_argument("--steps", type=int, default=50, help="S: steps under the profiler, per mode")
+    p.add_argument("--replays", type=int, default=250, help="R: timed replays for the wall per step")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def kernel_table(events, steps: int, device: torch.device) -> dict:
+    """Per step: the kernels (CUDA) or ops (CPU) the profiler saw, their summed time, the top ones by time."""
+    times: dict[str, float] = defaultdict(float)
+    counts: dict[str, int] = defaultdict(int)
+    for event in events:
+        if device.type == "cuda":
+            if event.device_type != torch.autograd.DeviceType.CUDA:
+                continue
+            micros = float(getattr(event, "device_time", 0.0) or getattr(event, "cuda_time", 0.0) or 0.0)
+        else:
+            if event.cpu_parent is not None:  # top-level CPU ops only: children are inside them
+                continue
+            micros = event.cpu_time
+        times[event.name] += micros
+        counts[event.name] += 1
+    busy = sum(times.values())
+    top = sorted(times, key=times.__getitem__, reverse=True)[:TOP]
+    return {
+        "kernels_per_step": sum(counts.values()) / steps,
+        "busy_us_per_step": busy / steps,
+        "top": [
+            {
+                "name": name[:160],
+                "per_step": counts[name] / steps,
+                "us_per_step": times[name] / steps,
+                "share": times[name] / busy if busy else 0.0,
+            }
+            for name in top
+        ],  # fmt: skip
+    }
+
+
+def profiled(trainer, steps: int, graphed: bool) -> tuple[dict, float]:
+    """`steps` steps under the profiler (graph replays, or the compiled parts eagerly): their kernel table,
+    and the wall per step they took under it."""
+    device = trainer.device
+    spg = trainer.config.steps_per_graph
+
+    def work() -> None:
+        if graphed:
+            for _ in range(max(1, steps // spg)):
+                trainer.step.run()
+        else:
+            with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+                for _ in range(steps):
+                    plain_step(trainer.step.parts)
+
+    work()  # untimed: the eager path's first calls, the profiler's own start
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        wall = bench_step.timed(device, work)
+    done = max(1, steps // spg) * spg if graphed else steps
+    return kernel_table(prof.events(), done, device), wall / done
+
+
+def measure_size(size: int, data, fold, args: argparse.Namespace) -> dict:
+    """One trainer of `size` members (the lone one at 1): the wall per step, then both profiled modes."""
+    base = DQNConfig(batch_size=args.batch, hidden=args.hidden)
+    trainer, build_seconds = bench_step.build(
+        bench_step.member_configs(base, size), size == 1, data, fold, diagnostics=False
+    )
+    trainer.collect(1.0)  # the replay filled, as an epoch's steps find it
+    timing = bench_step.measure_steps(trainer, size, argparse.Namespace(**{**vars(args), "repeats": 3}))
+    record = {"size": size, "build_seconds": build_seconds, "seconds_per_step": timing["seconds_per_step_median"],
+              "samples_per_second": timing["samples_per_second"]}  # fmt: skip
+    for mode, graphed in (("graph", True), ("eager_compiled", False)):
+        table, wall = profiled(trainer, args.steps, graphed)
+        record[mode] = {"profiled_wall_us_per_step": wall * 1e6, **table}
+    del trainer
+    bench_step.release(data.features.device)
+    return record
+
+
+def line(r: dict) -> str:
+    g, e = r["graph"], r["eager_compiled"]
+    return (
+        f"P={r['size']:>3}: {r['seconds_per_step'] * 1e3:.3f} ms/step, {r['samples_per_second'] / 1e6:.1f}M samples/s; "
+        f"graph {g['kernels_per_step']:.0f} kernels, busy {g['busy_us_per_step']:.0f} µs of "
+        f"{g['profiled_wall_us_per_step']:.0f}; eager {e['kernels_per_step']:.0f} kernels, busy "
+        f"{e['busy_us_per_step']:.0f} µs of {e['profiled_wall_us_per_step']:.0f}; top: "
+        + ", ".join(f"{k['name'][:40]} {k['us_per_step']:.0f}µs" for k in g["top"][:3])
+    )
+
+
+def run(args: argparse.Namespace, device: torch.device) -> Path:
+    """Every size in turn; the JSON after each."""
+    data, fold = bench_step.synthetic_data(args.rows, device, args.seed)
+    record = h.provenance("step_kernels", device.type)
+    record["shape"] = {"train_rows": fold.train_rows, "batch_size": args.batch, "hidden": args.hidden,
+                       "sizes": args.sizes, "steps": args.steps, "replays": args.replays}  # fmt: skip
+    out = h.default_out(record) if args.out is None else Path(args.out)
+    record["sizes"] = rows = []
+    for size in args.sizes:
+        rows.append(measure_size(size, data, fold, args))
+        print(line(rows[-1]), flush=True)
+        h.write(record, out)
+    per_step = {r["size"]: r["seconds_per_step"] for r in rows}
+    if 1 in per_step:
+        record["step_time_over_lone"] = {p: s / per_step[1] for p, s in per_step.items()}
+        print(
+            "step time over the lone step: "
+            + ", ".join(f"P={p} {v:.2f}×" for p, v in record["step_time_over_lone"].items())
+        )
+    record["median_kernels_per_step"] = statistics.median(r["graph"]["kernels_per_step"] for r in rows)
+    h.write(record, out)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Profile on the device asked for; 2 when it is not there."""
+    args = parse_args(argv)
+    try:
+        device = resolve_device(args.device)
+    except ValueError as error:
+        print(f"step_kernels: {error} (--device cpu runs the CPU check)", file=sys.stderr)
+        return 2
+    with bench_step.fresh_compile_caches(device):
+        run(args, device)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

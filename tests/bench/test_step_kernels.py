@@ -1,0 +1,60 @@
+"""bench/step_kernels.py: a tiny CPU run profiles each population size's step in both modes and says how its
+step time grows with the size; the kernel table adds up what the profiler saw."""
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import step_kernels  # noqa: E402
+
+TINY = ["--device", "cpu", "--rows", "4000", "--batch", "256", "--hidden", "16", "--sizes", "1,2"]
+TINY += ["--steps", "2", "--replays", "2"]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("kernels") / "kernels.json"
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        assert step_kernels.main([*TINY, "--out", str(out)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return json.loads(out.read_text())
+
+
+def test_each_size_is_profiled_as_graph_replays_and_as_eager_compiled_steps(report):
+    assert [r["size"] for r in report["sizes"]] == [1, 2]
+    for r in report["sizes"]:
+        for mode in ("graph", "eager_compiled"):
+            assert r[mode]["kernels_per_step"] > 0
+            assert 0 < r[mode]["busy_us_per_step"]
+            assert r[mode]["top"][0]["us_per_step"] >= r[mode]["top"][-1]["us_per_step"]
+
+
+def test_step_time_over_lone_is_each_size_over_the_lone_step(report):
+    per_step = {r["size"]: r["seconds_per_step"] for r in report["sizes"]}
+    assert report["step_time_over_lone"]["2"] == pytest.approx(per_step[2] / per_step[1])
+    assert report["step_time_over_lone"]["1"] == 1.0
+
+
+def event(name, micros, parent=None):
+    return SimpleNamespace(name=name, cpu_time=micros, cpu_parent=parent, device_type=None)
+
+
+def test_kernel_table_sums_top_level_ops_per_step_and_ranks_them():
+    events = [event("a", 30.0), event("b", 10.0), event("a", 30.0), event("child", 99.0, parent=object())]
+    table = step_kernels.kernel_table(events, steps=2, device=torch.device("cpu"))
+    assert table["kernels_per_step"] == 1.5
+    assert table["busy_us_per_step"] == 35.0
+    assert [(k["name"], k["per_step"], k["us_per_step"]) for k in table["top"]] == [
+        ("a", 1.0, 30.0),
+        ("b", 0.5, 5.0),
+    ]
+    assert table["top"][0]["share"] == pytest.approx(60 / 70)
