@@ -38,6 +38,7 @@ VARIANTS = {
     "ungated": {"select_tail_share": 0.0, "select_min_t": 0.0},  # the shipped defaults before the gate
     "abstain": {"abstain_cost_multiple": 1.0},
     "tail": {"select_tail_share": 0.25},
+    "bf16": {"bf16": True},  # issue 36: the step's activations at half the bytes (bench/step_kernels.py)
 }
 
 

@@ -1,6 +1,6 @@
 """Where a training step's time goes, by population size: its kernels under the profiler, per step.
 
-    python bench/step_kernels.py [--sizes 1,3,8]
+    python bench/step_kernels.py [--sizes 1,3,8] [--variants base= bf16=dqn.bf16=true]
     CPU check: --device cpu --rows 4000 --batch 256 --hidden 16 --sizes 1,2 --steps 3
 
 Issue 36's figures say a population's step costs about its size times one member's (`--seeds 3`: an epoch
@@ -10,7 +10,8 @@ synthetic fold), the captured step's wall per step (R replays between two synchr
 under `torch.profiler` twice, as the graph replays them and as the compiled parts run them without a graph.
 Per step: the kernels launched, the device's busy time (their summed durations), the wall, and the top
 kernels by time with their share; busy near the wall says the step is bound by its kernels' work (then
-which kernels grow with P says where), busy far below it says launches and gaps.
+which kernels grow with P says where), busy far below it says launches and gaps. A variant (`NAME=dqn.KEY=VALUE,…`,
+as `bench/power.py`'s) measures every size again with those DQN settings: a lever before and after.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ import argparse
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import harness as h
 import step as bench_step
 import torch
+from power_data import parse_variant
 from torch.profiler import ProfilerActivity, profile
 
 from foxhunt.config import DQNConfig
@@ -44,6 +47,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=50, help="S: steps under the profiler, per mode")
     p.add_argument("--replays", type=int, default=250, help="R: timed replays for the wall per step")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--variants", nargs="+", default=["base="], help="NAME=dqn.KEY=VALUE,…; base= the defaults"
+    )
     return p.parse_args(argv)
 
 
@@ -102,15 +108,16 @@ def profiled(trainer, steps: int, graphed: bool) -> tuple[dict, float]:
     return kernel_table(prof.events(), done, device), wall / done
 
 
-def measure_size(size: int, data, fold, args: argparse.Namespace) -> dict:
-    """One trainer of `size` members (the lone one at 1): the wall per step, then both profiled modes."""
-    base = DQNConfig(batch_size=args.batch, hidden=args.hidden)
+def measure_size(size: int, settings: dict, data, fold, args: argparse.Namespace) -> dict:
+    """One trainer of `size` members (the lone one at 1) with the DQN `settings` over the defaults: the wall
+    per step, then both profiled modes."""
+    base = replace(DQNConfig(batch_size=args.batch, hidden=args.hidden), **settings)
     trainer, build_seconds = bench_step.build(
         bench_step.member_configs(base, size), size == 1, data, fold, diagnostics=False
     )
     trainer.collect(1.0)  # the replay filled, as an epoch's steps find it
     timing = bench_step.measure_steps(trainer, size, argparse.Namespace(**{**vars(args), "repeats": 3}))
-    record = {"size": size, "build_seconds": build_seconds, "seconds_per_step": timing["seconds_per_step_median"],
+    record = {"size": size, "dqn": settings, "build_seconds": build_seconds, "seconds_per_step": timing["seconds_per_step_median"],
               "samples_per_second": timing["samples_per_second"]}  # fmt: skip
     for mode, graphed in (("graph", True), ("eager_compiled", False)):
         table, wall = profiled(trainer, args.steps, graphed)
@@ -123,7 +130,7 @@ def measure_size(size: int, data, fold, args: argparse.Namespace) -> dict:
 def line(r: dict) -> str:
     g, e = r["graph"], r["eager_compiled"]
     return (
-        f"P={r['size']:>3}: {r['seconds_per_step'] * 1e3:.3f} ms/step, {r['samples_per_second'] / 1e6:.1f}M samples/s; "
+        f"{r['variant']} P={r['size']:>3}: {r['seconds_per_step'] * 1e3:.3f} ms/step, {r['samples_per_second'] / 1e6:.1f}M samples/s; "
         f"graph {g['kernels_per_step']:.0f} kernels, busy {g['busy_us_per_step']:.0f} µs of "
         f"{g['profiled_wall_us_per_step']:.0f}; eager {e['kernels_per_step']:.0f} kernels, busy "
         f"{e['busy_us_per_step']:.0f} µs of {e['profiled_wall_us_per_step']:.0f}; top: "
@@ -132,27 +139,36 @@ def line(r: dict) -> str:
 
 
 def run(args: argparse.Namespace, device: torch.device) -> Path:
-    """Every size in turn; the JSON after each."""
+    """Every variant and size in turn; the JSON after each."""
     data, fold = bench_step.synthetic_data(args.rows, device, args.seed)
     record = h.provenance("step_kernels", device.type)
     record["shape"] = {"train_rows": fold.train_rows, "batch_size": args.batch, "hidden": args.hidden,
                        "sizes": args.sizes, "steps": args.steps, "replays": args.replays}  # fmt: skip
     out = h.default_out(record) if args.out is None else Path(args.out)
     record["sizes"] = rows = []
-    for size in args.sizes:
-        rows.append(measure_size(size, data, fold, args))
-        print(line(rows[-1]), flush=True)
-        h.write(record, out)
-    per_step = {r["size"]: r["seconds_per_step"] for r in rows}
-    if 1 in per_step:
-        record["step_time_over_lone"] = {p: s / per_step[1] for p, s in per_step.items()}
-        print(
-            "step time over the lone step: "
-            + ", ".join(f"P={p} {v:.2f}×" for p, v in record["step_time_over_lone"].items())
-        )
+    for spec in args.variants:
+        variant, _, settings = parse_variant(spec)
+        for size in args.sizes:
+            rows.append({"variant": variant, **measure_size(size, settings, data, fold, args)})
+            print(line(rows[-1]), flush=True)
+            h.write(record, out)
+    record["step_time_over_lone"] = over_lone(rows)
     record["median_kernels_per_step"] = statistics.median(r["graph"]["kernels_per_step"] for r in rows)
     h.write(record, out)
     return out
+
+
+def over_lone(rows: list[dict]) -> dict:
+    """Per variant and size, the step's time over the first variant's lone step (where it was measured)."""
+    first = rows[0]["variant"]
+    lone = next((r["seconds_per_step"] for r in rows if r["size"] == 1 and r["variant"] == first), None)
+    if lone is None:
+        return {}
+    ratios = {f"{r['variant']} P={r['size']}": r["seconds_per_step"] / lone for r in rows}
+    print(
+        "step time over the lone step: " + ", ".join(f"{k} {v:.2f}×" for k, v in ratios.items()), flush=True
+    )
+    return ratios
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import step_kernels  # noqa: E402
 
 TINY = ["--device", "cpu", "--rows", "4000", "--batch", "256", "--hidden", "16", "--sizes", "1,2"]
-TINY += ["--steps", "2", "--replays", "2"]
+TINY += ["--steps", "2", "--replays", "2", "--variants", "base=", "narrow=dqn.hidden=8"]
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,14 @@ def report(tmp_path_factory):
     return json.loads(out.read_text())
 
 
-def test_each_size_is_profiled_as_graph_replays_and_as_eager_compiled_steps(report):
-    assert [r["size"] for r in report["sizes"]] == [1, 2]
+def test_each_variant_and_size_is_profiled_as_graph_replays_and_as_eager_compiled_steps(report):
+    assert [(r["variant"], r["size"]) for r in report["sizes"]] == [
+        ("base", 1),
+        ("base", 2),
+        ("narrow", 1),
+        ("narrow", 2),
+    ]
+    assert [r["dqn"] for r in report["sizes"]] == [{}, {}, {"hidden": 8}, {"hidden": 8}]
     for r in report["sizes"]:
         for mode in ("graph", "eager_compiled"):
             assert r[mode]["kernels_per_step"] > 0
@@ -38,10 +44,12 @@ def test_each_size_is_profiled_as_graph_replays_and_as_eager_compiled_steps(repo
             assert r[mode]["top"][0]["us_per_step"] >= r[mode]["top"][-1]["us_per_step"]
 
 
-def test_step_time_over_lone_is_each_size_over_the_lone_step(report):
-    per_step = {r["size"]: r["seconds_per_step"] for r in report["sizes"]}
-    assert report["step_time_over_lone"]["2"] == pytest.approx(per_step[2] / per_step[1])
-    assert report["step_time_over_lone"]["1"] == 1.0
+def test_step_time_over_lone_is_each_row_over_the_base_variants_lone_step(report):
+    per_step = {(r["variant"], r["size"]): r["seconds_per_step"] for r in report["sizes"]}
+    lone = per_step[("base", 1)]
+    assert report["step_time_over_lone"]["base P=1"] == 1.0
+    assert report["step_time_over_lone"]["base P=2"] == pytest.approx(per_step[("base", 2)] / lone)
+    assert report["step_time_over_lone"]["narrow P=2"] == pytest.approx(per_step[("narrow", 2)] / lone)
 
 
 def event(name, micros, parent=None):
