@@ -58,6 +58,17 @@ def forget_block_draws() -> None:
     _device_starts.cache_clear()
 
 
+def run_matmul_precision(device) -> str:
+    """The float32 matmul precision a run scores its folds under: TF32 ("high") on CUDA, which the run's
+    trainer sets at its build (`DQNTrainer`) before any fold is scored; the default elsewhere. Without it
+    this process would fit the baselines' MLPs in full float32 on the CUDA cores, which no run does."""
+    import torch
+
+    if device.type == "cuda":
+        torch.set_float32_matmul_precision("high")
+    return torch.get_float32_matmul_precision()
+
+
 def scoring_fold(bars: int, val_bars: int, device) -> tuple:
     """Generated bars' features, one fold whose validation window is the last `val_bars`, the features and
     targets on `device`, and random positions for the window."""
@@ -88,6 +99,7 @@ def scoring(args: argparse.Namespace, work: Path, record: dict) -> None:
     from foxhunt.evaluate.run_scores import evaluate_fold, fold_baselines
 
     device = torch.device("cuda" if record["device_type"] == "cuda" else "cpu")
+    record["float32_matmul_precision"] = run_matmul_precision(device)
     table, fold, features, targets, positions = scoring_fold(args.bars, args.val_bars, device)
     # Where `foxhunt train` scores: a run on a GPU scores its windows there.
     score = Scoring(cost=1e-4, seed=0, device="cuda" if device.type == "cuda" else None)

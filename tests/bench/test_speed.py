@@ -123,3 +123,14 @@ def test_the_scoring_profile_names_the_ops_that_take_the_calls_host_time():
     assert profile["top_by_host"][0]["op"] == "aten::mm" and profile["top_by_host"][0]["calls"] == 20
     assert 0 < profile["ops_host_seconds"] <= profile["wall_seconds"] * 1.05
     assert profile["device_kernel_seconds"] == 0 and profile["top_by_device"] == []
+
+
+def test_the_scoring_runs_under_the_matmul_precision_a_run_has():
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    try:
+        assert speed_scoring.run_matmul_precision(torch.device("cpu")) == before  # the host: untouched
+        assert speed_scoring.run_matmul_precision(torch.device("cuda")) == "high"  # as DQNTrainer sets it
+    finally:
+        torch.set_float32_matmul_precision(before)
