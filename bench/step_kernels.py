@@ -7,7 +7,8 @@ Issue 36's figures say a population's step costs about its size times one member
 0.125 → 0.316 s at the plan's shape; P = 8: 54.3M gradient samples/s against the lone trainer's 28M), which a
 step bound by launches would not. This says which: per P (the trainer `bench/step.py` builds, on its
 synthetic fold), the captured step's wall per step (R replays between two synchronizes), then S steps
-under `torch.profiler` twice, as the graph replays them and as the compiled parts run them without a graph.
+under `torch.profiler` twice, as the graph replays them and as the compiled parts run them without a graph;
+then an epoch's tail scores of every member (a search's selection phase), C calls under the profiler.
 Per step: the kernels launched, the device's busy time (their summed durations), the wall, and the top
 kernels by time with their share; busy near the wall says the step is bound by its kernels' work (then
 which kernels grow with P says where), busy far below it says launches and gaps. A variant (`NAME=dqn.KEY=VALUE,…`,
@@ -45,6 +46,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--hidden", type=int, default=DQNConfig().hidden)
     p.add_argument("--sizes", type=bench_step.sizes, default=[1, 3, 8], help="population sizes")
     p.add_argument("--steps", type=int, default=50, help="S: steps under the profiler, per mode")
+    p.add_argument("--figure-calls", type=int, default=10, help="epochs' tail scores under the profiler")
     p.add_argument("--replays", type=int, default=250, help="R: timed replays for the wall per step")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument(
@@ -108,9 +110,26 @@ def profiled(trainer, steps: int, graphed: bool) -> tuple[dict, float]:
     return kernel_table(prof.events(), done, device), wall / done
 
 
+def profiled_figures(trainer, calls: int) -> tuple[dict, float]:
+    """`calls` epochs' tail scores of every member (`epoch_figures` without diagnostics: what a search's
+    selection runs after each epoch; replayed from its CUDA graph after two calls) under the profiler: their
+    kernel table per call, and the wall per call (one host read each)."""
+    histories = dict.fromkeys(range(trainer.size))
+
+    def work() -> None:
+        for _ in range(calls):
+            trainer.policies.epoch_figures(0, histories)
+
+    work()  # untimed: the key's eager call and its capture
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if trainer.device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        wall = bench_step.timed(trainer.device, work)
+    return kernel_table(prof.events(), calls, trainer.device), wall / calls
+
+
 def measure_size(size: int, settings: dict, data, fold, args: argparse.Namespace) -> dict:
     """One trainer of `size` members (the lone one at 1) with the DQN `settings` over the defaults: the wall
-    per step, then both profiled modes."""
+    per step, then both profiled modes, then the members' tail scores of an epoch."""
     base = replace(DQNConfig(batch_size=args.batch, hidden=args.hidden), **settings)
     trainer, build_seconds = bench_step.build(
         bench_step.member_configs(base, size), size == 1, data, fold, diagnostics=False
@@ -122,6 +141,8 @@ def measure_size(size: int, settings: dict, data, fold, args: argparse.Namespace
     for mode, graphed in (("graph", True), ("eager_compiled", False)):
         table, wall = profiled(trainer, args.steps, graphed)
         record[mode] = {"profiled_wall_us_per_step": wall * 1e6, **table}
+    table, wall = profiled_figures(trainer, args.figure_calls)
+    record["tail_scores"] = {"profiled_wall_us_per_call": wall * 1e6, **table}
     del trainer
     bench_step.release(data.features.device)
     return record
@@ -135,6 +156,8 @@ def line(r: dict) -> str:
         f"{g['profiled_wall_us_per_step']:.0f}; eager {e['kernels_per_step']:.0f} kernels, busy "
         f"{e['busy_us_per_step']:.0f} µs of {e['profiled_wall_us_per_step']:.0f}; top: "
         + ", ".join(f"{k['name'][:40]} {k['us_per_step']:.0f}µs" for k in g["top"][:3])
+        + f"; tail scores {r['tail_scores']['kernels_per_step']:.0f} kernels, busy "
+        f"{r['tail_scores']['busy_us_per_step']:.0f} µs of {r['tail_scores']['profiled_wall_us_per_call']:.0f} a call"
     )
 
 

@@ -14,7 +14,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import step_kernels  # noqa: E402
 
 TINY = ["--device", "cpu", "--rows", "4000", "--batch", "256", "--hidden", "16", "--sizes", "1,2"]
-TINY += ["--steps", "2", "--replays", "2", "--variants", "base=", "narrow=dqn.hidden=8"]
+TINY += [
+    "--steps",
+    "2",
+    "--replays",
+    "2",
+    "--figure-calls",
+    "2",
+    "--variants",
+    "base=",
+    "narrow=dqn.hidden=8",
+]
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +52,9 @@ def test_each_variant_and_size_is_profiled_as_graph_replays_and_as_eager_compile
             assert r[mode]["kernels_per_step"] > 0
             assert 0 < r[mode]["busy_us_per_step"]
             assert r[mode]["top"][0]["us_per_step"] >= r[mode]["top"][-1]["us_per_step"]
+        figures = r["tail_scores"]
+        assert figures["kernels_per_step"] > 0 and figures["profiled_wall_us_per_call"] > 0
+        assert r["tail_scores"]["kernels_per_step"] > 0 and r["tail_scores"]["profiled_wall_us_per_call"] > 0
 
 
 def test_step_time_over_lone_is_each_row_over_the_base_variants_lone_step(report):
