@@ -146,7 +146,7 @@ def build(configs: list[DQNConfig], lone: bool, data: DeviceData, fold: FoldRang
     trainer = DQNTrainer(data, configs[0] if lone else configs, **kwargs)
     synchronize(data.features.device)
     seconds = time.perf_counter() - started
-    trainer.window.set_fold_range(fold)
+    trainer.set_fold_range(fold)  # as a run points it: the learnt head, the held-back tail scored each epoch
     trainer.reset_for_fold(fold.fold)
     trainer.window.compute_norm_stats()
     return trainer, seconds
@@ -194,7 +194,7 @@ def measure_collection_and_diagnostics(trainer, members: list, repeats: int) -> 
     per_epoch = [timed(device, diagnose_all) for _ in range(repeats)]
     per_member = [seconds / len(members) for seconds in per_epoch]
     return {
-        "collect": {**summary(collect), "rows": trainer.window.fold_range.train_rows - 1},
+        "collect": {**summary(collect), "rows": trainer.window.transitions},
         "diagnostics": {
             "repeats_seconds": per_epoch,  # all members at once, as an epoch runs them
             "per_member_seconds_median": statistics.median(per_member),
