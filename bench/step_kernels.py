@@ -87,6 +87,14 @@ def kernel_table(events, steps: int, device: torch.device) -> dict:
     }
 
 
+def under_profiler(device: torch.device, work) -> tuple[list, float]:
+    """`work()` under torch.profiler (the device's kernels too on CUDA): the events, and its wall seconds."""
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
+        wall = bench_step.timed(device, work)
+    return list(prof.events()), wall
+
+
 def profiled(trainer, steps: int, graphed: bool) -> tuple[dict, float]:
     """`steps` steps under the profiler (graph replays, or the compiled parts eagerly): their kernel table,
     and the wall per step they took under it."""
@@ -103,11 +111,9 @@ def profiled(trainer, steps: int, graphed: bool) -> tuple[dict, float]:
                     plain_step(trainer.step.parts)
 
     work()  # untimed: the eager path's first calls, the profiler's own start
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    with profile(activities=activities) as prof:
-        wall = bench_step.timed(device, work)
+    events, wall = under_profiler(device, work)
     done = max(1, steps // spg) * spg if graphed else steps
-    return kernel_table(prof.events(), done, device), wall / done
+    return kernel_table(events, done, device), wall / done
 
 
 def profiled_figures(trainer, calls: int) -> tuple[dict, float]:
@@ -121,10 +127,8 @@ def profiled_figures(trainer, calls: int) -> tuple[dict, float]:
             trainer.policies.epoch_figures(0, histories)
 
     work()  # untimed: the key's eager call and its capture
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if trainer.device.type == "cuda" else [])
-    with profile(activities=activities) as prof:
-        wall = bench_step.timed(trainer.device, work)
-    return kernel_table(prof.events(), calls, trainer.device), wall / calls
+    events, wall = under_profiler(trainer.device, work)
+    return kernel_table(events, calls, trainer.device), wall / calls
 
 
 def measure_size(size: int, settings: dict, data, fold, args: argparse.Namespace) -> dict:
