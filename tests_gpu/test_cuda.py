@@ -171,6 +171,25 @@ def test_paired_next_state_values_train_like_two_separate_forwards(synthetic):
     assert (paired.graph_captures, paired.compiles) == (1, 1)
 
 
+def test_bf16_steps_with_padded_products_train_like_float32_steps(synthetic):
+    data = to_device(*synthetic, CUDA)
+    full = DQNTrainer(data, SMALL, max_train_rows=8000, seed=5)
+    half = DQNTrainer(data, replace(SMALL, bf16=True), max_train_rows=8000, seed=5)
+    for trainer in (full, half):
+        trainer.set_fold_range(FOLDS[0])
+        trainer.reset_for_fold(0)
+        trainer.window.compute_norm_stats()
+        trainer.collect(0.5)
+        for _ in range(5):
+            trainer.step.run()
+    torch.cuda.synchronize()
+    assert (half.graph_captures, half.compiles) == (1, 1)
+    for name, tensor in full.networks[0].state_dict().items():
+        torch.testing.assert_close(half.networks[0].state_dict()[name], tensor, rtol=5e-2, atol=5e-3)
+    torch.testing.assert_close(half.loss_sum, full.loss_sum, rtol=5e-2, atol=1e-4)
+    assert not torch.equal(half.loss_sum, full.loss_sum)  # the products did run in bf16
+
+
 def test_the_paired_buffers_are_the_weights_the_graph_updates(synthetic):
     trainer = DQNTrainer(to_device(*synthetic, CUDA), SMALL, max_train_rows=8000, seed=2)
     run_fold(trainer, FOLDS[0], epochs=1)

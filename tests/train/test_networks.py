@@ -21,7 +21,7 @@ from support.dqn_cases import (
 from support.trainer_cases import DEVICES, target_network
 
 from foxhunt.train.networks import build_qnet, inference_q, linears, member_network
-from foxhunt.train.stacked import paired_q, stacked_q, stacked_weights
+from foxhunt.train.stacked import batched_q, padded, paired_q, stacked_q, stacked_weights
 
 # TF32 products (set by a CUDA trainer for the whole process) round to about 1e-3.
 CLOSE = {"cpu": {"rtol": 1e-6, "atol": 1e-6}, "cuda": {"rtol": 1e-2, "atol": 1e-2}}
@@ -64,6 +64,40 @@ def test_paired_values_are_the_online_and_the_target_networks_own(device):
             torch.testing.assert_close(q_online[i], member_network(params, i, 16)(states[i]), **CLOSE[device])
             torch.testing.assert_close(q_target[i], member_network(target, i, 16)(states[i]), **CLOSE[device])
     assert not torch.allclose(q_online, q_target)  # a swapped slot would fail above
+
+
+def test_padding_appends_zeros_along_one_dimension_up_to_a_multiple():
+    x = torch.ones(2, 3, 7)
+    assert padded(x, -1, 8).shape == (2, 3, 8) and padded(x, 1, 8).shape == (2, 8, 7)
+    assert torch.equal(padded(x, -1, 8)[..., :7], x) and not torch.any(padded(x, -1, 8)[..., 7:])
+    assert padded(x, 0, 2) is x and padded(x, -1, 1) is x  # already a multiple: the tensor itself
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_padded_products_give_the_unpadded_values_and_gradients(device):
+    # 7 inputs and 3 actions, neither a multiple of 8: both paddings act (bf16's, on CUDA).
+    values, grads = {}, {}
+    for align in (1, 8):
+        params, _, _ = _stacked(device, paired=False)
+        values[align] = batched_q(params, _states(device), align)
+        values[align].square().sum().backward()
+        grads[align] = [p.grad.clone() for p in params]
+    assert values[8].shape == values[1].shape == (MEMBERS, 64, 3)
+    torch.testing.assert_close(values[8], values[1], **CLOSE[device])
+    # The gradients sum 64 rows' products: a few ulps more than one value.
+    close = {"rtol": 1e-5, "atol": 1e-5} if device == "cpu" else CLOSE[device]
+    for padded_grad, grad in zip(grads[8], grads[1], strict=True):
+        torch.testing.assert_close(padded_grad, grad, **close)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_padded_paired_products_give_the_unpadded_values(device):
+    _, _, pairs = _stacked(device, paired=True)
+    with torch.no_grad():
+        plain, aligned = paired_q(pairs, _states(device), 1), paired_q(pairs, _states(device), 8)
+    for got, want in zip(aligned, plain, strict=True):
+        assert got.shape == want.shape == (MEMBERS, 64, 3)
+        torch.testing.assert_close(got, want, **CLOSE[device])
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -45,6 +45,7 @@ from foxhunt.train.replay import Replay
 from foxhunt.train.selection import TailSelection, head_end
 from foxhunt.train.settings import StepSettings, check_population, check_shape_free
 from foxhunt.train.stacked import (
+    BF16_ALIGN,
     adam_update,
     clip_grad_norm_per_member,
     exact_member_update,
@@ -263,8 +264,7 @@ class DQNTrainer:
 
     def q_and_target(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per member, for the transitions drawn by `u` (P, batch): Q taken, TD target, all Q of the states."""
-        batch = u.shape[1]
-        window = self.window
+        batch, window = u.shape[1], self.window
         idx = torch.minimum((u * window.n_valid).long(), window.n_valid - 1)
         rows = window.rows[idx]  # the fold's transition rows: t + 1 lies in t's span by construction
         action = self.replay.action.gather(1, idx)
@@ -277,17 +277,18 @@ class DQNTrainer:
         both = torch.cat([rows, rows + hold], dim=1)
         states = policy_state(self.data.features[both], position, *window.row_stats(both))
         state, next_state = states[:, :batch], states[:, batch:]
-        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.cuda and self.config.bf16):
-            q_all = stacked_q(self.params, state).float()
+        bf16 = self.cuda and self.config.bf16
+        align = BF16_ALIGN if bf16 else 1  # bf16's products padded to the tensor cores' sizes
+        with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=bf16):
+            q_all = stacked_q(self.params, state, align).float()
             with torch.no_grad():
                 if self.pairs is None:
-                    q_next_online = stacked_q(self.params, next_state)
-                    q_next_target = stacked_q(self.target_params, next_state)
+                    q_next_online = stacked_q(self.params, next_state, align)
+                    q_next_target = stacked_q(self.target_params, next_state, align)
                 else:
-                    q_next_online, q_next_target = paired_q(self.pairs, next_state)
+                    q_next_online, q_next_target = paired_q(self.pairs, next_state, align)
                 q_next_target = q_next_target.float()
-        q = q_all.gather(2, action.unsqueeze(2)).squeeze(2)
-        reward = self.replay.reward.gather(1, idx)
+        q, reward = q_all.gather(2, action.unsqueeze(2)).squeeze(2), self.replay.reward.gather(1, idx)
         return q, td_target(reward, q_next_online, q_next_target, self.discounts.gather(1, hold)), q_all
 
     def td_loss(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -28,6 +28,10 @@ from foxhunt.train.policy import N_ACTIONS
 
 ADAM_BETAS = (0.9, 0.999)  # torch.optim.Adam's defaults
 ADAM_EPS = 1e-8
+# A bf16 product takes the tensor cores where its sizes are multiples of 8 elements (16 bytes); the
+# state's 43 inputs and the 3 actions are not, and fell to slow kernels (bench/step_kernels.py: 212 of the
+# 821 µs of a bf16 step of 8 members on an H100, step_kernels-h100-2026-12-06-37f3da8-bf16.json).
+BF16_ALIGN = 8
 
 
 def per_member(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -35,22 +39,39 @@ def per_member(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return values.view(-1, *([1] * (like.dim() - 1)))
 
 
-def stacked_q(params: list[torch.Tensor], states: torch.Tensor) -> torch.Tensor:
+def stacked_q(params: list[torch.Tensor], states: torch.Tensor, align: int = 1) -> torch.Tensor:
     """Q-values of every member on its own states: (P, rows, in) → (P, rows, actions).
 
     On the CPU member by member, as nn.Linear computes a single network (one addmm per layer): a
     batched product rounds differently at some shapes, and a member must learn bit for bit what the
-    same trial alone learns. On CUDA one batched product per layer for all members.
+    same trial alone learns. On CUDA one batched product per layer for all members (`batched_q`).
     """
-    w1, b1, w2, b2, w3, b3 = params
     if states.device.type == "cpu":
         return torch.stack([_member_q(params, i, states[i]) for i in range(states.shape[0])])
+    return batched_q(params, states, align)
+
+
+def batched_q(params: list[torch.Tensor], states: torch.Tensor, align: int = 1) -> torch.Tensor:
+    """`stacked_q`'s CUDA form: one batched product per layer for all members. With `align` > 1 the
+    products' odd sizes (the state's inputs, the actions) are padded with zeros to a multiple of it, which
+    changes no value (a zero input adds nothing; the padded actions are cut off) and lets bf16 products take
+    the tensor cores (`BF16_ALIGN`)."""
+    w1, b1, w2, b2, w3, b3 = params
     # Product, then bias: compiled, the bias joins the ReLU's kernel. baddbmm would first copy the
     # bias over the whole (P, rows, out) output, 12 copies a step (bench/results/population_variants-h200-2026-12-02-f9b6be2.json:
     # 1.19 ms against 1.58 ms a step for 8 members on an H200).
-    h = (torch.bmm(states, w1.transpose(1, 2)) + b1.unsqueeze(1)).relu()
+    h = (torch.bmm(padded(states, -1, align), padded(w1, -1, align).transpose(1, 2)) + b1.unsqueeze(1)).relu()
     h = (torch.bmm(h, w2.transpose(1, 2)) + b2.unsqueeze(1)).relu()
-    return torch.bmm(h, w3.transpose(1, 2)) + b3.unsqueeze(1)
+    q = torch.bmm(h, padded(w3, 1, align).transpose(1, 2))
+    return q[..., : w3.shape[1]] + b3.unsqueeze(1)
+
+
+def padded(x: torch.Tensor, dim: int, multiple: int) -> torch.Tensor:
+    """`x` with zeros appended along `dim` up to a multiple of `multiple`; `x` itself where it is one."""
+    extra = -x.shape[dim] % multiple
+    if extra == 0:
+        return x
+    return F.pad(x, [0, 0] * (x.dim() - 1 - dim % x.dim()) + [0, extra])
 
 
 def _member_q(params: list[torch.Tensor], member: int, states: torch.Tensor) -> torch.Tensor:
@@ -61,20 +82,24 @@ def _member_q(params: list[torch.Tensor], member: int, states: torch.Tensor) -> 
     return F.linear(h, w3[member], b3[member])
 
 
-def paired_q(pairs: list[torch.Tensor], states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def paired_q(
+    pairs: list[torch.Tensor], states: torch.Tensor, align: int = 1
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Q of every member's online and target network on its next states, (P, rows, actions) each.
 
     `pairs` are the stacked buffers (2, P, ...) whose slot 0 is the online and slot 1 the target
     network: each layer runs as one batched product for both networks. Transposed throughout,
     (unit, row): every product reads and writes contiguous memory, and the last layer writes 3 long
-    rows instead of rows of 3.
+    rows instead of rows of 3. `align` pads as `batched_q` does.
     """
     w1, b1, w2, b2, w3, b3 = pairs
-    two, size = w1.shape[0], w1.shape[1]
-    h = (torch.matmul(w1, states.transpose(1, 2).unsqueeze(0)) + b1.unsqueeze(-1)).relu()  # (2, P, h, rows)
+    two, size, actions = w1.shape[0], w1.shape[1], w3.shape[2]
+    inputs = padded(states, -1, align).transpose(1, 2).unsqueeze(0)
+    h = (torch.matmul(padded(w1, -1, align), inputs) + b1.unsqueeze(-1)).relu()  # (2, P, h, rows)
     h = h.flatten(0, 1)
     h = torch.baddbmm(b2.flatten(0, 1).unsqueeze(-1), w2.flatten(0, 1), h).relu()
-    q = torch.baddbmm(b3.flatten(0, 1).unsqueeze(-1), w3.flatten(0, 1), h)  # (2P, actions, rows)
+    bias, weight = padded(b3.flatten(0, 1), 1, align), padded(w3.flatten(0, 1), 1, align)
+    q = torch.baddbmm(bias.unsqueeze(-1), weight, h)[:, :actions]  # (2P, actions, rows)
     q = q.view(two, size, *q.shape[1:]).transpose(2, 3)
     return q[0], q[1]
 
