@@ -25,6 +25,16 @@ def synthetic():
     return planted_arrays()
 
 
+def five_steps(trainer: DQNTrainer) -> None:
+    """The trainer pointed at the first fold, its replay collected half at random, then 5 captured steps."""
+    trainer.window.set_fold_range(FOLDS[0])
+    trainer.reset_for_fold(0)
+    trainer.window.compute_norm_stats()
+    trainer.collect(0.5)
+    for _ in range(5):
+        trainer.step.run()
+
+
 def test_upload_through_pinned_staging_is_exact(synthetic):
     features, targets, timestamp = synthetic
     data = to_device(features, targets, timestamp, CUDA)
@@ -48,12 +58,7 @@ def test_graph_replay_matches_eager_steps(synthetic):
     eager = DQNTrainer(data, replace(SMALL, compile=False), max_train_rows=8000, seed=5)
     eager.step.graph = None  # the same plain steps, run eagerly and uncompiled
     for trainer in (graphed, eager):
-        trainer.window.set_fold_range(FOLDS[0])
-        trainer.reset_for_fold(0)
-        trainer.window.compute_norm_stats()
-        trainer.collect(0.5)
-        for _ in range(5):
-            trainer.step.run()
+        five_steps(trainer)
     torch.cuda.synchronize()
     for name, tensor in eager.networks[0].state_dict().items():
         torch.testing.assert_close(graphed.networks[0].state_dict()[name], tensor, rtol=1e-3, atol=1e-5)
@@ -156,12 +161,7 @@ def test_paired_next_state_values_train_like_two_separate_forwards(synthetic):
     separate = DQNTrainer(data, replace(SMALL, paired_next_state=False), max_train_rows=8000, seed=5)
     assert paired.pairs is not None and separate.pairs is None
     for trainer in (paired, separate):
-        trainer.window.set_fold_range(FOLDS[0])
-        trainer.reset_for_fold(0)
-        trainer.window.compute_norm_stats()
-        trainer.collect(0.5)
-        for _ in range(5):
-            trainer.step.run()
+        five_steps(trainer)
     torch.cuda.synchronize()
     for name, tensor in separate.networks[0].state_dict().items():
         torch.testing.assert_close(paired.networks[0].state_dict()[name], tensor, rtol=1e-3, atol=1e-5)
@@ -176,12 +176,7 @@ def test_bf16_steps_with_padded_products_train_like_float32_steps(synthetic):
     full = DQNTrainer(data, SMALL, max_train_rows=8000, seed=5)
     half = DQNTrainer(data, replace(SMALL, bf16=True), max_train_rows=8000, seed=5)
     for trainer in (full, half):
-        trainer.set_fold_range(FOLDS[0])
-        trainer.reset_for_fold(0)
-        trainer.window.compute_norm_stats()
-        trainer.collect(0.5)
-        for _ in range(5):
-            trainer.step.run()
+        five_steps(trainer)
     torch.cuda.synchronize()
     assert (half.graph_captures, half.compiles) == (1, 1)
     for name, tensor in full.networks[0].state_dict().items():
