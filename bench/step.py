@@ -382,17 +382,22 @@ def run(args: argparse.Namespace, device: torch.device) -> Path:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Measure on the device asked for; 2 when it is not there."""
-    args = parse_args(argv)
+def on_device(name: str, args: argparse.Namespace, measure) -> int:
+    """`measure(args, device)` on the device `args.device` names, its compile caches fresh; 2 (and why) when
+    that device is not there. `bench/step_kernels.py` measures through it too."""
     try:
         device = resolve_device(args.device)
     except ValueError as error:
-        print(f"step: {error} (--device cpu runs the CPU check)", file=sys.stderr)
+        print(f"{name}: {error} (--device cpu runs the CPU check)", file=sys.stderr)
         return 2
     with fresh_compile_caches(device):
-        run(args, device)
+        measure(args, device)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure on the device asked for; 2 when it is not there."""
+    return on_device("step", parse_args(argv), run)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ from power_data import parse_variant
 from torch.profiler import ProfilerActivity, profile
 
 from foxhunt.config import DQNConfig
-from foxhunt.train import resolve_device
 from foxhunt.train.step import RECOMPILE_LIMIT, plain_step
 
 TOP = 20  # kernels kept per mode and size, by time
@@ -200,15 +199,7 @@ def over_lone(rows: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Profile on the device asked for; 2 when it is not there."""
-    args = parse_args(argv)
-    try:
-        device = resolve_device(args.device)
-    except ValueError as error:
-        print(f"step_kernels: {error} (--device cpu runs the CPU check)", file=sys.stderr)
-        return 2
-    with bench_step.fresh_compile_caches(device):
-        run(args, device)
-    return 0
+    return bench_step.on_device("step_kernels", parse_args(argv), run)
 
 
 if __name__ == "__main__":
