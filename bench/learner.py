@@ -39,6 +39,7 @@ VARIANTS = {
     "abstain": {"abstain_cost_multiple": 1.0},
     "tail": {"select_tail_share": 0.25},
     "bf16": {"bf16": True},  # issue 36: the step's activations at half the bytes (bench/step_kernels.py)
+    "fp32": {"bf16": False},  # the float32 step, the default before bf16 passed this check (2026-12-06)
 }
 
 

@@ -60,7 +60,7 @@ class DQNConfig:
     steps_per_graph: int = setting(1, "Training steps captured in one CUDA graph replay.", low=1, high=1024)
     compile: bool = setting(True, "torch.compile the training step on CUDA (CPU runs it eagerly).")
     bf16: bool = setting(
-        False,
+        True,
         "bfloat16 autocast of the training step's products on CUDA, their odd sizes (43 inputs, 3 actions) "
         "padded to multiples of 8 for the tensor cores.",
     )
