@@ -21,9 +21,26 @@ from foxhunt.train import (
     score_positions,
 )
 from foxhunt.train.diagnostics import evenly_spaced_blocks
+from foxhunt.train.networks import build_qnet
+from foxhunt.train.policy import greedy_maps, policy_state
 
 
 # ---- the greedy rollout and its metrics ---------------------------------------------------------------
+@pytest.mark.parametrize("fused", [False, True])
+@pytest.mark.parametrize("device", DEVICES)
+def test_greedy_maps_are_each_positions_argmax_over_its_normalised_state(device, fused):
+    torch.manual_seed(3)
+    net = build_qnet(5, 16).to(device)
+    features = torch.randn(2000, 5, device=device) * 3 + 1
+    mean, std = features.mean(0), features.std(0)
+    maps = greedy_maps(net, features, mean, std, chunk=700, fused=fused)  # chunks of 700, 700, 600
+    for p in range(3):
+        position = torch.full((2000,), float(p - 1), device=device)
+        with torch.no_grad():
+            want = net(policy_state(features, position, mean, std)).argmax(1)
+        assert torch.equal(maps[:, p], want), p
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_batched_rollout_runs_each_block_like_the_sequential_loop(device):
     maps = np.random.default_rng(5).integers(0, 3, size=(4, 333, 3))

@@ -20,7 +20,8 @@ from support.dqn_cases import (
 )
 from support.trainer_cases import DEVICES, target_network
 
-from foxhunt.train.networks import build_qnet, inference_q, linears, member_network
+from foxhunt.train.networks import build_qnet, member_network
+from foxhunt.train.policy import inference_q, linears
 from foxhunt.train.stacked import batched_q, padded, paired_q, stacked_q, stacked_weights
 
 # TF32 products (set by a CUDA trainer for the whole process) round to about 1e-3.
@@ -128,6 +129,16 @@ def test_fused_activations_compute_the_modules_forward(device):
     with torch.no_grad():
         torch.testing.assert_close(inference_q(online, states, True), online(states), **CLOSE[device])
         assert torch.equal(inference_q(online, states, False), online(states))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_state_padded_with_zero_columns_gives_the_unpadded_q_values(device):
+    torch.manual_seed(1)
+    online = build_qnet(6, 16).to(device)
+    states = _states(device, rows=512)[0]  # 7 columns: 6 features and the position
+    wide = torch.cat([states, torch.zeros(512, 1, device=device)], dim=1)
+    with torch.no_grad():
+        torch.testing.assert_close(inference_q(online, wide, True), online(states), **CLOSE[device])
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -38,8 +38,8 @@ from foxhunt.train.diagnostics import FoldHistory, TrainingDiverged, check_diver
 from foxhunt.train.epoch_figures import EpochFigures
 from foxhunt.train.held_returns import bootstrap_bars, discount_table_, new_discount_table
 from foxhunt.train.member_policy import MemberPolicies
-from foxhunt.train.networks import build_qnet, linears, member_network
-from foxhunt.train.policy import policy_state
+from foxhunt.train.networks import build_qnet, member_network
+from foxhunt.train.policy import linears, policy_state
 from foxhunt.train.reductions import fixed_mean
 from foxhunt.train.replay import Replay
 from foxhunt.train.selection import TailSelection, head_end

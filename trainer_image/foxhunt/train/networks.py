@@ -1,11 +1,9 @@
-"""The Q-network, a member's network over its slot of the stacked weights, and the fused evaluation.
+"""The Q-network and a member's network over its slot of the stacked weights.
 
 `build_qnet` is the network every fold trains: features + position → Q per action. The trainer
 holds P members' weights stacked (stacked.py); `member_network` is one member's `nn.Sequential`
 whose parameters are views of its slot, which collection, evaluation and checkpoints read like any
-network. On CUDA `inference_q` runs the hidden layers as matrix products whose epilogue adds the
-bias and applies ReLU (cuBLASLt, "fused activation"), so collection's forward passes over millions
-of rows do not write and read every hidden activation a second time for the ReLU; the paired
+network. Its evaluation without autograd, fused on CUDA, is `policy.inference_q`; the paired
 next-state product of the online and target networks is `stacked.paired_q`.
 """
 
@@ -16,7 +14,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from foxhunt.train.policy import N_ACTIONS
+from foxhunt.train.policy import N_ACTIONS, linears
 
 
 def build_qnet(n_features: int, hidden: int) -> nn.Sequential:
@@ -30,11 +28,6 @@ def build_qnet(n_features: int, hidden: int) -> nn.Sequential:
     )
 
 
-def linears(net: nn.Sequential) -> list[nn.Linear]:
-    """The network's Linear layers, input to output."""
-    return [m for m in net if isinstance(m, nn.Linear)]
-
-
 def member_network(params: Sequence[torch.Tensor], member: int, hidden: int) -> nn.Sequential:
     """Member `member`'s network over views of its slot of the stacked (P, ...) `params` (no copy)."""
     w1 = params[0]
@@ -44,13 +37,3 @@ def member_network(params: Sequence[torch.Tensor], member: int, hidden: int) -> 
         layer.weight = nn.Parameter(weight.detach()[member], requires_grad=False)
         layer.bias = nn.Parameter(bias.detach()[member], requires_grad=False)
     return net
-
-
-def inference_q(net: nn.Sequential, state: torch.Tensor, fused: bool) -> torch.Tensor:
-    """The network's Q-values without autograd; `fused`: bias and ReLU in the products' epilogue."""
-    if not fused:
-        return net(state)
-    first, second, last = linears(net)
-    h = torch._addmm_activation(first.bias, state, first.weight.t())
-    h = torch._addmm_activation(second.bias, h, second.weight.t())
-    return torch.addmm(last.bias, h, last.weight.t())

@@ -1,4 +1,8 @@
-"""Evaluation of a policy: greedy maps, the log-depth rollout scan, costs, annualisation and metrics.
+"""Evaluation of a policy: Q-values, greedy maps, the log-depth rollout scan, costs, annualisation, metrics.
+
+On CUDA `inference_q` runs the hidden layers as matrix products whose epilogue adds the bias and applies
+ReLU (cuBLASLt, "fused activation"), so collection's and the greedy maps' forward passes over millions of
+rows do not write and read every hidden activation a second time for the ReLU.
 
 Actions are positions: index 0, 1, 2 = short, flat, long (position = index − 1). With three
 positions the greedy policy is, per bar, a map from the incoming position to the next one; the
@@ -14,6 +18,7 @@ from dataclasses import asdict, dataclass, fields
 import numpy as np
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from foxhunt.config import NS_PER_YEAR
 from foxhunt.data.pnl import ExecutionRows, gross_pnl, net_pnl
@@ -22,6 +27,7 @@ from foxhunt.train.reductions import fixed_mean, fixed_std, fixed_sum
 
 N_ACTIONS = 3
 FLAT = 1  # action index of the flat position
+STATE_ALIGN = 8  # the fused greedy maps' state columns: a multiple of 8 takes the aligned product kernels
 
 
 @dataclass(frozen=True)
@@ -57,20 +63,54 @@ def policy_state(
     return torch.cat([(features - mean) / std, position.unsqueeze(-1)], dim=-1)
 
 
+def linears(net: nn.Module) -> list[nn.Linear]:
+    """The network's Linear layers, input to output."""
+    return [m for m in net.modules() if isinstance(m, nn.Linear)]
+
+
+def inference_q(net: nn.Module, state: torch.Tensor, fused: bool) -> torch.Tensor:
+    """The network's Q-values without autograd; `fused`: bias and ReLU in the products' epilogue, and a
+    state wider than the first layer (zero columns appended) met by zero weight columns."""
+    if not fused:
+        return net(state)
+    first, second, last = linears(net)
+    weight = first.weight
+    if state.shape[1] > weight.shape[1]:
+        weight = F.pad(weight, (0, state.shape[1] - weight.shape[1]))
+    h = torch._addmm_activation(first.bias, state, weight.t())
+    h = torch._addmm_activation(second.bias, h, second.weight.t())
+    return torch.addmm(last.bias, h, last.weight.t())
+
+
 @torch.no_grad()
 def greedy_maps(
-    qnet: nn.Module, features: torch.Tensor, mean: torch.Tensor, std: torch.Tensor, chunk: int
+    qnet: nn.Module,
+    features: torch.Tensor,
+    mean: torch.Tensor,
+    std: torch.Tensor,
+    chunk: int,
+    fused: bool | None = None,
 ) -> torch.Tensor:
-    """Per row, the greedy next-position index for each incoming position index: (n, 3) long."""
-    n = features.shape[0]
+    """Per row, the greedy next-position index for each incoming position index: (n, 3) long.
+
+    `fused` (default: on CUDA): the products add the bias and apply ReLU in their epilogue (`inference_q`)
+    and the state's columns are padded with zeros to a multiple of `STATE_ALIGN`. Over a tail of a million
+    rows an unfused ReLU reads and writes every hidden activation again (35% of an H100's time here), and a
+    first layer of 43 inputs runs on slow unaligned kernels (17%; bench/README, the tenth device session).
+    The CPU runs the modules."""
+    n, width = features.shape
+    fused = features.is_cuda if fused is None else fused
+    columns = -(-(width + 1) // STATE_ALIGN) * STATE_ALIGN if fused else width + 1
     maps = torch.empty((n, N_ACTIONS), dtype=torch.long, device=features.device)
     for lo in range(0, n, chunk):
         hi = min(lo + chunk, n)
-        # policy_state's normalisation once per chunk, then its position column per incoming position.
-        normalised = (features[lo:hi] - mean) / std
+        # policy_state once per chunk, written in place: the normalised rows, then the position column
+        # set per incoming position (the same values as a concatenation, without three copies).
+        state = features.new_zeros((hi - lo, columns))
+        torch.div(features[lo:hi] - mean, std, out=state[:, :width])
         for p in range(N_ACTIONS):
-            position = torch.full((hi - lo, 1), float(p - 1), device=features.device)
-            maps[lo:hi, p] = qnet(torch.cat([normalised, position], dim=-1)).argmax(dim=1)
+            state[:, width] = float(p - 1)
+            maps[lo:hi, p] = inference_q(qnet, state, fused).argmax(dim=1)
     return maps
 
 

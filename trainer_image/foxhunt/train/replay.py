@@ -20,8 +20,7 @@ from torch import nn
 from foxhunt.data.pnl import net_pnl
 from foxhunt.train.device_data import FoldWindow, chunk_rows
 from foxhunt.train.held_returns import held_returns_
-from foxhunt.train.networks import inference_q
-from foxhunt.train.policy import FLAT, policy_state
+from foxhunt.train.policy import FLAT, inference_q, policy_state
 from foxhunt.train.settings import StepSettings
 from foxhunt.train.stacked import member_draws
 

@@ -23,8 +23,7 @@ from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.train.evidence import sharpe_gate
 from foxhunt.train.fold_selection import FoldSelection
-from foxhunt.train.networks import linears
-from foxhunt.train.policy import FLAT, N_ACTIONS
+from foxhunt.train.policy import FLAT, N_ACTIONS, linears
 
 # Smallest tail worth scoring: below this many bars a Sharpe is noise; the selection is off.
 MIN_TAIL_ROWS = 64
@@ -94,7 +93,7 @@ class TailSelection:
 def make_flat_(net: nn.Module) -> None:
     """Rewrite `net` in place so that its greedy action is flat in every state: the last layer's weights
     zero, its bias 1 for flat and 0 for short and long."""
-    last = linears(net)[-1]  # type: ignore[arg-type]
+    last = linears(net)[-1]
     last.weight.zero_()
     bias = torch.zeros(N_ACTIONS, dtype=last.bias.dtype, device=last.bias.device)
     bias[FLAT] = 1.0
@@ -107,7 +106,7 @@ def abstain_(net: nn.Module, margin: float) -> None:
     exceeds flat's by more than `margin`: flat's output bias is raised by `margin` (ties go to flat,
     the lowest index but one, only when short's or long's Q equals flat's raised one exactly)."""
     if margin > 0.0:
-        linears(net)[-1].bias[FLAT] += margin  # type: ignore[arg-type]
+        linears(net)[-1].bias[FLAT] += margin
 
 
 def abstain_margin(config: DQNConfig, evaluation_cost: float) -> float:
@@ -120,7 +119,7 @@ def abstain_margin(config: DQNConfig, evaluation_cost: float) -> float:
 def score_as_kept(net: nn.Module, margin: float, score: Callable[[], Scored]) -> Scored:
     """`score()` of `net`'s greedy policy as the fold would keep it (abstaining by `margin`); `net` is
     unchanged afterwards (`score` may return the greedy maps themselves, read later)."""
-    bias = linears(net)[-1].bias  # type: ignore[arg-type]
+    bias = linears(net)[-1].bias
     kept = bias.detach().clone()
     abstain_(net, margin)
     try:
