@@ -72,7 +72,8 @@ class DQNConfig:
     fused_activation: bool = setting(
         True,
         "On CUDA, collection's forward passes add bias and apply ReLU inside the matrix products "
-        "(same arithmetic; CPU runs the modules).",
+        "(same arithmetic; CPU runs the modules). The greedy maps that score and roll out a policy always "
+        "do on CUDA, so that evaluate, which has no training settings, rolls out what the run scored.",
     )
     q_limit: float = setting(
         1e6, "Guard: a |Q| beyond this stops the fold as diverged.", low=0, low_open=True, high=1e30
