@@ -11,12 +11,16 @@ teardown around the timed part, and takes medians over `--repeats` cold processe
 - `pipeline`: README's default `foxhunt pipeline` on the CPU;
 - `train`: `foxhunt train` on a generated two-year sample fxcache (753,120 bars, the default 21 folds),
   `--epochs` epochs of `--steps` gradient steps, so that what is left is the run's fixed costs.
+The teardown splits into what the interpreter does before its exit handlers (joining threads), the `atexit`
+handlers (torch's compile workers, multiprocessing's children, logging) and the rest (freeing objects, the
+CUDA context, the kernel's exit): `exit_seconds`.
 `--usable-cores N` makes the child's `plot_jobs.usable_cores` answer N: 4 measures a single run's early
 picture worker (`plot_jobs.early_worker`) on a machine of two cores, which would draw in the process.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import json
@@ -33,6 +37,26 @@ STARTED_WALL, STARTED_CPU = time.perf_counter(), time.process_time()
 LAUNCHED_ENV = "FOXHUNT_BENCH_LAUNCHED"  # the parent's time.time() at the spawn: the start-up's seconds
 USABLE_CORES_ENV = "FOXHUNT_BENCH_USABLE_CORES"  # `--usable-cores`, from the parent to the child
 TWO_YEARS_BARS = 753_120
+EXIT_MARKS: dict[str, float] = {}  # "returned", "atexit_first", "atexit_last": perf_counter at each
+
+
+def mark_exit(name: str, out: str | None = None) -> None:
+    """Note `name`'s moment of the child's exit; with `out`, add the marks to the record written there."""
+    EXIT_MARKS[name] = time.perf_counter()
+    if out is not None and Path(out).exists():
+        record = json.loads(Path(out).read_text())
+        record["exit_marks"] = {k: v - STARTED_WALL for k, v in EXIT_MARKS.items()}
+        Path(out).write_text(json.dumps(record, indent=1) + "\n")
+
+
+def exit_split(teardown: float, marks: dict[str, float] | None) -> dict[str, float] | None:
+    """The teardown's seconds before the exit handlers, in them, and after them (None without the marks)."""
+    if not marks or not {"returned", "atexit_first", "atexit_last"} <= marks.keys():
+        return None
+    before = marks["atexit_first"] - marks["returned"]
+    handlers = marks["atexit_last"] - marks["atexit_first"]
+    return {"before_handlers": before, "handlers": handlers, "after_handlers": teardown - before - handlers}
+
 
 # (module, attribute, phase): each wrapped where the run looks it up; indented names nest in the one above.
 PHASES = (
@@ -100,6 +124,7 @@ def install(seconds: dict) -> None:
 
 def child(out: str, argv: list[str]) -> int:
     """The measured process: imports, timers, the CLI's main on `argv`, the phases' seconds into `out`."""
+    atexit.register(mark_exit, "atexit_last", out)  # handlers run last-registered first: this one ends them
     launched = os.environ.get(LAUNCHED_ENV)
     startup = time.time() - float(launched) - (time.perf_counter() - STARTED_WALL) if launched else None
     from foxhunt.config.numerics import pin_cpu_numerics
@@ -123,6 +148,8 @@ def child(out: str, argv: list[str]) -> int:
         "phases": seconds,
     }
     Path(out).write_text(json.dumps(record, indent=1) + "\n")
+    mark_exit("returned")
+    atexit.register(mark_exit, "atexit_first")
     return code
 
 
@@ -201,6 +228,7 @@ def phase_run(args, work: Path, name: str, argv: list[str], summary: Path) -> di
         record["teardown_seconds"] = (
             record["wall_seconds"] - timed["startup_seconds"] - timed["in_process_seconds"]
         )
+        record["exit_seconds"] = exit_split(record["teardown_seconds"], timed.get("exit_marks"))
     if summary.exists():
         figures = h.summary_figures(json.loads(summary.read_text()))
         record.update({k: figures[k] for k in ("run_seconds", "data_load_seconds", "outside_folds_seconds")})
@@ -222,7 +250,9 @@ def phase_medians(runs: list[dict]) -> dict:
             "calls": max(r["phases"].get(name, {}).get("calls", 1) for r in done),
         }
     keys = ("wall_seconds", "cpu_seconds", "startup_seconds", "teardown_seconds", "run_seconds")
-    return {"process": {k: h.spread(r.get(k) for r in done) for k in keys}, "phases": table}
+    exits = [r["exit_seconds"] for r in done if r.get("exit_seconds")]
+    split = {k: h.spread(e[k] for e in exits) for k in exits[0]} if exits else None
+    return {"process": {k: h.spread(r.get(k) for r in done) for k in keys}, "phases": table, "exit": split}
 
 
 def measure(args, work: Path, record: dict) -> None:

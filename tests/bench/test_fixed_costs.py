@@ -1,6 +1,8 @@
 """bench/fixed_costs.py: a phase timed once however deeply it re-enters itself, every phase of the table
 found in the package, and medians over the runs that succeeded."""
 
+import json
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -50,3 +52,26 @@ def test_the_phase_medians_leave_out_a_failed_run():
     table = fixed_costs.phase_medians([run(1.0), run(3.0), run(2.0), run(100.0, code=1)])
     assert table["phases"]["imports"]["wall"]["median"] == 2.0
     assert table["process"]["wall_seconds"] == {"n": 3, "median": 2.0, "min": 1.0, "max": 3.0}
+
+
+def test_the_teardown_splits_at_the_exit_handlers_marks():
+    marks = {"returned": 10.0, "atexit_first": 10.25, "atexit_last": 10.75}
+    split = fixed_costs.exit_split(2.0, marks)
+    assert split == {"before_handlers": 0.25, "handlers": 0.5, "after_handlers": 1.25}
+    assert fixed_costs.exit_split(2.0, {"returned": 10.0}) is None
+
+
+def test_a_child_process_records_when_its_exit_handlers_began_and_ended(tmp_path):
+    out = tmp_path / "phases.json"
+    script = (
+        "import atexit, sys, time, json; sys.path.insert(0, sys.argv[2]); import fixed_costs as f\n"
+        "atexit.register(f.mark_exit, 'atexit_last', sys.argv[1])\n"
+        "atexit.register(time.sleep, 0.2)  # a slow handler between the marks\n"
+        "open(sys.argv[1], 'w').write(json.dumps({'exit_code': 0}))\n"
+        "f.mark_exit('returned'); atexit.register(f.mark_exit, 'atexit_first')\n"
+    )
+    bench = str(Path(fixed_costs.__file__).parent)
+    subprocess.run([sys.executable, "-c", script, str(out), bench], check=True, timeout=120)
+    marks = json.loads(out.read_text())["exit_marks"]
+    assert marks["returned"] <= marks["atexit_first"]
+    assert marks["atexit_last"] - marks["atexit_first"] >= 0.2
