@@ -49,6 +49,15 @@ def test_the_control_is_judged_on_its_worst_seed_against_the_oracle():
     assert above["measured"] == 3 and above["target"] == 3 and above["met"]
 
 
+def test_a_worst_share_is_given_only_against_an_oracle_above_flat():
+    seeds = {"0": (4.0, 2.0, 6.0), "1": (2.9, 1.0, 5.0)}
+    assert learner.run_figures(_summary(seeds))["worst_share"] == pytest.approx(2.9 / 5.0)
+    summary = _summary(seeds)
+    for name in ("ridge_15", "mlp_60"):
+        summary["stitched"]["policies"][name] = _net(-0.5)
+    assert learner.run_figures(summary)["worst_share"] is None
+
+
 def test_no_harm_is_met_only_with_no_seed_below_flat_outside_its_interval():
     calm = learner.run_figures(_summary({"0": (0.0, -1.0, 1.0), "1": (0.1, -0.2, 0.4)}))
     assert learner.control_targets("sample-off", calm)["noharm_sample-off_seeds_below_flat"]["met"]
