@@ -13,6 +13,12 @@ Per step: the kernels launched, the device's busy time (their summed durations),
 kernels by time with their share; busy near the wall says the step is bound by its kernels' work (then
 which kernels grow with P says where), busy far below it says launches and gaps. A variant (`NAME=dqn.KEY=VALUE,…`,
 as `bench/power.py`'s) measures every size again with those DQN settings: a lever before and after.
+`--chunk-rows N,…` measures only the tail scores, at each chunk of rows the device's forward passes take
+(`device_data.chunk_rows`: the greedy maps' and collection's; 1,048,576 on CUDA ships): their wall per call
+without the profiler, their kernels under it, and how many greedy-map entries differ from the shipped
+chunk's (a product of another row count may round otherwise). The fp32 hidden activations of a chunk of a
+million rows are a gigabyte each, far past the GPU's L2 cache; a small chunk keeps them there, for more
+launches.
 """
 
 from __future__ import annotations
@@ -51,6 +57,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--variants", nargs="+", default=["base="], help="NAME=dqn.KEY=VALUE,…; base= the defaults"
     )
+    p.add_argument("--chunk-rows", type=bench_step.sizes, default=[],
+                   help="only the tail scores, at each of these chunks of rows (module docstring)")  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -151,6 +159,71 @@ def measure_size(size: int, settings: dict, data, fold, args: argparse.Namespace
     return record
 
 
+def tail_maps(trainer) -> torch.Tensor:
+    """Member 0's greedy maps over the fold's held-back tail, at the chunk `chunk_rows` gives now."""
+    from foxhunt.train.device_data import chunk_rows
+    from foxhunt.train.policy import greedy_maps
+
+    window, features = trainer.policies.window, trainer.data.features
+    part = window.parts[0]
+    rows = features[part.learn_end : part.fold_range.train_end]
+    net = trainer.policies.networks[0]
+    return greedy_maps(
+        net, rows, window.means[part.instrument], window.stds[part.instrument], chunk_rows(features.device)
+    )
+
+
+def tail_score_walls(trainer, calls: int) -> tuple[float, dict, float]:
+    """An epoch's tail scores of every member: the wall per call over `calls` replays (after the key's eager
+    call, its capture and a replay), then their kernel table and wall per call under the profiler."""
+    histories = dict.fromkeys(range(trainer.size))
+
+    def work() -> None:
+        for _ in range(calls):
+            trainer.policies.epoch_figures(0, histories)
+
+    for _ in range(3):
+        trainer.policies.epoch_figures(0, histories)
+    wall = bench_step.timed(trainer.device, work) / calls
+    table, profiled_wall = profiled_figures(trainer, calls)
+    return wall, table, profiled_wall
+
+
+def measure_chunk(size: int, chunk: int, data, fold, args: argparse.Namespace) -> dict:
+    """A trainer of `size` members with the device's chunk of rows at `chunk`: the tail scores' wall per call
+    (unprofiled, then their kernels under the profiler), and the maps' entries that differ from the shipped
+    chunk's."""
+    from foxhunt.train import device_data
+
+    kind, shipped = data.features.device.type, device_data.chunk_rows(data.features.device)
+    base = DQNConfig(batch_size=args.batch, hidden=args.hidden)
+    trainer, build_seconds = bench_step.build(
+        bench_step.member_configs(base, size), size == 1, data, fold, diagnostics=False
+    )
+    reference = tail_maps(trainer)
+    device_data._CHUNK_ROWS[kind] = chunk
+    try:
+        differing = int((tail_maps(trainer) != reference).sum())
+        wall, table, profiled_wall = tail_score_walls(trainer, args.figure_calls)
+    finally:
+        device_data._CHUNK_ROWS[kind] = shipped
+    del trainer
+    bench_step.release(data.features.device)
+    return {"size": size, "chunk_rows": chunk, "build_seconds": build_seconds, "tail_rows": int(reference.shape[0]),
+            "map_entries_differing": differing, "wall_us_per_call": wall * 1e6,
+            "tail_scores": {"profiled_wall_us_per_call": profiled_wall * 1e6, **table}}  # fmt: skip
+
+
+def chunk_line(r: dict) -> str:
+    t = r["tail_scores"]
+    return (
+        f"chunk {r['chunk_rows']:>8,} P={r['size']:>3}: tail scores {r['wall_us_per_call'] / 1e3:.2f} ms a call "
+        f"({r['tail_rows']:,} rows a member), {t['kernels_per_step']:.0f} kernels, busy "
+        f"{t['busy_us_per_step']:.0f} µs of {t['profiled_wall_us_per_call']:.0f} profiled; "
+        f"{r['map_entries_differing']} map entries differ from the shipped chunk's"
+    )
+
+
 def line(r: dict) -> str:
     g, e = r["graph"], r["eager_compiled"]
     return (
@@ -172,6 +245,14 @@ def run(args: argparse.Namespace, device: torch.device) -> Path:
                        "sizes": args.sizes, "steps": args.steps, "replays": args.replays}  # fmt: skip
     out = h.default_out(record) if args.out is None else Path(args.out)
     record["sizes"] = rows = []
+    if args.chunk_rows:
+        record["shape"]["chunk_rows"] = args.chunk_rows
+        for chunk in args.chunk_rows:
+            for size in args.sizes:
+                rows.append(measure_chunk(size, chunk, data, fold, args))
+                print(chunk_line(rows[-1]), flush=True)
+                h.write(record, out)
+        return out
     for spec in args.variants:
         variant, _, settings = parse_variant(spec)
         for size in args.sizes:

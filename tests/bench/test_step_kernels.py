@@ -79,3 +79,20 @@ def test_kernel_table_sums_top_level_ops_per_step_and_ranks_them():
         ("b", 0.5, 5.0),
     ]
     assert table["top"][0]["share"] == pytest.approx(60 / 70)
+
+
+def test_a_chunk_sweep_scores_the_tail_at_each_chunk_and_restores_the_shipped_one(tmp_path):
+    from foxhunt.train.device_data import chunk_rows
+
+    shipped = chunk_rows(torch.device("cpu"))
+    out = tmp_path / "chunks.json"
+    argv = [*TINY[:10], "--figure-calls", "2", "--chunk-rows", "4096,128", "--out", str(out)]
+    assert step_kernels.main(argv) == 0
+    rows = json.loads(out.read_text())["sizes"]
+    assert [(r["chunk_rows"], r["size"]) for r in rows] == [(4096, 1), (4096, 2), (128, 1), (128, 2)]
+    for r in rows:
+        assert r["tail_rows"] > 128  # several chunks of 128 rows: the edges are crossed
+        assert r["map_entries_differing"] == 0  # the CPU's row-wise products round alike at any chunk
+        assert r["wall_us_per_call"] > 0 and r["tail_scores"]["kernels_per_step"] > 0
+    assert rows[2]["tail_scores"]["kernels_per_step"] > rows[0]["tail_scores"]["kernels_per_step"]
+    assert chunk_rows(torch.device("cpu")) == shipped
