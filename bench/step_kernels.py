@@ -127,15 +127,21 @@ def profiled_figures(trainer, calls: int) -> tuple[dict, float]:
     """`calls` epochs' tail scores of every member (`epoch_figures` without diagnostics: what a search's
     selection runs after each epoch; replayed from its CUDA graph after two calls) under the profiler: their
     kernel table per call, and the wall per call (one host read each)."""
+    work = tail_score_calls(trainer, calls)
+    work()  # untimed: the key's eager call and its capture
+    events, wall = under_profiler(trainer.device, work)
+    return kernel_table(events, calls, trainer.device), wall / calls
+
+
+def tail_score_calls(trainer, calls: int):
+    """A function that runs `calls` epochs' tail scores of every member (`epoch_figures`, no diagnostics)."""
     histories = dict.fromkeys(range(trainer.size))
 
     def work() -> None:
         for _ in range(calls):
             trainer.policies.epoch_figures(0, histories)
 
-    work()  # untimed: the key's eager call and its capture
-    events, wall = under_profiler(trainer.device, work)
-    return kernel_table(events, calls, trainer.device), wall / calls
+    return work
 
 
 def measure_size(size: int, settings: dict, data, fold, args: argparse.Namespace) -> dict:
@@ -176,15 +182,8 @@ def tail_maps(trainer) -> torch.Tensor:
 def tail_score_walls(trainer, calls: int) -> tuple[float, dict, float]:
     """An epoch's tail scores of every member: the wall per call over `calls` replays (after the key's eager
     call, its capture and a replay), then their kernel table and wall per call under the profiler."""
-    histories = dict.fromkeys(range(trainer.size))
-
-    def work() -> None:
-        for _ in range(calls):
-            trainer.policies.epoch_figures(0, histories)
-
-    for _ in range(3):
-        trainer.policies.epoch_figures(0, histories)
-    wall = bench_step.timed(trainer.device, work) / calls
+    tail_score_calls(trainer, 3)()
+    wall = bench_step.timed(trainer.device, tail_score_calls(trainer, calls)) / calls
     table, profiled_wall = profiled_figures(trainer, calls)
     return wall, table, profiled_wall
 
