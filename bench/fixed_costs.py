@@ -13,7 +13,8 @@ teardown around the timed part, and takes medians over `--repeats` cold processe
   `--epochs` epochs of `--steps` gradient steps, so that what is left is the run's fixed costs.
 The teardown splits into what the interpreter does before its exit handlers (joining threads), the `atexit`
 handlers (torch's compile workers, multiprocessing's children, logging) and the rest (freeing objects, the
-CUDA context, the kernel's exit): `exit_seconds`.
+CUDA context, the kernel's exit): `exit_seconds`. The shipped CLI skips all of that (`foxhunt.quick_exit`):
+the split is there only with `FOXHUNT_FULL_TEARDOWN=1` in the environment (`full_teardown` in the record).
 `--usable-cores N` makes the child's `plot_jobs.usable_cores` answer N: 4 measures a single run's early
 picture worker (`plot_jobs.early_worker`) on a machine of two cores, which would draw in the process.
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import atexit
 import functools
 import importlib
+import importlib.util
 import json
 import os
 import resource
@@ -138,8 +140,34 @@ def child(out: str, argv: list[str]) -> int:
     seconds: dict = {"imports": {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}}
     install(seconds)
     pretend_cores(os.environ.get(USABLE_CORES_ENV))
+    write = functools.partial(write_record, out, startup, seconds)
+    if has_module("foxhunt.quick_exit"):  # the record is written before a quick exit ends the process in main
+        quick = importlib.import_module("foxhunt.quick_exit")
+        quick.leave = written_first(write, quick.leave)
     sys.argv = ["foxhunt", *argv]  # main() with no argument list: as the console script calls it
     code = foxhunt.cli.main()
+    write(code)  # main returned: the interpreter's own exit follows, its handlers marked
+    atexit.register(mark_exit, "atexit_first")
+    return code
+
+
+def written_first(write, leave):
+    """`leave` (foxhunt.quick_exit's) with the record written before it."""
+
+    def leave_written(code: int) -> None:
+        write(code)
+        leave(code)
+
+    return leave_written
+
+
+def has_module(name: str) -> bool:
+    """Whether `name` can be imported (an older commit measured lacks the newer modules)."""
+    return importlib.util.find_spec(name) is not None
+
+
+def write_record(out: str, startup: float | None, seconds: dict, code: int) -> None:
+    """The measured child's record into `out`: exit code, start-up, seconds in the process, phases."""
     record = {
         "exit_code": code,
         "startup_seconds": startup,
@@ -149,8 +177,6 @@ def child(out: str, argv: list[str]) -> int:
     }
     Path(out).write_text(json.dumps(record, indent=1) + "\n")
     mark_exit("returned")
-    atexit.register(mark_exit, "atexit_first")
-    return code
 
 
 def pretend_cores(cores: str | None) -> None:
@@ -265,6 +291,7 @@ def measure(args, work: Path, record: dict) -> None:
         raise SystemExit("taskset not found: install util-linux, or pass --cores ''")
     kinds = args.kinds.split(",")
     record["cores"] = args.cores or "all"
+    record["full_teardown"] = os.environ.get("FOXHUNT_FULL_TEARDOWN", "") not in ("", "0")
     if "help" in kinds:
         runs = h.repeat(args.repeats, lambda i: help_run(args, work), "help")
         record["help"] = {"runs": runs, "medians": {k: h.spread(r.get(k) for r in runs) for k in

@@ -20,6 +20,7 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import statistics
 import sys
@@ -98,6 +99,8 @@ def profile(args: argparse.Namespace, work: Path) -> int:
     from foxhunt.config.numerics import pin_cpu_numerics
 
     pin_cpu_numerics()
+    # main returns (foxhunt.quick_exit would end the process in it): the profile is written after.
+    os.environ["FOXHUNT_FULL_TEARDOWN"] = "1"
     import foxhunt.cli
 
     out = Path(args.out)
