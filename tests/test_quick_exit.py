@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,11 +25,11 @@ CONSOLE = (
 )
 
 
-def console(*argv: str, **env: str) -> subprocess.CompletedProcess:
-    """CONSOLE run as its own process on `argv`, with `env` added to this one's environment."""
+def console(*argv: str, prelude: str = "", **env: str) -> subprocess.CompletedProcess:
+    """CONSOLE (after `prelude`'s lines) run as its own process on `argv`, with `env` added to the environment."""
     environ = {k: v for k, v in os.environ.items() if k != quick_exit.FULL_TEARDOWN_ENV}
     environ.update(PYTHONPATH=str(ROOT / "trainer_image"), **env)
-    command = [sys.executable, "-c", CONSOLE, *argv]
+    command = [sys.executable, "-c", prelude + CONSOLE, *argv]
     return subprocess.run(command, capture_output=True, text=True, timeout=120, env=environ)
 
 
@@ -53,6 +54,50 @@ def test_a_console_command_that_succeeds_has_written_everything_before_it_ends(t
     assert done.returncode == 0, done.stderr
     assert "teardown ran" not in done.stdout
     assert len(read_fxcache(str(tmp_path / "eurusd.arrow")).timestamp) > 0  # its checksum verified
+
+
+def test_a_quick_exit_takes_the_helper_processes_left_running_with_it(tmp_path):
+    prelude = (
+        "import subprocess, sys\n"
+        "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'],\n"
+        "                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+        "print('helper', helper.pid, flush=True)\n"
+    )
+    bars = ROOT / "tests" / "data" / "EURUSD_M1_2018_head.parquet"
+    done = console("precompute", "--bars", str(bars), "--out", str(tmp_path / "c.arrow"), prelude=prelude)
+    assert done.returncode == 0, done.stderr
+    assert not running(int(done.stdout.split()[1]))
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie awaiting its new parent's reaping is not)."""
+    for _ in range(50):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def test_helper_processes_are_this_process_s_children_and_theirs():
+    grandchild = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    child = subprocess.Popen([sys.executable, "-c", grandchild])
+    try:
+        for _ in range(100):
+            below = quick_exit.helper_processes(child.pid)
+            if below:
+                break
+            time.sleep(0.05)
+        assert len(below) == 1
+        assert [child.pid, *below] == [p for p in quick_exit.helper_processes() if p in (child.pid, *below)]
+    finally:
+        for pid in quick_exit.helper_processes(child.pid):
+            os.kill(pid, 9)
+        child.kill()
+        child.wait()
 
 
 def test_the_full_teardown_setting_keeps_the_interpreters_exit(tmp_path):
