@@ -97,3 +97,25 @@ def test_each_seeds_fold_decisions_come_from_its_own_reports_and_say_what_the_ke
     )
     (tmp_path / "seed_1" / "fold_1" / "report.json").unlink()
     assert learner.fold_decisions(summary, tmp_path)["1"] is None
+
+
+def test_the_levers_fixture_scales_the_regimes_drift_and_nothing_else():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from support.signal_arrays import DRIFT
+    from support.signal_runs import fixture_data
+
+    full, quarter, twin = (
+        fixture_data(True, DRIFT)[0],
+        fixture_data(True, DRIFT / 4)[0],
+        fixture_data(False)[0],
+    )
+    assert (quarter.features == full.features).all()
+    added_full = full.targets - twin.targets
+    assert added_full.abs().max() > 0
+    assert (quarter.targets - twin.targets).sub(added_full / 4).abs().max() < 1e-7
+
+
+def test_a_lever_at_no_drift_learns_what_the_driftless_twin_does():
+    at_no_drift = learner.one_fold(learner.LEVERS["base"], 0, True, epochs=2, drift_scale=0.0)
+    twin = learner.one_fold(learner.LEVERS["base"], 0, False, epochs=2)
+    assert at_no_drift == twin

@@ -13,26 +13,26 @@ from foxhunt.data.folds import generate_walk_forward_indices
 from foxhunt.evaluate.sharpe import bootstrap_interval
 from foxhunt.train import DQNTrainer, to_device
 from foxhunt.train.policy import policy_pnl
-from support.signal_arrays import FOLDS, signal_arrays
+from support.signal_arrays import DRIFT, FOLDS, signal_arrays
 
 EPOCHS = 15
 
 
 @cache
-def fixture_data(signal: bool):
-    """The fixture on the CPU and its one fold (`signal=False`: the driftless twin)."""
-    arrays = signal_arrays(seed=0, signal=signal)
+def fixture_data(signal: bool, drift: float = DRIFT):
+    """The fixture on the CPU and its one fold (`signal=False`: the driftless twin; `drift`: the regime's)."""
+    arrays = signal_arrays(seed=0, signal=signal, drift=drift)
     fold = generate_walk_forward_indices(arrays.timestamp, FOLDS, close_returns=arrays.targets[:, 0])[0]
     return to_device(arrays.features, arrays.targets, arrays.timestamp, torch.device("cpu")), fold
 
 
 def trained_fold(
-    config: DQNConfig, seed: int, signal: bool, eval_cost: float, epochs: int = EPOCHS
+    config: DQNConfig, seed: int, signal: bool, eval_cost: float, epochs: int = EPOCHS, drift: float = DRIFT
 ) -> tuple[DQNTrainer, object]:
-    """A trainer of `config` after `epochs` epochs of the fixture's fold (one thread), and the policy it
-    chose (its member 0's selection: None, or flat or an epoch kept)."""
+    """A trainer of `config` after `epochs` epochs of the fixture's fold (one thread; the regime's `drift`),
+    and the policy it chose (its member 0's selection: None, or flat or an epoch kept)."""
     torch.set_num_threads(1)
-    data, fold = fixture_data(signal)
+    data, fold = fixture_data(signal, drift)
     trainer = DQNTrainer(
         data, config, max_train_rows=fold.train_rows, seed=seed, eval_cost=eval_cost, diagnostics=False
     )
