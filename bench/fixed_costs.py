@@ -84,6 +84,12 @@ PHASES = (
     ("foxhunt.run.walk_forward", "send_fold_pictures", "          pictures_sent"),
     ("foxhunt.run.walk_forward", "run_tables", "          tables"),
     ("foxhunt.run.walk_forward", "run_pictures", "          pictures"),
+    # Each picture drawn in this process (with the early worker, only the record's: the folds' are its).
+    ("foxhunt.evaluate.plot", "render_run_png", "            run_png"),
+    ("foxhunt.evaluate.plot_positions", "render_positions_png", "            positions_png"),
+    ("foxhunt.evaluate.plot", "render_timings_png", "            timings_png"),
+    ("foxhunt.evaluate.plot_learning", "render_learning_png", "            learning_png"),
+    ("foxhunt.evaluate.plot_jobs", "PicturePool.results", "            pictures_wait"),
     ("foxhunt.run.walk_forward", "_seed_spread", "        seed_spread"),
     ("foxhunt.run.walk_forward", "run_holdout", "        holdout"),
     ("foxhunt.run.lifecycle", "Run.finish", "      finish"),
