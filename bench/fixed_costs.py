@@ -291,13 +291,14 @@ def measure(args, work: Path, record: dict) -> None:
     """help, the default pipeline and a two-year `foxhunt train`, each as `--repeats` cold processes."""
     import harness as h
 
+    from foxhunt.quick_exit import full_teardown_wanted
     from foxhunt.run.precompute import precompute
 
     if args.cores and subprocess.run(["which", "taskset"], capture_output=True).returncode != 0:
         raise SystemExit("taskset not found: install util-linux, or pass --cores ''")
     kinds = args.kinds.split(",")
     record["cores"] = args.cores or "all"
-    record["full_teardown"] = os.environ.get("FOXHUNT_FULL_TEARDOWN", "") not in ("", "0")
+    record["full_teardown"] = full_teardown_wanted()
     if "help" in kinds:
         runs = h.repeat(args.repeats, lambda i: help_run(args, work), "help")
         record["help"] = {"runs": runs, "medians": {k: h.spread(r.get(k) for r in runs) for k in

@@ -99,8 +99,10 @@ def profile(args: argparse.Namespace, work: Path) -> int:
     from foxhunt.config.numerics import pin_cpu_numerics
 
     pin_cpu_numerics()
+    from foxhunt.quick_exit import FULL_TEARDOWN_ENV
+
     # main returns (foxhunt.quick_exit would end the process in it): the profile is written after.
-    os.environ["FOXHUNT_FULL_TEARDOWN"] = "1"
+    os.environ[FULL_TEARDOWN_ENV] = "1"
     import foxhunt.cli
 
     out = Path(args.out)

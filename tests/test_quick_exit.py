@@ -127,25 +127,17 @@ def test_a_live_child_process_is_work_still_owed():
     assert "pictures" not in quick_exit.owed_work()
 
 
-def test_a_running_thread_is_work_still_owed():
+@pytest.mark.parametrize("daemon, owed", [(False, True), (True, False)])
+def test_a_running_thread_is_owed_work_unless_it_is_a_daemon(daemon, owed):
     release = threading.Event()
-    worker = threading.Thread(target=release.wait, name="uploader")
+    worker = threading.Thread(target=release.wait, name="uploader", daemon=daemon)
     worker.start()
     try:
-        assert "uploader" in quick_exit.owed_work()
+        assert ("uploader" in quick_exit.owed_work()) is owed
     finally:
         release.set()
         worker.join()
     assert "uploader" not in quick_exit.owed_work()
-
-
-def test_a_daemon_thread_is_not_owed():
-    release = threading.Event()
-    threading.Thread(target=release.wait, name="heartbeat", daemon=True).start()
-    try:
-        assert "heartbeat" not in quick_exit.owed_work()
-    finally:
-        release.set()
 
 
 def test_leave_returns_while_a_thread_still_runs_in_the_commands_own_process(not_owned):

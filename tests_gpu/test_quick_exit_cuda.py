@@ -12,7 +12,7 @@ from pathlib import Path
 
 from support.run_cases import PROCESS_TIMEOUT_S, tiny_fxcache, tiny_params, train_argv
 
-from foxhunt.quick_exit import helper_processes
+from foxhunt.quick_exit import FULL_TEARDOWN_ENV, helper_processes
 
 __all__ = ["tiny_fxcache", "tiny_params"]  # the CPU suite's fixtures: the same fxcache and parameters
 
@@ -41,7 +41,7 @@ def compile_workers_of(parent: int) -> set[int]:
 
 
 def test_a_cuda_console_run_takes_its_compile_workers_with_it(tiny_fxcache, tiny_params, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "FOXHUNT_FULL_TEARDOWN"}
+    env = {k: v for k, v in os.environ.items() if k != FULL_TEARDOWN_ENV}
     env.update(PYTHONPATH=str(ROOT / "trainer_image"), TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"),
                TRITON_CACHE_DIR=str(tmp_path / "triton"))  # fmt: skip
     argv = train_argv(tiny_fxcache, tmp_path / "out", tiny_params, "--epochs", "2", "--device", "cuda")

@@ -29,6 +29,11 @@ from foxhunt import collector
 FULL_TEARDOWN_ENV = "FOXHUNT_FULL_TEARDOWN"
 
 
+def full_teardown_wanted() -> bool:
+    """Whether the environment asks for the interpreter's full exit (`FOXHUNT_FULL_TEARDOWN` set, not 0)."""
+    return os.environ.get(FULL_TEARDOWN_ENV, "") not in ("", "0")
+
+
 def owed_work() -> list[str]:
     """What a quick exit would cut short: the running non-daemon threads and live child processes, by name."""
     main = threading.main_thread()
@@ -58,7 +63,7 @@ def helper_processes(root: int | None = None) -> list[int]:
 
 def leave(code: int) -> None:
     """End this process now with `code` when it may (see the module's notes); else return and exit as usual."""
-    if not collector.owned() or os.environ.get(FULL_TEARDOWN_ENV, "") not in ("", "0") or owed_work():
+    if not collector.owned() or full_teardown_wanted() or owed_work():
         return
     for pid in helper_processes():
         try:
