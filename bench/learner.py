@@ -66,9 +66,13 @@ def run_figures(summary: dict) -> dict:
     hold = net["buy_and_hold"]["sharpe"]
     best = None if oracle is None else {"name": oracle, "sharpe": net[oracle]["sharpe"],
                                         "ci": [net[oracle]["sharpe_ci_low"], net[oracle]["sharpe_ci_high"]]}  # fmt: skip
-    worst = min(f["sharpe"] for f in seeds.values()) / best["sharpe"] if best and best["sharpe"] > 0 else None
+    positive = best is not None and best["sharpe"] > 0
+    worst = min(f["sharpe"] for f in seeds.values()) / best["sharpe"] if positive else None
+    majority = (spread or {}).get("majority")  # --seeds K ≥ 3: the side more than half the seeds hold
+    if majority is not None:
+        majority = {**majority, "share_of_oracle": majority["sharpe"] / best["sharpe"] if positive else None}
     return {"seeds": seeds, "flat": net["flat"]["sharpe"], "buy_and_hold": hold, "feature_oracle": best,
-            "worst_share": worst, **seed_sides(seeds, hold)}  # fmt: skip
+            "worst_share": worst, "majority": majority, **seed_sides(seeds, hold)}  # fmt: skip
 
 
 def seed_sides(seeds: dict, hold: float) -> dict:
@@ -187,6 +191,7 @@ def control(args: argparse.Namespace, work: Path, record: dict) -> None:
                         k: row.get(k)
                         for k in ("data", "variant", "exit_code", "median", "worst_share", "seeds_below_flat")
                     }
+                    | {"majority_share": (row.get("majority") or {}).get("share_of_oracle")}
                 )
             )
             h.write(record, args.out)

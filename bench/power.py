@@ -171,9 +171,13 @@ def pool_row(parts: list[dict]) -> dict:
     done = [p for p in parts if p.get("seeds")]
     if len(done) < len(parts):
         return {**parts[0], "seeds": None, "pooled_from": [p.get("source") for p in parts]}
-    row = {**done[0], "seeds": pu.joined_seeds(done, lambda p: p["seeds"]),
-           "wall_seconds": sum(p.get("wall_seconds") or 0.0 for p in done),
-           "pooled_from": [p.get("source") for p in done]}  # fmt: skip
+    row = {
+        **done[0],
+        "seeds": pu.joined_seeds(done, lambda p: p["seeds"]),
+        "wall_seconds": sum(p.get("wall_seconds") or 0.0 for p in done),
+        "pooled_from": [p.get("source") for p in done],
+        "majority": None,
+    }  # fmt: skip  (each call's seeds voted apart: no majority of them all)
     return {**row, **seed_summary(row)}
 
 
@@ -236,12 +240,13 @@ def _fmt(value: float | None, percent: bool = False) -> str:
 def table(rows: list[dict]) -> list[str]:
     """The rows as issue 34's table: data, feature oracle, the seeds' stitched net Sharpe, share, folds."""
     lines = [f"| shape | data | variant | {ORACLE_LABEL} | DQN stitched net Sharpe, median [min, max] over seeds "
-             "| share of the oracle, median (worst) | folds that trade, per seed | exposure, median |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| share of the oracle, median (worst) | folds that trade, per seed | exposure, median "
+             "| the seeds' majority: net Sharpe (share) |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
         head = f"| {row['shape']} | {row['data']} | {row['variant']} |"
         if not row.get("seeds"):
-            lines.append(f"{head} — | run failed (exit {row.get('exit_code')}) | — | — | — |")
+            lines.append(f"{head} — | run failed (exit {row.get('exit_code')}) | — | — | — | — |")
             continue
         oracle = row["feature_oracle"]
         shown = f"{_fmt(oracle['sharpe'])} ({oracle['name']})" if oracle else "—"
@@ -251,8 +256,10 @@ def table(rows: list[dict]) -> list[str]:
         total = max(f["folds"] for f in seeds)
         traded = ", ".join("?" if f["folds_traded"] is None else str(f["folds_traded"]) for f in seeds)
         exposure = h.spread(f["exposure"] for f in seeds)["median"]
+        vote = row.get("majority")
+        voted = f"{_fmt(vote['sharpe'])} ({_fmt(vote['share_of_oracle'], True)})" if vote else "—"
         lines.append(f"{head} {shown} | {_fmt(s['median'])} [{_fmt(s['min'])}, {_fmt(s['max'])}] | {shares} "
-                     f"| {traded} of {total} | {_fmt(exposure, True)} |")  # fmt: skip
+                     f"| {traded} of {total} | {_fmt(exposure, True)} | {voted} |")  # fmt: skip
     return lines
 
 

@@ -49,6 +49,14 @@ def test_the_control_is_judged_on_its_worst_seed_against_the_oracle():
     assert above["measured"] == 3 and above["target"] == 3 and above["met"]
 
 
+def test_the_seeds_majority_is_read_with_its_share_of_the_oracle():
+    summary = _summary({"0": (4.0, 2.0, 6.0), "1": (2.9, 1.0, 5.0), "2": (3.0, 1.0, 5.0)})
+    assert learner.run_figures(summary)["majority"] is None
+    summary["seed_spread"]["majority"] = {"members": [0, 1, 2], "sharpe": 4.5, "ci": [2.0, 7.0]}
+    majority = learner.run_figures(summary)["majority"]
+    assert majority["share_of_oracle"] == pytest.approx(4.5 / 5.0) and majority["members"] == [0, 1, 2]
+
+
 def test_a_worst_share_is_given_only_against_an_oracle_above_flat():
     seeds = {"0": (4.0, 2.0, 6.0), "1": (2.9, 1.0, 5.0)}
     assert learner.run_figures(_summary(seeds))["worst_share"] == pytest.approx(2.9 / 5.0)

@@ -312,8 +312,20 @@ def test_the_table_row_gives_the_oracle_the_seeds_median_and_range_the_share_and
     line = power.table([_row("plan", "drift-1", [9.0, 9.5, 8.0])])[-1]
     assert (
         line
-        == "| plan | drift-1 | base | 10.00 (mlp_60) | 9.00 [8.00, 9.50] | 90% (80%) | 1, 1, 1 of 3 | 50% |"
+        == "| plan | drift-1 | base | 10.00 (mlp_60) | 9.00 [8.00, 9.50] | 90% (80%) | 1, 1, 1 of 3 | 50% | — |"
     )
+
+
+def test_the_table_row_gives_the_seeds_majority_and_its_share_of_the_oracle():
+    row = {**_row("plan", "drift-1", [9.0, 9.5, 8.0]), "majority": {"sharpe": 9.7, "share_of_oracle": 0.97}}
+    assert power.table([row])[-1].endswith("| 50% | 9.70 (97%) |")
+
+
+def test_a_row_pooled_from_several_calls_has_no_majority_of_its_seeds():
+    # Catches: the first call's majority (of its own seeds only) shown as the pooled row's.
+    first = {**_row("two-years", "drift-1", [9.0]), "majority": {"sharpe": 9.0, "share_of_oracle": 0.9}}
+    pooled = power.pool_row([first, _row("two-years", "drift-1", [9.5, 0.5], first=1)])
+    assert pooled["majority"] is None and list(pooled["seeds"]) == ["0", "1", "2"]
 
 
 @pytest.mark.parametrize(

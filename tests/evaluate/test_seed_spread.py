@@ -2,10 +2,11 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from foxhunt.evaluate.evaluation import Metrics
-from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
+from foxhunt.evaluate.seed_spread import majority_figures, majority_positions, seed_spread, spread_lines
 
 _ZERO = Metrics(**{f.name: 0.0 for f in dataclasses.fields(Metrics)})
 
@@ -100,3 +101,32 @@ def test_the_console_names_each_seed_left_out_and_why():
 
 def test_a_spread_of_every_seed_says_nothing_of_seeds_left_out():
     assert not any("left out" in line for line in spread_lines(_spread({0: 1.0, 1: 2.0}, {0: -1.0, 1: -1.0})))
+
+
+def test_the_majority_holds_a_side_only_where_more_than_half_the_seeds_hold_it():
+    members = [np.array([1.0, 1.0, -1.0, 1.0, 0.0]), np.array([1.0, 0.0, -1.0, -1.0, 0.0]),
+               np.array([0.0, 0.0, 1.0, -1.0, 1.0])]  # fmt: skip
+    assert majority_positions(members).tolist() == [1.0, 0.0, -1.0, -1.0, 0.0]
+
+
+def test_two_of_four_seeds_are_not_a_majority():
+    # Catches: "at least half" for "more than half" (a tie of two against two, or two against flat, trades).
+    members = [np.array([1.0, 1.0]), np.array([1.0, 1.0]), np.array([-1.0, 0.0]), np.array([-1.0, 0.0])]
+    assert majority_positions(members).tolist() == [0.0, 0.0]
+    assert majority_positions([*members, np.array([1.0, 1.0])]).tolist() == [1.0, 1.0]
+
+
+def test_the_majority_of_no_seeds_is_refused():
+    with pytest.raises(ValueError, match="no member positions"):
+        majority_positions([])
+
+
+def test_the_majority_line_says_where_it_lies_against_flat():
+    above = majority_figures(_net(2.5, 0.4, 4.6, exposure=0.3, turnover_per_year=120.0), [0, 1, 2])
+    inside = majority_figures(_net(0.5, -1.0, 2.0), [0, 1, 2])
+    spread = {**_spread({0: 1.0, 1: 2.0, 2: 3.0}, {0: 0.1, 1: 0.2, 2: 0.3}), "majority": above}
+    assert spread_lines(spread)[-1] == (
+        "majority of 3 seeds (the side more than half hold, else flat): stitched net Sharpe 2.50 "
+        "[0.40, 4.60], above flat outside its interval; exposure 30%, turnover 120/yr"
+    )
+    assert "flat within its interval" in spread_lines({**spread, "majority": inside})[-1]

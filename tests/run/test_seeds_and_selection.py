@@ -9,6 +9,7 @@ from support import strict_json
 from support.run_cases import ONE_FOLD, TINY_DQN, quick_argv, train_argv
 
 from foxhunt.cli import main
+from foxhunt.evaluate.seed_spread import majority_positions
 from foxhunt.run import walk as walk_module
 from foxhunt.train import TrainingDiverged
 
@@ -59,6 +60,23 @@ def test_seeds_side_by_side_keep_member_zero_as_the_run_and_report_the_spread(
     assert spread["sharpe"]["11"] == stitched["policies"]["model"]["net"]["sharpe"]
     assert spread["median"] == float(np.median(list(spread["sharpe"].values())))
     assert "seed_spread" not in strict_json.read(one / "summary.json")
+
+
+def test_three_seeds_score_their_majority_from_the_seeds_own_positions(
+    quick_run, tiny_fxcache, tiny_params, tmp_path, capsys
+):
+    # Catches: the majority voted on one seed's positions, or its figures left out of the summary.
+    three = tmp_path / "three"
+    assert main(quick_argv(tiny_fxcache, three, tiny_params, "--seeds", "3")) == 0
+    majority = strict_json.read(three / "summary.json")["seed_spread"]["majority"]
+    assert majority["members"] == [11, 12, 13]
+    folders = [three, three / "seed_12", three / "seed_13"]
+    voted = np.concatenate([majority_positions([_positions(f, fold) for f in folders]) for fold in range(3)])
+    assert majority["exposure"] == pytest.approx(np.abs(voted).mean())
+    assert (
+        f"majority of 3 seeds (the side more than half hold, else flat): stitched net Sharpe {majority['sharpe']:.2f}"
+        in capsys.readouterr().out
+    )
 
 
 def test_a_seed_that_diverged_is_named_as_left_out_of_the_spread(

@@ -7,11 +7,15 @@ stitched net Sharpe, and says that one seed carries the result when exactly one 
 stitched Sharpe interval above flat's 0. Each seed's interval, exposure and turnover are kept too, so a
 seed that does harm (its whole interval below flat's 0) or churns shows as such. A seed with no stitched
 record (it diverged in some fold) cannot be in the spread: it is listed as left out, with why.
+
+With three seeds or more the report also scores the seeds' majority: on each bar the side (long or short)
+that more than half the seeds hold, else flat. One seed's luck, bad or good, cannot move it alone, so its
+record says what the settings find rather than what one draw of the weights found.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -53,6 +57,30 @@ def seed_spread(net: Mapping[int, Metrics], left_out: Mapping[int, str] | None =
 
 
 MIN_SEEDS_FOR_IQR = 4
+MIN_SEEDS_FOR_MAJORITY = 3  # with two, "more than half" is "both": an agreement, not a vote
+
+
+def majority_positions(members: Sequence[np.ndarray]) -> np.ndarray:
+    """Per bar, the side (+1 or -1) that more than half of `members` (each −1/0/1 per bar) hold, else 0."""
+    if not members:
+        raise ValueError("no member positions to vote on")
+    stacked = np.stack([np.asarray(m, dtype=np.float64) for m in members])
+    half = stacked.shape[0] / 2.0
+    longs, shorts = (stacked > 0).sum(axis=0), (stacked < 0).sum(axis=0)
+    return np.where(longs > half, 1.0, 0.0) - np.where(shorts > half, 1.0, 0.0)
+
+
+def majority_figures(net: Metrics, members: Sequence[int]) -> dict:
+    """The seeds' majority's stitched net figures (`net`) and which seeds voted (`members`)."""
+    return {
+        "members": list(members),
+        "sharpe": float(net.sharpe),
+        "ci": [float(net.sharpe_ci_low), float(net.sharpe_ci_high)],
+        "exposure": float(net.exposure),
+        "turnover_per_year": float(net.turnover_per_year),
+        "above_flat": bool(net.sharpe_ci_low > 0.0),
+        "below_flat": bool(net.sharpe_ci_high < 0.0),
+    }
 
 
 def spread_lines(spread: dict) -> list[str]:
@@ -79,4 +107,21 @@ def spread_lines(spread: dict) -> list[str]:
     if left_out:
         named = ", ".join(f"seed {e['seed']} ({e['reason']})" for e in left_out)
         lines.append(f"{len(left_out)} of {k + len(left_out)} seeds left out of the spread: {named}")
+    majority = spread.get("majority")
+    if majority is not None:
+        lines.append(majority_line(majority))
     return lines
+
+
+def majority_line(majority: dict) -> str:
+    """The console line of the seeds' majority (`majority_figures`)."""
+    low, high = majority["ci"]
+    if majority["above_flat"] or majority["below_flat"]:
+        where = f"{'above' if majority['above_flat'] else 'below'} flat outside its interval"
+    else:
+        where = "flat within its interval"
+    return (
+        f"majority of {len(majority['members'])} seeds (the side more than half hold, else flat): stitched "
+        f"net Sharpe {majority['sharpe']:.2f} [{low:.2f}, {high:.2f}], {where}; exposure "
+        f"{majority['exposure']:.0%}, turnover {majority['turnover_per_year']:.0f}/yr"
+    )

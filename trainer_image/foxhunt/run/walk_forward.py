@@ -5,6 +5,7 @@ spread across seeds (`--seeds K`) and the untouched holdout. A search hands the 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -18,7 +19,13 @@ from foxhunt.evaluate.plot_run import run_pictures, send_fold_pictures
 from foxhunt.evaluate.reports import flat_run_reading
 from foxhunt.evaluate.run_scores import run_scoring
 from foxhunt.evaluate.score_memo import ScoreMemo
-from foxhunt.evaluate.seed_spread import seed_spread, spread_lines
+from foxhunt.evaluate.seed_spread import (
+    MIN_SEEDS_FOR_MAJORITY,
+    majority_figures,
+    majority_positions,
+    seed_spread,
+    spread_lines,
+)
 from foxhunt.evaluate.stitched_report import cost_noise_line, one_bar_noise, stitched_report, verdict_line
 from foxhunt.evaluate.trades import run_tables
 from foxhunt.run import compile_cache
@@ -99,6 +106,27 @@ def run_folds(
             run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search,
             earlier=out_of_sample_evidence(outcomes),
         )  # fmt: skip
+
+
+def _seeds_majority(
+    data,
+    folds: list[FoldRange],
+    voters: dict[int, dict[int, FoldOutcome]],
+    members: list[int],
+    scoring: Scoring,
+    memo: ScoreMemo,
+) -> dict:
+    """The seeds' majority (`seed_spread.majority_positions`) fold by fold, stitched and scored beside the
+    baselines member 0's folds scored (the same for every seed)."""
+    first = voters[0]
+    voted = {
+        fold: replace(
+            o, positions=majority_positions([by_fold[fold].positions for by_fold in voters.values()])
+        )
+        for fold, o in first.items()
+    }
+    evaluation = stitch_outcomes(data, folds, voted, scoring, memo, first)
+    return majority_figures(evaluation.stitched.policies[MODEL].net, members)
 
 
 def _choose_n_step(run: Run, data: DeviceData, folds: list[FoldRange]) -> RunConfig:
@@ -243,6 +271,10 @@ def _seed_spread(
         evaluations[seeds[i]] = stitch_outcomes(data, folds, by_fold, scoring, memo, outcomes)
     nets = {s: e.stitched.policies[MODEL].net for s, e in evaluations.items()}
     summary.seed_spread = seed_spread(nets, left_out)
+    voters = {0: outcomes, **other_seeds}
+    if len(voters) >= MIN_SEEDS_FOR_MAJORITY:
+        members = [seeds[i] for i in sorted(voters)]
+        summary.seed_spread["majority"] = _seeds_majority(data, folds, voters, members, scoring, memo)
     for line in spread_lines(summary.seed_spread):
         run.progress(line)
     try:
