@@ -241,8 +241,28 @@ def one_fold(
     config = replace(DQNConfig(**{**BASE_LEVER, "cost": 2 * cost}), **changes)
     trainer, choice = trained_fold(config, seed, signal, cost, epochs, DRIFT * drift_scale)
     result = trainer.policies.validate()
+    positions = trainer.policies.greedy_positions().double().numpy()
     return {"sharpe": result.sharpe, "turnover": result.turnover, "exposure": result.exposure,
-            "buy_and_hold": result.buy_and_hold.sharpe, "went_flat": bool(choice and choice.flat)}  # fmt: skip
+            "buy_and_hold": result.buy_and_hold.sharpe, "went_flat": bool(choice and choice.flat),
+            "positions": positions, "drift": DRIFT * drift_scale}  # fmt: skip
+
+
+def majority_sharpes(runs: list[dict], signal: bool, cost: float, size: int = 3) -> list[float]:
+    """The fixture's validation net Sharpe of each consecutive group of `size` seeds' majority (the side
+    more than half of them hold, else flat), as a run's `--seeds K` scores it."""
+    import torch
+    from support.signal_runs import fixture_data
+
+    from foxhunt.evaluate.seed_spread import majority_positions
+    from foxhunt.train.policy import score_positions
+
+    sharpes = []
+    for first in range(0, len(runs) - size + 1, size):
+        group = runs[first : first + size]
+        data, fold = fixture_data(signal, group[0]["drift"])
+        voted = torch.from_numpy(majority_positions([r["positions"] for r in group])).to(data.targets.dtype)
+        sharpes.append(score_positions(data, voted, fold.val_start, cost).sharpe)
+    return sharpes
 
 
 def quartiles(values: list[float]) -> dict:
@@ -264,14 +284,19 @@ def levers(args: argparse.Namespace, work: Path, record: dict) -> None:
             started = time.perf_counter()
             runs = [one_fold(LEVERS[name], s, signal, args.epochs, args.cost, args.drift_scale)
                     for s in args.seeds]  # fmt: skip
+            voted = majority_sharpes(runs, signal, args.cost)
+            for r in runs:
+                del r["positions"], r["drift"]
             row = {"lever": name, "changes": LEVERS[name], "data": "signal" if signal else "driftless twin",
                    "epochs": args.epochs, "flat_folds": sum(r["went_flat"] for r in runs), "runs": runs,
                    **{k: quartiles([r[k] for r in runs]) for k in ("sharpe", "turnover", "exposure")},
-                   "seconds": time.perf_counter() - started}  # fmt: skip
+                   "majority_of_3": voted, "seconds": time.perf_counter() - started}  # fmt: skip
             record["rows"].append(row)
             s = row["sharpe"]
+            groups = ", ".join(f"{v:.1f}" for v in voted) or "—"
             print(f"{name:24s} {row['data']:15s} Sharpe median {s['median']:8.2f} IQR {s['iqr']:7.2f} "
-                  f"[{s['min']:.1f}, {s['max']:.1f}] flat folds {row['flat_folds']}", flush=True)  # fmt: skip
+                  f"[{s['min']:.1f}, {s['max']:.1f}] flat folds {row['flat_folds']}; majorities of 3: {groups}",
+                  flush=True)  # fmt: skip
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
