@@ -225,7 +225,8 @@ class RunConfig:
     seeds: int = setting(
         1,
         "Seeds of the same settings trained side by side (seed, seed + 1, ...); the run's result is "
-        "the first's, the report gives the spread of the stitched Sharpe across them.",
+        "the first's, the report gives the spread of the stitched Sharpe across them and, with three or "
+        "more, their majority's stitched record (the side more than half the seeds hold, else flat).",
         low=1,
         high=64,
     )
