@@ -109,7 +109,16 @@ def book_figures(summary: dict) -> dict:
     oracle = oracle_of(book.get("feature_oracle"))
     return {"sharpe": net["sharpe"], "ci": [net["sharpe_ci_low"], net["sharpe_ci_high"]], "seeds": seeds,
             "flat": policies["flat"]["net"]["sharpe"], "buy_and_hold": policies["buy_and_hold"]["net"]["sharpe"],
-            "feature_oracle": oracle, "share": shares(seeds, oracle), **_side(seeds)}  # fmt: skip
+            "feature_oracle": oracle, "share": shares(seeds, oracle), **_side(seeds),
+            "majority": majority_share((spread or {}).get("majority"), oracle)}  # fmt: skip
+
+
+def majority_share(majority: dict | None, oracle: dict | None) -> dict | None:
+    """The seeds' majority (summary.json's, K ≥ 3) with its share of the oracle (None against no edge)."""
+    if majority is None:
+        return None
+    edge = oracle is not None and oracle["sharpe"] > 0
+    return {**majority, "share_of_oracle": majority["sharpe"] / oracle["sharpe"] if edge else None}
 
 
 def single_book(summary: dict) -> dict:
@@ -165,7 +174,7 @@ def pool_universe_row(parts: list[dict]) -> dict:
     sources = [p.get("source") for p in done]
     if len(done) < len(parts):
         return {**parts[0], "book": None, "pooled_from": [p.get("source") for p in parts]}
-    book = {**done[0]["book"], "seeds": joined_seeds(done, lambda p: p["book"]["seeds"])}
+    book = {**done[0]["book"], "seeds": joined_seeds(done, lambda p: p["book"]["seeds"]), "majority": None}
     book.update(share=shares(book["seeds"], book["feature_oracle"]), **_side(book["seeds"]))
     instruments = {}
     for name, first in done[0]["per_instrument"].items():
@@ -216,13 +225,14 @@ def _fmt(value: float | None, percent: bool = False) -> str:
 def universe_table(rows: list[dict]) -> list[str]:
     """The universe rows: K, data, the book's oracle, the seeds' book Sharpe, share, the instruments'."""
     lines = ["| instruments | data | variant | book's feature oracle | book stitched net Sharpe per seed "
-             "| share of the oracle, median (worst) | instruments' stitched net Sharpe, median [min, max] |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
+             "| share of the oracle, median (worst) | instruments' stitched net Sharpe, median [min, max] "
+             "| the seeds' majority's book: net Sharpe (share) |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
         head = f"| {row['instruments']} | {row['data']} | {row['variant']} |"
         book = row.get("book")
         if not book:
-            lines.append(f"{head} — | run failed (exit {row.get('exit_code')}) | — | — |")
+            lines.append(f"{head} — | run failed (exit {row.get('exit_code')}) | — | — | — |")
             continue
         oracle = book["feature_oracle"]
         seeds = ", ".join(
@@ -232,8 +242,10 @@ def universe_table(rows: list[dict]) -> list[str]:
         share_text = f"{_fmt(sh['median'], True)} ({_fmt(sh['min'], True)})" if sh else "—"
         each = h.spread(f["sharpe"] for f in row["per_instrument"].values())
         inst = f"{_fmt(each['median'])} [{_fmt(each['min'])}, {_fmt(each['max'])}]" if each["n"] else "—"
+        vote = book.get("majority")
+        voted = f"{_fmt(vote['sharpe'])} ({_fmt(vote['share_of_oracle'], True)})" if vote else "—"
         lines.append(
-            f"{head} {_fmt(oracle['sharpe']) if oracle else 'null'} | {seeds} | {share_text} | {inst} |"
+            f"{head} {_fmt(oracle['sharpe']) if oracle else 'null'} | {seeds} | {share_text} | {inst} | {voted} |"
         )
     return lines
 

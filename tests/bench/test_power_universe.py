@@ -61,6 +61,16 @@ def test_the_books_oracle_is_read_in_any_of_its_shapes_and_each_seed_gets_its_sh
     assert figures["share"]["seeds"] == {"0": 0.75, "1": 0.5} and figures["share"]["min"] == 0.5
 
 
+def test_the_books_majority_is_read_with_its_share_and_shown_in_the_table():
+    summary = _summary({"0": (3.0, 1.0, 5.0), "1": (2.0, 0.2, 3.8), "2": (2.5, 0.5, 4.5)}, oracle=4.0)
+    assert pu.book_figures(summary)["majority"] is None
+    summary["book"]["seed_spread"]["majority"] = {"members": [0, 1, 2], "sharpe": 3.6, "ci": [1.5, 5.7]}
+    figures = pu.book_figures(summary)
+    assert figures["majority"]["share_of_oracle"] == pytest.approx(0.9)
+    row = {"instruments": 4, "data": "drift-0.25", "variant": "base", "book": figures, "per_instrument": {}}
+    assert pu.universe_table([row])[-1].endswith("| 3.60 (90%) |")
+
+
 def test_an_oracle_without_an_edge_gives_no_share():
     assert pu.shares({"0": {"sharpe": 1.0}}, {"sharpe": 0.0}) is None
     assert pu.shares({"0": {"sharpe": 1.0}}, {"sharpe": -2.0}) is None

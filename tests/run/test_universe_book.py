@@ -165,3 +165,47 @@ def test_with_seeds_the_book_reports_the_seeds_spread_of_its_net_sharpe(caches, 
     spread = result.summary["book"]["seed_spread"]
     assert spread["seeds"] == [0, 1]
     assert spread["sharpe"]["0"] == result.summary["book"]["stitched_net_sharpe"]
+
+
+def test_with_three_seeds_the_book_reports_the_book_of_their_majority(caches, tmp_path):
+    out = tmp_path / "seeds"
+    lines: list[str] = []
+    settings = replace(settings_for(out), seeds=3)
+    result = train_universe([caches[n] for n in NAMES], str(out), settings, lines.append)
+    majority = result.summary["book"]["seed_spread"]["majority"]
+    assert majority["members"] == [0, 1, 2]
+    assert json.loads((out / "book.json").read_text())["seed_spread"]["majority"] == majority
+    said = f"book: majority of 3 seeds (the side more than half hold, else flat): stitched net Sharpe {majority['sharpe']:.2f}"
+    assert any(line.startswith(said) for line in lines)
+
+
+def _evaluation(positions: list[float], cost: float = 1e-3):
+    from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
+    from foxhunt.evaluate.records import Record
+
+    n = len(positions)
+    returns = np.linspace(-2e-3, 3e-3, n)
+
+    def record(p) -> Record:
+        return Record(index=np.arange(n), timestamp=np.arange(n, dtype=np.int64) * 60_000_000_000,
+                      positions=np.asarray(p, dtype=np.float64), returns=returns, fold=np.zeros(n, np.int64),
+                      bars_per_year=98_280.0)  # fmt: skip
+
+    records = {MODEL: record(positions), "buy_and_hold": record([1.0] * n)}
+    return RunEvaluation(folds=[], stitched=None, records=records, cost_per_unit=cost)  # type: ignore[arg-type]
+
+
+def test_an_instruments_majority_series_votes_the_seeds_positions_and_pays_the_votes_own_costs():
+    # Catches: the first seed's positions or net returns kept, or the cost of the seeds' own changes paid.
+    from foxhunt.evaluate.evaluation import MODEL
+    from foxhunt.run.universe_book import majority_series
+
+    seeds = [_evaluation([1, 1, 0, -1, -1]), _evaluation([1, 0, 0, -1, 1]), _evaluation([0, 1, 1, -1, 1])]
+    series = majority_series(seeds)
+    voted = _evaluation([1, 1, 0, -1, 1])
+    assert series["positions"].tolist() == [1.0, 1.0, 0.0, -1.0, 1.0]
+    want = voted.records[MODEL].pnl(voted.cost_per_unit, None)
+    assert np.allclose(series["net_returns"], want)
+    assert np.array_equal(
+        series["buy_and_hold/net_returns"], seeds[0].records["buy_and_hold"].pnl(1e-3, None)
+    )

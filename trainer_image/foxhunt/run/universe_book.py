@@ -13,12 +13,15 @@ What a run writes: summary.json's `book` and ``book.json`` (the same dict: the w
 with its record's gross and net figures, its baselines, buy-and-hold, flat and the supervised models of the
 series, each combined with the same weights, and the paired comparisons against them; `feature_oracle`, the
 best of the combined supervised models with its interval and the model's share of it), one console line, and with `--seeds K` the seeds'
-spread of the book's stitched net Sharpe (`book_seed_spread`).
+spread of the book's stitched net Sharpe (`book_seed_spread`); with three seeds or more that hold every
+instrument, also the book of their majority (`majority_series`: per instrument, bar by bar, the side more
+than half of them hold, else flat), with its console line.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -29,6 +32,7 @@ from foxhunt.evaluate.book import (
     BookEvaluation,
     InstrumentSeries,
     book_feature_oracle,
+    book_net,
     book_seed_spread,
     book_start,
     book_to_dict,
@@ -39,6 +43,12 @@ from foxhunt.evaluate.book import (
 )
 from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, RunEvaluation, Scoring
 from foxhunt.evaluate.records import bars_per_year
+from foxhunt.evaluate.seed_spread import (
+    MIN_SEEDS_FOR_MAJORITY,
+    majority_figures,
+    majority_line,
+    majority_positions,
+)
 from foxhunt.run.fold import Progress
 from foxhunt.run.sinks.telemetry import RunMetrics
 from foxhunt.run.sinks.telemetry_reads import stitched_figures
@@ -151,6 +161,31 @@ def stitched_series(evaluation: RunEvaluation) -> dict[str, np.ndarray]:
     return out
 
 
+def majority_series(by_seed: Sequence[RunEvaluation]) -> dict[str, np.ndarray]:
+    """An instrument's `stitched_series` of its seeds' majority (`seed_spread.majority_positions` of their
+    stitched positions, which cover the same bars), its net returns after the instrument's own costs; the
+    baselines' are the first seed's (the same for every seed)."""
+    first = by_seed[0]
+    model = first.records[MODEL]
+    voted = replace(model, positions=majority_positions([e.records[MODEL].positions for e in by_seed]))
+    net = voted.pnl(first.cost_per_unit, first.execution)
+    return {
+        **stitched_series(first),
+        "positions": voted.positions,
+        "net_returns": np.asarray(net, np.float64),
+    }
+
+
+def majority_book(
+    by_seed: Sequence[Mapping[str, RunEvaluation]], history: History, scoring: Scoring
+) -> BookEvaluation:
+    """The book of the seeds' majority, instrument by instrument (`majority_series`), weighted as theirs."""
+    names = list(by_seed[0])
+    series = {name: majority_series([seed[name] for seed in by_seed]) for name in names}
+    costs = {name: by_seed[0][name].cost_per_unit for name in names}
+    return universe_book(series, history, costs, scoring)[0]
+
+
 def write_book(
     evaluations: dict[int, dict[str, RunEvaluation]],
     history: dict[str, tuple[np.ndarray, np.ndarray]],
@@ -179,7 +214,13 @@ def write_book(
     entry = book_entry(book, cutoffs)
     if len(seeds) > 1:
         entry["seed_spread"] = book_seed_spread(books, {s: left_out[s] for s in seeds if s not in books})
+    voters = [m for m in evaluations if seeds[m] in books]
+    if len(voters) >= MIN_SEEDS_FOR_MAJORITY:
+        voted = majority_book([evaluations[m] for m in voters], history, scoring)
+        entry["seed_spread"]["majority"] = majority_figures(book_net(voted), [seeds[m] for m in voters])
     storage.write_bytes(storage.join(out_uri, BOOK_FILE), strict_json.json_bytes(entry))
     progress(book_line(book))
+    if "majority" in entry.get("seed_spread", {}):
+        progress(f"book: {majority_line(entry['seed_spread']['majority'])}")
     metrics.book_scored(stitched_figures(book.window))
     return entry, book
