@@ -183,3 +183,28 @@ def test_a_run_flat_in_every_fold_says_so_with_each_folds_tail_sharpe_and_gate(
         line for line in console.splitlines() if "flat: the gate found no edge; learned tail Sharpe" in line
     ]
     assert len(table) == 3  # each fold's row of the table says it in words
+
+
+def test_the_seeds_fold_policies_voted_bar_by_bar_give_the_positions_their_majority_scored(
+    tiny_fxcache, tiny_params, tmp_path
+):
+    # Catches: an extra seed's fold folder that cannot be loaded, or a vote of one policy's rollout.
+    from foxhunt.data.fxcache import read_fxcache
+    from foxhunt.evaluate.fold_policy import load_policy, majority_rollout
+
+    three = tmp_path / "three"
+    assert main(quick_argv(tiny_fxcache, three, tiny_params, "--seeds", "3")) == 0
+    features = read_fxcache(str(tiny_fxcache)).features
+    folders = [three, three / "seed_12", three / "seed_13"]
+    folds = range(len(strict_json.read(three / "summary.json")["folds"]))
+    differ = [
+        not np.array_equal(_positions(three, f), majority_positions([_positions(d, f) for d in folders]))
+        for f in folds
+    ]
+    assert any(differ)  # the vote is not the first seed's, so this test tells them apart
+    for report in strict_json.read(three / "summary.json")["folds"]:
+        fold = report["fold"]
+        policies = [load_policy(str(f / f"fold_{fold}")) for f in folders]
+        rows = features[report["val_start"] : report["val_end"]]
+        voted = majority_positions([_positions(f, fold) for f in folders])
+        assert np.array_equal(majority_rollout(policies, rows), voted)

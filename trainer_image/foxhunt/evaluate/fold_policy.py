@@ -6,11 +6,16 @@
     policy(features, position)   # (n, 42) float rows + incoming position(s) → next position per row
     policy.rollout(features)     # consecutive bars, entered flat → the position held after each bar
 
+    # --seeds K: each seed's fold (`seed_<s>/fold_2` beside the run's own), voted bar by bar
+    seeds = [load_policy(f"runs/sample/{s}fold_2") for s in ("", "seed_1/", "seed_2/")]
+    majority_rollout(seeds, features)   # the side more than half of them hold after each bar, else 0
+
 Positions are −1 (short), 0 (flat), 1 (long), held from a bar's close to the next one's, exactly as
 in training and validation. The feature rows are the fxcache's (the 42 of `FEATURE_NAMES`, in that
 order, not normalised): the policy normalises them with the fold's training-slice statistics.
 `rollout` runs the same greedy scan as the run's validation, so over a fold's validation rows it
-gives the positions in the fold's `positions.npy`.
+gives the positions in the fold's `positions.npy`; `majority_rollout` of a run's seeds gives there the
+positions its `seed_spread.majority` scored.
 
 A fold folder holds `weights.pt` (read with `torch.load(..., weights_only=True)`, so a file can carry
 no code), `norm_stats_foldN.json` (mean and std per feature, with the feature names) and lives in a
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,11 +40,13 @@ from foxhunt import out_names, storage
 from foxhunt.config import DQNConfig, override
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.errors import BadInput
+from foxhunt.evaluate.seed_spread import majority_positions
 from foxhunt.train.device_data import chunk_rows
 from foxhunt.train.dqn import build_qnet
 from foxhunt.train.policy import FLAT, greedy_maps, policy_state, rollout_positions
 
 FOLD_FOLDER = out_names.FOLD_FOLDER
+SEED_FOLDER = out_names.SEED_FOLDER
 
 
 @dataclass
@@ -112,6 +120,12 @@ def run_dqn_config(run_uri: str) -> DQNConfig:
     """The DQN settings a run trained with: its manifest's, else its summary's; for an instrument's folder
     of a run over several (``…/instruments/<name>[/seed_S]``), the universe run's manifest or summary."""
     found = [(run_uri, out_names.MANIFEST, ("config", "dqn")), (run_uri, out_names.SUMMARY, ("dqn_config",))]
+    parent, _, last = run_uri.rstrip("/").rpartition("/")
+    if parent and SEED_FOLDER.fullmatch(last):  # an extra seed's folds (--seeds K) under the run's folder
+        found += [
+            (parent, out_names.MANIFEST, ("config", "dqn")),
+            (parent, out_names.SUMMARY, ("dqn_config",)),
+        ]
     universe, marker, _ = run_uri.rpartition("/instruments/")
     if marker:
         found += [
@@ -158,3 +172,9 @@ def load_policy(fold_dir_uri: str, device: str | torch.device = "cpu") -> Policy
     qnet.to(device).eval()
     as_tensor = lambda values: torch.tensor(values, dtype=torch.float32, device=device)  # noqa: E731
     return Policy(fold, qnet, as_tensor(norm["mean"]), as_tensor(norm["std"]), config)
+
+
+def majority_rollout(policies: Sequence[Policy], features, start_position: int = 0) -> np.ndarray:
+    """The seeds' majority over these consecutive bars: each policy rolls out on its own (as each seed
+    traded), then on each bar the side more than half of them hold, else flat."""
+    return majority_positions([policy.rollout(features, start_position) for policy in policies])
