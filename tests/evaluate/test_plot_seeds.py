@@ -45,6 +45,21 @@ def test_the_title_gives_the_median_and_iqr_and_names_a_flat_seed_in_words():
     assert "13 flat" in title and "13 0.00" not in title
 
 
+def test_the_seeds_majority_is_drawn_as_its_own_wealth_and_named_in_the_title():
+    # Catches: the majority drawn from a seed's P&L, or left out of the title.
+    pic = picture()
+    vote = np.random.default_rng(9).normal(2e-4, 5e-4, 500)
+    with_vote = SeedsPicture(pic.timestamp, pic.seeds, pic.log_pnl, pic.hold_log_pnl, pic.flat, vote)
+    spread = {**SPREAD, "majority": {"sharpe": 2.25}}
+    fig = seeds_figure(with_vote, spread, "t")
+    line = drawn(fig)["majority"]
+    assert (
+        np.allclose(line.get_ydata(), np.exp(np.cumsum(vote))) and "majority of 3 seeds" in line.get_label()
+    )
+    assert fig.get_suptitle().endswith("; their majority 2.25")
+    assert "majority" not in drawn(seeds_figure(pic, SPREAD, "t"))
+
+
 def test_a_run_with_seeds_writes_seeds_png(quick_run, tiny_fxcache, tiny_params, tmp_path):
     from support.run_cases import quick_argv
 

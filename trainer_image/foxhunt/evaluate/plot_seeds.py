@@ -1,9 +1,10 @@
 """`seeds.png` (`--seeds K`): every seed's stitched net wealth on the same bars, and the band they span.
 
 One thin line per seed, the run's own seed (member 0) bold, the band between the lowest and the highest
-seed's wealth at each bar shaded and edged, buy-and-hold dashed beside them; the title gives the seeds'
-stitched net Sharpe median and IQR (`evaluate.seed_spread`). A lucky seed shows as a line apart from
-the band's bulk; a seed that never traded says so in the legend.
+seed's wealth at each bar shaded and edged, buy-and-hold dashed beside them, and with three seeds or more
+their majority's wealth dotted (the side more than half hold, else flat); the title gives the seeds'
+stitched net Sharpe median and IQR (`evaluate.seed_spread`), and the majority's. A lucky seed shows as a
+line apart from the band's bulk; a seed that never traded says so in the legend.
 """
 
 from __future__ import annotations
@@ -40,14 +41,17 @@ class SeedsPicture:
     log_pnl: Mapping[int, np.ndarray]  # seed → per-bar net log P&L
     hold_log_pnl: np.ndarray | None = None  # buy-and-hold's on the same bars
     flat: Mapping[int, str] | None = None  # seed → why it never traded, in words ("" or absent: it traded)
+    majority_log_pnl: np.ndarray | None = None  # the seeds' majority's on the same bars (K ≥ 3)
 
 
 def seeds_picture(
     evaluations: Mapping[int, RunEvaluation],
     selections: Mapping[int, Sequence[FoldSelection | None]] | None = None,
+    majority: RunEvaluation | None = None,
 ) -> SeedsPicture:
     """The seeds' stitched records (seed → its run evaluation, the run's own seed first), net of costs;
-    `selections`: per seed its folds' tail selections, which say why a seed that never traded is flat."""
+    `selections`: per seed its folds' tail selections, which say why a seed that never traded is flat;
+    `majority`: the stitched evaluation of the seeds' majority, when scored."""
     from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL
     from foxhunt.evaluate.plot import flat_words
 
@@ -63,6 +67,7 @@ def seeds_picture(
             s: flat_words(e.stitched.policies[MODEL].net.exposure, chosen.get(s, ()))
             for s, e in evaluations.items()
         },
+        None if majority is None else majority.records[MODEL].pnl(majority.cost_per_unit, majority.execution),
     )
 
 
@@ -80,7 +85,13 @@ def seeds_figure(picture: SeedsPicture, spread: Mapping | None, title: str):
     stamps = np.asarray(picture.timestamp, dtype=np.int64)
     wealth = seed_wealth(picture)
     hold = None if picture.hold_log_pnl is None else np.exp(np.cumsum(picture.hold_log_pnl))
-    drawn = [wealth.min(axis=0), wealth.max(axis=0), *wealth, *([] if hold is None else [hold])]
+    vote = None if picture.majority_log_pnl is None else np.exp(np.cumsum(picture.majority_log_pnl))
+    drawn = [
+        wealth.min(axis=0),
+        wealth.max(axis=0),
+        *wealth,
+        *(line for line in (hold, vote) if line is not None),
+    ]
     # One set of bars for every line and the band, which keeps each line's extremes in every pixel column.
     idx = np.unique(np.concatenate([envelope(stamps, line, pixel_columns(fig)) for line in drawn]))
     dates, low, high = date_axis(stamps[idx]), drawn[0][idx], drawn[1][idx]
@@ -98,6 +109,9 @@ def seeds_figure(picture: SeedsPicture, spread: Mapping | None, title: str):
     if hold is not None:
         ax.plot(dates, hold[idx], "--", color=LINE_COLORS[1], linewidth=1.0, label="buy and hold",
                 gid="buy and hold")  # fmt: skip
+    if vote is not None:
+        ax.plot(dates, vote[idx], ":", color="black", linewidth=1.6, zorder=4, gid="majority",
+                label=f"majority of {len(picture.seeds)} seeds (the side more than half hold)")  # fmt: skip
     ax.set_yscale("log")
     ax.yaxis.set_major_formatter(FuncFormatter(percent_label))
     ax.yaxis.set_minor_formatter(FuncFormatter(percent_label))
@@ -115,9 +129,10 @@ def spread_title(spread: Mapping, flat: Mapping[int, str] | None = None) -> str:
     if spread["seeds"] and all(flat.get(int(s)) for s in spread["seeds"]):
         return f"{len(spread['seeds'])} seeds, every one {flat[int(spread['seeds'][0])]} in any fold"
     each = ", ".join(f"{s} flat" if flat.get(int(s)) else f"{s} {v:.2f}" for s, v in spread["sharpe"].items())
+    vote = f"; their majority {spread['majority']['sharpe']:.2f}" if spread.get("majority") else ""
     return (
         f"{len(spread['seeds'])} seeds, stitched net Sharpe median {spread['median']:.2f}, "
-        f"IQR {spread['iqr']:.2f} ({spread['q1']:.2f} to {spread['q3']:.2f}); by seed: {each}"
+        f"IQR {spread['iqr']:.2f} ({spread['q1']:.2f} to {spread['q3']:.2f}); by seed: {each}{vote}"
     )
 
 

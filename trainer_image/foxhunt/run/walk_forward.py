@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from foxhunt import collector, out_names, storage
 from foxhunt.config import RunConfig
 from foxhunt.data.folds import FoldRange
-from foxhunt.evaluate.evaluation import MODEL, Scoring
+from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, Scoring
 from foxhunt.evaluate.plot import flat_words
 from foxhunt.evaluate.plot_jobs import PicturePool, early_worker
 from foxhunt.evaluate.plot_run import run_pictures, send_fold_pictures
@@ -112,10 +112,9 @@ def _seeds_majority(
     data,
     folds: list[FoldRange],
     voters: dict[int, dict[int, FoldOutcome]],
-    members: list[int],
     scoring: Scoring,
     memo: ScoreMemo,
-) -> dict:
+) -> RunEvaluation:
     """The seeds' majority (`seed_spread.majority_positions`) fold by fold, stitched and scored beside the
     baselines member 0's folds scored (the same for every seed)."""
     first = voters[0]
@@ -125,8 +124,7 @@ def _seeds_majority(
         )
         for fold, o in first.items()
     }
-    evaluation = stitch_outcomes(data, folds, voted, scoring, memo, first)
-    return majority_figures(evaluation.stitched.policies[MODEL].net, members)
+    return stitch_outcomes(data, folds, voted, scoring, memo, first)
 
 
 def _choose_n_step(run: Run, data: DeviceData, folds: list[FoldRange]) -> RunConfig:
@@ -259,8 +257,9 @@ def _seed_spread(
     memo: ScoreMemo,
 ) -> None:
     """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console,
-    with the seeds `left_out` (seed → why: it diverged, so has no stitched record) named beside them;
-    `seeds.png` draws their stitched records (`evaluation`: the run's own, member 0's). The run's `memo`
+    with the seeds `left_out` (seed → why: it diverged, so has no stitched record) named beside them, and
+    (three seeds or more) their majority's record; `seeds.png` draws their stitched records and the
+    majority's (`evaluation`: the run's own, member 0's). The run's `memo`
     is every seed's: the baselines' records, the same for every seed, are scored once, not once a seed.
     `other_seeds`: the other seeds that walked every fold."""
     summary = run.summary
@@ -272,9 +271,11 @@ def _seed_spread(
     nets = {s: e.stitched.policies[MODEL].net for s, e in evaluations.items()}
     summary.seed_spread = seed_spread(nets, left_out)
     voters = {0: outcomes, **other_seeds}
+    voted = None
     if len(voters) >= MIN_SEEDS_FOR_MAJORITY:
-        members = [seeds[i] for i in sorted(voters)]
-        summary.seed_spread["majority"] = _seeds_majority(data, folds, voters, members, scoring, memo)
+        voted = _seeds_majority(data, folds, voters, scoring, memo)
+        net = voted.stitched.policies[MODEL].net
+        summary.seed_spread["majority"] = majority_figures(net, [seeds[i] for i in sorted(voters)])
     for line in spread_lines(summary.seed_spread):
         run.progress(line)
     try:
@@ -283,7 +284,7 @@ def _seed_spread(
         selections = {seeds[0]: [o.report.selection for o in outcomes.values()]}
         for i, by_fold in other_seeds.items():
             selections[seeds[i]] = [o.report.selection for o in by_fold.values()]
-        picture = seeds_picture(evaluations, selections)
+        picture = seeds_picture(evaluations, selections, voted)
         png = render_seeds_png(picture, summary.seed_spread, f"foxhunt run {summary.run_id}")
     except ImportError as exc:  # a slim image without matplotlib still reports in JSON
         run.progress(f"{out_names.SEEDS_PICTURE} not drawn: {exc}")
