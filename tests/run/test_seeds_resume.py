@@ -74,6 +74,21 @@ def test_a_deleted_fold_is_trained_again_and_the_spread_keeps_every_seed(
     assert spread["seeds"] == [11, 12]
 
 
+def test_a_resumed_run_of_three_seeds_votes_again_over_the_folds_it_took_over(
+    tiny_fxcache, tiny_params, tmp_path_factory, tmp_path
+):
+    # Catches: the vote left out after a resume, or taken over folds voted on other positions than saved.
+    three = ("--seeds", "3", "--epochs", "1", "--max-folds", "2")
+    done = finished_run(tiny_fxcache, tiny_params, tmp_path_factory, "three-seeds", *three)
+    out = copy_run(done, tmp_path / "out")
+    (out / "seed_13" / "fold_1" / "weights.pt").unlink()
+    (out / "summary.json").unlink()
+
+    assert main(train_argv(tiny_fxcache, out, tiny_params, *three)) == 0
+    before = strict_json.read(done / "summary.json")["seed_spread"]["majority"]
+    assert strict_json.read(out / "summary.json")["seed_spread"]["majority"] == before
+
+
 def test_garbage_weights_of_another_seed_are_found_and_the_fold_trained_again(
     two_seed_run, tiny_fxcache, tiny_params, tmp_path
 ):
