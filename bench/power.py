@@ -176,8 +176,10 @@ def pool_row(parts: list[dict]) -> dict:
         "seeds": pu.joined_seeds(done, lambda p: p["seeds"]),
         "wall_seconds": sum(p.get("wall_seconds") or 0.0 for p in done),
         "pooled_from": [p.get("source") for p in done],
+        # Each call's seeds voted apart (`--first-seed`): no vote of them all, but every call's vote.
         "majority": None,
-    }  # fmt: skip  (each call's seeds voted apart: no majority of them all)
+        "votes": [p["majority"] for p in done if p.get("majority")],
+    }  # fmt: skip
     return {**row, **seed_summary(row)}
 
 
@@ -241,7 +243,7 @@ def table(rows: list[dict]) -> list[str]:
     """The rows as issue 34's table: data, feature oracle, the seeds' stitched net Sharpe, share, folds."""
     lines = [f"| shape | data | variant | {ORACLE_LABEL} | DQN stitched net Sharpe, median [min, max] over seeds "
              "| share of the oracle, median (worst) | folds that trade, per seed | exposure, median "
-             "| the seeds' majority: net Sharpe (share) |",
+             "| the seeds' majority: net Sharpe (share), one per call |",
              "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
         head = f"| {row['shape']} | {row['data']} | {row['variant']} |"
@@ -256,8 +258,8 @@ def table(rows: list[dict]) -> list[str]:
         total = max(f["folds"] for f in seeds)
         traded = ", ".join("?" if f["folds_traded"] is None else str(f["folds_traded"]) for f in seeds)
         exposure = h.spread(f["exposure"] for f in seeds)["median"]
-        vote = row.get("majority")
-        voted = f"{_fmt(vote['sharpe'])} ({_fmt(vote['share_of_oracle'], True)})" if vote else "—"
+        votes = row.get("votes") or ([row["majority"]] if row.get("majority") else [])
+        voted = ", ".join(f"{_fmt(v['sharpe'])} ({_fmt(v['share_of_oracle'], True)})" for v in votes) or "—"
         lines.append(f"{head} {shown} | {_fmt(s['median'])} [{_fmt(s['min'])}, {_fmt(s['max'])}] | {shares} "
                      f"| {traded} of {total} | {_fmt(exposure, True)} | {voted} |")  # fmt: skip
     return lines

@@ -174,7 +174,8 @@ def pool_universe_row(parts: list[dict]) -> dict:
     sources = [p.get("source") for p in done]
     if len(done) < len(parts):
         return {**parts[0], "book": None, "pooled_from": [p.get("source") for p in parts]}
-    book = {**done[0]["book"], "seeds": joined_seeds(done, lambda p: p["book"]["seeds"]), "majority": None}
+    book = {**done[0]["book"], "seeds": joined_seeds(done, lambda p: p["book"]["seeds"]), "majority": None,
+            "votes": [p["book"]["majority"] for p in done if p["book"].get("majority")]}  # fmt: skip
     book.update(share=shares(book["seeds"], book["feature_oracle"]), **_side(book["seeds"]))
     instruments = {}
     for name, first in done[0]["per_instrument"].items():
@@ -226,7 +227,7 @@ def universe_table(rows: list[dict]) -> list[str]:
     """The universe rows: K, data, the book's oracle, the seeds' book Sharpe, share, the instruments'."""
     lines = ["| instruments | data | variant | book's feature oracle | book stitched net Sharpe per seed "
              "| share of the oracle, median (worst) | instruments' stitched net Sharpe, median [min, max] "
-             "| the seeds' majority's book: net Sharpe (share) |",
+             "| the seeds' majority's book: net Sharpe (share), one per call |",
              "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for row in rows:
         head = f"| {row['instruments']} | {row['data']} | {row['variant']} |"
@@ -242,8 +243,8 @@ def universe_table(rows: list[dict]) -> list[str]:
         share_text = f"{_fmt(sh['median'], True)} ({_fmt(sh['min'], True)})" if sh else "—"
         each = h.spread(f["sharpe"] for f in row["per_instrument"].values())
         inst = f"{_fmt(each['median'])} [{_fmt(each['min'])}, {_fmt(each['max'])}]" if each["n"] else "—"
-        vote = book.get("majority")
-        voted = f"{_fmt(vote['sharpe'])} ({_fmt(vote['share_of_oracle'], True)})" if vote else "—"
+        votes = book.get("votes") or ([book["majority"]] if book.get("majority") else [])
+        voted = ", ".join(f"{_fmt(v['sharpe'])} ({_fmt(v['share_of_oracle'], True)})" for v in votes) or "—"
         lines.append(
             f"{head} {_fmt(oracle['sharpe']) if oracle else 'null'} | {seeds} | {share_text} | {inst} | {voted} |"
         )

@@ -321,11 +321,15 @@ def test_the_table_row_gives_the_seeds_majority_and_its_share_of_the_oracle():
     assert power.table([row])[-1].endswith("| 50% | 9.70 (97%) |")
 
 
-def test_a_row_pooled_from_several_calls_has_no_majority_of_its_seeds():
-    # Catches: the first call's majority (of its own seeds only) shown as the pooled row's.
-    first = {**_row("two-years", "drift-1", [9.0]), "majority": {"sharpe": 9.0, "share_of_oracle": 0.9}}
-    pooled = power.pool_row([first, _row("two-years", "drift-1", [9.5, 0.5], first=1)])
-    assert pooled["majority"] is None and list(pooled["seeds"]) == ["0", "1", "2"]
+def test_a_row_pooled_from_several_calls_keeps_each_calls_vote_and_no_vote_of_them_all():
+    # Catches: the first call's majority (of its own seeds only) shown as the pooled row's, or a call's lost.
+    vote = lambda sharpe: {"sharpe": sharpe, "share_of_oracle": sharpe / 10.0}  # noqa: E731
+    first = {**_row("plan", "drift-1", [9.0, 9.5, 8.0]), "majority": vote(9.7)}
+    second = {**_row("plan", "drift-1", [9.5, 0.5, 9.0], first=3), "majority": vote(9.2)}
+    pooled = power.pool_row([first, second])
+    assert pooled["majority"] is None and list(pooled["seeds"]) == ["0", "1", "2", "3", "4", "5"]
+    assert [v["sharpe"] for v in pooled["votes"]] == [9.7, 9.2]
+    assert power.table([pooled])[-1].endswith("| 9.70 (97%), 9.20 (92%) |")
 
 
 @pytest.mark.parametrize(

@@ -189,6 +189,20 @@ def test_a_universe_rows_seeds_from_several_calls_join_and_their_shares_and_side
     assert targets["universe_k8_drift-0.25_book_seeds_above_flat"]["target"] == 3
 
 
+def test_a_universe_row_pooled_from_several_calls_keeps_each_calls_book_vote():
+    # Catches: one call's vote shown as the pooled row's vote of all its seeds, or a call's vote lost.
+    parts = []
+    for first, sharpe in ((0, 3.6), (3, 2.8)):
+        row = _row(8, 0.25, {"0": (3.4, 0.4, 6.0)}, 4.0)
+        row["book"]["seeds"] = {str(first): {"sharpe": 3.4, "ci": [0.4, 6.0]}}
+        row["book"]["majority"] = {"sharpe": sharpe, "share_of_oracle": sharpe / 4.0}
+        parts.append({**row, "per_instrument": {}, "source": {"file": f"{first}.json"}})
+    book = pu.pool_universe_row(parts)["book"]
+    assert book["majority"] is None and [v["sharpe"] for v in book["votes"]] == [3.6, 2.8]
+    row = {"instruments": 8, "data": "drift-0.25", "variant": "base", "book": book, "per_instrument": {}}
+    assert pu.universe_table([row])[-1].endswith("| 3.60 (90%), 2.80 (70%) |")
+
+
 def test_the_first_seed_goes_to_the_universe_runs_command(tmp_path):
     from argparse import Namespace
 
