@@ -56,6 +56,7 @@ from power_data import (  # noqa: F401  (the data sets and variants: power.gener
     generate,
     parse_variant,
     random_walk_sigma,
+    run_tag,
     variant_flags,
 )
 from speed import PLAN_BARS, fold_flags, plan_folds
@@ -101,7 +102,7 @@ def train(
     """One fresh `foxhunt train --seeds K` process (with `--resume`, the one an earlier call left, resumed or
     read); its run figures, or its error."""
     variant, extra, dqn = variant_flags(work, spec)
-    tag = f"{fxcache.stem}-{variant}"
+    tag = run_tag(f"{fxcache.stem}-{variant}", args.first_seed)
     out = work / f"run-{tag}"
     command = h.foxhunt(
         "train", "--fxcache", str(fxcache), "--out", str(out), "--epochs", str(args.epochs),

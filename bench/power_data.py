@@ -93,3 +93,9 @@ def data_sets(args: argparse.Namespace) -> list[tuple[str, int, int]]:
     """(data set, generator seed, training seeds) of the selection: the drifts, then the noise."""
     chosen = [(drift_name(m), args.generator_seed, args.seeds) for m in args.drifts]
     return chosen + [(n, g, args.noise_seeds) for n in args.noise for g in args.noise_generator_seeds]
+
+
+def run_tag(name: str, first_seed: int) -> str:
+    """A run's folder name in `--work`: another `--first-seed` is another run (with `--resume`, one call's
+    seeds 3–5 must not read the folder seeds 0–2 left)."""
+    return name if first_seed == 0 else f"{name}-from-seed-{first_seed}"

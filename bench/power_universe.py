@@ -22,7 +22,7 @@ from pathlib import Path
 
 import harness as h
 from learner import ORACLE_NAMES, run_figures
-from power_data import data_sets, drift_of, planted_settings, variant_flags
+from power_data import data_sets, drift_of, planted_settings, run_tag, variant_flags
 
 # Issue 35's target: the worst seed's book over the book's feature oracle, per (instruments, drift)
 BOOK_SHARE_TARGETS = {(8, 0.25): 0.8}
@@ -270,7 +270,7 @@ def universe_train(args: argparse.Namespace, work: Path, fxcaches: list[Path], s
     an earlier call left, resumed or read); the book's figures and each instrument's, or its error."""
     variant, extra, dqn = variant_flags(work, spec)
     k = len(fxcaches)
-    tag = f"k{k}-{fxcaches[0].parent.name}-{variant}"
+    tag = run_tag(f"k{k}-{fxcaches[0].parent.name}-{variant}", args.first_seed)
     flags = [*shlex.split(args.two_years_folds), *extra]
     command, out = universe_command(args, work, fxcaches, flags, tag, seeds)
     if h.kept_run(out, args.resume):

@@ -343,3 +343,10 @@ def test_naming_only_drifts_or_only_noise_selects_only_that_kind(flags, drifts, 
     args = power.parse_args(["run", *flags])
     assert (args.drifts, args.noise) == (drifts, noise)
     assert [name for name, _, _ in power.data_sets(args)] == [power.drift_name(d) for d in drifts] + noise
+
+
+def test_runs_of_another_first_seed_keep_their_own_folder_in_one_work_folder():
+    # Catches: a --resume call for seeds 3-5 reading the run that seeds 0-2 left under the same name.
+    assert power.run_tag("plan-drift-1-base", 0) == "plan-drift-1-base"  # earlier work folders still resume
+    assert power.run_tag("plan-drift-1-base", 3) != power.run_tag("plan-drift-1-base", 0)
+    assert power.run_tag("plan-drift-1-base", 3) != power.run_tag("plan-drift-1-base", 6)
