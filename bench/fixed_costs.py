@@ -91,6 +91,7 @@ PHASES = (
     ("foxhunt.evaluate.plot_learning", "render_learning_png", "            learning_png"),
     ("foxhunt.evaluate.plot_jobs", "PicturePool.results", "            pictures_wait"),
     ("foxhunt.run.walk_forward", "_seed_spread", "        seed_spread"),
+    ("foxhunt.run.walk_forward", "_seeds_majority", "          seeds_majority"),
     ("foxhunt.run.walk_forward", "run_holdout", "        holdout"),
     ("foxhunt.run.lifecycle", "Run.finish", "      finish"),
     ("foxhunt.run.pipeline", "write_argo_outputs", "      argo_outputs"),
