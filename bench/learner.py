@@ -244,23 +244,25 @@ def one_fold(
     positions = trainer.policies.greedy_positions().double().numpy()
     return {"sharpe": result.sharpe, "turnover": result.turnover, "exposure": result.exposure,
             "buy_and_hold": result.buy_and_hold.sharpe, "went_flat": bool(choice and choice.flat),
-            "positions": positions, "drift": DRIFT * drift_scale}  # fmt: skip
+            "positions": positions}  # fmt: skip
 
 
-def majority_sharpes(runs: list[dict], signal: bool, cost: float, size: int = 3) -> list[float]:
-    """The fixture's validation net Sharpe of each consecutive group of `size` seeds' majority (the side
-    more than half of them hold, else flat), as a run's `--seeds K` scores it."""
+def majority_sharpes(
+    positions: list, signal: bool, cost: float, drift_scale: float = 1.0, size: int = 3
+) -> list[float]:
+    """The fixture's validation net Sharpe (its drift times `drift_scale`) of each consecutive group of
+    `size` seeds' majority of their validation `positions`, as a run's `--seeds K` scores it."""
     import torch
+    from support.signal_arrays import DRIFT
     from support.signal_runs import fixture_data
 
     from foxhunt.evaluate.seed_spread import majority_positions
     from foxhunt.train.policy import score_positions
 
+    data, fold = fixture_data(signal, DRIFT * drift_scale)
     sharpes = []
-    for first in range(0, len(runs) - size + 1, size):
-        group = runs[first : first + size]
-        data, fold = fixture_data(signal, group[0]["drift"])
-        voted = torch.from_numpy(majority_positions([r["positions"] for r in group])).to(data.targets.dtype)
+    for first in range(0, len(positions) - size + 1, size):
+        voted = torch.from_numpy(majority_positions(positions[first : first + size])).to(data.targets.dtype)
         sharpes.append(score_positions(data, voted, fold.val_start, cost).sharpe)
     return sharpes
 
@@ -284,9 +286,7 @@ def levers(args: argparse.Namespace, work: Path, record: dict) -> None:
             started = time.perf_counter()
             runs = [one_fold(LEVERS[name], s, signal, args.epochs, args.cost, args.drift_scale)
                     for s in args.seeds]  # fmt: skip
-            voted = majority_sharpes(runs, signal, args.cost)
-            for r in runs:
-                del r["positions"], r["drift"]
+            voted = majority_sharpes([r.pop("positions") for r in runs], signal, args.cost, args.drift_scale)
             row = {"lever": name, "changes": LEVERS[name], "data": "signal" if signal else "driftless twin",
                    "epochs": args.epochs, "flat_folds": sum(r["went_flat"] for r in runs), "runs": runs,
                    **{k: quartiles([r[k] for r in runs]) for k in ("sharpe", "turnover", "exposure")},

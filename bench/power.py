@@ -53,11 +53,13 @@ from power_data import (  # noqa: F401  (the data sets and variants: power.gener
     data_sets,
     drift_name,
     drift_of,
+    fmt,
     generate,
     parse_variant,
     random_walk_sigma,
     run_tag,
     variant_flags,
+    votes_cell,
 )
 from speed import PLAN_BARS, fold_flags, plan_folds
 
@@ -234,12 +236,6 @@ def evaluate(rows: list[dict]) -> dict:
     return targets
 
 
-def _fmt(value: float | None, percent: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.0%}" if percent else f"{value:.2f}"
-
-
 def table(rows: list[dict]) -> list[str]:
     """The rows as issue 34's table: data, feature oracle, the seeds' stitched net Sharpe, share, folds."""
     lines = [f"| shape | data | variant | {ORACLE_LABEL} | DQN stitched net Sharpe, median [min, max] over seeds "
@@ -252,17 +248,15 @@ def table(rows: list[dict]) -> list[str]:
             lines.append(f"{head} — | run failed (exit {row.get('exit_code')}) | — | — | — | — |")
             continue
         oracle = row["feature_oracle"]
-        shown = f"{_fmt(oracle['sharpe'])} ({oracle['name']})" if oracle else "—"
+        shown = f"{fmt(oracle['sharpe'])} ({oracle['name']})" if oracle else "—"
         s, sh = row["sharpe"], row.get("share")
-        shares = f"{_fmt(sh['median'], True)} ({_fmt(sh['min'], True)})" if sh else "—"
+        shares = f"{fmt(sh['median'], True)} ({fmt(sh['min'], True)})" if sh else "—"
         seeds = row["seeds"].values()
         total = max(f["folds"] for f in seeds)
         traded = ", ".join("?" if f["folds_traded"] is None else str(f["folds_traded"]) for f in seeds)
         exposure = h.spread(f["exposure"] for f in seeds)["median"]
-        votes = row.get("votes") or ([row["majority"]] if row.get("majority") else [])
-        voted = ", ".join(f"{_fmt(v['sharpe'])} ({_fmt(v['share_of_oracle'], True)})" for v in votes) or "—"
-        lines.append(f"{head} {shown} | {_fmt(s['median'])} [{_fmt(s['min'])}, {_fmt(s['max'])}] | {shares} "
-                     f"| {traded} of {total} | {_fmt(exposure, True)} | {voted} |")  # fmt: skip
+        lines.append(f"{head} {shown} | {fmt(s['median'])} [{fmt(s['min'])}, {fmt(s['max'])}] | {shares} "
+                     f"| {traded} of {total} | {fmt(exposure, True)} | {votes_cell(row)} |")  # fmt: skip
     return lines
 
 

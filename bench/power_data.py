@@ -99,3 +99,17 @@ def run_tag(name: str, first_seed: int) -> str:
     """A run's folder name in `--work`: another `--first-seed` is another run (with `--resume`, one call's
     seeds 3–5 must not read the folder seeds 0–2 left)."""
     return name if first_seed == 0 else f"{name}-from-seed-{first_seed}"
+
+
+def fmt(value: float | None, percent: bool = False) -> str:
+    """A table cell: a Sharpe to two places, a share as a percentage, "—" for none."""
+    if value is None:
+        return "—"
+    return f"{value:.0%}" if percent else f"{value:.2f}"
+
+
+def votes_cell(holder: dict) -> str:
+    """The seeds' votes of a row (or a universe row's book): its pooled calls' `votes`, else its one
+    `majority`, each as net Sharpe (share of the oracle); "—" for none."""
+    votes = holder.get("votes") or ([holder["majority"]] if holder.get("majority") else [])
+    return ", ".join(f"{fmt(v['sharpe'])} ({fmt(v['share_of_oracle'], True)})" for v in votes) or "—"

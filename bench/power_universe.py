@@ -22,7 +22,7 @@ from pathlib import Path
 
 import harness as h
 from learner import ORACLE_NAMES, run_figures
-from power_data import data_sets, drift_of, planted_settings, run_tag, variant_flags
+from power_data import data_sets, drift_of, fmt, planted_settings, run_tag, variant_flags, votes_cell
 
 # Issue 35's target: the worst seed's book over the book's feature oracle, per (instruments, drift)
 BOOK_SHARE_TARGETS = {(8, 0.25): 0.8}
@@ -217,12 +217,6 @@ def universe_targets(row: dict) -> dict:
     }  # fmt: skip
 
 
-def _fmt(value: float | None, percent: bool = False) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.0%}" if percent else f"{value:.2f}"
-
-
 def universe_table(rows: list[dict]) -> list[str]:
     """The universe rows: K, data, the book's oracle, the seeds' book Sharpe, share, the instruments'."""
     lines = ["| instruments | data | variant | book's feature oracle | book stitched net Sharpe per seed "
@@ -237,16 +231,14 @@ def universe_table(rows: list[dict]) -> list[str]:
             continue
         oracle = book["feature_oracle"]
         seeds = ", ".join(
-            f"{_fmt(f['sharpe'])} [{_fmt(f['ci'][0])}, {_fmt(f['ci'][1])}]" for f in book["seeds"].values()
+            f"{fmt(f['sharpe'])} [{fmt(f['ci'][0])}, {fmt(f['ci'][1])}]" for f in book["seeds"].values()
         )
         sh = book.get("share")
-        share_text = f"{_fmt(sh['median'], True)} ({_fmt(sh['min'], True)})" if sh else "—"
+        share_text = f"{fmt(sh['median'], True)} ({fmt(sh['min'], True)})" if sh else "—"
         each = h.spread(f["sharpe"] for f in row["per_instrument"].values())
-        inst = f"{_fmt(each['median'])} [{_fmt(each['min'])}, {_fmt(each['max'])}]" if each["n"] else "—"
-        votes = book.get("votes") or ([book["majority"]] if book.get("majority") else [])
-        voted = ", ".join(f"{_fmt(v['sharpe'])} ({_fmt(v['share_of_oracle'], True)})" for v in votes) or "—"
+        inst = f"{fmt(each['median'])} [{fmt(each['min'])}, {fmt(each['max'])}]" if each["n"] else "—"
         lines.append(
-            f"{head} {_fmt(oracle['sharpe']) if oracle else 'null'} | {seeds} | {share_text} | {inst} | {voted} |"
+            f"{head} {fmt(oracle['sharpe']) if oracle else 'null'} | {seeds} | {share_text} | {inst} | {votes_cell(book)} |"
         )
     return lines
 
