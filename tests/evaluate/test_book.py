@@ -38,6 +38,7 @@ Book ridge_15: mean 0.00465, variance 3.0095e-4 / 5 = 6.019e-5, Sharpe per bar 0
 ridge_15 (mean 0.031 with a spread of under 0.001) is the best model of any one instrument by far.
 """
 
+import dataclasses
 import json
 import math
 
@@ -313,3 +314,21 @@ def test_the_books_report_entry_carries_its_oracle():
     book = _oracle_book()
     data = json.loads(json.dumps(bk.book_to_dict(book)))
     assert data["feature_oracle"] == json.loads(json.dumps(bk.book_feature_oracle(book)))
+
+
+def test_a_policy_combined_on_given_calendar_places_is_the_one_combined_alone():
+    instruments = {"A": _a(), "B": _b()}
+    weights = _weights(instruments)
+    given = bk.combine(instruments, weights, BUY_AND_HOLD, bk.calendar_places(instruments))
+    alone = bk.combine(instruments, weights, BUY_AND_HOLD)
+    for mine, theirs in zip(dataclasses.astuple(given), dataclasses.astuple(alone), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+def test_a_book_finds_its_union_calendar_once_for_all_its_policies(monkeypatch):
+    # Catches: the union of every instrument's timestamps found again for each policy (most of a book's time).
+    found: list[int] = []
+    union = bk.union_calendar
+    monkeypatch.setattr(bk, "union_calendar", lambda instruments: found.append(1) or union(instruments))
+    book = _oracle_book()
+    assert len(found) == 1 and len(book.series) == 5  # the model, buy-and-hold, flat, two supervised models
