@@ -215,12 +215,15 @@ def write_book(
     if len(seeds) > 1:
         entry["seed_spread"] = book_seed_spread(books, {s: left_out[s] for s in seeds if s not in books})
     voters = [m for m in evaluations if seeds[m] in books]
+    vote = None
     if len(voters) >= MIN_SEEDS_FOR_MAJORITY:
         voted = majority_book([evaluations[m] for m in voters], history, scoring)
-        entry["seed_spread"]["majority"] = majority_figures(book_net(voted), [seeds[m] for m in voters])
+        vote = entry["seed_spread"]["majority"] = majority_figures(
+            book_net(voted), [seeds[m] for m in voters]
+        )
     storage.write_bytes(storage.join(out_uri, BOOK_FILE), strict_json.json_bytes(entry))
     progress(book_line(book))
-    if "majority" in entry.get("seed_spread", {}):
-        progress(f"book: {majority_line(entry['seed_spread']['majority'])}")
+    if vote is not None:
+        progress(f"book: {majority_line(vote)}")
     metrics.book_scored(stitched_figures(book.window))
     return entry, book
