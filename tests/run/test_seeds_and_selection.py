@@ -208,3 +208,16 @@ def test_the_seeds_fold_policies_voted_bar_by_bar_give_the_positions_their_major
         rows = features[report["val_start"] : report["val_end"]]
         voted = majority_positions([_positions(f, fold) for f in folders])
         assert np.array_equal(majority_rollout(policies, rows), voted)
+
+
+def test_the_seeds_vote_is_scored_once_on_the_stitched_record_not_fold_by_fold(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch
+):
+    # Catches: the vote's fold windows scored too (one window a fold, none of them read).
+    from foxhunt.run import walk_forward
+
+    windows: list[int] = []
+    score = walk_forward.evaluate_window
+    monkeypatch.setattr(walk_forward, "evaluate_window", lambda *a, **k: windows.append(1) or score(*a, **k))
+    assert main(quick_argv(tiny_fxcache, tmp_path / "three", tiny_params, "--seeds", "3")) == 0
+    assert len(windows) == 1

@@ -16,10 +16,12 @@ record says what the settings find rather than what one draw of the weights foun
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from foxhunt.evaluate.evaluation import Metrics
+from foxhunt.evaluate.evaluation import MODEL, Metrics, RunEvaluation
+from foxhunt.evaluate.records import Record
 
 
 def seed_spread(net: Mapping[int, Metrics], left_out: Mapping[int, str] | None = None) -> dict:
@@ -68,6 +70,13 @@ def majority_positions(members: Sequence[np.ndarray]) -> np.ndarray:
     half = stacked.shape[0] / 2.0
     longs, shorts = (stacked > 0).sum(axis=0), (stacked < 0).sum(axis=0)
     return np.where(longs > half, 1.0, 0.0) - np.where(shorts > half, 1.0, 0.0)
+
+
+def majority_record(evaluations: Sequence[RunEvaluation]) -> Record:
+    """The seeds' stitched model record with the seeds' vote for positions (`majority_positions`); their
+    stitched records cover the same bars, so the first one's bars, returns and folds serve."""
+    model = evaluations[0].records[MODEL]
+    return replace(model, positions=majority_positions([e.records[MODEL].positions for e in evaluations]))
 
 
 def majority_figures(net: Metrics, members: Sequence[int]) -> dict:

@@ -21,7 +21,6 @@ than half of them hold, else flat), with its console line.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 import numpy as np
 
@@ -47,7 +46,7 @@ from foxhunt.evaluate.seed_spread import (
     MIN_SEEDS_FOR_MAJORITY,
     majority_figures,
     majority_line,
-    majority_positions,
+    majority_record,
 )
 from foxhunt.run.fold import Progress
 from foxhunt.run.sinks.telemetry import RunMetrics
@@ -162,12 +161,10 @@ def stitched_series(evaluation: RunEvaluation) -> dict[str, np.ndarray]:
 
 
 def majority_series(by_seed: Sequence[RunEvaluation]) -> dict[str, np.ndarray]:
-    """An instrument's `stitched_series` of its seeds' majority (`seed_spread.majority_positions` of their
-    stitched positions, which cover the same bars), its net returns after the instrument's own costs; the
-    baselines' are the first seed's (the same for every seed)."""
+    """An instrument's `stitched_series` of its seeds' majority (`seed_spread.majority_record`), its net
+    returns after the instrument's own costs; the baselines' are the first seed's (the same for every seed)."""
     first = by_seed[0]
-    model = first.records[MODEL]
-    voted = replace(model, positions=majority_positions([e.records[MODEL].positions for e in by_seed]))
+    voted = majority_record(by_seed)
     net = voted.pnl(first.cost_per_unit, first.execution)
     return {
         **stitched_series(first),

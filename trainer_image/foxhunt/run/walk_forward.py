@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from foxhunt import collector, out_names, storage
 from foxhunt.config import RunConfig
 from foxhunt.data.folds import FoldRange
-from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, Scoring
+from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, Scoring, evaluate_window
 from foxhunt.evaluate.plot import flat_words
 from foxhunt.evaluate.plot_jobs import PicturePool, early_worker
 from foxhunt.evaluate.plot_run import run_pictures, send_fold_pictures
@@ -22,7 +22,7 @@ from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.evaluate.seed_spread import (
     MIN_SEEDS_FOR_MAJORITY,
     majority_figures,
-    majority_positions,
+    majority_record,
     seed_spread,
     spread_lines,
 )
@@ -108,23 +108,13 @@ def run_folds(
         )  # fmt: skip
 
 
-def _seeds_majority(
-    data,
-    folds: list[FoldRange],
-    voters: dict[int, dict[int, FoldOutcome]],
-    scoring: Scoring,
-    memo: ScoreMemo,
-) -> RunEvaluation:
-    """The seeds' majority (`seed_spread.majority_positions`) fold by fold, stitched and scored beside the
-    baselines member 0's folds scored (the same for every seed)."""
-    first = voters[0]
-    voted = {
-        fold: replace(
-            o, positions=majority_positions([by_fold[fold].positions for by_fold in voters.values()])
-        )
-        for fold, o in first.items()
-    }
-    return stitch_outcomes(data, folds, voted, scoring, memo, first)
+def _seeds_majority(evaluations: list[RunEvaluation], scoring: Scoring, memo: ScoreMemo) -> RunEvaluation:
+    """The seeds' vote on their stitched records (`seed_spread.majority_record`), scored as a stitched
+    record is, once: beside the first seed's baselines (every seed's), which `memo` has scored. Its `folds`
+    are empty: only the stitched figures and records are read."""
+    first = evaluations[0]
+    records = {**first.records, MODEL: majority_record(evaluations)}
+    return replace(first, folds=[], stitched=evaluate_window(records, scoring, memo=memo), records=records)
 
 
 def _choose_n_step(run: Run, data: DeviceData, folds: list[FoldRange]) -> RunConfig:
@@ -270,12 +260,11 @@ def _seed_spread(
         evaluations[seeds[i]] = stitch_outcomes(data, folds, by_fold, scoring, memo, outcomes)
     nets = {s: e.stitched.policies[MODEL].net for s, e in evaluations.items()}
     summary.seed_spread = seed_spread(nets, left_out)
-    voters = {0: outcomes, **other_seeds}
     voted = None
-    if len(voters) >= MIN_SEEDS_FOR_MAJORITY:
-        voted = _seeds_majority(data, folds, voters, scoring, memo)
+    if len(evaluations) >= MIN_SEEDS_FOR_MAJORITY:  # the seeds that walked every fold vote
+        voted = _seeds_majority(list(evaluations.values()), scoring, memo)
         net = voted.stitched.policies[MODEL].net
-        summary.seed_spread["majority"] = majority_figures(net, [seeds[i] for i in sorted(voters)])
+        summary.seed_spread["majority"] = majority_figures(net, list(evaluations))
     for line in spread_lines(summary.seed_spread):
         run.progress(line)
     try:
