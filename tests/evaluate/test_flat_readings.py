@@ -41,6 +41,15 @@ def test_a_run_with_one_fold_that_traded_has_no_flat_reading():
     assert flat_run_reading([gated(0, -1.5, 0.8), report(1)]) is None
 
 
+def test_a_result_that_traded_has_no_flat_reading_though_the_first_seeds_folds_were_flat():
+    # --result majority: the seeds' vote traded where seed 0 held nothing. Catches: "flat in every fold"
+    # said of the vote's record.
+    folds = [gated(0, -1.5, 0.8), gated(1, -2.0, 0.9)]
+    assert flat_run_reading(folds, window(-1, n=480)) is None
+    assert flat_run_reading(folds, flat_window(-1, n=480)) is not None
+    assert "flat_reading" not in summary(folds=folds, stitched=window(-1, n=480)).to_dict()
+
+
 def test_a_run_flat_without_the_gate_says_the_policy_took_no_position():
     flat = dataclasses.replace(report(0), evaluation=flat_window(0))
     assert flat_run_reading([flat]) == "flat in every fold: the policy took no position"

@@ -84,13 +84,13 @@ def test_sigterm_inside_the_held_out_fold_says_it_stopped_during_the_held_out_fo
 def test_sigterm_between_the_folds_and_the_held_out_fold_says_after_which_fold_it_stopped(
     monkeypatch, tiny_fxcache, tiny_params, tmp_path, capsys
 ):
-    evaluate_run = walk_forward._evaluate_run
+    report_run = walk_forward._report_run
 
     def signalled(*args, **kwargs):  # the signal comes while the folds' record is stitched
         os.kill(os.getpid(), signal.SIGTERM)
-        return evaluate_run(*args, **kwargs)
+        return report_run(*args, **kwargs)
 
-    monkeypatch.setattr(walk_forward, "_evaluate_run", signalled)
+    monkeypatch.setattr(walk_forward, "_report_run", signalled)
     assert main(quick_argv(tiny_fxcache, tmp_path / "out", tiny_params, *HOLDOUT)) == 143
     assert "interrupted: stopped by SIGTERM after fold 1;" in capsys.readouterr().err
 

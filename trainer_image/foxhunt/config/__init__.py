@@ -40,6 +40,9 @@ MAX_ROWS = 10**9
 MAX_FOLDS = 100_000
 MAX_EPOCHS = 100_000
 MAX_TRIALS = 100_000
+MIN_SEEDS_FOR_MAJORITY = 3  # with two, "more than half" is "both": an agreement, not a vote
+MAJORITY = "majority"  # --result: the seeds' vote is the run's result
+RESULTS = ("first-seed", MAJORITY)
 # The execution model's upper bounds: past them every figure is noise or overflows (1e300 slippage
 # gives NaN Sharpes). Slippage and the spread in returns share MAX_COST (100% of the position per
 # change); financing is at most 100% a year; a session's spread at most 100 times the main one.
@@ -225,10 +228,18 @@ class RunConfig:
     seeds: int = setting(
         1,
         "Seeds of the same settings trained side by side (seed, seed + 1, ...); the run's result is "
-        "the first's, the report gives the spread of the stitched Sharpe across them and, with three or "
-        "more, their majority's stitched record (the side more than half the seeds hold, else flat).",
+        "the first's (see --result), the report gives the spread of the stitched Sharpe across them and, "
+        "with three or more, their majority's stitched record (the side more than half the seeds hold, "
+        "else flat).",
         low=1,
         high=64,
+    )
+    result: str = setting(
+        "first-seed",
+        "What the run's stitched record, tables, pictures and held-out headline are: the first seed's "
+        "policy, or (majority, with --seeds 3 or more) the seeds' vote, bar by bar the side more than "
+        "half of them hold, else flat. The vote costs the extra seeds' training (--seeds).",
+        choices=RESULTS,
     )
     device: str = setting(
         "auto", "Where to train: auto picks CUDA when present.", choices=("auto", "cpu", "cuda")
@@ -278,6 +289,12 @@ class RunConfig:
         check_fields(self, "run config")
         if self.seeds > 1 and self.trials > 0:
             raise ConfigError("run config", "seeds", "a search (trials > 0) trains one seed per trial; use 1")
+        if self.result == MAJORITY and self.seeds < MIN_SEEDS_FOR_MAJORITY:
+            raise ConfigError(
+                "run config",
+                "result",
+                f"majority needs --seeds {MIN_SEEDS_FOR_MAJORITY} or more, got {self.seeds}",
+            )
         if not self.compile_cache.strip():
             raise ConfigError("run config", "compile_cache", "must be auto, off or a folder URI, got ''")
         problem = None if self.run_id is None else run_id_problem(self.run_id)
@@ -287,7 +304,9 @@ class RunConfig:
 
 # Settings that shape the results: a resumed run must have the same ones (the manifest compares them).
 # `seeds` too: a resume takes over every seed's folds, so they must be the same seeds.
-RESULT_SETTINGS: tuple[str, ...] = ("model", "epochs", "seed", "seeds", "trials", "folds", "dqn", "eval")
+RESULT_SETTINGS: tuple[str, ...] = (
+    "model", "epochs", "seed", "seeds", "result", "trials", "folds", "dqn", "eval"
+)  # fmt: skip
 
 # Pipeline defaults (`foxhunt pipeline`, the local run on generated bars): about 25 s on 2 CPU cores.
 # Without a --hyperopt-params file its DQN settings differ from `train`'s GPU defaults where half a

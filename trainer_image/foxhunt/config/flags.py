@@ -23,6 +23,7 @@ FLAGS: dict[str, str] = {
     "trials": "trials",
     "seed": "seed",
     "seeds": "seeds",
+    "result": "result",
     "device": "device",
     "train-days": "folds.train_days",
     "val-days": "folds.val_days",

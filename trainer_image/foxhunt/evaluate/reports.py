@@ -179,10 +179,9 @@ class RunSummary:
     error: str | None = None
     precompute: dict | None = None  # the pipeline's precompute figures
     stitched: WindowEvaluation | None = None  # the folds' validation windows as one record (fold −1)
-    holdout: dict | None = (
-        None  # the headline on the held-out final period (foxhunt.run.holdout), when asked for
-    )
+    holdout: dict | None = None  # the headline on the held-out final period (run.holdout), when asked for
     seed_spread: dict | None = None  # --seeds K > 1: the seeds' stitched Sharpe (evaluate.seed_spread)
+    result: str | None = None  # --result majority: whose record `stitched` is (walk_forward._run_result)
     n_step_choice: dict | None = None  # dqn.n_step 0: what the run chose and on what (run.n_step_choice)
 
     def __post_init__(self) -> None:
@@ -198,7 +197,7 @@ class RunSummary:
         """The JSON shape of `summary.json`; `error` and `precompute` only when set."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["warnings"] = self.warnings
-        reading = flat_run_reading(self.folds)
+        reading = flat_run_reading(self.folds, self.stitched)
         if reading is not None:  # derived, as the warnings are: words beside the figures of a flat run
             data["flat_reading"] = reading
         data["folds"] = [r.to_dict() for r in self.folds]
@@ -207,7 +206,7 @@ class RunSummary:
             data["feature_oracle"] = oracle_record(
                 {n: p.net.sharpe for n, p in self.stitched.policies.items()}
             )
-        for optional in ("error", "precompute", "holdout", "seed_spread", "n_step_choice"):
+        for optional in ("error", "precompute", "holdout", "seed_spread", "n_step_choice", "result"):
             if data[optional] is None:
                 del data[optional]
         return scrub_record(data)  # an error text or a setting may carry a URL with a password
@@ -303,7 +302,7 @@ def fold_table(summary: RunSummary) -> str:
     """The run's table: a row per fold, the stitched record's when the run has one, then the held-out headline's."""
     rows = [_report_row(r) for r in summary.folds]
     if summary.stitched is not None:
-        note = "flat in every fold" if flat_run_reading(summary.folds) else ""
+        note = "flat in every fold" if flat_run_reading(summary.folds, summary.stitched) else ""
         rows.append(replace(window_row("stitched", summary.stitched), note=note))
     if summary.holdout is not None:
         rows.append(holdout_row(summary.holdout))
@@ -373,11 +372,13 @@ def flat_fold_note(report: FoldReport) -> str:
     return "flat: the policy took no position" if _held_nothing(report) else ""
 
 
-def flat_run_reading(folds: Sequence[FoldReport]) -> str | None:
+def flat_run_reading(folds: Sequence[FoldReport], stitched: WindowEvaluation | None = None) -> str | None:
     """A run whose model held no position in any fold, in words, with each fold's tail Sharpe against its
-    gate; None when some fold traded. (Its PSR 0 and hit rate 0% are figures of a record with no trade,
-    not a fault.)"""
+    gate; None when some fold traded, or the `stitched` result (the seeds' vote of `--result majority`) did.
+    (Its PSR 0 and hit rate 0% are figures of a record with no trade, not a fault.)"""
     if not folds or not all(map(_held_nothing, folds)):
+        return None
+    if stitched is not None and stitched.policies[MODEL].net.exposure > 0:
         return None
     selections = [r.selection for r in folds]
     if not all(s is not None and s.flat for s in selections):

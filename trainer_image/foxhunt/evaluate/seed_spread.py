@@ -10,7 +10,8 @@ record (it diverged in some fold) cannot be in the spread: it is listed as left 
 
 With three seeds or more the report also scores the seeds' majority: on each bar the side (long or short)
 that more than half the seeds hold, else flat. One seed's luck, bad or good, cannot move it alone, so its
-record says what the settings find rather than what one draw of the weights found.
+record says what the settings find rather than what one draw of the weights found. With `--result
+majority` that vote is the run's result (`walk_forward`), and member 0 one seed of the spread.
 """
 
 from __future__ import annotations
@@ -59,7 +60,6 @@ def seed_spread(net: Mapping[int, Metrics], left_out: Mapping[int, str] | None =
 
 
 MIN_SEEDS_FOR_IQR = 4
-MIN_SEEDS_FOR_MAJORITY = 3  # with two, "more than half" is "both": an agreement, not a vote
 
 
 def majority_positions(members: Sequence[np.ndarray]) -> np.ndarray:

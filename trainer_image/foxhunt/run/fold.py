@@ -29,6 +29,7 @@ from foxhunt.evaluate.records import positions_bytes, positions_from_bytes
 from foxhunt.evaluate.reports import FoldDates, FoldReport
 from foxhunt.evaluate.run_scores import evaluate_fold, stitched_evaluation
 from foxhunt.evaluate.score_memo import ScoreMemo
+from foxhunt.evaluate.seed_spread import majority_positions
 from foxhunt.out_names import fold_folder
 from foxhunt.run.manifest import sha256
 from foxhunt.run.step_progress import StepProgress
@@ -306,6 +307,23 @@ def stitch_outcomes(
         scoring,
         {fold: o.baselines for fold, o in scored.items() if o.baselines is not None},
         memo,
+    )
+
+
+def stitch_majority(
+    data,
+    folds: list[FoldRange],
+    members: Sequence[Mapping[int, FoldOutcome]],
+    scoring: Scoring,
+    memo: ScoreMemo,
+) -> RunEvaluation:
+    """The stitched record of the members' vote (`seed_spread.majority_positions`), fold by fold, beside
+    the baselines the first member's folds scored."""
+    first = members[0]
+    voted = {fold: majority_positions([m[fold].positions for m in members]) for fold in first}
+    baselines = {fold: o.baselines for fold, o in first.items() if o.baselines is not None}
+    return stitched_evaluation(
+        data.features, data.targets, data.timestamp, folds, voted, scoring, baselines, memo
     )
 
 

@@ -17,7 +17,7 @@ verdicts, is the run's headline, written to `holdout.json`, `holdout.png`, `summ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from foxhunt import out_names, storage, strict_json
-from foxhunt.config import TARGET_HORIZONS
+from foxhunt.config import MIN_SEEDS_FOR_MAJORITY, TARGET_HORIZONS
 from foxhunt.data.bars import NS_PER_DAY, iso_utc
 from foxhunt.data.folds import FoldRange
 from foxhunt.errors import BadInput
@@ -134,19 +134,20 @@ def run_holdout(
     scoring,
     settings_label: str,
     in_search: dict[str, Any],
-    earlier: Sequence[WindowEvidence] = (),
+    earlier: Mapping[int, Sequence[WindowEvidence]],
 ) -> dict[str, Any]:
     """Train `trainer` (set to the chosen settings) on the holdout fold, evaluate it, report it as the headline.
 
     `in_search` is the figure the folds gave (`{"what": ..., "value": ...}`), reported beside it;
-    `earlier` the out-of-sample windows of the folds these settings walked, which the fold's pooled
-    decision weighs as every fold's did (all end before the held-out period).
-    The fold is numbered `number` (the one after the run's folds; its files go to `--out/holdout/fold_N`).
+    `earlier`, per member that walks the fold, the out-of-sample windows of the folds it walked, which the
+    fold's pooled decision weighs as every fold's did (all end before the held-out period). With several
+    members (`--result majority`) the headline is their vote (`_voted`).
+    The fold is numbered `number` (the one after the run's folds; its files go to `--out/holdout/fold_N`,
+    another member's to `--out/holdout/seed_S/fold_N`).
     Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
     """
     from foxhunt.evaluate.stitched_report import verdict_line
     from foxhunt.run.sinks.telemetry_reads import holdout_figures
-    from foxhunt.run.walk import WalkHooks, walk_folds
 
     config = run.config
     # A search scores its trials without the bootstrap; the headline has its interval.
@@ -156,15 +157,7 @@ def run_holdout(
         data.timestamp, config.folds, number, max_train_rows, trainer.config.select_tail_share
     )
     run.holdout_fold = fold.fold
-    # A stop or failure in it names the held-out fold (`Run.check`).
-    hooks = WalkHooks(
-        lambda m: run.progress(f"holdout {m}"), run.check, partial(setattr, run, "current_fold")
-    )
-    walked = walk_folds(trainer, [fold], {0: storage.join(run.out_uri, HOLDOUT_DIR)}, config.epochs, scoring,
-                        diagnostics_every=config.diagnostics_every, hooks=hooks, prior={0: earlier})  # fmt: skip
-    if 0 in walked.failures:
-        raise walked.failures[0]
-    outcome = walked.outcomes[0][fold.fold]
+    outcome = _walk_held_out(run, data, trainer, fold, scoring, earlier)
     record = holdout_record(config.folds.holdout_days, fold, outcome, settings_label, in_search)
     storage.write_bytes(storage.join(run.out_uri, HOLDOUT_FILE), strict_json.json_bytes(record))
     window = outcome.report.evaluation
@@ -178,6 +171,48 @@ def run_holdout(
     for line in record["lines"]:
         run.progress(line)
     return run.summary.holdout
+
+
+def _walk_held_out(run, data, trainer, fold: FoldRange, scoring, earlier: Mapping[int, Sequence]) -> Any:
+    """The held-out fold walked by each member `earlier` names (their files under `holdout/`, another
+    member's under `holdout/seed_S/`): the first member's outcome, or with several their vote's."""
+    from foxhunt.evaluate.score_memo import ScoreMemo
+    from foxhunt.run.walk import WalkHooks, walk_folds
+
+    config = run.config
+    # A stop or failure in it names the held-out fold (`Run.check`).
+    hooks = WalkHooks(
+        lambda m: run.progress(f"holdout {m}"), run.check, partial(setattr, run, "current_fold")
+    )
+    held = storage.join(run.out_uri, HOLDOUT_DIR)
+    outs = {i: storage.join(held, out_names.seed_folder(config.seed + i)) if i else held for i in earlier}
+    memo = ScoreMemo()  # the vote's window reuses the baselines the members' fold fitted
+    walked = walk_folds(trainer, [fold], outs, config.epochs, scoring, memo=memo,
+                        diagnostics_every=config.diagnostics_every, hooks=hooks, prior=earlier)  # fmt: skip
+    if 0 in walked.failures:
+        raise walked.failures[0]
+    if len(outs) == 1:
+        return walked.outcomes[0][fold.fold]
+    members = [o[fold.fold] for o in walked.outcomes.values() if o]
+    return _voted(run, data, fold, members, scoring, memo)
+
+
+def _voted(run, data, fold: FoldRange, members: Sequence, scoring, memo) -> Any:
+    """The held-out fold's outcome of the members' vote (`seed_spread.majority_positions`): its positions,
+    its window scored beside the baselines the members' fold fitted; the first member's when fewer than
+    MIN_SEEDS_FOR_MAJORITY walked the fold (a warning says so)."""
+    from foxhunt.evaluate.run_scores import evaluate_fold
+    from foxhunt.evaluate.seed_spread import majority_positions
+
+    if len(members) < MIN_SEEDS_FOR_MAJORITY:
+        run.progress(
+            f"WARNING holdout: {len(members)} seeds walked the held-out fold; its headline is the first seed's"
+        )
+        return members[0]
+    positions = majority_positions([m.positions for m in members])
+    window, _ = evaluate_fold(data.features, data.targets, data.timestamp, fold, positions, scoring, memo)
+    first = members[0]
+    return replace(first, positions=positions, report=replace(first.report, evaluation=window))
 
 
 def holdout_record(

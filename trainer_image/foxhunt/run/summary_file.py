@@ -66,7 +66,9 @@ class SummaryText:
             self._folds.clear()
         head = replace(summary, folds=[]).to_dict()  # every field but the folds, in to_dict's order
         head["warnings"] = scrub_record(summary.warnings)
-        reading = flat_run_reading(summary.folds)  # derived from the folds, as `to_dict` derives it
+        reading = flat_run_reading(
+            summary.folds, summary.stitched
+        )  # derived from the folds, as `to_dict` derives it
         if reading is not None:
             head["flat_reading"] = reading
         folds = [self.fold_text(report, i) for i, report in enumerate(summary.folds)]

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from foxhunt import storage, strict_json
-from foxhunt.config import EvalConfig, RunConfig
+from foxhunt.config import MAJORITY, MIN_SEEDS_FOR_MAJORITY, EvalConfig, RunConfig
 from foxhunt.data.bars import iso_utc
 from foxhunt.evaluate.book import (
     BookEvaluation,
@@ -43,7 +43,6 @@ from foxhunt.evaluate.book import (
 from foxhunt.evaluate.evaluation import BUY_AND_HOLD, MODEL, RunEvaluation, Scoring
 from foxhunt.evaluate.records import bars_per_year
 from foxhunt.evaluate.seed_spread import (
-    MIN_SEEDS_FOR_MAJORITY,
     majority_figures,
     majority_line,
     majority_record,
@@ -193,10 +192,11 @@ def write_book(
     progress: Progress,
     metrics: RunMetrics,
 ) -> tuple[dict, BookEvaluation]:
-    """The book of the first seed's stitched records (`universe_book`), written to book.json, printed and
-    told to `metrics`; with several seeds, the spread of every seed's book that holds every instrument,
-    naming the seeds `left_out` of it (seed → why it lacks a stitched record). Its entry (summary.json's
-    `book`) and the book (for its picture)."""
+    """The book of the first seed's stitched records (`universe_book`; with `--result majority`, of the
+    seeds' vote: `majority_book`), written to book.json, printed and told to `metrics`; with several
+    seeds, the spread of every seed's book that holds every instrument, naming the seeds `left_out` of it
+    (seed → why it lacks a stitched record). Its entry (summary.json's `book`) and the book (for its
+    picture)."""
     scoring = book_scoring(settings.eval, settings.seed)
     books: dict[int, BookEvaluation] = {}
     cutoffs: dict[str, int] = {}
@@ -207,16 +207,24 @@ def write_book(
             books[seeds[m]], cutoffs = universe_book(series, history, costs, scoring)
             if len(seeds) == 1:
                 break
-    book = books[seeds[0]]
+    voters = [m for m in evaluations if seeds[m] in books]
+    voted = None
+    if len(voters) >= MIN_SEEDS_FOR_MAJORITY:
+        voted = majority_book([evaluations[m] for m in voters], history, scoring)
+    book = voted if voted is not None and settings.result == MAJORITY else books[seeds[0]]
     entry = book_entry(book, cutoffs)
     if len(seeds) > 1:
         entry["seed_spread"] = book_seed_spread(books, {s: left_out[s] for s in seeds if s not in books})
-    voters = [m for m in evaluations if seeds[m] in books]
     vote = None
-    if len(voters) >= MIN_SEEDS_FOR_MAJORITY:
-        voted = majority_book([evaluations[m] for m in voters], history, scoring)
+    if voted is not None:
         vote = entry["seed_spread"]["majority"] = majority_figures(
             book_net(voted), [seeds[m] for m in voters]
+        )
+    if settings.result == MAJORITY:  # whose book this is, as the instruments' records say
+        entry["result"] = (
+            f"majority of seeds {', '.join(str(seeds[m]) for m in voters)}"
+            if voted
+            else (f"seed {seeds[0]} (the majority needs {MIN_SEEDS_FOR_MAJORITY} seeds)")
         )
     storage.write_bytes(storage.join(out_uri, BOOK_FILE), strict_json.json_bytes(entry))
     progress(book_line(book))

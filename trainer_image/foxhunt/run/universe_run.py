@@ -60,7 +60,7 @@ import numpy as np
 import torch
 
 from foxhunt import storage, strict_json
-from foxhunt.config import RunConfig
+from foxhunt.config import MAJORITY, MIN_SEEDS_FOR_MAJORITY, RunConfig
 from foxhunt.data.universe import UniverseFold
 from foxhunt.data.universe_inputs import instrument_name, read_universe
 from foxhunt.errors import UsageError
@@ -68,7 +68,7 @@ from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.reports import phase_time_line, window_to_dict
 from foxhunt.evaluate.seed_spread import seed_spread
 from foxhunt.run import compile_cache
-from foxhunt.run.fold import Progress, stitch_outcomes
+from foxhunt.run.fold import Progress, stitch_majority
 from foxhunt.run.lifecycle import Heartbeat, holding_out
 from foxhunt.run.n_step_choice import first_training_returns, with_chosen_n_step
 from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
@@ -85,6 +85,7 @@ from foxhunt.run.universe_walk import (
     instrument_outcomes,
     instrument_views,
     local_folds,
+    member_evaluations,
     pooled_evidence,
     universe_execution,
     universe_fold_times,
@@ -117,6 +118,11 @@ def check_universe_settings(settings: RunConfig) -> None:
         raise UsageError(
             "--trials: not supported here with several instruments yet; a universe's search is "
             "foxhunt train --fxcache A --fxcache B ... --trials N"
+        )
+    if settings.result == MAJORITY and settings.folds.holdout_days > 0:
+        raise UsageError(
+            "--result majority with --holdout-days: not supported with several instruments yet (the "
+            "universe's held-out fold trains the first seed only); drop one of them"
         )
     compile_cache.check_setting(settings.compile_cache)
 
@@ -256,12 +262,11 @@ def universe_records(
     if len(seeds) > 1 and left_out:
         named = ", ".join(f"seed {s} ({why})" for s, why in sorted(left_out.items()))
         progress(f"{len(left_out)} of {len(seeds)} seeds left out of the seeds' spreads: {named}")
-    instruments, evaluations = _stitch_instruments(
-        views, uris, folds, walked, seeds, left_out, out_uri, progress
+    instruments, evaluations, results = _stitch_instruments(
+        views, uris, folds, walked, seeds, left_out, out_uri, progress, settings.result == MAJORITY
     )
-    for entry in instruments:
-        if entry["name"] in evaluations[0]:
-            metrics.stitched_scored(stitched_figures(evaluations[0][entry["name"]].stitched), entry["name"])
+    for name, evaluation in results.items():
+        metrics.stitched_scored(stitched_figures(evaluation.stitched), name)
     summary = {
         "status": "completed",
         "device": run["device"],
@@ -272,16 +277,16 @@ def universe_records(
     }
     if run.get("n_step_choice") is not None:
         summary["n_step_choice"] = run["n_step_choice"]
-    series = {name: stitched_series(e) for name, e in evaluations[0].items()}
+    series = {name: stitched_series(e) for name, e in results.items()}
     book = None
     if series:
         summary["book"], book = write_book(
             evaluations, history, seeds, left_out, settings, out_uri, progress, metrics
         )
     if pictures:
-        write_universe_pictures(out_uri, views, walked, evaluations[0], series, book, progress)
+        write_universe_pictures(out_uri, views, walked, results, series, book, progress)
     if book is not None and held_out is not None:
-        summary["holdout"] = held_out(evaluations[0], summary["book"]["weights"])
+        summary["holdout"] = held_out(results, summary["book"]["weights"])
     summary["run_seconds"] = time.perf_counter() - run["started"]  # all but this file's write
     storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary))
     return UniverseResult(summary, series)
@@ -344,12 +349,17 @@ def _stitch_instruments(
     left_out: dict[int, str],
     out_uri: str,
     progress: Progress,
-) -> tuple[list[dict], dict[int, dict[str, RunEvaluation]]]:
-    """Each instrument's stitched record over the folds it took part in (the first seed's), written under
-    its folder; its summary entry (with several seeds, their spread, naming the seeds `left_out` of it:
-    seed → why); per member, its stitched evaluation of each instrument it walked to the end."""
-    instruments = []
-    evaluations: dict[int, dict[str, RunEvaluation]] = {m: {} for m in range(len(seeds))}
+    majority: bool = False,
+) -> tuple[list[dict], dict[int, dict[str, RunEvaluation]], dict[str, RunEvaluation]]:
+    """Each instrument's stitched record over the folds it took part in (the first seed's; with `majority`,
+    the vote of the seeds that hold every instrument's, where three or more do), written under its folder;
+    its summary entry (with several seeds, their spread, naming the seeds `left_out` of it: seed → why);
+    per member, its stitched evaluation of each instrument it walked to the end; per instrument, the
+    record written (the run's result)."""
+    evaluations = member_evaluations(views, folds, walked, len(seeds))
+    voters = [m for m, ev in evaluations.items() if ev.keys() == evaluations[0].keys()]
+    vote = majority and len(voters) >= MIN_SEEDS_FOR_MAJORITY
+    instruments, results = [], {}
     for i, (view, uri) in enumerate(zip(views, uris, strict=True)):
         outcomes = instrument_outcomes(walked, 0, i)
         entry: dict = {
@@ -359,23 +369,22 @@ def _stitch_instruments(
             "folds": sorted(outcomes),
         }
         if outcomes:
-            for m in range(len(seeds)):
-                own = instrument_outcomes(walked, m, i)
-                if own.keys() == outcomes.keys():  # a seed that stopped early has no stitched record
-                    evaluations[m][view.name] = stitch_outcomes(
-                        view.data, local_folds(folds, i), own, view.scoring, view.memo
-                    )
-            evaluation = evaluations[0][view.name]
+            evaluation = results[view.name] = (
+                stitch_majority(view.data, local_folds(folds, i),
+                                [instrument_outcomes(walked, m, i) for m in voters], view.scoring, view.memo)
+                if vote else evaluations[0][view.name]
+            )  # fmt: skip
             folder = instrument_folder(out_uri, view.name)
             stitched = strict_json.json_bytes(window_to_dict(evaluation.stitched))
             storage.write_bytes(storage.join(folder, STITCHED), stitched)
             storage.write_bytes(storage.join(folder, SERIES), _series_bytes(stitched_series(evaluation)))
             net = evaluation.stitched.policies[MODEL].net
             entry["stitched_net_sharpe"] = net.sharpe
-            progress(f"{view.name}: stitched net Sharpe {net.sharpe:.2f} over {len(outcomes)} folds")
+            whose = f" (majority of {len(voters)} seeds)" if vote else ""
+            progress(f"{view.name}: stitched net Sharpe {net.sharpe:.2f}{whose} over {len(outcomes)} folds")
             if len(seeds) > 1:
                 nets = {seeds[m]: ev[view.name].stitched.policies[MODEL].net for m, ev in evaluations.items()
                         if view.name in ev}  # fmt: skip
                 entry["seed_spread"] = seed_spread(nets, {s: left_out[s] for s in seeds if s not in nets})
         instruments.append(entry)
-    return instruments, evaluations
+    return instruments, evaluations, results

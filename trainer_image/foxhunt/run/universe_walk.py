@@ -34,12 +34,20 @@ from foxhunt.config import NS_PER_DAY, RunConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.data.pnl import ExecutionRows
 from foxhunt.data.universe import UniverseFold, UniverseIndex, return_correlations
-from foxhunt.evaluate.evaluation import MODEL, Scoring
+from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, Scoring
 from foxhunt.evaluate.records import host_array, positions_from_bytes
 from foxhunt.evaluate.run_scores import evaluate_fold, run_scoring
 from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.out_names import fold_folder
-from foxhunt.run.fold import FoldOutcome, Progress, epoch_phases, fold_report, save_fold, timed_choice
+from foxhunt.run.fold import (
+    FoldOutcome,
+    Progress,
+    epoch_phases,
+    fold_report,
+    save_fold,
+    stitch_outcomes,
+    timed_choice,
+)
 from foxhunt.run.manifest import sha256
 from foxhunt.run.walk import FoldDone, FoldStep, Walked
 from foxhunt.train import DeviceData, DQNTrainer, TrainingDiverged, synchronize
@@ -357,3 +365,20 @@ def raise_first_divergence(done: FoldDone) -> None:
     first = done.results.get(0)
     if isinstance(first, TrainingDiverged):
         raise first
+
+
+def member_evaluations(
+    views: Sequence[InstrumentView], folds: Sequence[UniverseFold], walked: Walked, members: int
+) -> dict[int, dict[str, RunEvaluation]]:
+    """Per member, its stitched evaluation of each instrument whose folds it walked as the first member
+    did (a seed that stopped early has no stitched record of it)."""
+    evaluations: dict[int, dict[str, RunEvaluation]] = {m: {} for m in range(members)}
+    for i, view in enumerate(views):
+        outcomes = instrument_outcomes(walked, 0, i)
+        for m in range(members) if outcomes else ():
+            own = instrument_outcomes(walked, m, i)
+            if own.keys() == outcomes.keys():
+                evaluations[m][view.name] = stitch_outcomes(
+                    view.data, local_folds(folds, i), own, view.scoring, view.memo
+                )
+    return evaluations

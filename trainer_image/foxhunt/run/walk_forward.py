@@ -5,12 +5,12 @@ spread across seeds (`--seeds K`) and the untouched holdout. A search hands the 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol
 
 from foxhunt import collector, out_names, storage
-from foxhunt.config import RunConfig
+from foxhunt.config import MAJORITY, MIN_SEEDS_FOR_MAJORITY, RunConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation, Scoring, evaluate_window
 from foxhunt.evaluate.plot import flat_words
@@ -20,7 +20,6 @@ from foxhunt.evaluate.reports import flat_run_reading
 from foxhunt.evaluate.run_scores import run_scoring
 from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.evaluate.seed_spread import (
-    MIN_SEEDS_FOR_MAJORITY,
     majority_figures,
     majority_record,
     seed_spread,
@@ -29,7 +28,7 @@ from foxhunt.evaluate.seed_spread import (
 from foxhunt.evaluate.stitched_report import cost_noise_line, one_bar_noise, stitched_report, verdict_line
 from foxhunt.evaluate.trades import run_tables
 from foxhunt.run import compile_cache
-from foxhunt.run.fold import FoldOutcome, load_fold, out_of_sample_evidence, stitch_outcomes
+from foxhunt.run.fold import FoldOutcome, load_fold, out_of_sample_evidence, stitch_majority, stitch_outcomes
 from foxhunt.run.holdout import run_holdout
 from foxhunt.run.lifecycle import Run
 from foxhunt.run.n_step_choice import first_training_returns, with_chosen_n_step
@@ -91,21 +90,53 @@ def run_folds(
             hooks=_run_hooks(run, done, outs, seeds),
         )
         summary.graph_captures = trainer.graph_captures
-        outcomes = walked.outcomes[0]
-        evaluation = _evaluate_run(run, data, folds, outcomes, scoring, memo, pictures)
-    other_seeds = {i: walked.outcomes[i] for i in outs if i and walked.finished(i)}
+        result = _run_result(run, data, folds, walked, seeds, scoring, memo)
+        _report_run(run, data, folds, result.voted or result.first, scoring, pictures)
     if len(seeds) > 1:
-        left_out = diverged_seeds(walked, seeds)
-        _seed_spread(run, data, folds, outcomes, other_seeds, left_out, seeds, scoring, evaluation, memo)
+        _seed_spread(run, data, folds, walked, seeds, scoring, result, memo)
     if settings.folds.holdout_days > 0 and summary.stitched is not None:
         in_search = {
             "what": "net Sharpe of the run's stitched folds",
             "value": summary.stitched.policies[MODEL].net.sharpe,
         }
+        voters = result.voters or {0: walked.outcomes[0]}
+        earlier = {i: out_of_sample_evidence(by_fold) for i, by_fold in voters.items()}
         run_holdout(
-            run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search,
-            earlier=out_of_sample_evidence(outcomes),
-        )  # fmt: skip
+            run, data, trainer, len(folds), max_rows, scoring, "the run's settings", in_search, earlier
+        )
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """The first seed's stitched evaluation; with `--result majority`, the members that vote (member → its
+    outcomes by fold) and their vote's stitched evaluation, the run's result."""
+
+    first: RunEvaluation
+    voters: dict[int, dict[int, FoldOutcome]] | None = None
+    voted: RunEvaluation | None = None
+
+
+def _run_result(
+    run: Run, data, folds: list[FoldRange], walked, seeds: list[int], scoring: Scoring, memo: ScoreMemo
+) -> RunResult:
+    """The first seed's stitched evaluation and, with `--result majority`, the seeds' vote that is the run's
+    result, recorded in the summary and the console. Fewer than MIN_SEEDS_FOR_MAJORITY seeds that walked
+    every fold leave the first seed's result, with a warning."""
+    first = stitch_outcomes(data, folds, walked.outcomes[0], scoring, memo)
+    if run.config.result != MAJORITY:
+        return RunResult(first)
+    voters = {i: by_fold for i, by_fold in walked.outcomes.items() if i == 0 or walked.finished(i)}
+    names = ", ".join(str(seeds[i]) for i in voters)
+    if len(voters) < MIN_SEEDS_FOR_MAJORITY:
+        run.summary.result = f"seed {seeds[0]} (the majority needs {MIN_SEEDS_FOR_MAJORITY} seeds)"
+        run.progress(
+            f"WARNING --result majority: only seeds {names} walked every fold; the run's result is "
+            f"seed {seeds[0]}'s"
+        )
+        return RunResult(first)
+    run.summary.result = f"majority of seeds {names}"
+    run.progress(f"the run's result: the {run.summary.result} (the side more than half hold, else flat)")
+    return RunResult(first, voters, stitch_majority(data, folds, list(voters.values()), scoring, memo))
 
 
 def _seeds_majority(evaluations: list[RunEvaluation], scoring: Scoring, memo: ScoreMemo) -> RunEvaluation:
@@ -238,31 +269,31 @@ def _seed_spread(
     run: Run,
     data,
     folds: list[FoldRange],
-    outcomes: dict,
-    other_seeds: dict[int, dict[int, FoldOutcome]],
-    left_out: dict[int, str],
+    walked,
     seeds: list[int],
     scoring: Scoring,
-    evaluation,
+    result: RunResult,
     memo: ScoreMemo,
 ) -> None:
     """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console,
-    with the seeds `left_out` (seed → why: it diverged, so has no stitched record) named beside them, and
-    (three seeds or more) their majority's record; `seeds.png` draws their stitched records and the
-    majority's (`evaluation`: the run's own, member 0's). The run's `memo`
-    is every seed's: the baselines' records, the same for every seed, are scored once, not once a seed.
-    `other_seeds`: the other seeds that walked every fold."""
+    with the seeds left out (they diverged, so have no stitched record) named beside them, and (three
+    seeds or more) their majority's record (`result.voted` where it is the run's result); `seeds.png`
+    draws their stitched records and the majority's. The run's `memo` is every seed's: the baselines'
+    records, the same for every seed, are scored once, not once a seed."""
     summary = run.summary
     if summary.stitched is None:
         return
-    evaluations = {seeds[0]: evaluation}
+    outcomes = walked.outcomes[0]
+    other_seeds = {i: walked.outcomes[i] for i in walked.outcomes if i and walked.finished(i)}
+    evaluations = {seeds[0]: result.first}
     for i, by_fold in other_seeds.items():
         evaluations[seeds[i]] = stitch_outcomes(data, folds, by_fold, scoring, memo, outcomes)
     nets = {s: e.stitched.policies[MODEL].net for s, e in evaluations.items()}
-    summary.seed_spread = seed_spread(nets, left_out)
-    voted = None
-    if len(evaluations) >= MIN_SEEDS_FOR_MAJORITY:  # the seeds that walked every fold vote
+    summary.seed_spread = seed_spread(nets, diverged_seeds(walked, seeds))
+    voted = result.voted
+    if voted is None and len(evaluations) >= MIN_SEEDS_FOR_MAJORITY:  # the seeds that walked every fold
         voted = _seeds_majority(list(evaluations.values()), scoring, memo)
+    if voted is not None:
         net = voted.stitched.policies[MODEL].net
         summary.seed_spread["majority"] = majority_figures(net, list(evaluations))
     for line in spread_lines(summary.seed_spread):
@@ -281,23 +312,21 @@ def _seed_spread(
     storage.write_bytes(storage.join(run.out_uri, out_names.SEEDS_PICTURE), png)
 
 
-def _evaluate_run(
+def _report_run(
     run: Run,
     data,
     folds: list[FoldRange],
-    outcomes: dict,
+    evaluation: RunEvaluation,
     scoring: Scoring,
-    memo: ScoreMemo,
     pool: PicturePool | None = None,
-):
-    """The stitched record into the summary, the metrics and the console; its tables; the run's pictures
-    (`plot_run.run_pictures`; with `pool`, the folds' pictures drawn by its worker meanwhile). Returns the
-    run's evaluation."""
+) -> None:
+    """The run's stitched `evaluation` (the first seed's, or the seeds' vote) into the summary, the
+    metrics and the console; its tables; the run's pictures (`plot_run.run_pictures`; with `pool`, the
+    folds' pictures drawn by its worker meanwhile)."""
     summary, progress = run.summary, run.progress
-    evaluation = stitch_outcomes(data, folds, outcomes, scoring, memo)
     summary.stitched = evaluation.stitched
     run.metrics.stitched_scored(stitched_figures(evaluation.stitched))
-    flat = flat_run_reading(summary.folds)  # a run that never traded says so, in words
+    flat = flat_run_reading(summary.folds, summary.stitched)  # a run that never traded says so, in words
     lines = stitched_report(evaluation.stitched, len(evaluation.folds), scoring.level, flat)
     if flat:  # under the model's flat line, why a modest edge may not pay: the cost against a bar's move
         lines.insert(2, cost_noise_line(scoring.cost_per_unit, one_bar_noise(data.targets, folds)))
@@ -312,10 +341,9 @@ def _evaluate_run(
         pictures = run_pictures(evaluation, summary.folds, title, pool)
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
         progress(f"the run's pictures not drawn: {exc}")
-        return evaluation
+        return
     for name, png in pictures.items():
         storage.write_bytes(storage.join(run.out_uri, name), png)
-    return evaluation
 
 
 def _title(summary, evaluation) -> str:

@@ -290,7 +290,7 @@ def _headline(
                      "value": best.objective}  # fmt: skip
         summary.holdout = run_holdout(
             run, data, trainer_builder(run, data, max_rows)([dqn]), len(folds), max_rows, scoring,
-            f"best trial {best.number}'s settings", in_search, _best_evidence(run, folds, best.number),
+            f"best trial {best.number}'s settings", in_search, {0: _best_evidence(run, folds, best.number)},
         )  # fmt: skip
         holdout = holdout_range(data.timestamp, settings.folds, len(folds), max_rows)
     try:

@@ -1,0 +1,63 @@
+"""`--result majority` with several instruments: each instrument's stitched record and the book are the
+seeds' vote; the held-out period, which trains the first seed only, is refused with it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_universe_book import NAMES, caches, settings_for  # noqa: F401  (a module fixture, reused)
+
+from foxhunt.errors import UsageError
+from foxhunt.run.universe_run import load_series, train_universe
+
+
+@pytest.fixture(scope="module")
+def voted(caches, tiny_params, tmp_path_factory):  # noqa: F811
+    """A 3-seed universe run whose result is the vote, and the same run's first seed's series."""
+    out = tmp_path_factory.mktemp("voted") / "out"
+    flags = ("--hyperopt-params", str(tiny_params), "--seeds", "3", "--epochs", "2")
+    lines: list[str] = []
+    result = train_universe([caches[n] for n in NAMES], str(out), settings_for(out, *flags, "--result", "majority"),
+                            lines.append)  # fmt: skip
+    first = tmp_path_factory.mktemp("first") / "out"
+    train_universe([caches[n] for n in NAMES], str(first), settings_for(first, *flags), lambda line: None)
+    return out, result, lines, load_series(str(first))
+
+
+def test_each_instruments_record_is_the_seeds_vote(voted):
+    # Catches: the first seed's series written as the instrument's record under --result majority.
+    out, result, _, first = voted
+    assert any(not np.array_equal(result.series[n]["positions"], first[n]["positions"]) for n in NAMES)
+    assert load_series(str(out)).keys() == set(NAMES)
+    for name in NAMES:
+        assert result.series[name]["timestamp"].tolist() == first[name]["timestamp"].tolist()
+
+
+def test_the_book_is_the_book_of_the_seeds_vote(voted):
+    # Catches: the first seed's book kept as the result beside the vote's figures.
+    out, result, lines, _ = voted
+    book = json.loads((out / "book.json").read_text())
+    assert book["stitched_net_sharpe"] == book["seed_spread"]["majority"]["sharpe"]
+    assert book["result"] == "majority of seeds 0, 1, 2"
+    assert result.summary["book"]["stitched_net_sharpe"] == book["stitched_net_sharpe"]
+    assert any(
+        line.startswith(f"{NAMES[0]}: stitched net Sharpe") and "(majority of 3 seeds)" in line
+        for line in lines
+    )
+
+
+def test_the_first_seeds_book_stays_in_the_spread(voted):
+    out, _, _, _ = voted
+    book = json.loads((out / "book.json").read_text())
+    assert book["seed_spread"]["seeds"] == [0, 1, 2]
+    assert book["seed_spread"]["sharpe"]["0"] != book["stitched_net_sharpe"]
+
+
+def test_a_held_out_period_with_the_vote_is_refused_before_work(caches, tmp_path):  # noqa: F811
+    out = tmp_path / "out"
+    settings = settings_for(out, "--seeds", "3", "--result", "majority", "--holdout-days", "2")
+    with pytest.raises(UsageError, match="--result majority with --holdout-days: not supported with several"):
+        train_universe([caches[n] for n in NAMES], str(out), settings, lambda line: None)
+    assert not out.exists()
