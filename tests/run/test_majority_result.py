@@ -9,12 +9,10 @@ import io
 import numpy as np
 import pytest
 from support import strict_json
-from support.run_cases import quick_argv, train_argv
+from support.run_cases import diverge_in_fold_1, quick_argv, train_argv
 
 from foxhunt.cli import main
 from foxhunt.evaluate.seed_spread import majority_positions
-from foxhunt.run import walk as walk_module
-from foxhunt.train import TrainingDiverged
 
 # Real runs in fresh processes: seconds each (`-m 'not slow'` leaves them out).
 pytestmark = pytest.mark.slow
@@ -91,15 +89,7 @@ def test_with_a_seed_diverged_the_result_falls_back_to_the_first_seed_and_says_s
     tiny_fxcache, tiny_params, tmp_path, monkeypatch, capsys
 ):
     # Seed 13 diverges in fold 1: two seeds cannot vote, so the result is seed 11's, with a warning.
-    train_fold = walk_module.train_fold
-
-    def diverging(trainer, fold_range, *args, **kwargs):
-        results = train_fold(trainer, fold_range, *args, **kwargs)
-        if fold_range.fold == 1 and 2 in results:
-            results[2] = TrainingDiverged("fold 1 epoch 0: loss is nan")
-        return results
-
-    monkeypatch.setattr(walk_module, "train_fold", diverging)
+    diverge_in_fold_1(monkeypatch)
     out = tmp_path / "out"
     assert main(train_argv(tiny_fxcache, out, tiny_params, "--epochs", "1", *MAJORITY)) == 0
     summary = strict_json.read(out / "summary.json")

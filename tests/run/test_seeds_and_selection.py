@@ -6,12 +6,10 @@ import numpy as np
 import pytest
 import torch
 from support import strict_json
-from support.run_cases import ONE_FOLD, TINY_DQN, quick_argv, train_argv
+from support.run_cases import ONE_FOLD, TINY_DQN, diverge_in_fold_1, quick_argv, train_argv
 
 from foxhunt.cli import main
 from foxhunt.evaluate.seed_spread import majority_positions
-from foxhunt.run import walk as walk_module
-from foxhunt.train import TrainingDiverged
 
 # Real runs in fresh processes: seconds to tens of seconds each (`-m 'not slow'` leaves them out).
 pytestmark = pytest.mark.slow
@@ -83,15 +81,7 @@ def test_a_seed_that_diverged_is_named_as_left_out_of_the_spread(
     tiny_fxcache, tiny_params, tmp_path, monkeypatch, capsys
 ):
     # Seed 13 (member 2) diverges in fold 1: the spread is of seeds 11 and 12, and says 13 was left out.
-    train_fold = walk_module.train_fold
-
-    def diverging(trainer, fold_range, *args, **kwargs):
-        results = train_fold(trainer, fold_range, *args, **kwargs)
-        if fold_range.fold == 1 and 2 in results:
-            results[2] = TrainingDiverged("fold 1 epoch 0: loss is nan")
-        return results
-
-    monkeypatch.setattr(walk_module, "train_fold", diverging)
+    diverge_in_fold_1(monkeypatch)
     out = tmp_path / "out"
     assert main(train_argv(tiny_fxcache, out, tiny_params, "--epochs", "1", "--seeds", "3")) == 0
     spread = strict_json.read(out / "summary.json")["seed_spread"]

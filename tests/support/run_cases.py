@@ -208,3 +208,19 @@ def completed_folds(out: Path) -> list[int]:
     """The folds the manifest in `out` records as completed."""
     manifest = json.loads((out / "manifest.json").read_text())
     return sorted(int(k) for k in manifest["run"]["folds"])
+
+
+def diverge_in_fold_1(monkeypatch, member: int = 2) -> None:
+    """Make `member` of a run's walk diverge in fold 1 (its loss NaN), the others training on."""
+    from foxhunt.run import walk as walk_module
+    from foxhunt.train import TrainingDiverged
+
+    train_fold = walk_module.train_fold
+
+    def diverging(trainer, fold_range, *args, **kwargs):
+        results = train_fold(trainer, fold_range, *args, **kwargs)
+        if fold_range.fold == 1 and member in results:
+            results[member] = TrainingDiverged("fold 1 epoch 0: loss is nan")
+        return results
+
+    monkeypatch.setattr(walk_module, "train_fold", diverging)
