@@ -14,7 +14,7 @@ import io
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -325,6 +325,19 @@ def stitch_majority(
     return stitched_evaluation(
         data.features, data.targets, data.timestamp, folds, voted, scoring, baselines, memo
     )
+
+
+def voted_outcome(
+    data, fold_range: FoldRange, members: Sequence[FoldOutcome], scoring: Scoring, memo: ScoreMemo | None
+) -> FoldOutcome:
+    """One fold's outcome of the members' vote (`seed_spread.majority_positions`): the first member's, with
+    the voted positions and their window scored beside the baselines (fitted once where `memo` holds them)."""
+    positions = majority_positions([m.positions for m in members])
+    window, _ = evaluate_fold(
+        data.features, data.targets, data.timestamp, fold_range, positions, scoring, memo
+    )
+    first = members[0]
+    return replace(first, positions=positions, report=replace(first.report, evaluation=window))
 
 
 def out_of_sample_evidence(outcomes: Mapping[int, FoldOutcome]) -> list[WindowEvidence]:

@@ -198,21 +198,16 @@ def _walk_held_out(run, data, trainer, fold: FoldRange, scoring, earlier: Mappin
 
 
 def _voted(run, data, fold: FoldRange, members: Sequence, scoring, memo) -> Any:
-    """The held-out fold's outcome of the members' vote (`seed_spread.majority_positions`): its positions,
-    its window scored beside the baselines the members' fold fitted; the first member's when fewer than
-    MIN_SEEDS_FOR_MAJORITY walked the fold (a warning says so)."""
-    from foxhunt.evaluate.run_scores import evaluate_fold
-    from foxhunt.evaluate.seed_spread import majority_positions
+    """The held-out fold's outcome of the members' vote (`fold.voted_outcome`); the first member's when
+    fewer than MIN_SEEDS_FOR_MAJORITY walked the fold (a warning says so)."""
+    from foxhunt.run.fold import voted_outcome
 
     if len(members) < MIN_SEEDS_FOR_MAJORITY:
         run.progress(
             f"WARNING holdout: {len(members)} seeds walked the held-out fold; its headline is the first seed's"
         )
         return members[0]
-    positions = majority_positions([m.positions for m in members])
-    window, _ = evaluate_fold(data.features, data.targets, data.timestamp, fold, positions, scoring, memo)
-    first = members[0]
-    return replace(first, positions=positions, report=replace(first.report, evaluation=window))
+    return voted_outcome(data, fold, members, scoring, memo)
 
 
 def holdout_record(

@@ -12,7 +12,8 @@ one trainer on each instrument's `train_days` before the cut (from its first row
 purged as every fold is, and validates each instrument on its held-out rows alone. An instrument with
 fewer held-out bars than `min_val_rows` (or fewer training rows than `min_train_rows`) takes no part,
 with a warning line naming it; when none can take part the run is refused before any work. With
-`--seeds K` the first seed's member trains it, as one instrument's held-out fold does.
+`--seeds K` the first seed's is the headline; with `--result majority`, per instrument, the vote of the
+seeds that walked every fold (`voted_instruments`), as one instrument's held-out fold does.
 
 What is written (`run_universe_holdout`): the fold's files under ``holdout/instruments/<name>/fold_N/``;
 per instrument ``instruments/<name>/holdout.json`` (`holdout.holdout_record`: its held-out window beside
@@ -30,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from foxhunt import storage, strict_json
-from foxhunt.config import NS_PER_DAY, FoldConfig, RunConfig
+from foxhunt.config import MIN_SEEDS_FOR_MAJORITY, NS_PER_DAY, FoldConfig, RunConfig
 from foxhunt.data.bars import iso_utc
 from foxhunt.data.folds import FoldRange
 from foxhunt.data.universe import UniverseFold, instruments_in_no_fold, universe_folds
@@ -38,7 +39,7 @@ from foxhunt.errors import BadInput
 from foxhunt.evaluate.book import BookEvaluation, book_to_dict, evaluate_book
 from foxhunt.evaluate.evaluation import MODEL, RunEvaluation
 from foxhunt.evaluate.stitched_report import verdict_line
-from foxhunt.run.fold import FoldOutcome, Progress, stitch_outcomes
+from foxhunt.run.fold import FoldOutcome, Progress, stitch_outcomes, voted_outcome
 from foxhunt.run.holdout import (
     HEADLINE,
     HOLDOUT_DIR,
@@ -155,27 +156,44 @@ def train_holdout_fold(
     out_uri: str,
     settings: RunConfig,
     progress: Progress,
-    earlier: Sequence[WindowEvidence] = (),
+    earlier: Mapping[int, Sequence[WindowEvidence]],
     at_fold: Callable[[int | None], None] = lambda fold: None,
     check: Callable[[], None] = lambda: None,
-) -> dict[int, FoldOutcome]:
-    """The held-out fold trained by the first member on `trainer` (after the run's folds), its files under
-    ``holdout/``: its outcome per instrument taking part. A divergence ends the run, as in a fold. Its
-    pooled decision weighs `earlier` (the run's folds' pooled out-of-sample windows) as each fold did;
-    `at_fold` is told of its start and end (the walk's hook: a failure or a stop in it names it); `check`
-    runs at its boundaries, as at a fold's (a stop signal raises there)."""
+) -> dict[int, dict[int, FoldOutcome]]:
+    """The held-out fold trained on `trainer` (after the run's folds) by each member `earlier` names, its
+    files under ``holdout/``: per member that did not diverge, its outcome per instrument taking part.
+    The first member's divergence ends the run, as in a fold. Each member's pooled decision weighs its
+    `earlier` windows (the run's folds' pooled out-of-sample windows) as each fold did; `at_fold` is told
+    of its start and end (the walk's hook: a failure or a stop in it names it); `check` runs at its
+    boundaries, as at a fold's (a stop signal raises there)."""
     said: Progress = lambda line: progress(f"holdout {line}")  # noqa: E731
     folder = storage.join(out_uri, HOLDOUT_DIR)
     walked = walk_folds(
         trainer,
         [fold],
-        {0: folder},
+        {m: folder for m in earlier},
         settings.epochs,
         None,
         hooks=WalkHooks(progress=said, check=check, at_fold=at_fold, on_fold=_diverged),
-        step=universe_step(trainer, views, folder, settings, said, prior={0: earlier}, check=check),
+        step=universe_step(trainer, views, folder, settings, said, prior=earlier, check=check),
     )
-    return dict(walked.outcomes[0][fold.fold].instruments)
+    return {m: dict(by_fold[fold.fold].instruments) for m, by_fold in walked.outcomes.items() if by_fold}
+
+
+def voted_instruments(
+    views: Sequence[InstrumentView], fold: UniverseFold, by_member: Mapping[int, Mapping[int, FoldOutcome]]
+) -> dict[int, FoldOutcome]:
+    """Per instrument taking part, the held-out outcome of the members' vote (`fold.voted_outcome`) where
+    MIN_SEEDS_FOR_MAJORITY members or more walked it, else the first member's."""
+    out = {}
+    for i, first in by_member[0].items():
+        members = [own[i] for own in by_member.values() if i in own]
+        local = fold.ranges[i]
+        assert local is not None  # an instrument with an outcome took part
+        view = views[i]
+        enough = len(members) >= MIN_SEEDS_FOR_MAJORITY
+        out[i] = voted_outcome(view.data, local, members, view.scoring, view.memo) if enough else first
+    return out
 
 
 def _diverged(done: FoldDone) -> tuple[int, ...]:
@@ -251,7 +269,7 @@ def run_universe_holdout(
     settings: RunConfig,
     progress: Progress,
     metrics: RunMetrics,
-    earlier: Sequence[WindowEvidence] = (),
+    earlier: Mapping[int, Sequence[WindowEvidence]],
     at_fold: Callable[[int | None], None] = lambda fold: None,
     check: Callable[[], None] = lambda: None,
 ) -> dict:
@@ -260,7 +278,8 @@ def run_universe_holdout(
     stitched evaluation (its in-search figure); `weights`: the run's book's; `at_fold` and `check`: the
     walk's hooks."""
     days = settings.folds.holdout_days
-    outcomes = train_holdout_fold(trainer, views, fold, out_uri, settings, progress, earlier, at_fold, check)
+    by_member = train_holdout_fold(trainer, views, fold, out_uri, settings, progress, earlier, at_fold, check)
+    outcomes = by_member[0] if len(earlier) == 1 else voted_instruments(views, fold, by_member)
     records, evaluations = _instrument_records(views, fold, outcomes, stitched, days, out_uri)
     book = held_out_book(evaluations, weights, history, settings)
     book_figures = {

@@ -119,11 +119,6 @@ def check_universe_settings(settings: RunConfig) -> None:
             "--trials: not supported here with several instruments yet; a universe's search is "
             "foxhunt train --fxcache A --fxcache B ... --trials N"
         )
-    if settings.result == MAJORITY and settings.folds.holdout_days > 0:
-        raise UsageError(
-            "--result majority with --holdout-days: not supported with several instruments yet (the "
-            "universe's held-out fold trains the first seed only); drop one of them"
-        )
     compile_cache.check_setting(settings.compile_cache)
 
 
@@ -222,7 +217,7 @@ def _train_universe(
         history = {n: (c.timestamp, c.targets[:, 0]) for n, c in zip(names, caches, strict=True)}
         held_out = None if held is None else partial(
             run_universe_holdout, trainer, views, held, history=history, out_uri=out_uri, settings=settings,
-            progress=progress, metrics=metrics, earlier=pooled_evidence(walked.outcomes[0]),
+            progress=progress, metrics=metrics, earlier=_held_out_voters(walked, settings),
             at_fold=ledger.at_fold, check=check,
         )  # fmt: skip
         ledger.holdout_fold = None if held is None else held.fold  # a failure or a stop in it names it
@@ -237,6 +232,13 @@ def _train_universe(
             )
         )
         return result
+
+
+def _held_out_voters(walked: Walked, settings: RunConfig) -> dict[int, list]:
+    """The members that train the held-out fold, each with its folds' pooled out-of-sample windows: the
+    first; with `--result majority`, every member that walked every fold (their vote is the headline)."""
+    voters = [m for m in walked.outcomes if m == 0 or (settings.result == MAJORITY and walked.finished(m))]
+    return {m: pooled_evidence(walked.outcomes[m]) for m in voters}
 
 
 def universe_records(
