@@ -9,7 +9,7 @@ import io
 import numpy as np
 import pytest
 from support import strict_json
-from support.run_cases import diverge_in_fold_1, quick_argv, train_argv
+from support.run_cases import copy_run, diverge_in_fold_1, finished_run, quick_argv, train_argv
 
 from foxhunt.cli import main
 from foxhunt.evaluate.seed_spread import majority_positions
@@ -114,3 +114,33 @@ def test_the_held_out_headline_is_the_vote_of_the_seeds_held_out_folds(tiny_fxca
     model = holdout["evaluation"]["policies"]["model"]["net"]
     assert model["exposure"] == pytest.approx(np.abs(voted).mean())
     assert holdout["net_sharpe"] == model["sharpe"]
+
+
+def test_a_resumed_run_votes_again_to_the_same_result_over_folds_it_took_over(
+    tiny_fxcache, tiny_params, tmp_path_factory, tmp_path
+):
+    # Catches: the taken-over folds' saved positions left out of the vote, or the first seed's record as the result.
+    flags = ("--epochs", "1", "--max-folds", "2", *MAJORITY)
+    done = finished_run(tiny_fxcache, tiny_params, tmp_path_factory, "majority", *flags)
+    out = copy_run(done, tmp_path / "out")
+    (out / "seed_13" / "fold_1" / "weights.pt").unlink()
+    (out / "summary.json").unlink()
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(train_argv(tiny_fxcache, out, tiny_params, *flags)) == 0
+    before, after = (strict_json.read(d / "summary.json") for d in (done, out))
+    vote = before["stitched"]["policies"]["model"]["net"]
+    assert vote["sharpe"] != before["seed_spread"]["sharpe"]["11"]  # the vote is not seed 11's record
+    assert after["result"] == "majority of seeds 11, 12, 13"
+    assert after["stitched"]["policies"]["model"]["net"] == before["stitched"]["policies"]["model"]["net"]
+
+
+def test_a_run_resumed_with_another_result_is_refused(
+    tiny_fxcache, tiny_params, tmp_path_factory, tmp_path, capsys
+):
+    flags = ("--epochs", "1", "--max-folds", "2", "--seeds", "3")
+    out = copy_run(
+        finished_run(tiny_fxcache, tiny_params, tmp_path_factory, "first", *flags), tmp_path / "out"
+    )
+    assert main(train_argv(tiny_fxcache, out, tiny_params, *flags, "--result", "majority")) == 2
+    assert "(result: 'first-seed' → 'majority')" in capsys.readouterr().err
