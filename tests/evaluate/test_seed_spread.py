@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from foxhunt.evaluate.evaluation import Metrics
-from foxhunt.evaluate.seed_spread import majority_figures, majority_positions, seed_spread, spread_lines
+from foxhunt.evaluate.seed_spread import (
+    majority_figures,
+    majority_positions,
+    result_label,
+    seed_spread,
+    spread_lines,
+)
 
 _ZERO = Metrics(**{f.name: 0.0 for f in dataclasses.fields(Metrics)})
 
@@ -130,3 +136,9 @@ def test_the_majority_line_says_where_it_lies_against_flat():
         "[0.40, 4.60], above flat outside its interval; exposure 30%, turnover 120/yr"
     )
     assert "flat within its interval" in spread_lines({**spread, "majority": inside})[-1]
+
+
+def test_the_result_is_the_majority_from_three_voting_seeds_and_the_first_seeds_below():
+    # Catches: a quorum of more than three, or two seeds' "agreement" taken as a vote.
+    assert result_label([4, 5, 6], 4) == "majority of seeds 4, 5, 6"
+    assert result_label([4, 5], 4) == "seed 4 (the majority needs 3 seeds)"

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from foxhunt.config import MIN_SEEDS_FOR_MAJORITY
 from foxhunt.evaluate.evaluation import MODEL, Metrics, RunEvaluation
 from foxhunt.evaluate.records import Record
 
@@ -77,6 +78,14 @@ def majority_record(evaluations: Sequence[RunEvaluation]) -> Record:
     stitched records cover the same bars, so the first one's bars, returns and folds serve."""
     model = evaluations[0].records[MODEL]
     return replace(model, positions=majority_positions([e.records[MODEL].positions for e in evaluations]))
+
+
+def result_label(voters: Sequence[int], first: int) -> str:
+    """Whose record a `--result majority` run's result is (summary.json's and book.json's `result`): the
+    seeds' majority where MIN_SEEDS_FOR_MAJORITY or more seeds vote (`voters`), else the `first` seed's."""
+    if len(voters) < MIN_SEEDS_FOR_MAJORITY:
+        return f"seed {first} (the majority needs {MIN_SEEDS_FOR_MAJORITY} seeds)"
+    return f"majority of seeds {', '.join(str(s) for s in voters)}"
 
 
 def majority_figures(net: Metrics, members: Sequence[int]) -> dict:

@@ -46,6 +46,7 @@ from foxhunt.evaluate.seed_spread import (
     majority_figures,
     majority_line,
     majority_record,
+    result_label,
 )
 from foxhunt.run.fold import Progress
 from foxhunt.run.sinks.telemetry import RunMetrics
@@ -221,11 +222,7 @@ def write_book(
             book_net(voted), [seeds[m] for m in voters]
         )
     if settings.result == MAJORITY:  # whose book this is, as the instruments' records say
-        entry["result"] = (
-            f"majority of seeds {', '.join(str(seeds[m]) for m in voters)}"
-            if voted
-            else (f"seed {seeds[0]} (the majority needs {MIN_SEEDS_FOR_MAJORITY} seeds)")
-        )
+        entry["result"] = result_label([seeds[m] for m in voters], seeds[0])
     storage.write_bytes(storage.join(out_uri, BOOK_FILE), strict_json.json_bytes(entry))
     progress(book_line(book))
     if vote is not None:

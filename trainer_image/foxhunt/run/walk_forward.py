@@ -22,6 +22,7 @@ from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.evaluate.seed_spread import (
     majority_figures,
     majority_record,
+    result_label,
     seed_spread,
     spread_lines,
 )
@@ -126,15 +127,14 @@ def _run_result(
     if run.config.result != MAJORITY:
         return RunResult(first)
     voters = {i: by_fold for i, by_fold in walked.outcomes.items() if i == 0 or walked.finished(i)}
-    names = ", ".join(str(seeds[i]) for i in voters)
+    run.summary.result = result_label([seeds[i] for i in voters], seeds[0])
     if len(voters) < MIN_SEEDS_FOR_MAJORITY:
-        run.summary.result = f"seed {seeds[0]} (the majority needs {MIN_SEEDS_FOR_MAJORITY} seeds)"
+        named = ", ".join(str(seeds[i]) for i in voters)
         run.progress(
-            f"WARNING --result majority: only seeds {names} walked every fold; the run's result is "
+            f"WARNING --result majority: only seeds {named} walked every fold; the run's result is "
             f"seed {seeds[0]}'s"
         )
         return RunResult(first)
-    run.summary.result = f"majority of seeds {names}"
     run.progress(f"the run's result: the {run.summary.result} (the side more than half hold, else flat)")
     return RunResult(first, voters, stitch_majority(data, folds, list(voters.values()), scoring, memo))
 
