@@ -144,3 +144,11 @@ def test_a_run_resumed_with_another_result_is_refused(
     )
     assert main(train_argv(tiny_fxcache, out, tiny_params, *flags, "--result", "majority")) == 2
     assert "(result: 'first-seed' → 'majority')" in capsys.readouterr().err
+
+
+def test_two_members_are_no_vote_the_fold_keeps_the_first_members_outcome():
+    # Catches: a "vote" of two seeds (their agreement) scored as a held-out headline.
+    from foxhunt.run.fold import voted_outcome
+
+    first, second = object(), object()
+    assert voted_outcome(None, None, [first, second], None, None) is first  # type: ignore[arg-type]

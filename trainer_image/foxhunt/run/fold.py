@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from foxhunt import out_names, storage, strict_json
-from foxhunt.config import PHASES
+from foxhunt.config import MIN_SEEDS_FOR_MAJORITY, PHASES
 from foxhunt.data.bars import iso_utc
 from foxhunt.data.features import FEATURE_NAMES
 from foxhunt.data.folds import FoldRange
@@ -331,7 +331,10 @@ def voted_outcome(
     data, fold_range: FoldRange, members: Sequence[FoldOutcome], scoring: Scoring, memo: ScoreMemo | None
 ) -> FoldOutcome:
     """One fold's outcome of the members' vote (`seed_spread.majority_positions`): the first member's, with
-    the voted positions and their window scored beside the baselines (fitted once where `memo` holds them)."""
+    the voted positions and their window scored beside the baselines (fitted once where `memo` holds them);
+    the first member's own where fewer than MIN_SEEDS_FOR_MAJORITY walked the fold (no vote to take)."""
+    if len(members) < MIN_SEEDS_FOR_MAJORITY:
+        return members[0]
     positions = majority_positions([m.positions for m in members])
     window, _ = evaluate_fold(
         data.features, data.targets, data.timestamp, fold_range, positions, scoring, memo

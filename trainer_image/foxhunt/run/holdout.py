@@ -206,7 +206,6 @@ def _voted(run, data, fold: FoldRange, members: Sequence, scoring, memo) -> Any:
         run.progress(
             f"WARNING holdout: {len(members)} seeds walked the held-out fold; its headline is the first seed's"
         )
-        return members[0]
     return voted_outcome(data, fold, members, scoring, memo)
 
 

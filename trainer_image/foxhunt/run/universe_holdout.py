@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from foxhunt import storage, strict_json
-from foxhunt.config import MIN_SEEDS_FOR_MAJORITY, NS_PER_DAY, FoldConfig, RunConfig
+from foxhunt.config import NS_PER_DAY, FoldConfig, RunConfig
 from foxhunt.data.bars import iso_utc
 from foxhunt.data.folds import FoldRange
 from foxhunt.data.universe import UniverseFold, instruments_in_no_fold, universe_folds
@@ -183,16 +183,14 @@ def train_holdout_fold(
 def voted_instruments(
     views: Sequence[InstrumentView], fold: UniverseFold, by_member: Mapping[int, Mapping[int, FoldOutcome]]
 ) -> dict[int, FoldOutcome]:
-    """Per instrument taking part, the held-out outcome of the members' vote (`fold.voted_outcome`) where
-    MIN_SEEDS_FOR_MAJORITY members or more walked it, else the first member's."""
+    """Per instrument taking part, the held-out outcome of the members' vote (`fold.voted_outcome`: the
+    first member's where too few walked it)."""
     out = {}
-    for i, first in by_member[0].items():
+    for i in by_member[0]:
         members = [own[i] for own in by_member.values() if i in own]
         local = fold.ranges[i]
         assert local is not None  # an instrument with an outcome took part
-        view = views[i]
-        enough = len(members) >= MIN_SEEDS_FOR_MAJORITY
-        out[i] = voted_outcome(view.data, local, members, view.scoring, view.memo) if enough else first
+        out[i] = voted_outcome(views[i].data, local, members, views[i].scoring, views[i].memo)
     return out
 
 
