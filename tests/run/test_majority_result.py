@@ -9,7 +9,7 @@ import io
 import numpy as np
 import pytest
 from support import strict_json
-from support.run_cases import copy_run, diverge_in_fold_1, finished_run, quick_argv, train_argv
+from support.run_cases import copy_run, diverge_in_fold, finished_run, quick_argv, train_argv
 
 from foxhunt.cli import main
 from foxhunt.evaluate.seed_spread import majority_positions
@@ -89,7 +89,7 @@ def test_with_a_seed_diverged_the_result_falls_back_to_the_first_seed_and_says_s
     tiny_fxcache, tiny_params, tmp_path, monkeypatch, capsys
 ):
     # Seed 13 diverges in fold 1: two seeds cannot vote, so the result is seed 11's, with a warning.
-    diverge_in_fold_1(monkeypatch)
+    diverge_in_fold(monkeypatch)
     out = tmp_path / "out"
     assert main(train_argv(tiny_fxcache, out, tiny_params, "--epochs", "1", *MAJORITY)) == 0
     summary = strict_json.read(out / "summary.json")
@@ -97,6 +97,26 @@ def test_with_a_seed_diverged_the_result_falls_back_to_the_first_seed_and_says_s
     first = np.concatenate([_positions(out, fold) for fold in range(3)])
     assert summary["stitched"]["policies"]["model"]["net"]["exposure"] == pytest.approx(np.abs(first).mean())
     assert "WARNING --result majority: only seeds 11, 12 walked every fold" in capsys.readouterr().out
+
+
+def test_with_a_seed_diverged_the_held_out_headline_is_the_first_seeds_and_says_so(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch, capsys
+):
+    # Catches: two seeds' agreement scored as the held-out headline without a word. Seed 13 diverges in
+    # the held-out fold (fold 2, after the walk's 0 and 1), so two seeds walked it.
+    diverge_in_fold(monkeypatch, fold=2)
+    out = tmp_path / "out"
+    argv = train_argv(
+        tiny_fxcache, out, tiny_params, "--epochs", "1", "--max-folds", "2", "--holdout-days", "2"
+    )
+    assert main([*argv, *MAJORITY]) == 0
+    assert "WARNING holdout: 2 seeds walked the held-out fold; its headline is the first seed's" in (
+        capsys.readouterr().out
+    )
+    (fold,) = (int(d.name.split("_")[1]) for d in (out / "holdout").glob("fold_*"))
+    first = _positions(out / "holdout", fold)
+    model = strict_json.read(out / "holdout.json")["evaluation"]["policies"]["model"]["net"]
+    assert model["exposure"] == pytest.approx(np.abs(first).mean())
 
 
 def test_the_held_out_headline_is_the_vote_of_the_seeds_held_out_folds(tiny_fxcache, tiny_params, tmp_path):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 from support import strict_json
-from support.run_cases import ONE_FOLD, TINY_DQN, diverge_in_fold_1, quick_argv, train_argv
+from support.run_cases import ONE_FOLD, TINY_DQN, diverge_in_fold, quick_argv, train_argv
 
 from foxhunt.cli import main
 from foxhunt.evaluate.seed_spread import majority_positions
@@ -81,7 +81,7 @@ def test_a_seed_that_diverged_is_named_as_left_out_of_the_spread(
     tiny_fxcache, tiny_params, tmp_path, monkeypatch, capsys
 ):
     # Seed 13 (member 2) diverges in fold 1: the spread is of seeds 11 and 12, and says 13 was left out.
-    diverge_in_fold_1(monkeypatch)
+    diverge_in_fold(monkeypatch)
     out = tmp_path / "out"
     assert main(train_argv(tiny_fxcache, out, tiny_params, "--epochs", "1", "--seeds", "3")) == 0
     spread = strict_json.read(out / "summary.json")["seed_spread"]

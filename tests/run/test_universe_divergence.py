@@ -156,3 +156,30 @@ def test_the_first_seeds_divergence_in_the_held_out_fold_names_it_as_an_ordinary
         "foxhunt train: failed: the held-out fold failed: TrainingDiverged: "
     )
     assert summary(tmp_path / "out")["status"] == "failed"
+
+
+def test_with_a_seed_diverged_a_majority_run_keeps_the_first_seeds_records_and_says_whose(caches, tmp_path):
+    # Catches: a seed that stopped in fold 1 counted among the voters (its instruments' records are missing).
+    out = tmp_path / "out"
+    code, console, _ = diverged_run(
+        caches, out, 2, "fx00", "exchange01", "--seeds", "3", "--result", "majority"
+    )
+    assert code == 0
+    assert "(majority of" not in console  # two seeds left: no instrument's record is a vote
+    finished = summary(out)
+    assert finished["book"]["result"] == "seed 0 (the majority needs 3 seeds)"
+    spreads = [i["seed_spread"] for i in finished["instruments"]]
+    assert all(s["left_out"] == [{"seed": 2, "reason": "diverged in fold 1"}] for s in spreads)
+    for entry, spread in zip(finished["instruments"], spreads, strict=True):
+        assert entry["stitched_net_sharpe"] == spread["sharpe"]["0"]
+
+
+def test_a_seed_diverged_in_the_walk_does_not_train_the_held_out_fold_of_a_majority_run(caches, tmp_path):
+    # Catches: a seed that stopped in fold 1 training the held-out fold and voting on its headline.
+    out = tmp_path / "out"
+    flags = ("--seeds", "3", "--result", "majority", "--holdout-days", "2")
+    code, _, _ = diverged_run(caches, out, 2, "fx00", "exchange01", *flags)
+    assert code == 0
+    for name in ("fx00", "exchange01"):
+        held = out / "holdout" / "instruments" / name
+        assert (held / "seed_1").is_dir() and not (held / "seed_2").exists()

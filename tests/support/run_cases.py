@@ -210,8 +210,8 @@ def completed_folds(out: Path) -> list[int]:
     return sorted(int(k) for k in manifest["run"]["folds"])
 
 
-def diverge_in_fold_1(monkeypatch, member: int = 2) -> None:
-    """Make `member` of a run's walk diverge in fold 1 (its loss NaN), the others training on."""
+def diverge_in_fold(monkeypatch, fold: int = 1, member: int = 2) -> None:
+    """Make `member` of a run's walk diverge in fold `fold` (its loss NaN), the others training on."""
     from foxhunt.run import walk as walk_module
     from foxhunt.train import TrainingDiverged
 
@@ -219,8 +219,8 @@ def diverge_in_fold_1(monkeypatch, member: int = 2) -> None:
 
     def diverging(trainer, fold_range, *args, **kwargs):
         results = train_fold(trainer, fold_range, *args, **kwargs)
-        if fold_range.fold == 1 and member in results:
-            results[member] = TrainingDiverged("fold 1 epoch 0: loss is nan")
+        if fold_range.fold == fold and member in results:
+            results[member] = TrainingDiverged(f"fold {fold} epoch 0: loss is nan")
         return results
 
     monkeypatch.setattr(walk_module, "train_fold", diverging)
