@@ -52,6 +52,15 @@ def test_without_earlier_evidence_it_is_todays_tail_gate(sharpe):
     assert decision.trade == (sharpe > today)
 
 
+def test_a_pooled_sharpe_equal_to_the_gate_does_not_trade():
+    # The gate is a bar the pooled Sharpe must exceed: at t = 0 it is select_min_sharpe itself.
+    config = replace(POOLED, select_pool_t=0.0, select_min_sharpe=2.5)
+    decision = decide(tail(2.5), config=config)
+    assert decision.gate == decision.pooled_sharpe == 2.5
+    assert not decision.trade
+    assert decide(tail(math.nextafter(2.5, 3.0)), config=config).trade
+
+
 def test_three_earlier_windows_of_the_tails_length_halve_the_gates_errors():
     config = replace(POOLED, select_min_sharpe=1.0)
     alone = decide(tail(0.0), config=config).gate
