@@ -41,7 +41,7 @@ SEARCH_SPACE_FILE = f"{INPUTS_DIR}/search-space.json"
 
 # `foxhunt train` settings a cluster user sets per run, in the order of the train command's flags.
 TRAINER_SETTINGS: tuple[str, ...] = (
-    "model", "epochs", "trials", "seed", "train-days", "val-days", "step-days", "window", "purge-bars",
+    "model", "epochs", "trials", "seed", "seeds", "result", "train-days", "val-days", "step-days", "window", "purge-bars",
     "min-train-rows", "min-val-rows", "max-folds", "holdout-days", "eval-cost", "eval-spread", "log-format",
     "metrics-keep-seconds",
 )  # fmt: skip

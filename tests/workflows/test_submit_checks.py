@@ -44,6 +44,10 @@ REFUSALS = [
     # The config's rules between and beyond bounds, from building the trainer's own config.
     (("-p", "train-days=1e-20"), "-p train-days='1e-20': must be at least one nanosecond, got 1e-20"),
     (("-p", "window=sliding"), "window='sliding': must be one of rolling, expanding"),
+    (("-p", "seeds=0"), "seeds='0': must be an integer in [1, 64]"),
+    (("-p", "result=vote"), "result='vote': must be one of first-seed, majority"),
+    (("-p", "result=majority", "-p", "seeds=2"), "majority needs --seeds 3 or more, got 2"),
+    (("-p", "seeds=3", "-p", "trials=4", *STUDY), "a search (trials > 0) trains one seed per trial; use 1"),
     (("-p", "log-format=xml"), "log-format='xml': must be one of text, json"),
     (("--model", "ppo"), "--model 'ppo': must be one of dqn"),
     # DQN settings: the keys and ranges of foxhunt.config.DQNConfig.
@@ -132,6 +136,12 @@ def test_trials_with_a_study_storage_secret_are_submitted(argo):
     assert foxhunt("submit", "--trials", "20", *STUDY, "-p", "trial-workers=4", *DATA_ARGS) == 0
 
     assert sent_parameters(argo)[:3] == ["trials=20", "study-storage-secret=foxhunt-study", "trial-workers=4"]
+
+
+def test_the_seeds_vote_as_the_result_is_submitted(argo):
+    assert foxhunt("submit", "-p", "seeds=3", "-p", "result=majority", *DATA_ARGS) == 0
+
+    assert sent_parameters(argo)[:2] == ["seeds=3", "result=majority"]
 
 
 def test_the_checks_come_from_the_template_they_are_given():

@@ -41,7 +41,7 @@ PIPELINE_PARAMETERS = {
     "model", "epochs", "trials", "gpu-pool", "bars-uri", "fxcache-uri", "output-uri", "pushgateway", "image",
     "train-days", "val-days", "step-days", "window", "max-folds", "holdout-days",
     "trial-workers", "trial-population", "study-storage-secret", "search-space", "dqn-params",
-    "hyperopt-params-uri", "seed",
+    "hyperopt-params-uri", "seed", "seeds", "result",
     "purge-bars", "min-train-rows", "min-val-rows", "eval-cost", "eval-spread", "log-format",
     "metrics-keep-seconds",
 }  # fmt: skip
