@@ -237,7 +237,7 @@ def _train_universe(
 def _held_out_voters(walked: Walked, settings: RunConfig) -> dict[int, list]:
     """The members that train the held-out fold, each with its folds' pooled out-of-sample windows: the
     first; with `--result majority`, every member that walked every fold (their vote is the headline)."""
-    voters = [m for m in walked.outcomes if m == 0 or (settings.result == MAJORITY and walked.finished(m))]
+    voters = walked.voters() if settings.result == MAJORITY else [0]
     return {m: pooled_evidence(walked.outcomes[m]) for m in voters}
 
 

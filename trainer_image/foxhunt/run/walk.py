@@ -87,6 +87,11 @@ class Walked(Generic[Outcome]):
             len(o) for o in self.outcomes.values()
         )
 
+    def voters(self) -> list[int]:
+        """Member 0 and every other member that walked every fold, in member order: the seeds a spread
+        or a vote (`--result majority`) counts."""
+        return [m for m in self.outcomes if m == 0 or self.finished(m)]
+
 
 def walk_folds(
     trainer: DQNTrainer,

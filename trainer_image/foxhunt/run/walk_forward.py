@@ -126,7 +126,7 @@ def _run_result(
     first = stitch_outcomes(data, folds, walked.outcomes[0], scoring, memo)
     if run.config.result != MAJORITY:
         return RunResult(first)
-    voters = {i: by_fold for i, by_fold in walked.outcomes.items() if i == 0 or walked.finished(i)}
+    voters = {i: walked.outcomes[i] for i in walked.voters()}
     run.summary.result = result_label([seeds[i] for i in voters], seeds[0])
     if len(voters) < MIN_SEEDS_FOR_MAJORITY:
         named = ", ".join(str(seeds[i]) for i in voters)
@@ -284,7 +284,7 @@ def _seed_spread(
     if summary.stitched is None:
         return
     outcomes = walked.outcomes[0]
-    other_seeds = {i: walked.outcomes[i] for i in walked.outcomes if i and walked.finished(i)}
+    other_seeds = {i: walked.outcomes[i] for i in walked.voters() if i}
     evaluations = {seeds[0]: result.first}
     for i, by_fold in other_seeds.items():
         evaluations[seeds[i]] = stitch_outcomes(data, folds, by_fold, scoring, memo, outcomes)
