@@ -160,6 +160,62 @@ def test_stochastic_matches_talib_stochf_14_3_where_the_range_is_nonzero(real):
     assert np.all(k[flat] == 50.0)
 
 
+# --- hand-computed values: defaults, seeds and the first defined bar ------------------------------
+
+
+def test_rsi_of_a_steady_rise_is_100_from_bar_period_and_undefined_before():
+    rsi = I.rsi(100.0 + np.arange(20.0), 14)
+    assert np.isnan(rsi[:14]).all()
+    assert np.all(rsi[14:] == 100.0)
+
+
+def test_rsi_and_atr_of_only_period_bars_are_undefined():
+    close = 100.0 + np.arange(14.0)
+    assert np.isnan(I.rsi(close, 14)).all()
+    assert np.isnan(I.atr(close + 1.0, close - 1.0, close, 14)).all()
+
+
+def test_atr_seed_is_the_mean_true_range_of_bars_1_to_period_not_bar_0():
+    high = np.array([110.0, 101.0, 101.0, 101.0])
+    low = np.array([90.0, 99.0, 99.0, 99.0])
+    close = np.full(4, 100.0)
+    atr = I.atr(high, low, close, 3)  # true ranges 20, 2, 2, 2: bar 0's wide range is left out
+    assert np.isnan(atr[:3]).all()
+    assert atr[3] == pytest.approx(2.0)
+
+
+def test_bollinger_defaults_to_20_closes_and_2_population_deviations():
+    close = np.append(np.full(24, 100.0), 120.0)
+    percent_b, bandwidth = I.bollinger(close)
+    # The last 20 closes: 19 × 100 and 120, so mean 101, population variance (19·1 + 19²) / 20 = 19.
+    width = 2 * 2.0 * np.sqrt(19.0)
+    assert percent_b[-1] == pytest.approx(0.5 + (120.0 - 101.0) / width)
+    assert bandwidth[-1] == pytest.approx(width / 101.0)
+
+
+def test_bollinger_is_first_defined_on_the_20th_close():
+    percent_b, bandwidth = I.bollinger(100.0 + np.arange(20.0))
+    assert np.isnan(percent_b[:19]).all() and np.isnan(bandwidth[:19]).all()
+    assert np.isfinite(percent_b[19]) and np.isfinite(bandwidth[19])
+
+
+def test_stochastic_defaults_to_a_14_bar_range_and_a_3_bar_d():
+    high, low, close = np.full(20, 110.0), np.full(20, 90.0), np.full(20, 100.0)
+    low[6] = 80.0  # inside the 14-bar window of bars 17..19, outside the 13-bar window of bar 19
+    close[17:] = (92.0, 100.0, 108.0)
+    k, d = I.stochastic(high, low, close)
+    # %K over the range 80..110: (92 − 80) / 30, (100 − 80) / 30, (108 − 80) / 30.
+    assert k[-1] == pytest.approx(100.0 * 28.0 / 30.0)
+    assert d[-1] == pytest.approx(100.0 * (12.0 + 20.0 + 28.0) / 90.0)
+
+
+def test_stochastic_k_is_first_defined_on_bar_13_and_d_on_bar_15():
+    close = 100.0 + np.arange(20.0)
+    k, d = I.stochastic(close + 1.0, close - 1.0, close, 14, 3)
+    assert np.isnan(k[:13]).all() and np.isfinite(k[13:]).all()
+    assert np.isnan(d[:15]).all() and np.isfinite(d[15:]).all()
+
+
 # --- the float32 table holds the float64 indicators ---------------------------------------------
 
 
@@ -329,6 +385,20 @@ def test_constant_nonzero_volume_gives_zero_z_score():
     assert np.all(column(table, "volume_z_20") == 0.0) and np.all(column(table, "volume_z_60") == 0.0)
     # The 240-bar mean comes from rolling sums, so it may sit an ulp off 1234.
     np.testing.assert_allclose(column(table, "log_volume_ratio_240"), 0.0, atol=1e-12)
+
+
+def test_volume_z_floor_sits_at_1e_minus_9_of_the_mean_squared():
+    # One bar of volume v + 1 closing a window of v: variance (1/w)(1 − 1/w), z = sqrt(w − 1).
+    # Relative to mean², that variance is about 5e-9 at v = 3000 (a z-score) and 5e-10 at v = 10000 (zero).
+    for base, scale in ((3000.0, 1.0), (10000.0, 0.0)):
+        bars = flat_bars(400)
+        volume = np.full(400, base)
+        volume[300] += 1.0
+        table = F.compute_features(replace(bars, volume=volume))
+        row = 300 - F.WARMUP_BARS
+        for window in F.VOLUME_Z_WINDOWS:
+            got = column(table, f"volume_z_{window}")[row]
+            assert got == pytest.approx(scale * np.sqrt(window - 1.0), rel=1e-5), (base, window)
 
 
 def test_rolling_sum_equals_the_window_sum_across_chunk_boundaries():
