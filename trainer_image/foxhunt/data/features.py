@@ -11,8 +11,8 @@ Indicator conventions follow TA-Lib where it has the indicator:
   `period` changes (TA-Lib's `RSI`); scale 0..100.
 * MACD 12/26/9: EMAs with k = 2 / (period + 1), seeded with the first value (TA-Lib seeds
   with a simple mean; the difference has decayed below 1e-30 after 1,000 bars).
-* ATR: Wilder smoothing of the true range, seeded with the mean of the first `period`
-  true ranges (TA-Lib's `ATR`).
+* ATR: Wilder smoothing of the true range, seeded with the mean of the true ranges of bars
+  1..`period` (bar 0 has no previous close; TA-Lib's `ATR`).
 * Bollinger 20/2: simple mean and population standard deviation (ddof=0);
   %B = (close − lower) / (upper − lower), bandwidth = (upper − lower) / middle.
 * Stochastic: TA-Lib's `STOCHF(fastk_period=14, fastd_period=3, fastd_matype=SMA)`:
