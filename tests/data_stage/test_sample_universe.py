@@ -87,3 +87,14 @@ def test_given_timestamps_replace_the_weekday_minutes_and_change_the_hash():
     assert bars.content_hash != generate_sample_bars(len(stamps), seed=1).content_hash
     with pytest.raises(ValueError, match="increasing"):
         generate_sample_bars(len(stamps), seed=1, timestamps=stamps[::-1])
+
+
+def test_universes_of_neighbouring_seeds_share_no_instrument():
+    three, four = generate_universe(3, 500, seed=3), generate_universe(3, 500, seed=4)
+    for _, a in three:
+        assert not any(np.array_equal(a.close, b.close) for _, b in four)
+
+
+def test_a_universe_of_no_instruments_is_refused():
+    with pytest.raises(ValueError, match="k=0"):
+        generate_universe(0, 500)

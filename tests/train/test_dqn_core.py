@@ -144,6 +144,22 @@ def test_greedy_collection_fills_one_transition_per_training_bar(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_collection_reads_the_states_and_returns_of_the_folds_own_rows(device):
+    # A fold training on rows 5..8: transitions at bars 5, 6, 7 (x0 3, −3, 1: long, short, long).
+    x0 = np.array([0, 1, -1, 2, -2, 3, -3, 1, 0, 2, 1, 0.0])
+    returns = np.arange(1, 13) * 1e-3
+    trainer = tiny_trainer(x0, returns, device)
+    trainer.window.set_fold_range(FoldRange(1, 5, 9, 9, 12, 1.0))
+    sign_net(trainer.networks[0])
+    assert trainer.collect(epsilon=0.0) == 3
+    assert trainer.replay.action[0, :3].tolist() == [2, 0, 2]
+    position = trainer.replay.position[0, :3].cpu().double().numpy()
+    new = np.array([1.0, -1.0, 1.0])
+    expected = (new * returns[5:8] - COST * np.abs(new - position)) * 1e4
+    np.testing.assert_allclose(trainer.replay.reward[0, :3].cpu().double().numpy(), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_exploring_collection_takes_uniform_random_actions(device):
     rng = np.random.default_rng(1)
     x0 = rng.choice([-2.0, -1.0, 1.0, 2.0], size=3000)

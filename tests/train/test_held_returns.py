@@ -127,6 +127,18 @@ def test_new_gamma_or_n_recomputes_the_held_returns_and_the_discounts():
     np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-4)
 
 
+def test_a_new_gamma_alone_recomputes_the_held_rewards():
+    trainer = collected("cpu", 2)  # held returns at γ = 0.9 for this fold
+    trainer.apply_settings(replace(TINY, n_step=2, gamma=0.5))  # the same fold and n, another γ
+    trainer.collect(epsilon=1.0)
+    position = trainer.replay.position[0, :N_TRANSITIONS].double().numpy()
+    action = trainer.replay.action[0, :N_TRANSITIONS].numpy() - 1.0
+    held = RETURNS[:N_TRANSITIONS].copy()
+    held[:-1] += 0.5 * RETURNS[1:N_TRANSITIONS]  # r_t + 0.5 r_{t+1}, the last hold cut to one bar
+    expected = (action * held - TINY.cost * np.abs(action - position)) * TINY.reward_scale
+    np.testing.assert_allclose(trainer.replay.reward[0, :N_TRANSITIONS].double().numpy(), expected, rtol=1e-5)
+
+
 def test_members_of_a_population_hold_for_their_own_n():
     configs = [replace(TINY, n_step=1), replace(TINY, n_step=3)]
     trainer = tiny_trainer(X0, RETURNS, "cpu", configs)

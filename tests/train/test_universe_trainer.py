@@ -14,9 +14,10 @@ import torch
 from support.dqn_cases import TINY, draw_for, member_q_and_target, readout_net, sign_net
 from support.trainer_cases import DEVICES, FOLDS, MINUTE_NS, SMALL, planted_arrays, run_fold
 
+from foxhunt.config import DQNConfig
 from foxhunt.data.folds import FoldRange
 from foxhunt.train import DQNTrainer
-from foxhunt.train.device_data import SpanPart, to_device, universe_to_device
+from foxhunt.train.device_data import FoldWindow, SpanPart, to_device, universe_to_device
 from foxhunt.train.held_returns import held_returns_
 
 N = 40  # rows per instrument
@@ -194,3 +195,57 @@ def test_a_fold_of_one_instrument_in_a_universe_learns_what_that_instrument_alon
         run_fold(trainer, FOLDS[0], epochs=2)
     for name, weights in alone.networks[0].state_dict().items():
         assert torch.equal(together.networks[0].state_dict()[name], weights), name
+
+
+def hand_window(column: list[float], capacity: int = 40) -> FoldWindow:
+    """A window over one instrument whose two features are `column` and a constant 5."""
+    features = np.full((len(column), 2), 5.0, np.float32)
+    features[:, 0] = column
+    targets = np.zeros((len(column), 4), np.float32)
+    data = to_device(
+        features, targets, np.arange(len(column), dtype=np.int64) * MINUTE_NS, torch.device("cpu")
+    )
+    return FoldWindow(data, capacity)
+
+
+def test_the_norm_std_is_the_population_std_of_the_learnt_rows():
+    # Learnt rows 2..5 hold 1, 3, 1, 3: mean 2, population std 1 (the sample std would be √(4/3)).
+    window = hand_window([9.0, 9.0, 1.0, 3.0, 1.0, 3.0, 9.0, 9.0, 9.0, 9.0])
+    window.set_fold_range(FoldRange(0, 2, 8, 8, 10, 0.0), learn_end=6)
+    mean, std = window.compute_norm_stats()
+    assert mean.tolist() == [2.0, 5.0]
+    assert std.tolist() == [1.0, 1.0]
+
+
+def test_a_part_must_learn_from_at_least_two_rows():
+    window = hand_window([0.0] * 10)
+    window.set_fold_range(FoldRange(0, 2, 8, 8, 10, 0.0), learn_end=4)  # two rows: one transition
+    assert int(window.n_valid) == 1
+    with pytest.raises(ValueError, match="learning rows end 3"):
+        window.set_fold_range(FoldRange(0, 2, 8, 8, 10, 0.0), learn_end=3)
+
+
+def test_a_fold_whose_transitions_exactly_fill_the_replay_fits():
+    window = hand_window([0.0] * 20, capacity=10)
+    window.set_fold_range(FoldRange(0, 0, 11, 11, 20, 0.0))  # 11 rows, 10 transitions
+    assert int(window.n_valid) == 10
+    with pytest.raises(ValueError, match="exceed replay 10"):
+        window.set_fold_range(FoldRange(0, 0, 12, 12, 20, 0.0))
+
+
+def test_an_epoch_takes_enough_steps_to_cover_every_learnt_row_once():
+    window = hand_window([0.0] * 40)
+    window.set_fold_range(FoldRange(0, 3, 30, 30, 40, 0.0), learn_end=28)  # 25 learnt rows
+    assert window.steps_per_epoch(DQNConfig(batch_size=8, steps_per_epoch=0)) == 4  # ⌈25 / 8⌉
+    assert window.steps_per_epoch(DQNConfig(batch_size=8, steps_per_epoch=7)) == 7
+
+
+def test_an_instrument_that_leaves_the_fold_gets_its_stats_back_to_zero_and_one():
+    trainer = universe_trainer(k=3)
+    trainer.window.set_parts([part(0, 0, 30), part(1, POISON, 30), part(2, POISON, 30)])
+    trainer.window.compute_norm_stats()
+    assert not torch.equal(trainer.window.means[1], torch.zeros(2))
+    trainer.window.set_parts([part(0, 0, 30), part(2, POISON, 30)])
+    trainer.window.compute_norm_stats()
+    assert torch.equal(trainer.window.means[1], torch.zeros(2))
+    assert torch.equal(trainer.window.stds[1], torch.ones(2))
