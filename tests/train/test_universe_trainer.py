@@ -229,7 +229,7 @@ def test_a_fold_whose_transitions_exactly_fill_the_replay_fits():
     window = hand_window([0.0] * 20, capacity=10)
     window.set_fold_range(FoldRange(0, 0, 11, 11, 20, 0.0))  # 11 rows, 10 transitions
     assert int(window.n_valid) == 10
-    with pytest.raises(ValueError, match="exceed replay 10"):
+    with pytest.raises(ValueError, match="11 transitions exceed the replay.s 10"):
         window.set_fold_range(FoldRange(0, 0, 12, 12, 20, 0.0))
 
 

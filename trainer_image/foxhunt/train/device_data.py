@@ -297,10 +297,11 @@ class FoldWindow:
                     f"fold {fr.fold}: learning rows end {part.learn_end} outside its training slice"
                 )
         transitions = sum(p.learn_rows - 1 for p in parts)
-        if sum(p.fold_range.train_rows - 1 for p in parts) > self.capacity:
+        slice_transitions = sum(p.fold_range.train_rows - 1 for p in parts)
+        if slice_transitions > self.capacity:
             raise ValueError(
-                f"fold {parts[0].fold_range.fold}: {sum(p.fold_range.train_rows for p in parts)} rows "
-                f"exceed replay {self.capacity}"
+                f"fold {parts[0].fold_range.fold}: {slice_transitions} transitions exceed the replay's "
+                f"{self.capacity}"
             )
         self.parts, self.focused = tuple(parts), 0
         at = 0
