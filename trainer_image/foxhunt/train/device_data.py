@@ -230,7 +230,6 @@ class FoldWindow:
         self.stds = torch.ones(self.instruments, n_features, device=device)
         self.rows = torch.zeros(max(1, capacity), dtype=torch.long, device=device)
         self.left = torch.ones(max(1, capacity), dtype=torch.long, device=device)
-        self.train_start = torch.zeros((), dtype=torch.long, device=device)
         self.n_valid = torch.ones((), dtype=torch.long, device=device)
         self.parts: tuple[SpanPart, ...] = ()
         self.focused = 0  # index into `parts`
@@ -311,7 +310,6 @@ class FoldWindow:
             torch.arange(start, start + n, out=self.rows[at : at + n])
             torch.arange(n, 0, -1, out=self.left[at : at + n])
             at += n
-        self.train_start.fill_(parts[0].fold_range.train_start)
         self.n_valid.fill_(transitions)  # each span's last bar has no next state inside its learnt rows
 
     @property
@@ -370,4 +368,3 @@ class FoldWindow:
         self.means.zero_()
         self.stds.fill_(1.0)
         self.n_valid.fill_(1)
-        self.train_start.zero_()
