@@ -107,6 +107,12 @@ def test_a_change_in_the_trainers_source_changes_the_key(tmp_path, monkeypatch):
     assert compile_cache.cache_key(SHAPES) != before
 
 
+def test_another_python_version_changes_the_key(monkeypatch):
+    before = compile_cache.cache_key(SHAPES)
+    monkeypatch.setattr(compile_cache.platform, "python_version", lambda: "3.99.0")
+    assert compile_cache.cache_key(SHAPES) != before
+
+
 def test_auto_keeps_the_cache_beside_the_fxcache_and_off_keeps_none():
     assert (
         compile_cache.cache_folder("auto", "s3://data/fx/EURUSD.arrow")
@@ -114,6 +120,11 @@ def test_auto_keeps_the_cache_beside_the_fxcache_and_off_keeps_none():
     )
     assert compile_cache.cache_folder("off", "s3://data/fx/EURUSD.arrow") is None
     assert compile_cache.cache_folder("s3://image-cache/steps", "fx.arrow") == "s3://image-cache/steps"
+
+
+def test_an_fxcache_named_with_a_trailing_slash_keeps_its_cache_beside_it_not_inside():
+    folder = compile_cache.cache_folder("auto", "s3://data/fx/EURUSD.arrow/")
+    assert folder == "s3://data/fx/EURUSD.arrow.torch-compile"
 
 
 def test_a_saved_blob_is_loaded_by_the_next_process(tmp_path, artifacts):

@@ -96,6 +96,23 @@ def test_no_new_trial_is_asked_while_twice_the_population_is_under_way(tmp_path)
     assert loop.askable(last) == 1
 
 
+def test_a_fold_with_more_trials_waiting_than_slots_fills_one_round_and_ties_as_full():
+    assert next_round({1: 5, 2: 4}, 4, askable=0) == (2, 0)
+
+
+def test_no_new_trial_is_asked_while_more_trials_wait_for_fold_0_than_a_round_holds():
+    assert next_round({0: 6}, 4, askable=3) == (0, 0)
+
+
+def test_the_trials_waiting_for_fold_0_count_with_the_new_ones_toward_its_round():
+    assert next_round({0: 2, 1: 3}, 4, askable=2) == (0, 2)  # 2 waiting + 2 new fill 4 slots, fold 1 fills 3
+
+
+def test_no_trial_is_asked_while_other_workers_trials_already_spend_the_budget(tmp_path):
+    loop = SlotLoop(_study(tmp_path), 100, Rounds(), 2, TrialAsk(TEST_SPACE, 5, 0, 10), (), [])
+    assert loop.askable(StudyProgress(finished=97, running=5, waiting=0, created=102)) == 0
+
+
 # ---- the loop ------------------------------------------------------------------------------------------------
 def test_one_slot_walks_a_trials_folds_in_order_then_the_next_trials(tmp_path):
     rounds = Rounds(folds=3)
@@ -188,3 +205,32 @@ def test_a_trial_waiting_between_rounds_keeps_a_fresh_heartbeat(tmp_path):
     assert rounds.seen[:3] == [(0, [0, 1]), (0, [2, 3]), (1, [0, 2])]
     assert states[:3] == ["RUNNING", "RUNNING", "RUNNING"]
     assert trial_by_number(study, 0).state.name == "COMPLETE"
+
+
+def test_a_round_failed_by_a_settings_failure_fails_every_member(tmp_path):
+    study, rounds = _study(tmp_path), Rounds(folds=2)
+
+    def first_round_fails(fold, trials):
+        if not rounds.seen:
+            rounds.seen.append((fold, [t.number for t in trials]))
+            raise OverflowError("the step overflowed")
+        return rounds(fold, trials)
+
+    run_slot_trials(study, 2, first_round_fails, size=2, space=TEST_SPACE, seed=5, catch=(OverflowError,))
+    assert [(t.state.name, t.user_attrs.get("error")) for t in study.get_trials()] == [
+        ("FAIL", "OverflowError: the step overflowed")
+    ] * 2
+
+
+def test_a_slot_search_samples_its_first_ten_trials_at_random(tmp_path, monkeypatch):
+    import foxhunt.search.trial_loop as trial_loop
+
+    original, startups = trial_loop.trial_sampler, []
+
+    def recorded(seed, worker, index, startup_trials):
+        startups.append(startup_trials)
+        return original(seed, worker, index, startup_trials)
+
+    monkeypatch.setattr(trial_loop, "trial_sampler", recorded)
+    run_slot_trials(_study(tmp_path), 2, Rounds(folds=1), size=2, space=TEST_SPACE, seed=5)
+    assert startups == [10, 10]

@@ -253,3 +253,98 @@ def test_the_pruner_is_not_asked_after_a_trials_last_fold_so_a_trial_that_walked
     run_slot_trials(study, 3, rounds, space=TEST_SPACE, seed=5)
     last = study.get_trials()[2]
     assert (last.state.name, last.value, last.intermediate_values) == ("COMPLETE", 1.0, {0: 1.0, 1: 2.0})
+
+
+class _Asked:
+    """A trial under way as a round reads it: its number and settings, never pruned; with
+    `stale_on_report` its fold's report finds it ended by another worker (declared stale)."""
+
+    def __init__(self, number: int, params: dict | None = None, stale_on_report: bool = False) -> None:
+        self.number, self.params, self.pruned, self.stale = number, params or {}, False, False
+        self.stale_on_report = stale_on_report
+
+    def report_fold(self, fold: int, value: float, *, last: bool = False) -> bool:
+        self.stale = self.stale_on_report
+        return self.stale
+
+
+def _rounds(walk, monkeypatch, walk_folds, size: int = 2):
+    """The population's rounds on `walk`, the walk-forward replaced by `walk_folds`."""
+    import foxhunt.search.population as population
+
+    monkeypatch.setattr(population, "walk_folds", walk_folds)
+    return population.PopulationRounds(
+        walk, population.TrainerPool(lambda configs: _Trainer(), size), (OverflowError,)
+    )
+
+
+def test_a_member_that_diverges_fails_alone_unscored_and_its_round_mate_is_scored(tmp_path, monkeypatch):
+    from foxhunt.run.walk import Walked
+    from foxhunt.search.slot_loop import SlotTrial
+    from foxhunt.train import TrainingDiverged
+
+    failure = TrainingDiverged("fold 0 epoch 0: loss is nan")
+    walked = Walked({0: {0: object()}, 1: {}}, {1: failure})
+    rounds = _rounds(_Walk(str(tmp_path), set()), monkeypatch, lambda *args, **kwargs: walked)
+    assert rounds(0, [SlotTrial(_Asked(0)), SlotTrial(_Asked(1))]) == {0: 1.0, 1: failure}
+
+
+def test_each_member_is_scored_with_its_own_trials_settings(tmp_path, monkeypatch):
+    from foxhunt.run.walk import Walked
+    from foxhunt.search.slot_loop import SlotTrial
+
+    scored = {}
+
+    class _Scored(_Walk):
+        def score(self, number, params, dqn, outcomes) -> float:
+            scored[number] = dqn.lr
+            return 1.0
+
+    walked = Walked({0: {0: object()}, 1: {0: object()}})
+    rounds = _rounds(_Scored(str(tmp_path), set()), monkeypatch, lambda *args, **kwargs: walked)
+    rounds(0, [SlotTrial(_Asked(0, {"lr": 1e-4})), SlotTrial(_Asked(1, {"lr": 1e-3}))])
+    assert scored == {0: 1e-4, 1: 1e-3}
+
+
+def test_each_member_weighs_its_own_trials_earlier_folds(tmp_path, monkeypatch):
+    import foxhunt.search.population as population
+    from foxhunt.run.walk import Walked
+    from foxhunt.search.slot_loop import SlotTrial
+
+    priors = []
+
+    def walk_folds(trainer, folds, members, *args, prior, **kwargs):
+        priors.append(prior)
+        return Walked({m: {} for m in members})
+
+    monkeypatch.setattr(population, "out_of_sample_evidence", lambda outcomes: list(outcomes.values()))
+    rounds = _rounds(_FoldWalk(str(tmp_path), {}), monkeypatch, walk_folds)
+    rounds(1, [SlotTrial(_Asked(0), {0: "trial 0's fold 0"}), SlotTrial(_Asked(1), {0: "trial 1's fold 0"})])
+    assert priors == [{0: ["trial 0's fold 0"], 1: ["trial 1's fold 0"]}]
+
+
+def test_a_trial_found_stale_at_its_folds_report_stops_without_writing_its_report_here(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from foxhunt.run.fold import FoldOutcome
+    from foxhunt.run.walk import FoldDone, Walked
+    from foxhunt.search.slot_loop import SlotTrial
+
+    outcome = FoldOutcome(
+        report=SimpleNamespace(selection=None), positions=np.zeros(1), baselines=None, outputs=None
+    )
+    stopped, reports = [], []
+
+    def walk_folds(trainer, folds, members, *args, hooks, **kwargs):
+        stopped.extend(hooks.on_fold(FoldDone(folds[0], {0: outcome}, False, {0: {}})))
+        return Walked({0: {folds[0].fold: outcome}})
+
+    class _Reported(_FoldWalk):
+        def write_report(self, *args) -> None:
+            reports.append(args[0])
+
+    rounds = _rounds(_Reported(str(tmp_path), {0: [1.0, 2.0]}), monkeypatch, walk_folds, size=1)
+    rounds(0, [SlotTrial(_Asked(0, stale_on_report=True))])
+    assert (stopped, reports) == ([0], [])

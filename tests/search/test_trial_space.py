@@ -117,3 +117,40 @@ def test_suggest_draws_every_setting_inside_its_distribution(tmp_path):
         params = suggest(study.ask(), space)
         assert params["hidden"] % 64 == 0 and 64 <= params["hidden"] <= 512
         assert 1e-5 <= params["lr"] <= 1e-3 and params["batch_size"] in (4096, 8192)
+
+
+def test_a_step_of_zero_is_refused_as_not_positive():
+    with pytest.raises(SearchSpaceError, match="f: gamma: step must be positive, found 0"):
+        parse_search_space({"gamma": {"type": "float", "low": 0.8, "high": 0.9, "step": 0}}, "f")
+
+
+def test_choices_that_repeat_a_value_are_refused():
+    with pytest.raises(SearchSpaceError, match="f: batch_size: choices repeat a value"):
+        parse_search_space({"batch_size": {"type": "categorical", "choices": [4096, 8192, 4096]}}, "f")
+
+
+def test_a_dqn_key_beside_other_settings_is_refused_not_unwrapped():
+    gamma = {"type": "float", "low": 0.8, "high": 0.9}
+    with pytest.raises(SearchSpaceError, match="f: dqn: not a DQN setting"):
+        parse_search_space({"dqn": {"gamma": gamma}, "lr": {"type": "float", "low": 1e-5, "high": 1e-3}}, "f")
+
+
+@pytest.mark.parametrize(
+    "key", ["compile", "bf16", "steps_per_graph", "paired_next_state", "fused_activation", "q_limit"]
+)
+def test_machinery_and_guard_settings_are_not_searchable(key):
+    with pytest.raises(SearchSpaceError, match=f"f: {key}: not searchable, a .* not a hyperparameter"):
+        parse_search_space({key: {"type": "categorical", "choices": [1]}}, "f")
+
+
+def test_suggest_samples_a_log_distribution_on_the_log_scale():
+    trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1)).ask()
+    suggest(trial, parse_search_space({"lr": {"type": "float", "low": 1e-5, "high": 1e-3, "log": True}}, "f"))
+    assert trial.distributions["lr"] == optuna.distributions.FloatDistribution(1e-5, 1e-3, log=True)
+
+
+def test_suggest_draws_an_int_range_without_a_step_as_whole_numbers():
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=1))
+    space = parse_search_space({"n_step": {"type": "int", "low": 1, "high": 15}}, "f")
+    drawn = [suggest(study.ask(), space)["n_step"] for _ in range(20)]
+    assert all(isinstance(n, int) and 1 <= n <= 15 for n in drawn)
