@@ -95,6 +95,11 @@ def test_threshold_trading_holds_until_a_prediction_pays_for_the_switch(device):
     # Going flat below the threshold would give [0, 1, 0, 0, -1, 0, 1, 0].
 
 
+def test_threshold_trading_takes_the_position_of_a_first_bar_that_clears():
+    prediction = torch.tensor([2.0, 0.5, -0.5], dtype=torch.float64)
+    assert base.threshold_positions(prediction, 1.0).tolist() == [1, 1, 1]
+
+
 def ridge_by_lstsq(x: np.ndarray, y: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """The reference: standardise, then least squares on [Z; √(nλ) I] w = [y − ȳ; 0]."""
     mean, std = x.mean(0), x.std(0)
@@ -276,3 +281,11 @@ def test_a_memo_keys_on_the_scoring_the_benchmark_and_the_folds():
     two_segments = dataclasses.replace(model, fold=fold)
     assert memo.score(two_segments, MEMO_SCORING, bench) == score(two_segments, MEMO_SCORING, bench)
     assert (memo.misses, memo.hits) == (4, 0)
+
+
+def test_scored_figures_are_read_only_so_no_reader_changes_the_figures_a_memo_shares():
+    window, memo = memo_window(), ScoreMemo()
+    evaluate_window(window, MEMO_SCORING, 0, memo)
+    shared = evaluate_window(window, MEMO_SCORING, 0, memo).policies["ridge"].net
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shared.sharpe = 0.0  # type: ignore[misc]

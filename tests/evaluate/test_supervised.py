@@ -211,3 +211,52 @@ def test_the_steps_rows_are_standardised_as_each_row_on_its_own_whichever_comes_
         for j, row in enumerate(rows[step].tolist()):
             want = ((features[row] - mean) / std).clamp(-sv.MLP_CLIP, sv.MLP_CLIP)
             assert torch.equal(got[step, j], want)
+
+
+def test_a_slice_with_exactly_the_minimum_rows_to_fit_and_to_hold_back_gets_a_tail():
+    # 500 rows: the last 100 held back, the 300 before them purged for a 300-bar horizon, 100 fitted.
+    assert sv.split_for_tail(500, 300) == (100, 400)
+    assert sv.split_for_tail(500, 301) is None
+
+
+def test_the_supervised_baselines_open_only_on_predictions_beyond_one_and_a_half_round_trips():
+    # cost 1e-4 per unit: a round trip costs 2e-4, the threshold is 3e-4; 2.5e-4 pays one trip but not 1.5.
+    prediction = torch.tensor([2.5e-4, -3.5e-4] + [0.0] * 18, dtype=torch.float64)
+    got = sv.supervised_baselines(None, None, None, 1e-4, {name: prediction for name in sv.SUPERVISED_NAMES})
+    assert got["ridge_15"].tolist() == [0] + [-1] * 15 + [0] * 4
+    assert got["mlp_60"].tolist() == [0] + [-1] * 19
+
+
+def test_the_oracle_record_counts_only_the_supervised_models_it_was_picked_from():
+    sharpes = {"model": 9.0, "ridge": 8.0, "ridge_15": 1.0, "mlp_60": 3.0, "buy_and_hold": 7.0}
+    record = sv.oracle_record(sharpes)
+    assert (record["name"], record["net_sharpe"], record["models"]) == ("mlp_60", 3.0, 2)
+    assert record["label"].startswith("best of 2 models")
+
+
+def test_each_folds_mlps_are_seeded_with_the_supervised_seed_plus_the_fold_number(arrays):
+    x, y = torch.from_numpy(arrays.features[:1700]), torch.from_numpy(arrays.targets[:1700])
+
+    def predictions(fold: int, seed: int) -> dict:
+        return sv.mlp_predictions(x, y, FoldRange(fold, 0, 1000, 1060, 1700, 0.0), seed=seed)
+
+    third_fold, seed_three = predictions(3, 0), predictions(0, 3)
+    first_fold = predictions(0, 0)
+    for name in ("mlp_15", "mlp_60"):
+        assert torch.equal(third_fold[name], seed_three[name])
+        assert not torch.equal(third_fold[name], first_fold[name])
+
+
+def test_the_folds_mlps_are_fitted_with_the_pinned_settings(arrays, monkeypatch):
+    from foxhunt.evaluate import mlp_fit
+
+    calls = []
+
+    def spy(jobs, **settings):
+        calls.append(settings)
+        return [mlp_fit.MLPFit(lambda z: z[:, :1], 0.0, 1.0, 0.0, 1.0) for _ in jobs]
+
+    monkeypatch.setattr(mlp_fit, "fit_mlps", spy)
+    x, y = torch.from_numpy(arrays.features[:1700]), torch.from_numpy(arrays.targets[:1700])
+    sv.mlp_predictions(x, y, FoldRange(2, 0, 1000, 1060, 1700, 0.0), seed=5)
+    assert calls == [{"seed": 7, "hidden": 32, "steps": 300, "batch": 1024, "lr": 1e-3, "graphs": True}]
