@@ -150,11 +150,6 @@ def cache_folder(setting: str, fxcache_uri: str) -> str | None:
     return setting
 
 
-def artifact_uri(fxcache_uri: str, key: str) -> str:
-    """Where the compiled step for `key` lives, beside the fxcache."""
-    return storage.join(beside_fxcache(fxcache_uri), f"{key}.bin")
-
-
 def checked_artifacts(blob: bytes):
     """The blob's artifacts, parsed without unpickling anything; None unless every kind is known and
     every key stays inside torch's cache folder. Call only on a blob whose tag verified."""
