@@ -142,3 +142,9 @@ def test_the_result_is_the_majority_from_three_voting_seeds_and_the_first_seeds_
     # Catches: a quorum of more than three, or two seeds' "agreement" taken as a vote.
     assert result_label([4, 5, 6], 4) == "majority of seeds 4, 5, 6"
     assert result_label([4, 5], 4) == "seed 4 (the majority needs 3 seeds)"
+
+
+def test_a_majority_whose_interval_touches_flat_is_neither_above_nor_below_it():
+    starts_at_flat = majority_figures(_net(1.0, 0.0, 2.0), [0, 1, 2])
+    ends_at_flat = majority_figures(_net(-1.0, -2.0, 0.0), [0, 1, 2])
+    assert not starts_at_flat["above_flat"] and not ends_at_flat["below_flat"]

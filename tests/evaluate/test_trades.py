@@ -145,3 +145,25 @@ def test_writing_the_trades_imports_no_pandas():
         "trades_parquet({'entry': np.arange(3), 'closed': np.ones(3, bool), 'pnl': np.zeros(3)})"
     )
     assert loaded_after(code, ["pandas", "pyarrow"]) == ["pyarrow"]
+
+
+def test_the_daily_buy_and_hold_return_compounds_buy_and_holds_own_log_pnl():
+    # January's three bars: buy-and-hold earns .01 + .02 − .01 = .02 (the model, flat on bar 0, .01).
+    record = fold_record(0, 0, POSITIONS, TS, RETURNS)
+    jan = period_table(record, record.pnl(0.0), RETURNS, "D").splitlines()[1].split(",")
+    assert float(jan[4]) == pytest.approx(0.02) and float(jan[5]) == pytest.approx(math.expm1(0.02))
+
+
+def test_a_record_late_in_the_data_pays_the_execution_costs_of_its_own_rows():
+    # Monday 2024-01-01, closes 100: rows 0-1 in the 13:30-20:00 session (half a point .005), row 2 at 21:00
+    # outside it (×3: .015) and before the 22:00 UTC rollover (1e-4 a night). A long on rows 2-3 pays .015
+    # to enter and 1e-4 held over the rollover. Catches: the rows' costs read from row 0, not the record's.
+    stamps = ("2024-01-01T14:00", "2024-01-01T14:01", "2024-01-01T21:00", "2024-01-01T22:30")
+    ts = np.array([np.datetime64(t, "ns").astype(np.int64) for t in stamps])
+    settings = ExecutionSettings(
+        spread_points=1.0, first_close=100.0, session="13:30-20:00", off_session_factor=3, financing=0.0365
+    )
+    rows = execution.rows(settings, ts, np.zeros(4))
+    got = trade_table(fold_record(0, 2, np.ones(2), ts, np.zeros(4)), 0.0, rows)
+    np.testing.assert_allclose(got["pnl"], [-0.0151], rtol=1e-12)
+    assert got["pnl_before_costs"].tolist() == [0.0]

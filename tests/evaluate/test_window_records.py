@@ -84,3 +84,32 @@ def test_a_records_previous_positions_and_changes_are_kept_read_only_and_its_pnl
     assert np.array_equal(record.position_changes, np.abs(record.positions - fresh))
     assert np.array_equal(record.pnl(COST), net_pnl(record.positions, fresh, record.returns, COST))
     assert np.array_equal(record.gross_pnl(), record.positions * record.returns)
+
+
+def test_a_segment_after_a_gap_is_entered_from_flat():
+    # Fold 0 holds rows 0-1 long, fold 1 rows 5-6 long: row 5 does not follow row 1, so it enters from flat
+    # and pays the entry again. Each bar earns .002; a unit of change costs .001.
+    timestamp, returns = np.arange(10, dtype=np.int64) * 60_000_000_000, np.full(10, 0.002)
+    record = stitch(
+        [fold_record(0, 0, np.ones(2), timestamp, returns), fold_record(1, 5, np.ones(2), timestamp, returns)]
+    )
+    assert record.previous_positions.tolist() == [0.0, 1.0, 0.0, 1.0]
+    np.testing.assert_allclose(record.pnl(0.001), [0.001, 0.002, 0.001, 0.002])
+
+
+def test_an_overlapped_bar_goes_to_the_window_started_latest_even_when_an_earlier_one_ends_later():
+    # Fold 0 long on rows 0-9, fold 1 short on rows 2-5 (inside it): rows 2-5 are fold 1's, the rest fold 0's.
+    timestamp, returns = np.arange(10, dtype=np.int64) * 60_000_000_000, np.zeros(10)
+    record = stitch(
+        [
+            fold_record(0, 0, np.ones(10), timestamp, returns),
+            fold_record(1, 2, -np.ones(4), timestamp, returns),
+        ]
+    )
+    assert record.fold.tolist() == [0, 0, 1, 1, 1, 1, 0, 0, 0, 0]
+    assert record.positions.tolist() == [1, 1, -1, -1, -1, -1, 1, 1, 1, 1]
+
+
+def test_positions_read_back_from_their_file_are_the_floats_written():
+    got = records.positions_from_bytes(records.positions_bytes(torch.tensor([1.0, 0.0, -1.0])))
+    assert got.dtype == np.float64 and got.tolist() == [1.0, 0.0, -1.0]
