@@ -5,6 +5,8 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from support import strict_json
@@ -18,7 +20,7 @@ from support.telemetry_cases import (
 
 from foxhunt.cli import main
 from foxhunt.errors import UsageError
-from foxhunt.run.sinks.pushgateway import resolve_pushgateway, resolve_run_id
+from foxhunt.run.sinks.pushgateway import live_run, resolve_pushgateway, resolve_run_id
 from foxhunt.run.sinks.telemetry_reads import fold_figures
 from foxhunt.train import DQNTrainer
 
@@ -109,6 +111,42 @@ def test_a_failed_run_keeps_its_group_for_the_failure_alert_even_when_asked_to_d
 
     assert main(argv) == 1
     assert value(pushed_samples(pushgateway, run_id), "foxhunt_run_finished", status="failed") == 1
+
+
+def test_a_group_that_never_marked_its_start_is_not_a_live_run(pushgateway):
+    run_id = unique_run_id("unstarted")
+    new_metrics(run_id, pushgateway).folds_planned(3)  # pushed, but no start time
+    assert live_run(pushgateway, run_id, stale_seconds=60) is None
+
+
+def test_a_live_run_of_another_job_with_the_same_id_is_not_this_jobs_live_run(pushgateway):
+    run_id = unique_run_id("other-job")
+    other = new_metrics(run_id, pushgateway, job="foxhunt-other")
+    other.run_started()
+    assert live_run(pushgateway, run_id, stale_seconds=60) is None
+    assert live_run(pushgateway, run_id, stale_seconds=60, job="foxhunt-other") is not None
+
+
+def test_a_pushgateway_answering_something_other_than_its_json_holds_no_live_run():
+    class Html(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = b"<html>sign in</html>"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Html)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        assert live_run(url, "any", stale_seconds=60, timeout=5) is None
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.parametrize("bad", ["..", ".", "a/b", "run id", "x" * 129, "ümlaut"])

@@ -66,6 +66,13 @@ def test_fold_gauges_equal_the_report(pushgateway):
     assert {name: value(samples, name, fold="1") for name in expected} == expected
 
 
+def test_a_fold_without_epochs_pushes_zero_epochs_and_zero_epoch_seconds():
+    m = new_metrics(unique_run_id("no-epochs"), None)
+    m.fold_finished(dataclasses.replace(fold_figures(fold_report(0)), epoch_seconds=()))
+    for name in ("foxhunt_fold_epochs", "foxhunt_fold_epoch_seconds", "foxhunt_fold_last_epoch_seconds"):
+        assert m.registry.get_sample_value(name, {"fold": "0", "instrument": ""}) == 0, name
+
+
 def test_a_folds_dates_standard_error_and_best_baseline_are_pushed(pushgateway):
     run_id = unique_run_id("evaluated")
     evaluated = dataclasses.replace(fold_report(2), evaluation=window(2, seed=5))
@@ -281,6 +288,24 @@ def test_the_planned_folds_are_pushed_for_progress_and_eta(pushgateway):
     samples = pushed_samples(pushgateway, run_id)
     assert value(samples, "foxhunt_folds_planned") == 3
     assert value(samples, "foxhunt_folds_completed_total") == 1
+
+
+def test_the_planned_folds_are_pushed_before_any_fold_finishes(pushgateway):
+    run_id = unique_run_id("planned-early")
+    new_metrics(run_id, pushgateway).folds_planned(4)
+    assert value(pushed_samples(pushgateway, run_id), "foxhunt_folds_planned") == 4
+
+
+def test_without_a_pushgateway_deleting_the_group_succeeds_and_counts_no_failure():
+    m = new_metrics(unique_run_id("local-delete"), None)
+    assert m.delete_group() is True
+    assert m.push_failures == 0
+
+
+def test_a_failed_group_deletion_returns_false_and_is_counted():
+    m = new_metrics(unique_run_id("delete-down"), dead_url())
+    assert m.delete_group() is False
+    assert m.push_failures == 1
 
 
 def test_an_interrupted_run_is_pushed_as_interrupted(pushgateway):

@@ -52,6 +52,14 @@ def test_the_held_out_headline_carries_the_label():
     assert sample(m, "foxhunt_holdout_net_sharpe", days="30", instrument="EURUSD") == 1.1
 
 
+def test_a_held_out_headline_may_be_recorded_for_another_instrument():
+    m = new_metrics("instrument-holdout-other", None, instrument="EURUSD")
+    m.holdout_scored(HoldoutFigures(days=30.0, net_sharpe=1.1, net_sharpe_ci_low=0.1,
+                                    net_sharpe_ci_high=2.1, net_sharpe_se=0.5), instrument="YNDX")  # fmt: skip
+    assert sample(m, "foxhunt_holdout_net_sharpe", days="30", instrument="YNDX") == 1.1
+    assert sample(m, "foxhunt_holdout_net_sharpe", days="30", instrument="EURUSD") is None
+
+
 def test_every_figure_gauge_has_the_label_and_the_run_gauges_do_not():
     m = new_metrics("instrument-all", None, instrument="EURUSD")
     m.data_loaded(1.0, 10)
@@ -72,6 +80,10 @@ def test_the_metric_names_are_the_single_instrument_ones():
 def test_an_instruments_name_is_its_files_name_up_to_the_first_dot():
     assert instrument_name("s3://data/caches/EURUSD.fxcache") == "EURUSD"
     assert instrument_name("/tmp/run/YNDX.2020.arrow") == "YNDX"
+
+
+def test_an_instruments_name_ignores_a_trailing_slash():
+    assert instrument_name("s3://data/caches/EURUSD.fxcache/") == "EURUSD"
 
 
 def test_the_book_label_is_the_evaluations_word_for_the_book():
