@@ -304,7 +304,9 @@ class Run:
                     f"{self.config.metrics_keep_seconds:g}s (after Prometheus has scraped it)"
                 )
                 time.sleep(self.config.metrics_keep_seconds)
-                self.metrics.delete_group()
+                if not self.metrics.delete_group():  # warned; the summary counts it with the pushes
+                    summary.push_failures = self.metrics.push_failures
+                    self._write_summary(fresh=True)
         finally:
             if self.sink is not None:  # what it still holds reaches the store (for a bounded time)
                 self.sink.run_finished(status)
