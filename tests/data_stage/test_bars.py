@@ -1,6 +1,7 @@
 """Bars: reading CSV and Parquet, time zones, several files, and every rule of the contract."""
 
 import gzip
+import hashlib
 import os
 import threading
 from pathlib import Path
@@ -82,6 +83,11 @@ def test_overlapping_files_are_an_error_naming_both(tmp_path):
         read_bars([str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet")])
 
 
+def test_the_content_hash_of_one_bars_file_is_the_sha256_of_its_bytes(tmp_path):
+    path = write_csv(tmp_path / "b.csv", GOOD_ROWS)
+    assert read_bars([str(path)]).content_hash == hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def _slice(bars, lo, hi):
     from dataclasses import replace
 
@@ -129,6 +135,27 @@ def test_each_broken_rule_names_the_file_the_row_and_the_rule(case, tmp_path):
         read_bars([str(path)])
     message = str(error.value)
     assert message.startswith(str(path)) and where in message and rule in message
+
+
+def refused(path: Path) -> str:
+    with pytest.raises(BarsError) as error:
+        read_bars([str(path)])
+    return str(error.value)
+
+
+def test_a_bar_whose_high_is_infinite_is_refused_naming_the_file_and_the_row(tmp_path):
+    path = write_csv(tmp_path / "inf.csv", GOOD_ROWS[:1] + ["2024-01-02T00:01:00,1.0,inf,0.9,1.1,10"])
+    assert refused(path) == f"{path}: row 1 (2024-01-02T00:01:00Z): high is NaN or infinite"
+
+
+def test_a_bar_whose_volume_is_missing_is_refused_naming_the_file_and_the_row(tmp_path):
+    path = write_csv(tmp_path / "vol.csv", GOOD_ROWS[:1] + ["2024-01-02T00:01:00,1.0,1.2,0.9,1.1,nan"])
+    assert refused(path) == f"{path}: row 1 (2024-01-02T00:01:00Z): volume is NaN or infinite"
+
+
+def test_a_bar_whose_low_is_zero_is_refused_as_not_positive(tmp_path):
+    path = write_csv(tmp_path / "zero.csv", GOOD_ROWS[:1] + ["2024-01-02T00:01:00,1.0,1.2,0.0,1.1,10"])
+    assert refused(path) == f"{path}: row 1 (2024-01-02T00:01:00Z): low must be positive"
 
 
 def test_missing_column_is_named(tmp_path):
@@ -236,6 +263,12 @@ def test_a_unit_that_puts_the_bars_in_1970_is_refused(tmp_path):
         read_bars([str(path)], timestamp_unit="ns")
 
 
+def test_microseconds_declared_as_nanoseconds_are_refused_as_bars_from_1970(tmp_path):
+    path = write_int_csv(tmp_path / "epoch.csv", JAN2_S * 10**6, 60 * 10**6)  # 19.7 days after the epoch
+    with pytest.raises(BarsError, match=r"epoch\.csv: .* unit 'ns' starts at 1970-01-20T17:22:33Z"):
+        read_bars([str(path)], timestamp_unit="ns")
+
+
 def test_integers_too_large_for_the_unit_are_refused(tmp_path):
     path = write_int_csv(
         tmp_path / "epoch.csv", JAN2_S * 10**9, 60 * 10**9
@@ -283,6 +316,13 @@ def test_unsorted_utc_times_are_not_blamed_on_dst(tmp_path):
 def test_a_gzipped_csv_is_read_like_the_plain_one(tmp_path):
     plain = write_csv(tmp_path / "b.csv", GOOD_ROWS)
     packed = tmp_path / "b.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    np.testing.assert_array_equal(read_bars([str(packed)]).close, read_bars([str(plain)]).close)
+
+
+def test_a_gzipped_csv_named_plain_csv_is_read_like_the_plain_one(tmp_path):
+    plain = write_csv(tmp_path / "b.csv", GOOD_ROWS)
+    packed = tmp_path / "packed.csv"
     packed.write_bytes(gzip.compress(plain.read_bytes()))
     np.testing.assert_array_equal(read_bars([str(packed)]).close, read_bars([str(plain)]).close)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -229,6 +231,85 @@ def test_non_increasing_timestamps_are_refused(tmp_path):
         fxcache.FxCacheError, match=r"cache\.arrow: timestamps not strictly increasing at row 42"
     ):
         fxcache.read_fxcache(str(path))
+
+
+def test_an_older_format_version_is_refused(tmp_path):
+    path = tmp_path / "cache.arrow"
+    rewrite_with(path, make_table(), format_version=fxcache.FORMAT_VERSION - 1)
+    with pytest.raises(
+        fxcache.FxCacheError, match=r"cache\.arrow: format version 0, this foxhunt reads version 1"
+    ):
+        fxcache.read_fxcache(str(path))
+
+
+def test_other_target_names_are_refused(tmp_path):
+    path = tmp_path / "cache.arrow"
+    renamed = list(TARGET_NAMES)
+    renamed[2] = "forward_log_return_30"
+    rewrite_with(path, make_table(), target_names=renamed)
+    with pytest.raises(fxcache.FxCacheError, match=r"cache\.arrow: target_names differ .*position 2"):
+        fxcache.read_fxcache(str(path))
+
+
+def test_an_unknown_checksum_algorithm_is_refused(tmp_path):
+    path = tmp_path / "cache.arrow"
+    rewrite_with(path, make_table(), checksum_algorithm="md5")
+    with pytest.raises(fxcache.FxCacheError, match=r"cache\.arrow: unknown checksum algorithm 'md5'"):
+        fxcache.read_fxcache(str(path))
+
+
+def test_a_feature_column_of_doubles_is_refused_naming_its_type(tmp_path):
+    path = tmp_path / "cache.arrow"
+    table = make_table()
+    rewrite_with(path, table, features=table.features.astype(np.float64))
+    with pytest.raises(fxcache.FxCacheError, match=r"cache\.arrow: column 'features' has type .*double"):
+        fxcache.read_fxcache(str(path))
+
+
+def test_a_file_of_two_record_batches_is_refused(tmp_path):
+    path = tmp_path / "cache.arrow"
+    write_good(path)
+    reader = pa.ipc.open_file(pa.BufferReader(path.read_bytes()))
+    batch = reader.get_batch(0)
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, reader.schema) as writer:
+        writer.write_batch(batch)
+        writer.write_batch(batch)
+    with pytest.raises(fxcache.FxCacheError, match=r"cache\.arrow: 2 record batches, expected exactly 1"):
+        fxcache.read_fxcache(str(path))
+
+
+def test_a_nan_target_is_refused_naming_its_row(tmp_path):
+    path = tmp_path / "cache.arrow"
+    table = make_table()
+    targets = table.targets.copy()
+    targets[123, 1] = np.nan
+    rewrite_with(path, table, targets=targets)
+    with pytest.raises(
+        fxcache.FxCacheError, match=r"cache\.arrow: targets has a NaN or infinite value at row 123"
+    ):
+        fxcache.read_fxcache(str(path))
+
+
+def test_a_target_past_the_magnitude_bound_is_refused_naming_its_column_and_row(tmp_path):
+    path = tmp_path / "cache.arrow"
+    table = make_table()
+    targets = table.targets.copy()
+    targets[77, 2] = 1e30
+    rewrite_with(path, table, targets=targets)
+    with pytest.raises(
+        fxcache.FxCacheError, match=rf"cache\.arrow: column {TARGET_NAMES[2]} holds 1e\+30 at row 77"
+    ):
+        fxcache.read_fxcache(str(path))
+
+
+def test_the_writer_refuses_targets_of_the_wrong_width_naming_the_file(tmp_path):
+    table = make_table()
+    narrow = dataclasses.replace(table, targets=np.ascontiguousarray(table.targets[:, :3]))
+    with pytest.raises(
+        fxcache.FxCacheError, match=r"cache\.arrow: expected .* targets \[500, 4\], got .* \[500, 3\]"
+    ):
+        write_good(tmp_path / "cache.arrow", narrow)
+    assert not (tmp_path / "cache.arrow").exists()
 
 
 def test_matches_returns_the_metadata_for_the_same_bars(tmp_path):

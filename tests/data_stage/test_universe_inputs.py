@@ -151,3 +151,29 @@ def test_caches_overlapping_in_time_pass(tmp_path):
     write_good(tmp_path / "b.fxcache", shifted(make_table(seed=2), 0.1), source_hash="b")
     caches = read_universe([str(tmp_path / "a.fxcache"), str(tmp_path / "b.fxcache")], names=["A", "B"])
     assert len(caches) == 2 and np.all(np.diff(caches[1].timestamp) > 0)
+
+
+def test_an_empty_universe_is_refused():
+    with pytest.raises(BadInput, match=r"^a universe needs at least one fxcache$"):
+        check_universe([])
+
+
+def test_two_instruments_sharing_no_time_are_refused():
+    with pytest.raises(BadInput) as excinfo:
+        check_universe([facts("x", 0, 10), facts("y", 11, 20)])
+    assert refusal(excinfo).startswith("s3://b/x.fxcache: no time in common with any other instrument")
+
+
+def test_instruments_sharing_only_the_time_of_one_bar_pass():
+    assert check_universe([facts("x", 0, 10), facts("y", 10, 20)]) is None
+
+
+def test_more_instrument_names_than_fxcaches_are_refused_before_any_file_is_read(tmp_path):
+    uris = [str(tmp_path / "absent-a.fxcache"), str(tmp_path / "absent-b.fxcache")]
+    with pytest.raises(BadInput, match=r"^3 instrument names for 2 fxcaches$"):
+        read_universe(uris, names=["A", "B", "C"])
+
+
+def test_an_instrument_read_from_several_bars_files_is_named_for_the_first():
+    source = "s3://raw/YNDX-2023.parquet,s3://raw/YNDX-2024.parquet"
+    assert instrument_name("/out/features.fxcache", {"source_uri": source}) == "YNDX-2023"
