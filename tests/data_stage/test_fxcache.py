@@ -209,6 +209,13 @@ def test_a_row_count_other_than_the_metadata_is_refused(tmp_path):
         fxcache.read_fxcache(str(path))
 
 
+def test_a_row_count_written_as_text_is_refused_naming_its_type(tmp_path):
+    path = tmp_path / "cache.arrow"
+    rewrite_with(path, make_table(), rows="500")
+    with pytest.raises(fxcache.FxCacheError, match=r"cache\.arrow: metadata's rows '500' is a str"):
+        fxcache.read_fxcache(str(path))
+
+
 def test_nan_with_a_matching_checksum_is_caught_by_the_finiteness_check(tmp_path):
     path = tmp_path / "cache.arrow"
     table = make_table()

@@ -46,7 +46,8 @@ class Bars:
     close: np.ndarray
     volume: np.ndarray
     source: str = ""  # the URIs read, comma-separated
-    content_hash: str = ""  # sha256 over the source files' bytes, in reading order
+    # One file: the sha256 of its bytes; several: the sha256 of their hex digests joined in reading order.
+    content_hash: str = ""
 
     def __len__(self) -> int:
         return len(self.timestamp)

@@ -319,9 +319,11 @@ def _load_mapped(uri: str, path: Path, source: pa.MemoryMappedFile) -> FxCache:
     columns = {name: batch.column(name) for name in ("timestamp", "features", "targets")}
     if any(col.null_count for col in columns.values()):
         raise FxCacheError(f"{uri}: a column has null entries")
-    n = batch.num_rows
-    if n != metadata["rows"]:
-        raise FxCacheError(f"{uri}: {n} rows, metadata says {metadata['rows']}")
+    n, rows = batch.num_rows, metadata["rows"]
+    if type(rows) is not int:  # "500" is not 500: name the type, or the message reads "500 rows, says 500"
+        raise FxCacheError(f"{uri}: metadata's rows {rows!r} is a {type(rows).__name__}, expected a number")
+    if n != rows:
+        raise FxCacheError(f"{uri}: {n} rows, metadata says {rows}")
     timestamp = _mapped_values(columns["timestamp"], np.int64)
     features = _mapped_values(columns["features"].flatten(), np.float32).reshape(n, len(FEATURE_NAMES))
     targets = _mapped_values(columns["targets"].flatten(), np.float32).reshape(n, len(TARGET_NAMES))
