@@ -70,7 +70,7 @@ def test_collection_and_the_learning_step_read_only_the_head(device):
     trainer = small_trainer(device, replace(SMALL, select_tail_share=0.25))
     assert trainer.collect(0.5) == 3000 - 1  # the head's transitions, none from the held-back tail
     assert int(trainer.window.n_valid) == 3000 - 1
-    assert int(trainer.window.train_start) == FOLD.train_start
+    assert int(trainer.window.rows[0]) == FOLD.train_start  # the first transition is the fold's first row
 
 
 def test_epochs_are_scored_on_the_tail_not_on_validation(monkeypatch):

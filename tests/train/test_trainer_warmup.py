@@ -35,7 +35,7 @@ def test_a_warm_up_leaves_no_fold_behind(synthetic, device):
     trainer.warm_up(8000)
     assert trainer.window.fold_range is None
     assert not torch.any(trainer.window.mean) and torch.all(trainer.window.std == 1.0)
-    assert (int(trainer.window.n_valid), int(trainer.window.train_start)) == (1, 0)
+    assert (int(trainer.window.n_valid), trainer.window.parts) == (1, ())
 
 
 @pytest.mark.parametrize("device", DEVICES)
