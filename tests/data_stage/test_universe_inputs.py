@@ -53,6 +53,7 @@ def test_two_files_named_for_one_instrument_are_refused(tmp_path):
     with pytest.raises(BadInput) as excinfo:
         read_universe([str(tmp_path / "a" / "eurusd.fxcache"), str(tmp_path / "b" / "eurusd.fxcache")])
     assert refusal(excinfo).startswith(f"{tmp_path / 'b' / 'eurusd.fxcache'}: duplicate instrument")
+    assert refusal(excinfo).endswith("rename one of the files")
 
 
 def test_one_file_under_two_names_is_refused(tmp_path):

@@ -62,20 +62,26 @@ def _first_pair(facts: Sequence[CacheFacts], key) -> tuple[CacheFacts, CacheFact
 
 
 def _check_distinct(facts: Sequence[CacheFacts]) -> None:
+    once = "give each instrument once"
     checks = (
-        (lambda f: f.name, "the instrument name {name!r} is also {other}'s"),
-        (lambda f: f.metadata.get("checksum"), "the same content as {other} (equal column checksums)"),
+        (
+            lambda f: f.name,
+            "the instrument name {name!r} (its file's name up to the first dot) is also {other}'s",
+            "rename one of the files",
+        ),
+        (lambda f: f.metadata.get("checksum"), "the same content as {other} (equal column checksums)", once),
         (
             lambda f: f.metadata.get("source_hash"),
             "built from the same bars as {other} (equal source hashes)",
+            once,
         ),
     )
-    for key, problem in checks:
+    for key, problem, remedy in checks:
         pair = _first_pair(facts, key)
         if pair is not None:
             first, second = pair
             said = problem.format(name=second.name, other=first.uri)
-            raise BadInput(f"{second.uri}: duplicate instrument: {said}; give each instrument once")
+            raise BadInput(f"{second.uri}: duplicate instrument: {said}; {remedy}")
 
 
 def _difference(mine: object, theirs: object) -> str:
