@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, dataclass, fields
 
 import pytest
 from support.fresh_process import loaded_after
@@ -22,7 +22,7 @@ from foxhunt.config import (
     override,
 )
 from foxhunt.config.flags import ENUMS, FLAGS, describe, run_defaults
-from foxhunt.config.setting import Bounds
+from foxhunt.config.setting import Bounds, check_fields, setting
 from foxhunt.errors import BadInput, ConfigError
 
 CONFIGS = (FoldConfig, DQNConfig, EvalConfig, RunConfig)
@@ -50,6 +50,7 @@ def test_every_default_passes_its_own_checks(cls):
         ({"hidden": True}, "hidden must be an integer in [1, 16384] (units), got bool True"),
         ({"lr": "3e-4"}, "lr must be a finite number in (0, 10], got str '3e-4'"),
         ({"lr": True}, "lr must be a finite number in (0, 10], got bool True"),
+        ({"hidden": None}, "hidden must be an integer in [1, 16384] (units), got NoneType None"),
     ],
 )
 def test_a_value_of_the_wrong_type_is_an_error_not_a_coercion(changes, message):
@@ -75,6 +76,18 @@ def test_a_value_out_of_range_names_the_field_and_the_allowed_range(changes, mes
         ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
     ):
         DQNConfig(**changes)
+
+
+def test_a_float_setting_without_an_upper_bound_still_refuses_infinity():
+    @dataclass(frozen=True)
+    class Unbounded:
+        size: float = setting(1.0, "A size with no upper bound.", low=0)
+
+        def __post_init__(self) -> None:
+            check_fields(self, "unbounded config")
+
+    with pytest.raises(ConfigError, match="size must be a finite number >= 0, got inf"):
+        Unbounded(size=float("inf"))
 
 
 def test_an_int_is_a_fine_float_and_is_stored_as_one():

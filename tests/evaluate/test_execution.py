@@ -227,14 +227,30 @@ def test_plain_settings_add_nothing_and_gross_stays_before_costs():
     ("fields", "problem"),
     [
         ({"session": "25:00-20:00"}, "HH:MM"),
+        ({"session": "24:00-20:00"}, "HH:MM"),
+        ({"session": "13:60-20:00"}, "HH:MM"),
         ({"session": "13:30-13:30"}, "same minute"),
         ({"spread_points": 1.0}, "first_close"),
         ({"off_session_factor": 0.5}, "off_session_factor"),
         ({"fill": "vwap"}, "fill"),
         ({"session_zone": "Mars/Olympus_Mons"}, "session_zone"),
         ({"session_zone": "-05:00"}, "session_zone"),
+        ({"session_zone": "/etc/localtime"}, "session_zone"),
     ],
 )
 def test_bad_execution_settings_are_config_errors_naming_the_setting(fields, problem):
     with pytest.raises(ConfigError, match=problem):
         EvalConfig(**fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"off_session_factor": 0.5}, "off_session_factor"),
+        ({"spread_points": 1.0, "first_close": 0.0}, "first_close"),
+        ({"first_close": -1.0}, "first_close"),
+    ],
+)
+def test_the_execution_settings_refuse_bad_values_on_their_own(fields, named):
+    with pytest.raises(ValueError, match=named):
+        ExecutionSettings(**fields)

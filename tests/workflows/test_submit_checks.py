@@ -68,6 +68,7 @@ REFUSALS = [
     (("-p", "trial-population=17"), "trial-population='17': must be an integer in [1, 16]"),
     (("-p", "study-storage-secret=My_Secret"), "must be a Secret name"),
     (("-p", "pushgateway=ftp://pg:9091"), "must be an http:// or https:// URL, or empty"),
+    (("-p", "=rolling"), "--param expects NAME=VALUE, got '=rolling'"),
     (("-p", "windw=rolling"), "unknown parameter 'windw' (-p windw='rolling'); train-pipeline takes: model,"),
     (("--trials", "20"), "trials=20 needs a study storage"),
     (("-p", "trials=5", "-p", "study-storage-secret="), "trials=5 needs a study storage"),
@@ -126,7 +127,13 @@ def test_a_label_kubernetes_would_refuse_is_refused_even_in_a_dry_run(argo, caps
     assert argo.requests == []
 
 
-@pytest.mark.parametrize("label", ["ci.job=1234", "foxhunt.io/team=", "a.b-c/d_e.f=G-1.x"])
+# The longest prefix Kubernetes takes: a DNS subdomain of 253 characters, each label at most 63.
+LONGEST_PREFIX = ".".join(["a" * 63, "b" * 63, "c" * 63, "d" * 61])
+
+
+@pytest.mark.parametrize(
+    "label", ["ci.job=1234", "foxhunt.io/team=", "a.b-c/d_e.f=G-1.x", f"{LONGEST_PREFIX}/x=v"]
+)
 def test_labels_kubernetes_accepts_are_sent(argo, label):
     assert foxhunt(*CI_RUN, "-l", label) == 0
     assert argo.requests[0]["body"]["submitOptions"]["labels"].endswith("," + label)

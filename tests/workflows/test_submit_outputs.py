@@ -178,6 +178,14 @@ def test_parameter_file_in_yaml_with_nested_settings(argo, tmp_path):
     ]
 
 
+def test_a_parameter_files_true_and_false_are_sent_as_yaml_writes_them(argo, tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("gpu-pool: true\nstudy-storage-secret: false\n")
+
+    assert foxhunt("submit", "-f", str(path), *DATA_ARGS) == 0
+    assert sent_parameters(argo)[:2] == ["gpu-pool=true", "study-storage-secret=false"]
+
+
 def test_parameter_file_in_json_and_flags_and_p_win_over_it(argo, tmp_path):
     path = tmp_path / "run.json"
     path.write_text(json.dumps({"epochs": 7, "seed": 3, "window": "expanding", **DATA}))

@@ -23,6 +23,7 @@ from foxhunt_workflows.checks import (
     gpu_count,
     parameter_problems,
     patch_argo_schema,
+    pod_manifests,
     pod_templates,
     restricted_problems,
     template_ref_problems,
@@ -166,6 +167,27 @@ def test_an_undeclared_parameter_is_reported(documents):
     assert parameter_problems(broken.values()) == ["train/train: inputs.parameters.sede is not declared"]
 
 
+def test_a_task_may_leave_out_an_input_that_has_a_default(documents):
+    trimmed = copy.deepcopy(documents)
+    tasks = trimmed["train-pipeline"]["spec"]["templates"][0]["dag"]["tasks"]
+    (train,) = [t for t in tasks if t["name"] == "train"]
+    arguments = train["arguments"]["parameters"]
+    train["arguments"]["parameters"] = [a for a in arguments if a["name"] != "seeds"]
+
+    assert len(train["arguments"]["parameters"]) == len(arguments) - 1
+    assert parameter_problems(trimmed.values()) == []
+
+
+def test_a_pod_spec_patch_wins_over_the_container_it_names(documents):
+    patched = copy.deepcopy(documents)
+    patch = {"containers": [{"name": "main", "image": "registry.example/patched:1"}]}
+    only_pod(patched["train"])["podSpecPatch"] = json.dumps(patch)
+
+    pods = {p["metadata"]["name"]: p for p in pod_manifests(patched.values(), "ml")}
+
+    assert pods["train-train"]["spec"]["containers"][0]["image"] == "registry.example/patched:1"
+
+
 def test_pipeline_declares_its_parameters_each_with_a_default_but_the_data_uris(documents):
     parameters = documents["train-pipeline"]["spec"]["arguments"]["parameters"]
 
@@ -281,11 +303,18 @@ def test_every_pod_meets_the_restricted_profile(documents):
     assert restricted_problems(documents.values()) == []
 
 
-def test_a_pod_allowing_privilege_escalation_is_reported(documents):
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("allowPrivilegeEscalation", True, "allowPrivilegeEscalation is not false"),
+        ("runAsUser", 0, "runAsUser is not a non-zero UID"),
+    ],
+)
+def test_a_pod_breaking_the_restricted_profile_is_reported(documents, key, value, problem):
     broken = copy.deepcopy(documents)
-    only_pod(broken["train"])["container"]["securityContext"]["allowPrivilegeEscalation"] = True
+    only_pod(broken["train"])["container"]["securityContext"][key] = value
 
-    assert restricted_problems(broken.values()) == ["train/train: allowPrivilegeEscalation is not false"]
+    assert restricted_problems(broken.values()) == [f"train/train: {problem}"]
 
 
 @pytest.mark.parametrize("name", ["precompute-features", "train"])
@@ -340,9 +369,14 @@ def test_credentials_in_pod_env_come_only_from_secrets(documents):
     assert credential_problems(documents.values()) == []
 
 
-def test_a_credential_given_as_a_plain_value_is_reported(documents):
+@pytest.mark.parametrize(
+    "source",
+    [{"value": "x"}, {"valueFrom": {"configMapKeyRef": {"name": "settings", "key": "token"}}}],
+    ids=["a plain value", "a ConfigMap"],
+)
+def test_a_credential_not_read_from_a_secret_is_reported(documents, source):
     broken = copy.deepcopy(documents)
-    only_pod(broken["train"])["container"]["env"].append({"name": "ARGO_TOKEN", "value": "x"})
+    only_pod(broken["train"])["container"]["env"].append({"name": "ARGO_TOKEN", **source})
 
     assert credential_problems(broken.values()) == ["train/train: ARGO_TOKEN is not read from a Secret"]
 
