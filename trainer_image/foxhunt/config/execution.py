@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -51,17 +52,12 @@ def session_minutes(session: str) -> tuple[int, int] | None:
     (every bar is in session)."""
     if not session:
         return None
-    try:
-        start, end = (part.strip() for part in session.split("-"))
-        out = []
-        for part in (start, end):
-            hours, minutes = part.split(":")
-            h, m = int(hours), int(minutes)
-            if not (0 <= h < 24 and 0 <= m < 60):
-                raise ValueError
-            out.append(h * 60 + m)
-    except ValueError:
-        raise ValueError(f"session {session!r}: expected HH:MM-HH:MM, e.g. 13:30-20:00") from None
+    # Two ASCII digits a field: int() alone would take "+9:5", "1_3:00" or other scripts' digits.
+    times = re.fullmatch(r"\s*([0-9]{2}):([0-9]{2})\s*-\s*([0-9]{2}):([0-9]{2})\s*", session)
+    h0, m0, h1, m1 = (int(x) for x in times.groups()) if times else (-1, -1, -1, -1)
+    if not all(0 <= h < 24 and 0 <= m < 60 for h, m in ((h0, m0), (h1, m1))):  # -1: no match
+        raise ValueError(f"session {session!r}: expected HH:MM-HH:MM, e.g. 13:30-20:00")
+    out = [h0 * 60 + m0, h1 * 60 + m1]
     if out[0] == out[1]:
         raise ValueError(f"session {session!r}: start and end are the same minute")
     return out[0], out[1]
