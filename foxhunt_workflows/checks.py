@@ -146,7 +146,7 @@ def restricted_problems(documents: Iterable[dict[str, Any]]) -> list[str]:
                 seccomp = context.get("seccompProfile", pod.get("seccompProfile", {})).get("type")
                 if non_root is not True:
                     problems.append(f"{where}: runAsNonRoot is not true")
-                if user is None or int(user) == 0:
+                if type(user) is not int or user == 0:  # an expression or text is no UID the pod runs as
                     problems.append(f"{where}: runAsUser is not a non-zero UID")
                 if seccomp not in ("RuntimeDefault", "Localhost"):
                     problems.append(f"{where}: seccompProfile is not RuntimeDefault")

@@ -308,6 +308,7 @@ def test_every_pod_meets_the_restricted_profile(documents):
     [
         ("allowPrivilegeEscalation", True, "allowPrivilegeEscalation is not false"),
         ("runAsUser", 0, "runAsUser is not a non-zero UID"),
+        ("runAsUser", "{{inputs.parameters.uid}}", "runAsUser is not a non-zero UID"),
     ],
 )
 def test_a_pod_breaking_the_restricted_profile_is_reported(documents, key, value, problem):
