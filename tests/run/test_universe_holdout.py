@@ -177,3 +177,12 @@ def test_the_held_out_folds_pooled_decision_weighs_the_runs_out_of_sample_window
     recorded = [json.loads((f / "report.json").read_text())["selection"]["out_of_sample"] for f in folds]
     expected = [[w["fold"], "out_of_sample"] for w in recorded if w is not None]
     assert expected and report["selection"]["pooled"]["windows"][1:] == expected
+
+
+def test_a_bar_exactly_at_the_cut_is_not_held_out():
+    # held out: the bars after the cut, last − D days = day 9; the bar of day 9 itself is not held out
+    from foxhunt.run.universe_holdout import first_held_out, holdout_cut
+
+    ts = (np.array([0.0, 9.0, 9.5, 10.0]) * NS_PER_DAY).astype(np.int64)
+    cut = holdout_cut([ts], 1.0)
+    assert cut == 9 * NS_PER_DAY and first_held_out(ts, cut) == 2

@@ -5,6 +5,7 @@ import contextlib
 import csv
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,53 @@ def test_the_holdout_fold_trains_just_before_the_held_out_period():
 def test_a_holdout_that_leaves_no_folds_or_holds_no_bar_is_bad_input(days):
     with pytest.raises(BadInput, match="--holdout-days"):
         planning_rows(TS[::1440], days)  # one bar a day
+
+
+def test_a_held_out_period_of_exactly_a_folds_validation_bars_is_accepted():
+    # 2 days of minute bars are held out: 2,880 bars, as many as --min-val-rows asks; one more is refused.
+    assert planning_rows(TS, 2.0, min_bars=2_880) == 11_460
+    with pytest.raises(BadInput, match="holds 2880 bars, fewer than --min-val-rows 2881"):
+        planning_rows(TS, 2.0, min_bars=2_881)
+
+
+def test_a_held_out_fold_of_exactly_a_folds_training_rows_is_accepted():
+    # rows 7,200 … 11,460 (3 days before the cut, purge 60): 4,260 rows, as many as --min-train-rows asks.
+    config = FoldConfig(train_days=3.0, val_days=1.0, step_days=1.0, purge_bars=60, mode="rolling",
+                        holdout_days=2.0, min_train_rows=4_260)  # fmt: skip
+    assert checked_holdout_range(TS, config, 5, 100_000, 0.0).train_rows == 4_260
+    with pytest.raises(BadInput, match="fewer than --min-train-rows 4261"):
+        checked_holdout_range(TS, replace(config, min_train_rows=4_261), 5, 100_000, 0.0)
+
+
+def _window():
+    """A held-out window by hand: each policy's net record with its own Sharpe, ridge_60 the best baseline."""
+    from types import SimpleNamespace
+
+    def net(sharpe: float):
+        return SimpleNamespace(sharpe=sharpe, sharpe_ci_low=sharpe - 0.5, sharpe_ci_high=sharpe + 0.5,
+                               sharpe_se=0.25, psr_zero=0.9, total_return=0.01, max_drawdown=0.02, n_bars=300)  # fmt: skip
+
+    policies = {"model": 1.0, "buy_and_hold": -0.3, "flat": 0.0, "ridge_60": 0.7}
+    return SimpleNamespace(
+        policies={name: SimpleNamespace(net=net(s)) for name, s in policies.items()},
+        best_baseline="ridge_60",
+        standings={"buy_and_hold": SimpleNamespace(verdict="better")},
+    )
+
+
+@pytest.mark.parametrize(
+    ("figure", "expected"),
+    [
+        ("net_sharpe", 1.0),
+        ("net_sharpe_ci", [0.5, 1.5]),
+        ("buy_and_hold_sharpe", -0.3),
+        ("best_baseline_sharpe", 0.7),
+    ],
+)
+def test_the_headline_figures_read_each_policys_own_net_record(figure, expected):
+    from foxhunt.run.holdout import window_figures
+
+    assert window_figures(_window())[figure] == pytest.approx(expected)
 
 
 # ---- a search on real bars --------------------------------------------------------------------------------
