@@ -289,3 +289,21 @@ def test_scored_figures_are_read_only_so_no_reader_changes_the_figures_a_memo_sh
     shared = evaluate_window(window, MEMO_SCORING, 0, memo).policies["ridge"].net
     with pytest.raises(dataclasses.FrozenInstanceError):
         shared.sharpe = 0.0  # type: ignore[misc]
+
+
+def test_the_annual_return_compounds_the_mean_bar_log_return_over_a_year_of_minutes():
+    # Catches: the mean over n − 1 bars (a hand-built record of large returns saturates at −100% and hides it).
+    returns = np.tile([2e-6, 0.0], 50)  # 1e-6 a bar on average, one bar a minute
+    net = score(one_window(np.ones(100), returns), Scoring(cost=0.0, resamples=0)).net
+    minutes_a_year = 365.25 * 24 * 60
+    assert net.annual_return == pytest.approx(math.expm1(1e-6 * minutes_a_year), rel=1e-9)
+
+
+def test_the_best_baseline_is_the_one_with_the_highest_sharpe_after_costs():
+    # Catches: the lowest Sharpe named best, or the Sharpe before costs (the churning sign rule's).
+    returns = 1e-4 + 1e-3 * np.tile([1.0, -1.0], 100)
+    positions = {MODEL: np.zeros(200), BUY_AND_HOLD: np.ones(200), "flat": np.zeros(200)}
+    positions["churn"] = np.sign(returns)  # earns every bar's move, pays 2 × 1e-3 a bar to switch
+    records = {name: one_window(pos, returns) for name, pos in positions.items()}
+    window = evaluate_window(records, Scoring(cost=1e-3, resamples=0))
+    assert window.best_baseline == BUY_AND_HOLD

@@ -13,7 +13,7 @@ from test_evaluation import minutes, synthetic_run
 
 from foxhunt.evaluate import baselines as base
 from foxhunt.evaluate import sharpe as sr
-from foxhunt.evaluate.evaluation import fold_record, stitch
+from foxhunt.evaluate.evaluation import Scoring, fold_record, score_record, stitch
 
 
 @pytest.mark.parametrize(("n_obs", "lags"), [(100, 4), (1000, 6), (10_000, 11), (30, 3), (1, 1)])
@@ -39,6 +39,13 @@ def test_the_bootstrap_interval_uses_the_default_block():
     x = np.random.default_rng(2).normal(1e-4, 1e-3, 1000)
     assert sr.bootstrap_interval(x, resamples=200) == sr.bootstrap_interval(x, resamples=200, block=10)
     assert sr.bootstrap_interval(x, resamples=200) != sr.bootstrap_interval(x, resamples=200, block=11)
+
+
+def test_a_records_default_scoring_draws_a_thousand_bootstrap_resamples():
+    # Catches: a smaller default resample count, which widens the run's reported intervals' noise.
+    returns = np.random.default_rng(4).normal(1e-4, 1e-3, 300)
+    record = fold_record(0, 0, np.ones(300), minutes(300), returns)
+    assert score_record(record, Scoring()).net_draws.shape == (1000,)
 
 
 def test_between_windows_that_start_on_the_same_bar_the_later_fold_trades():

@@ -317,3 +317,11 @@ def test_the_console_gives_the_verdict_and_the_relative_figures(tiny_run):
     )
     assert "against buy-and-hold: alpha " in tiny_run.console
     assert re.search(r"vs buy_and_hold.*paired 95% interval \[", tiny_run.console)
+
+
+# ---- how a run scores ------------------------------------------------------------------------------------
+def test_a_runs_bootstrap_is_seeded_with_the_runs_seed():
+    from foxhunt.config import EvalConfig
+    from foxhunt.evaluate.run_scores import run_scoring
+
+    assert run_scoring(EvalConfig(), 7).seed == 7
