@@ -186,3 +186,24 @@ def test_a_bar_exactly_at_the_cut_is_not_held_out():
     ts = (np.array([0.0, 9.0, 9.5, 10.0]) * NS_PER_DAY).astype(np.int64)
     cut = holdout_cut([ts], 1.0)
     assert cut == 9 * NS_PER_DAY and first_held_out(ts, cut) == 2
+
+
+def test_the_held_out_fold_validates_from_the_nanosecond_after_the_cut():
+    from foxhunt.run.universe_holdout import holdout_fold
+
+    ts = minutes(0, 10)
+    cut = int(ts[-200])  # 199 bars after the cut
+    config = FoldConfig(train_days=4, val_days=2, step_days=2, min_val_rows=100, min_train_rows=100)
+    fold, left_out = holdout_fold([ts], config, cut, 7, {0})
+    assert left_out == {} and fold.val_window == (cut + 1, int(ts[-1]) + 1)
+
+
+@pytest.mark.parametrize(("held", "takes_part"), [(100, True), (99, False)])
+def test_an_instrument_with_exactly_min_val_rows_after_the_cut_takes_part(held, takes_part):
+    from foxhunt.run.universe_holdout import holdout_fold
+
+    ts = minutes(0, 10)
+    cut = int(ts[-held - 1])
+    config = FoldConfig(train_days=4, val_days=2, step_days=2, min_val_rows=100, min_train_rows=100)
+    fold, left_out = holdout_fold([ts], config, cut, 7, {0})
+    assert (fold.ranges[0] is not None, 0 in left_out) == (takes_part, not takes_part)
