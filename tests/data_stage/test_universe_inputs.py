@@ -178,3 +178,36 @@ def test_more_instrument_names_than_fxcaches_are_refused_before_any_file_is_read
 def test_an_instrument_read_from_several_bars_files_is_named_for_the_first():
     source = "s3://raw/YNDX-2023.parquet,s3://raw/YNDX-2024.parquet"
     assert instrument_name("/out/features.fxcache", {"source_uri": source}) == "YNDX-2023"
+
+
+def test_groups_that_share_no_time_with_each_other_are_refused_naming_each_group():
+    spans = [
+        ("a.csv", 0, 2 * DAY),
+        ("c.csv", 5 * DAY, 8 * DAY),
+        ("b.csv", DAY, 3 * DAY),
+        ("d.csv", 6 * DAY, 9 * DAY),
+    ]
+    with pytest.raises(BadInput) as excinfo:
+        check_overlap(spans)
+    assert refusal(excinfo) == (
+        "c.csv: the instruments fall into 2 groups that share no time with each other ({a.csv, b.csv} from "
+        "1970-01-01T00:00:00Z to 1970-01-04T00:00:00Z; {c.csv, d.csv} from 1970-01-06T00:00:00Z to "
+        "1970-01-10T00:00:00Z); a fold must hold instruments that trade together, so run each group on its own"
+    )
+
+
+def test_a_group_joined_by_a_long_instrument_that_overlaps_both_ends_passes():
+    check_overlap(
+        [
+            ("a.csv", 0, DAY),
+            ("long.csv", 0, 9 * DAY),
+            ("c.csv", 5 * DAY, 6 * DAY),
+            ("d.csv", 8 * DAY, 9 * DAY),
+        ]
+    )
+
+
+def test_groups_touching_at_one_bar_are_one_group():
+    check_overlap(
+        [("a.csv", 0, DAY), ("b.csv", 0, 2 * DAY), ("c.csv", 2 * DAY, 4 * DAY), ("d.csv", 3 * DAY, 5 * DAY)]
+    )

@@ -115,9 +115,23 @@ def _check_overlap(facts: Sequence[CacheFacts]) -> None:
     check_overlap(spans)
 
 
+def _time_groups(spans: Sequence[tuple[str, int, int]]) -> list[list[int]]:
+    """The spans' indices in groups linked by shared time (a chain of overlaps joins a group), by start."""
+    groups: list[list[int]] = []
+    end = None
+    for i in sorted(range(len(spans)), key=lambda k: spans[k][1]):
+        if end is None or spans[i][1] > end:
+            groups.append([])
+            end = spans[i][2]
+        groups[-1].append(i)
+        end = max(end, spans[i][2])
+    return groups
+
+
 def check_overlap(spans: Sequence[tuple[str, int, int]]) -> None:
-    """Refuse instruments that share no time with any other: BadInput naming the first such file (`spans`:
-    each file's name and first and last bar, ns UTC), its span and the others'."""
+    """Refuse instruments that cannot share a fold (`spans`: each file's name and first and last bar, ns
+    UTC): BadInput naming the first file that shares no time with any other, with its span and the others',
+    or, where every file shares time with another, the groups that share none with each other."""
     if len(spans) < 2:
         return
     for i, (uri, first, last) in enumerate(spans):
@@ -128,6 +142,18 @@ def check_overlap(spans: Sequence[tuple[str, int, int]]) -> None:
                 f"{uri}: no time in common with any other instrument (it spans {iso_utc(first)} to "
                 f"{iso_utc(last)}; the others {iso_utc(lo)} to {iso_utc(hi)})"
             )
+    groups = _time_groups(spans)
+    if len(groups) > 1:
+        described = "; ".join(
+            f"{{{', '.join(spans[i][0] for i in group)}}} from {iso_utc(min(spans[i][1] for i in group))} "
+            f"to {iso_utc(max(spans[i][2] for i in group))}"
+            for group in groups
+        )
+        raise BadInput(
+            f"{spans[groups[1][0]][0]}: the instruments fall into {len(groups)} groups that share no time "
+            f"with each other ({described}); a fold must hold instruments that trade together, so run each "
+            "group on its own"
+        )
 
 
 def check_universe(facts: Sequence[CacheFacts]) -> None:
