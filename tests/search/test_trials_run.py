@@ -267,6 +267,25 @@ def test_a_population_search_writes_its_manifest_once_a_round_and_each_fold_befo
     }
 
 
+def test_each_trials_folds_are_pushed_under_its_trial_number(
+    tiny_fxcache, tiny_params, tmp_path, monkeypatch
+):
+    # Catches: the trials' figures for one fold pushed under one label set, where the last trial's hides the
+    # others' on the dashboard.
+    from foxhunt.run.sinks.telemetry import RunMetrics
+
+    pushed: list[tuple[int, int | None]] = []
+    finished = RunMetrics.fold_finished
+
+    def recorded(self, figures, instrument=None, trial=None):
+        pushed.append((figures.fold, trial))
+        finished(self, figures, instrument, trial)
+
+    monkeypatch.setattr(RunMetrics, "fold_finished", recorded)
+    assert main(search_argv(tiny_fxcache, tmp_path / "out", tiny_params, 2, "--population", "2")) == 0
+    assert sorted(pushed) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_a_population_search_builds_one_population_with_one_capture_and_one_compile(
     device, request, tiny_fxcache, tiny_params, tmp_path, capsys

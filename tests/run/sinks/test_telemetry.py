@@ -70,7 +70,7 @@ def test_a_fold_without_epochs_pushes_zero_epochs_and_zero_epoch_seconds():
     m = new_metrics(unique_run_id("no-epochs"), None)
     m.fold_finished(dataclasses.replace(fold_figures(fold_report(0)), epoch_seconds=()))
     for name in ("foxhunt_fold_epochs", "foxhunt_fold_epoch_seconds", "foxhunt_fold_last_epoch_seconds"):
-        assert m.registry.get_sample_value(name, {"fold": "0", "instrument": ""}) == 0, name
+        assert m.registry.get_sample_value(name, {"fold": "0", "instrument": "", "trial": ""}) == 0, name
 
 
 def test_a_folds_dates_standard_error_and_best_baseline_are_pushed(pushgateway):
@@ -270,7 +270,9 @@ def test_live_metrics_endpoint_serves_the_runs_registry():
         m.close()
     expected = fold_report(0).phases["train"]
     match = re.search(
-        r'^foxhunt_fold_phase_seconds\{fold="0",instrument="EURUSD",phase="train"\} (\S+)$', text, re.M
+        r'^foxhunt_fold_phase_seconds\{fold="0",instrument="EURUSD",phase="train",trial=""\} (\S+)$',
+        text,
+        re.M,
     )
     assert match is not None and float(match.group(1)) == expected
 

@@ -5,6 +5,8 @@ The metric names stay the single-instrument ones; a query that names no instrume
 
 from __future__ import annotations
 
+import dataclasses
+
 from support.telemetry_cases import fold_report, new_metrics
 
 from foxhunt.evaluate.book import BOOK as EVALUATE_BOOK
@@ -25,15 +27,31 @@ def test_fold_gauges_carry_the_runs_instrument_by_default():
     m = new_metrics("instrument-fold", None, instrument="EURUSD")
     m.fold_finished(fold_figures(fold_report(0)))
     expected = fold_report(0).evaluation.policies["model"].net.sharpe
-    assert sample(m, "foxhunt_fold_validation_sharpe", fold="0", instrument="EURUSD") == expected
-    assert sample(m, "foxhunt_fold_phase_seconds", fold="0", phase="train", instrument="EURUSD") is not None
+    assert sample(m, "foxhunt_fold_validation_sharpe", fold="0", instrument="EURUSD", trial="") == expected
+    assert (
+        sample(m, "foxhunt_fold_phase_seconds", fold="0", phase="train", instrument="EURUSD", trial="")
+        is not None
+    )
 
 
 def test_a_fold_may_be_recorded_for_another_instrument():
     m = new_metrics("instrument-other", None, instrument="EURUSD")
     m.fold_finished(fold_figures(fold_report(0)), instrument="YNDX")
-    assert sample(m, "foxhunt_fold_seconds", fold="0", instrument="YNDX") == fold_report(0).fold_seconds
-    assert sample(m, "foxhunt_fold_seconds", fold="0", instrument="EURUSD") is None
+    assert (
+        sample(m, "foxhunt_fold_seconds", fold="0", instrument="YNDX", trial="")
+        == fold_report(0).fold_seconds
+    )
+    assert sample(m, "foxhunt_fold_seconds", fold="0", instrument="EURUSD", trial="") is None
+
+
+def test_a_searchs_trials_keep_their_own_figures_for_one_fold():
+    m = new_metrics("instrument-trials", None, instrument="EURUSD")
+    m.fold_finished(fold_figures(fold_report(0)), trial=3)
+    m.fold_finished(dataclasses.replace(fold_figures(fold_report(0)), fold_seconds=9.25), trial=4)
+    assert sample(m, "foxhunt_fold_seconds", fold="0", instrument="EURUSD", trial="3") == 3.5
+    assert sample(m, "foxhunt_fold_seconds", fold="0", instrument="EURUSD", trial="4") == 9.25
+    assert sample(m, "foxhunt_fold_info", fold="0", val_start=fold_figures(fold_report(0)).val_first_bar,
+                  val_end=fold_figures(fold_report(0)).val_last_bar, instrument="EURUSD", trial="3") == 1  # fmt: skip
 
 
 def test_the_book_is_recorded_beside_the_instrument_under_book():

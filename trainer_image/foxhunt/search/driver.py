@@ -142,7 +142,7 @@ class TrialScoring:
             record = self.run.manifest.trials.setdefault(number, WorkRecord())
             outputs = {f"{trial_folder(number)}/{k}": v for k, v in (outcome.outputs or {}).items()}
             record.folds[fold] = FoldRecord(outputs, now_iso())
-            self.run.metrics.fold_finished(fold_figures(outcome.report))
+            self.run.metrics.fold_finished(fold_figures(outcome.report), trial=number)
         if outcomes:
             write_manifest(self.run.out_uri, self.run.manifest)
         return {n: o.report.evaluation.policies[MODEL].net.sharpe for n, o in outcomes.items()}

@@ -34,6 +34,7 @@ from foxhunt.run.sinks.telemetry_gauges import (
     HOLDOUT_GAUGES,
     INSTRUMENT,
     STITCHED_GAUGES,
+    TRIAL,
 )
 
 log = logging.getLogger(__name__)
@@ -117,11 +118,11 @@ class RunMetrics:
         self._phase = Gauge(
             "foxhunt_fold_phase_seconds",
             "Seconds spent in each phase of a fold.",
-            ["fold", "phase", INSTRUMENT],
+            ["fold", "phase", INSTRUMENT, TRIAL],
             registry=r,
         )
         self._fold_figures = [
-            (Gauge(name, help_text, ["fold", INSTRUMENT], registry=r), read)
+            (Gauge(name, help_text, ["fold", INSTRUMENT, TRIAL], registry=r), read)
             for name, help_text, read in FOLD_GAUGES
         ]
 
@@ -143,19 +144,19 @@ class RunMetrics:
         self._fold_info = Gauge(
             "foxhunt_fold_info",
             "Always 1; labels give a fold's validation dates (first and last bar, ISO-8601 UTC).",
-            ["fold", "val_start", "val_end", INSTRUMENT],
+            ["fold", "val_start", "val_end", INSTRUMENT, TRIAL],
             registry=r,
         )
         self._fold_sharpe_se = Gauge(
             "foxhunt_fold_validation_sharpe_se",
             "Standard error (Lo 2002) of a fold's validation Sharpe after costs.",
-            ["fold", INSTRUMENT],
+            ["fold", INSTRUMENT, TRIAL],
             registry=r,
         )
         self._fold_best_baseline = Gauge(
             "foxhunt_fold_best_baseline_sharpe",
             "Validation Sharpe after costs of a fold's best baseline, labelled by its name.",
-            ["fold", "baseline", INSTRUMENT],
+            ["fold", "baseline", INSTRUMENT, TRIAL],
             registry=r,
         )
         self._stitched = {
@@ -207,16 +208,20 @@ class RunMetrics:
         self._folds_planned.set(folds)
         self.push()
 
-    def fold_finished(self, figures: FoldFigures, instrument: str | None = None) -> None:
-        """Record a finished fold's figures (of `instrument`, default the run's) and push."""
+    def fold_finished(
+        self, figures: FoldFigures, instrument: str | None = None, trial: int | None = None
+    ) -> None:
+        """Record a finished fold's figures (of `instrument`, default the run's; of a search's `trial`, whose
+        trials share the run's folds) and push."""
         fold, of = str(figures.fold), self.instrument if instrument is None else instrument
+        by = "" if trial is None else str(trial)  # an empty label is no label: a plain run's series
         for phase in PHASES:
-            self._phase.labels(fold=fold, phase=phase, instrument=of).set(figures.phases[phase])
+            self._phase.labels(fold, phase, of, by).set(figures.phases[phase])
         for gauge, read in self._fold_figures:
-            gauge.labels(fold, of).set(read(figures))
-        self._fold_info.labels(fold, figures.val_first_bar, figures.val_last_bar, of).set(1)
-        self._fold_sharpe_se.labels(fold, of).set(figures.model.sharpe_se)
-        self._fold_best_baseline.labels(fold, figures.best_baseline, of).set(figures.best_baseline_sharpe)
+            gauge.labels(fold, of, by).set(read(figures))
+        self._fold_info.labels(fold, figures.val_first_bar, figures.val_last_bar, of, by).set(1)
+        self._fold_sharpe_se.labels(fold, of, by).set(figures.model.sharpe_se)
+        self._fold_best_baseline.labels(fold, figures.best_baseline, of, by).set(figures.best_baseline_sharpe)
         self._folds_done.inc()
         self._last_fold_ts.set(time.time())
         self.push()

@@ -4,7 +4,9 @@ names the instrument they are of.
 Every fold, stitched and held-out gauge carries an `instrument` label: the run's instrument (a
 single-instrument run: its name, from the fxcache's file name) or `book` for the several instruments
 combined (`foxhunt.evaluate.book`). The metric names are the single-instrument ones; a query that names
-no instrument reads them as before.
+no instrument reads them as before. A search's fold gauges also carry a `trial` label (its trials walk the
+same folds, so one `fold` label would keep only the last trial's); a run outside a search leaves it empty,
+which Prometheus reads as no label.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from foxhunt.run.sinks.telemetry_figures import FoldFigures, HoldoutFigures, Sti
 
 INSTRUMENT = "instrument"  # the label
 BOOK = "book"  # its value for the book (the same word as `foxhunt.evaluate.book.BOOK`)
+TRIAL = "trial"  # a search's trial number on its fold gauges; empty (no label) outside a search
 
 
 def instrument_name(uri: str) -> str:
