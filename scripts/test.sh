@@ -81,7 +81,8 @@ trap 'kill "$avx2_job" 2>/dev/null || true' EXIT
 
 # The suite as two sessions side by side, one a core: a session keeps about one core busy (in-process
 # training on one torch thread; its background queue of fresh-process runs ends within its first minutes),
-# and the machines CI gives have two. The first session takes these folders, the second every other test.
+# and the machines CI gives have two. The first session takes these folders, the second every other test;
+# the seeds' whole runs (tests/seeds) sit apart from tests/run so that the two sessions end together.
 # With arguments, one session runs them as given.
 first_session=(tests/run tests/bench)
 if [ "$#" -gt 0 ]; then
