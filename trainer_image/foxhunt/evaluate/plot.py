@@ -230,7 +230,9 @@ def run_figure(picture: RunPicture, title: str, record_title: str = "stitched ou
     ax_dd.legend(fontsize=8, loc="lower left")
     _draw_fold_sharpes(ax_sr, picture.folds, picture.stitched)
     fig.suptitle(title)
-    fig.tight_layout()
+    # Fixed margins (inches from the edges of 12 × 10): tight_layout measures every tick label first, which
+    # cost a run 0.7 s of its end for this picture alone.
+    fig.subplots_adjust(left=0.9 / 12, right=1 - 0.15 / 12, top=1 - 1.0 / 10, bottom=0.45 / 10, hspace=0.2)
     return fig
 
 
@@ -301,5 +303,6 @@ def render_timings_png(folds: Sequence[int], phases: Mapping[str, Sequence[float
     ax_log.set_ylabel("seconds (log scale)")
     ax_log.set_title("each phase per fold")
     fig.suptitle(title)
-    fig.tight_layout()
+    # Fixed margins (inches from the edges of 13 × 4.8), as `run_figure`'s.
+    fig.subplots_adjust(left=0.75 / 13, right=1 - 0.25 / 13, top=1 - 1.0 / 4.8, bottom=0.6 / 4.8, wspace=0.2)
     return png_bytes(fig)
