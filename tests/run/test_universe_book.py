@@ -152,7 +152,7 @@ def test_the_metrics_carry_each_instruments_figures_and_the_books_under_its_labe
             sample("foxhunt_stitched_validation_sharpe", instrument=entry["name"])
             == entry["stitched_net_sharpe"]
         )
-        assert sample("foxhunt_fold_seconds", fold="0", instrument=entry["name"]) is not None
+        assert sample("foxhunt_fold_seconds", fold="0", instrument=entry["name"], trial="") is not None
     book = result.summary["book"]["stitched_net_sharpe"]
     assert sample("foxhunt_stitched_validation_sharpe", instrument="book") == book
     assert sample("foxhunt_run_finished", status="succeeded") == 1
