@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from support import strict_json
 from support.forked_runs import start_foxhunt
-from support.prom_services import PIPELINE_ARGS, unique_run_id
+from support.prom_services import unique_run_id
+from support.run_cases import quick_argv
 
 
 class PushesButNoDeletes(BaseHTTPRequestHandler):
@@ -35,14 +36,18 @@ class PushesButNoDeletes(BaseHTTPRequestHandler):
         self._answer(500)
 
 
-def test_a_succeeded_runs_failed_group_deletion_is_counted_in_its_summary(tmp_path):
+def test_a_succeeded_runs_failed_group_deletion_is_counted_in_its_summary(
+    tiny_fxcache, tiny_params, tmp_path
+):
     server = ThreadingHTTPServer(("127.0.0.1", 0), PushesButNoDeletes)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
         out, console = tmp_path / "out", tmp_path / "console.log"
-        argv = ["pipeline", "--out", str(out), "--pushgateway", url, "--run-id", unique_run_id("delete")]
-        argv += ["--delete-metrics-group", "--metrics-keep-seconds", "0", *PIPELINE_ARGS]
+        argv = quick_argv(
+            tiny_fxcache, out, tiny_params, "--pushgateway", url, "--run-id", unique_run_id("delete")
+        )
+        argv += ["--delete-metrics-group", "--metrics-keep-seconds", "0"]
         process = start_foxhunt(argv, console)
         process.wait(timeout=600)
     finally:
