@@ -132,28 +132,28 @@ def check_overlap(spans: Sequence[tuple[str, int, int]]) -> None:
     """Refuse instruments that cannot share a fold (`spans`: each file's name and first and last bar, ns
     UTC): BadInput naming the first file that shares no time with any other, with its span and the others',
     or, where every file shares time with another, the groups that share none with each other."""
-    if len(spans) < 2:
-        return
-    for i, (uri, first, last) in enumerate(spans):
-        others = [(a, b) for j, (_, a, b) in enumerate(spans) if j != i]
-        if not any(a <= last and first <= b for a, b in others):
-            lo, hi = min(a for a, _ in others), max(b for _, b in others)
-            raise BadInput(
-                f"{uri}: no time in common with any other instrument (it spans {iso_utc(first)} to "
-                f"{iso_utc(last)}; the others {iso_utc(lo)} to {iso_utc(hi)})"
-            )
     groups = _time_groups(spans)
-    if len(groups) > 1:
-        described = "; ".join(
-            f"{{{', '.join(spans[i][0] for i in group)}}} from {iso_utc(min(spans[i][1] for i in group))} "
-            f"to {iso_utc(max(spans[i][2] for i in group))}"
-            for group in groups
-        )
+    if len(groups) < 2:
+        return
+    lone = sorted(group[0] for group in groups if len(group) == 1)
+    if lone:
+        uri, first, last = spans[lone[0]]
+        others = [span for j, span in enumerate(spans) if j != lone[0]]
+        lo, hi = min(a for _, a, _ in others), max(b for _, _, b in others)
         raise BadInput(
-            f"{spans[groups[1][0]][0]}: the instruments fall into {len(groups)} groups that share no time "
-            f"with each other ({described}); a fold must hold instruments that trade together, so run each "
-            "group on its own"
+            f"{uri}: no time in common with any other instrument (it spans {iso_utc(first)} to "
+            f"{iso_utc(last)}; the others {iso_utc(lo)} to {iso_utc(hi)})"
         )
+    described = "; ".join(
+        f"{{{', '.join(spans[i][0] for i in group)}}} from {iso_utc(min(spans[i][1] for i in group))} "
+        f"to {iso_utc(max(spans[i][2] for i in group))}"
+        for group in groups
+    )
+    raise BadInput(
+        f"{spans[groups[1][0]][0]}: the instruments fall into {len(groups)} groups that share no time "
+        f"with each other ({described}); a fold must hold instruments that trade together, so run each "
+        "group on its own"
+    )
 
 
 def check_universe(facts: Sequence[CacheFacts]) -> None:
