@@ -54,9 +54,9 @@ def session_minutes(session: str) -> tuple[int, int] | None:
         return None
     # Two ASCII digits a field: int() alone would take "+9:5", "1_3:00" or other scripts' digits.
     times = re.fullmatch(r"\s*([0-9]{2}):([0-9]{2})\s*-\s*([0-9]{2}):([0-9]{2})\s*", session)
-    h0, m0, h1, m1 = (int(x) for x in times.groups()) if times else (-1, -1, -1, -1)
-    if not all(0 <= h < 24 and 0 <= m < 60 for h, m in ((h0, m0), (h1, m1))):  # -1: no match
+    if times is None or any(int(v) > top for v, top in zip(times.groups(), (23, 59, 23, 59), strict=True)):
         raise ValueError(f"session {session!r}: expected HH:MM-HH:MM, e.g. 13:30-20:00")
+    h0, m0, h1, m1 = (int(v) for v in times.groups())
     out = [h0 * 60 + m0, h1 * 60 + m1]
     if out[0] == out[1]:
         raise ValueError(f"session {session!r}: start and end are the same minute")
