@@ -1,4 +1,4 @@
-"""The supervised MLP's steps: the functional AdamW steps a CUDA graph captures equal torch's AdamW bit for bit."""
+"""The supervised MLP's steps: the written-out steps a CUDA graph captures equal torch's AdamW bit for bit."""
 
 import copy
 import subprocess
@@ -9,7 +9,7 @@ import torch
 from support.signal_arrays import signal_arrays
 
 from foxhunt.evaluate import mlp_steps
-from foxhunt.evaluate.mlp_steps import StepPlan, eager_segments, fit_segments, functional_segments, graphed
+from foxhunt.evaluate.mlp_steps import StepPlan, eager_segments, fit_segments, flat_segments, graphed
 
 CPU = torch.device("cpu")
 
@@ -42,26 +42,26 @@ def weights_after_each_segment(segments, net) -> list[list[torch.Tensor]]:
     return [[p.detach().clone() for p in net.parameters()] for _ in segments]
 
 
-def test_the_functional_steps_give_adamw_s_weights_bit_for_bit_at_every_checkpoint(batches):
+def test_the_flat_steps_give_adamw_s_weights_bit_for_bit_at_every_checkpoint(batches):
     z, y = batches
-    eager_net, functional_net = network(), network()
+    eager_net, flat_net = network(), network()
     eager = weights_after_each_segment(eager_segments(eager_net, z, y, plan()), eager_net)
-    functional = weights_after_each_segment(functional_segments(functional_net, z, y, plan()), functional_net)
-    assert len(eager) == len(functional) == 2
-    for got_segment, want_segment in zip(functional, eager, strict=True):
+    flat = weights_after_each_segment(flat_segments(flat_net, z, y, plan()), flat_net)
+    assert len(eager) == len(flat) == 2
+    for got_segment, want_segment in zip(flat, eager, strict=True):
         for got, want in zip(got_segment, want_segment, strict=True):
             assert torch.equal(got, want)
 
 
 @pytest.mark.parametrize("field", ["BETAS", "EPS"])
-def test_a_wrong_adam_constant_in_the_functional_steps_is_caught(batches, monkeypatch, field):
+def test_a_wrong_adam_constant_in_the_flat_steps_is_caught(batches, monkeypatch, field):
     z, y = batches
     wrong = {"BETAS": (0.9, 0.99), "EPS": 1e-6}[field]
     monkeypatch.setattr(mlp_steps, field, wrong)
-    eager_net, functional_net = network(), network()
+    eager_net, flat_net = network(), network()
     eager = weights_after_each_segment(eager_segments(eager_net, z, y, plan()), eager_net)
-    functional = weights_after_each_segment(functional_segments(functional_net, z, y, plan()), functional_net)
-    assert not all(torch.equal(a, b) for a, b in zip(functional[-1], eager[-1], strict=True))
+    flat = weights_after_each_segment(flat_segments(flat_net, z, y, plan()), flat_net)
+    assert not all(torch.equal(a, b) for a, b in zip(flat[-1], eager[-1], strict=True))
 
 
 def test_the_steps_yield_once_per_checkpoint_and_the_weights_move(batches):
@@ -105,7 +105,7 @@ def test_a_failed_capture_warns_and_the_fit_runs_eagerly_from_then_on(batches, m
 
 def test_a_cpu_fit_imports_no_torch_dynamo():
     """torch.optim.AdamW's first step imports torch._dynamo (seconds, some 800 modules) in a fresh process;
-    a CPU fit steps through the functional AdamW and leaves it unimported."""
+    a CPU fit steps through `FlatSteps` and leaves it unimported."""
     code = (
         "import sys, torch\n"
         "from foxhunt.evaluate.supervised import fit_mlp\n"

@@ -208,7 +208,7 @@ def _fit(p: _Prepared, hidden: int, steps: int, lr: float, graphs: bool) -> MLPF
     plan = mlp_steps.StepPlan(
         features.device, k, hidden, steps, p.rows.shape[1], MLP_CHECK_EVERY, lr, MLP_WEIGHT_DECAY
     )
-    # AdamW (foreach) steps; on a CUDA device replayed graphs of the same kernels (mlp_steps).
+    # AdamW steps on flat buffers (mlp_steps.FlatSteps); on a CUDA device replayed graphs of the same kernels.
     for _ in mlp_steps.fit_segments(net, batches_z, batches_y, plan, use_graphs=graphs):
         # The best checkpoint is kept on the device, so the host never waits for a loss: `where` copies the
         # better weights bit for bit, and a NaN loss is never better, as in a comparison on the host.

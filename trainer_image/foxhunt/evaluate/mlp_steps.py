@@ -1,26 +1,27 @@
-"""The supervised MLP's Adam steps, segment by segment between checkpoints: eager, or replayed CUDA graphs.
+"""The supervised MLP's Adam steps, segment by segment between checkpoints: written out, or replayed CUDA graphs.
 
 A fit is `steps` AdamW steps on minibatches fixed in advance, with a checkpoint every `every` steps.
-On the CPU (and wherever a graph cannot serve) the steps run eagerly through the functional AdamW
-(`functional_segments`: the same numbers as `torch.optim.AdamW`, whose first step imports torch._dynamo,
-about 2 s and 800 modules in a fresh CPU process that compiles nothing). On a CUDA device each segment of `every` steps is one CUDA graph, captured once per process and shape and
-replayed for every fit that follows: a fit is then 12 replays, not 300 × ~40 kernel launches from
-Python. The graphs run the same kernels as the eager loop (the functional AdamW with host-side step
-counters, whose per-step bias corrections are baked into each segment's graph, as the eager loop would
-pass them), so a graphed fit gives the eager fit's weights; tests_gpu checks it bit for bit.
+`eager_segments` is the definition: `torch.optim.AdamW` over autograd's gradients. The fit itself steps
+through `FlatSteps`: the weights, gradients and AdamW moments in flat buffers (each layer's tensors are
+views of them), the backward pass written out as the products autograd runs for these layers (the same
+operations, operands and layouts), and AdamW's operations on the one buffer instead of on six tensors. A
+step is then about 20 kernels, not about 100, and on the CPU it gives `eager_segments`' weights bit for
+bit (tests/evaluate/test_mlp_steps.py); it also never imports torch._dynamo, which AdamW's first step
+does (about 2 s in a fresh CPU process that compiles nothing). On a CUDA device each segment of `every`
+steps is one CUDA graph of those steps, captured once per process and shape and replayed for every fit
+that follows: a fit is then 12 replays. The per-step bias corrections are host numbers, baked into each
+segment's graph as the eager loop passes them, so a graphed fit gives the eager fit's weights; tests_gpu
+checks it bit for bit.
 """
 
 from __future__ import annotations
 
-import copy
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import cast
 
 import torch
 from torch import nn
-from torch.optim.adam import adam
 
 BETAS = (0.9, 0.999)  # torch.optim.AdamW's defaults, which the eager fit uses
 EPS = 1e-8
@@ -55,99 +56,120 @@ def eager_segments(
             yield
 
 
-def state_steps_of(params: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """AdamW's step counters as its own state keeps them when not capturable: a host float per parameter,
-    so the bias corrections are host numbers (baked into each captured step)."""
-    return [torch.tensor(0.0, dtype=torch.get_default_dtype()) for _ in params]
+class FlatSteps:
+    """A fit's weights, gradients and AdamW moments as flat buffers on one device; `step` is one AdamW step."""
+
+    def __init__(self, template: nn.Module, device: torch.device) -> None:
+        shapes = [p.shape for p in template.parameters()]
+        if len(shapes) != 6:
+            raise ValueError(
+                f"FlatSteps fits k → hidden → hidden → 1 nets (3 Linear layers), not {len(shapes)} tensors"
+            )
+        self.weights = torch.cat([p.detach().reshape(-1) for p in template.parameters()]).to(device)
+        self.grads = torch.zeros_like(self.weights)
+        self.exp_avg = torch.zeros_like(self.weights)
+        self.exp_avg_sq = torch.zeros_like(self.weights)
+        sizes = [s.numel() for s in shapes]
+        self.layers = [v.view(s) for v, s in zip(self.weights.split(sizes), shapes, strict=True)]
+        self.layer_grads = [v.view(s) for v, s in zip(self.grads.split(sizes), shapes, strict=True)]
+
+    def start(self, net: nn.Module) -> None:
+        """Take `net`'s weights and fresh moments."""
+        with torch.no_grad():
+            for mine, p in zip(self.layers, net.parameters(), strict=True):
+                mine.copy_(p)
+            self.exp_avg.zero_()
+            self.exp_avg_sq.zero_()
+
+    def write_to(self, net: nn.Module) -> None:
+        """Copy the weights into `net`."""
+        with torch.no_grad():
+            for mine, p in zip(self.layers, net.parameters(), strict=True):
+                p.copy_(mine)
+
+    def step(self, z: torch.Tensor, y: torch.Tensor, number: int, plan: StepPlan) -> None:
+        """AdamW step `number` (from 1) on the mean squared error of the batch (z, y)."""
+        w1, b1, w2, b2, w3, b3 = self.layers
+        g_w1, g_b1, g_w2, g_b2, g_w3, g_b3 = self.layer_grads
+        h1 = torch.relu_(torch.addmm(b1, z, w1.t()))
+        h2 = torch.relu_(torch.addmm(b2, h1, w2.t()))
+        out = torch.addmm(b3, h2, w3.t()).squeeze(1)
+        # autograd's backward of mse_loss, addmm (a weight's gradient as grad.t() @ input) and relu
+        grad = ((out - y) * (2.0 / y.numel())).unsqueeze(1)
+        torch.mm(grad.t(), h2, out=g_w3)
+        torch.sum(grad, 0, out=g_b3)
+        grad = torch.ops.aten.threshold_backward(torch.mm(grad, w3), h2, 0)
+        torch.mm(grad.t(), h1, out=g_w2)
+        torch.sum(grad, 0, out=g_b2)
+        grad = torch.ops.aten.threshold_backward(torch.mm(grad, w2), h1, 0)
+        torch.mm(grad.t(), z, out=g_w1)
+        torch.sum(grad, 0, out=g_b1)
+        self._adamw(number, plan)
+
+    def _adamw(self, number: int, plan: StepPlan) -> None:
+        """torch's foreach AdamW's operations (decoupled decay, host bias corrections) on the one buffer."""
+        beta1, beta2 = BETAS
+        self.weights.mul_(1 - plan.lr * plan.weight_decay)
+        self.exp_avg.lerp_(self.grads, 1 - beta1)
+        self.exp_avg_sq.mul_(beta2).addcmul_(self.grads, self.grads, value=1 - beta2)
+        bias_correction1 = 1 - beta1**number
+        bias_correction2_sqrt = (1 - beta2**number) ** 0.5
+        denom = (self.exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(EPS)
+        self.weights.addcdiv_(self.exp_avg, denom, value=-plan.lr / bias_correction1)
 
 
-def functional_step(
-    net: nn.Module,
-    moments: tuple[list[torch.Tensor], list[torch.Tensor]],
-    state_steps: list[torch.Tensor],
-    z: torch.Tensor,
-    y: torch.Tensor,
-    plan: StepPlan,
-) -> None:
-    """One step as `eager_segments` takes it, through the functional AdamW `torch.optim.AdamW.step` calls."""
-    params: list[torch.Tensor] = list(net.parameters())
-    loss = nn.functional.mse_loss(net(z).squeeze(1), y)
-    for p in params:
-        p.grad = None
-    loss.backward()
-    grads = [p.grad for p in params]
-    assert all(g is not None for g in grads)
-    with torch.no_grad():
-        adam(
-            params, cast(list[torch.Tensor], grads), moments[0], moments[1], [], state_steps,
-            foreach=True, capturable=False, decoupled_weight_decay=True, amsgrad=False,
-            beta1=BETAS[0], beta2=BETAS[1], lr=plan.lr, weight_decay=plan.weight_decay, eps=EPS, maximize=False,
-        )  # fmt: skip
-
-
-def functional_segments(
+def flat_segments(
     net: nn.Module, batches_z: torch.Tensor, batches_y: torch.Tensor, plan: StepPlan
 ) -> Iterator[None]:
-    """`eager_segments` through `functional_step`, without graphs: what each captured segment replays."""
-    params = list(net.parameters())
-    moments = ([torch.zeros_like(p) for p in params], [torch.zeros_like(p) for p in params])
-    state_steps = state_steps_of(params)
+    """`eager_segments` through `FlatSteps`, without graphs: what each captured segment replays."""
+    flat = FlatSteps(net, batches_z.device)
     for step in range(plan.steps):
-        functional_step(net, moments, state_steps, batches_z[step], batches_y[step], plan)
+        flat.step(batches_z[step], batches_y[step], step + 1, plan)
         if (step + 1) % plan.every == 0:
+            flat.write_to(net)
             yield
+    flat.write_to(net)  # steps past the last checkpoint, as eager_segments leaves them
 
 
 class SegmentGraphs:
-    """A static copy of the network, its AdamW moments and the batches, and one CUDA graph per segment."""
+    """Static `FlatSteps` and batches on the device, and one CUDA graph per segment of their steps."""
 
     def __init__(self, template: nn.Module, plan: StepPlan) -> None:
         self.plan = plan
-        self.net = copy.deepcopy(template).to(plan.device)
-        self.params = list(self.net.parameters())
-        self.exp_avgs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
-        self.exp_avg_sqs = [torch.zeros_like(p, memory_format=torch.preserve_format) for p in self.params]
+        self.flat = FlatSteps(template, plan.device)
         dev = plan.device
         self.batches_z = torch.zeros(plan.steps, plan.batch, plan.features, device=dev)
         self.batches_y = torch.zeros(plan.steps, plan.batch, device=dev)
         self.graphs: list[torch.cuda.CUDAGraph] = []
         self._capture()
 
-    def _step(self, step: int, state_steps: list[torch.Tensor]) -> None:
-        moments = (self.exp_avgs, self.exp_avg_sqs)
-        functional_step(self.net, moments, state_steps, self.batches_z[step], self.batches_y[step], self.plan)
+    def _step(self, step: int) -> None:
+        self.flat.step(self.batches_z[step], self.batches_y[step], step + 1, self.plan)
 
     def _capture(self) -> None:
         side = torch.cuda.Stream(self.plan.device)
         side.wait_stream(torch.cuda.current_stream(self.plan.device))
         with torch.cuda.stream(side):
-            warm = state_steps_of(self.params)
             for step in range(WARMUP_STEPS):
-                self._step(step, warm)
+                self._step(step)
         torch.cuda.current_stream(self.plan.device).wait_stream(side)
         pool = torch.cuda.graph_pool_handle()
-        state_steps = state_steps_of(self.params)  # advance on the host while each segment is captured
         for first in range(0, self.plan.steps, self.plan.every):
             graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(graph, pool=pool):
                 for step in range(first, first + self.plan.every):
-                    self._step(step, state_steps)
+                    self._step(step)
             self.graphs.append(graph)
 
     def segments(self, net: nn.Module, batches_z: torch.Tensor, batches_y: torch.Tensor) -> Iterator[None]:
         """Start from `net`'s weights and fresh moments; after each segment, `net` holds the static weights."""
+        self.flat.start(net)
         with torch.no_grad():
-            for static, p in zip(self.params, net.parameters(), strict=True):
-                static.copy_(p)
-            for moment in (*self.exp_avgs, *self.exp_avg_sqs):
-                moment.zero_()
             self.batches_z.copy_(batches_z)
             self.batches_y.copy_(batches_y)
         for graph in self.graphs:
             graph.replay()
-            with torch.no_grad():
-                for static, p in zip(self.params, net.parameters(), strict=True):
-                    p.copy_(static)
+            self.flat.write_to(net)
             yield
 
 
@@ -163,16 +185,16 @@ def fit_segments(
     net: nn.Module, batches_z: torch.Tensor, batches_y: torch.Tensor, plan: StepPlan, use_graphs: bool = True
 ) -> Iterator[None]:
     """The fit's segments: replayed CUDA graphs where `graphed(plan)` (captured at the first fit), else eager
-    through the functional AdamW (`functional_segments`, which gives `eager_segments`' weights)."""
+    through `flat_segments` (which gives `eager_segments`' weights)."""
     if not (use_graphs and graphed(plan)):
-        return functional_segments(net, batches_z, batches_y, plan)
+        return flat_segments(net, batches_z, batches_y, plan)
     if plan not in _GRAPHS:
         try:
             _GRAPHS[plan] = SegmentGraphs(net, plan)
         except Exception as exc:  # noqa: BLE001 (a fit must not fail for want of a graph: eager gives the same)
             warnings.warn(f"MLP baseline fits run eagerly: CUDA graph capture failed ({exc})", stacklevel=2)
             _GRAPHS[plan] = None
-            return functional_segments(net, batches_z, batches_y, plan)
+            return flat_segments(net, batches_z, batches_y, plan)
     graphs = _GRAPHS[plan]
     assert graphs is not None
     return graphs.segments(net, batches_z, batches_y)
