@@ -66,7 +66,12 @@ def test_a_run_with_seeds_writes_seeds_png(quick_run, tiny_fxcache, tiny_params,
     from foxhunt.cli import main
 
     out = tmp_path / "two"
-    assert main(quick_argv(tiny_fxcache, out, tiny_params, "--seeds", "2", "--max-folds", "1")) == 0
+    assert (
+        main(
+            quick_argv(tiny_fxcache, out, tiny_params, "--seeds", "2", "--max-folds", "1", "--pictures", "on")
+        )
+        == 0
+    )
     assert (out / "seeds.png").read_bytes()[:4] == b"\x89PNG"
     assert render_seeds_png(picture(), SPREAD, "t")[:4] == b"\x89PNG"
 

@@ -19,7 +19,7 @@ from foxhunt.evaluate import plot_jobs, plot_learning
 from foxhunt.run import walk_forward
 
 # Two folds of one epoch, one run id: the pictures' titles name the run.
-EXTRA = ("--epochs", "1", "--max-folds", "2", "--run-id", "early-pictures")
+EXTRA = ("--epochs", "1", "--max-folds", "2", "--run-id", "early-pictures", "--pictures", "on")
 COMPARED = ("run.png", "positions.png", "learning.png")
 
 

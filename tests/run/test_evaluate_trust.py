@@ -18,7 +18,7 @@ ONE_FOLD = ("--epochs", "1", "--max-folds", "1")
 @pytest.fixture(scope="module")
 def saved_run(tiny_fxcache, tiny_params, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("run") / "out"
-    assert main(train_argv(tiny_fxcache, out, tiny_params, *ONE_FOLD)) == 0
+    assert main(train_argv(tiny_fxcache, out, tiny_params, *ONE_FOLD, "--pictures", "on")) == 0
     return out
 
 

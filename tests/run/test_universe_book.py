@@ -37,6 +37,8 @@ def settings_for(out, *flags: str):
             str(out),
             "--device",
             "cpu",
+            "--pictures",
+            "off",
             "--epochs",
             "1",
             *FOLDS,

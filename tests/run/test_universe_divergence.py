@@ -29,7 +29,7 @@ def caches(tmp_path_factory) -> dict[str, str]:
 def train(caches: dict[str, str], out, *names: str) -> tuple[int, str, str]:
     """`foxhunt train` on the instruments `names` (a name starting with -- is a flag, passed on): its exit
     code, its console and its error line."""
-    args = ["train", "--out", str(out), "--device", "cpu", "--epochs", "1", *FOLDS]
+    args = ["train", "--out", str(out), "--device", "cpu", "--pictures", "off", "--epochs", "1", *FOLDS]
     for name in names:
         args += ["--fxcache", caches[name]] if name in caches else [name]
     console, errors = io.StringIO(), io.StringIO()

@@ -47,7 +47,7 @@ def params(tmp_path_factory) -> str:
 
 def train(caches: dict[str, str], params: str, out, *extra: str, names=INSTRUMENTS) -> tuple[int, str]:
     """`foxhunt train` on the instruments `names` with `extra` flags: its exit code and its console."""
-    args = ["train", "--out", str(out), "--device", "cpu", "--epochs", "2", *FOLDS]
+    args = ["train", "--out", str(out), "--device", "cpu", "--pictures", "off", "--epochs", "2", *FOLDS]
     args += ["--hyperopt-params", params]
     for name in names:
         args += ["--fxcache", caches[name]]

@@ -36,7 +36,7 @@ def caches(tmp_path_factory) -> dict[str, str]:
 
 def train(caches: dict[str, str], out, *names: str) -> int:
     """`foxhunt train` on the instruments `names` (a name starting with -- is a flag, passed on)."""
-    args = ["train", "--out", str(out), "--device", "cpu", "--epochs", "1", *FOLDS]
+    args = ["train", "--out", str(out), "--device", "cpu", "--pictures", "off", "--epochs", "1", *FOLDS]
     for name in names:
         args += ["--fxcache", caches[name]] if name in caches else [name]
     return main(args)

@@ -36,7 +36,11 @@ TRAIN_ARGS = (
     "cpu",
     "--seed",
     "11",
+    "--pictures",
+    "off",
 )
+# The tiny runs draw no pictures (about 2 s each on a CPU); a test that reads a run's pictures adds this.
+PICTURES = ("--pictures", "on")
 # The plumbing tests read a policy that trades: 3 epochs of 4 steps find nothing, and the shipped tail gate
 # (select_tail_share, select_min_t) would make every fold flat; tests of the gate set it themselves.
 TINY_DQN = {"hidden": 16, "batch_size": 256, "steps_per_epoch": 4, "select_tail_share": 0.0}
@@ -105,7 +109,7 @@ def quick_run(tiny_fxcache, tiny_params, tmp_path_factory) -> QuickRun:
     from foxhunt.cli import main
 
     base = tmp_path_factory.mktemp("quick")
-    argv = quick_argv(tiny_fxcache, base / "out", tiny_params)
+    argv = quick_argv(tiny_fxcache, base / "out", tiny_params, *PICTURES)
     console = io.StringIO()
     with pytest.MonkeyPatch.context() as env, contextlib.redirect_stdout(console):
         for name in ("FOXHUNT_PUSHGATEWAY", "FOXHUNT_RUN_ID"):

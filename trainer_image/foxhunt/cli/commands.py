@@ -133,7 +133,9 @@ def live_record(uri: str | None):
 
 
 def _pictures(settings: RunConfig) -> str:
-    """The pictures a run draws, for its `outputs:` line."""
+    """The pictures a run draws, for its `outputs:` line (none with --pictures off)."""
+    if settings.pictures == "off":
+        return ""
     names = [
         out_names.RUN_PICTURE,
         out_names.POSITIONS_PICTURE,
@@ -167,9 +169,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if search is not None:
         _study_lines(settings, summary, args.out)
         return 0
-    _closing_lines(
-        settings, summary, args.out, f"summary.json, manifest.json, {_pictures(settings)}, fold_N/"
-    )
+    files = ", ".join(f for f in ("summary.json, manifest.json", _pictures(settings), "fold_N/") if f)
+    _closing_lines(settings, summary, args.out, files)
     return 0
 
 
@@ -188,15 +189,18 @@ def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
     from foxhunt.run.universe_run import train_universe
 
     result = train_universe(args.fxcache, args.out, settings)
-    _universe_outputs(args.out, result.summary)
+    _universe_outputs(args.out, result.summary, settings.pictures == "on")
     return 0
 
 
-def _universe_outputs(out: str, summary: dict) -> None:
+def _universe_outputs(out: str, summary: dict, drawn: bool = True) -> None:
     """A universe run's `outputs:` line (holdout.json with --holdout-days): the book's picture at the top,
-    each instrument's in its folder."""
+    each instrument's in its folder (`drawn`: not with --pictures off)."""
     names = ", ".join(i["name"] for i in summary["instruments"])
     held = ", holdout.json" if "holdout" in summary else ""
+    if not drawn:
+        print(f"outputs: {out}: summary.json, book.json{held}, instruments/<name>/ for {names}", flush=True)
+        return
     book = f", {out_names.BOOK_PICTURE}" if "book" in summary else ""
     each = ", ".join(
         (
@@ -219,7 +223,7 @@ def _pipeline_universe(args: argparse.Namespace, settings: RunConfig) -> int:
     if overlay_options(args) is not None:
         raise UsageError("--overlay-drift: not supported with several --bars yet")
     result = pipeline_universe(args.bars, args.out, settings, tz=args.tz, timestamp_unit=args.timestamp_unit)
-    _universe_outputs(args.out, result.summary)
+    _universe_outputs(args.out, result.summary, settings.pictures == "on")
     return 0
 
 
@@ -300,7 +304,8 @@ def _closing_lines(settings: RunConfig, summary, where: str, files: str) -> None
     from foxhunt.run.lifecycle import console
 
     if summary.holdout is not None:  # the headline's files, named where a reader looks for outputs
-        files += f", {out_names.HOLDOUT_REPORT} (the headline), {out_names.HOLDOUT_PICTURE}, {out_names.HOLDOUT_DIR}/"
+        picture = f", {out_names.HOLDOUT_PICTURE}" if settings.pictures == "on" else ""
+        files += f", {out_names.HOLDOUT_REPORT} (the headline){picture}, {out_names.HOLDOUT_DIR}/"
     emit = console(settings.log_format, summary.run_id)
     for line in [*fold_table(summary).splitlines(), time_line(summary), f"outputs: {where} ({files})"]:
         emit(line)

@@ -222,6 +222,13 @@ class RunConfig:
         high=MAX_EPOCHS,
         unit="epochs",
     )
+    pictures: str = setting(
+        "on",
+        "Draw the run's PNG pictures at its end (run, positions, learning, timings, seeds, the held-out "
+        "period; a universe's book and instruments). off writes the same summary, reports, tables and "
+        "weights without them: for studies that read only the figures (about 2 s less a run on a CPU).",
+        choices=("on", "off"),
+    )
     seed: int = setting(
         0, "Run seed; each fold derives its own, so folds are reproducible alone.", low=0, high=2**63 - 1
     )

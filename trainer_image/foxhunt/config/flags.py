@@ -20,6 +20,7 @@ FLAGS: dict[str, str] = {
     "model": "model",
     "epochs": "epochs",
     "diagnostics-every": "diagnostics_every",
+    "pictures": "pictures",
     "trials": "trials",
     "seed": "seed",
     "seeds": "seeds",

@@ -244,9 +244,11 @@ def holdout_record(
 
 def _draw(run, data, outcome, fold: FoldRange, scoring, title: str) -> None:
     """`holdout.png`: the model's, buy-and-hold's and the best baseline's (named in its title) net wealth
-    over the held-out period, its Sharpe."""
+    over the held-out period, its Sharpe; nothing with --pictures off."""
     from foxhunt.evaluate.evaluation import BUY_AND_HOLD, fold_record, host_array
 
+    if run.config.pictures == "off":
+        return
     try:
         from foxhunt.evaluate.plot import EquityLine, RunPicture, fold_sharpe, render_run_png
 

@@ -16,7 +16,8 @@ The book (`run/universe_book.py`): the instruments' stitched records combined wi
 measured before the book's first out-of-sample bar (evaluate/book.py), scored beside its buy-and-hold,
 flat and supervised models (combined the same way) with the paired comparisons, and its feature oracle;
 summary.json's ``book`` and ``book.json``, and a console line after the instruments'. The pictures
-(`run/universe_pictures.py`): ``book.png`` and each instrument's ``run.png`` ... in its folder. Metrics (a Pushgateway given by `--pushgateway` or $FOXHUNT_PUSHGATEWAY): each fold's
+(`run/universe_pictures.py`; none with `--pictures off`): ``book.png`` and each instrument's ``run.png`` ... in
+its folder. Metrics (a Pushgateway given by `--pushgateway` or $FOXHUNT_PUSHGATEWAY): each fold's
 and each stitched record's figures under ``instrument="<name>"``, the book's under ``instrument="book"``.
 
 `--seeds K` trains K members side by side; the run's records are the first seed's, each instrument's
@@ -222,7 +223,7 @@ def _train_universe(
         )  # fmt: skip
         ledger.holdout_fold = None if held is None else held.fold  # a failure or a stop in it names it
         result = universe_records(views, fxcache_uris, folds, walked, seeds, history, out_uri, settings, run,
-                                  progress, metrics, held_out, pictures=True)  # fmt: skip
+                                  progress, metrics, held_out, pictures=settings.pictures == "on")  # fmt: skip
         progress(
             phase_time_line(
                 result.summary["run_seconds"],
