@@ -156,7 +156,8 @@ def test_enums_are_the_parsers_choices():
         a for a in parser._subparsers._group_actions[0].choices["train"]._actions if a.dest == "window"
     )
     assert tuple(train.choices) == ENUMS["window"] == ("rolling", "expanding")
-    assert set(ENUMS) == {"model", "device", "result", "window", "log-format", "eval-fill"}
+    assert set(ENUMS) == {"model", "device", "result", "window", "log-format", "eval-fill", "pictures"}
+    assert ENUMS["pictures"] == ("on", "off")
 
 
 def test_every_flag_sets_the_field_it_names():

@@ -24,7 +24,7 @@ PROFILE_ENV = one_thread(
 )
 profiled = background_process("profiled", "profile", lambda folder: [
         sys.executable, str(ROOT / "bench" / "profile_run.py"), str(folder), "--bars", PROFILE_BARS,
-        "--time-figures", "--top", "20", "--", *FLAGS], lambda _: PROFILE_ENV)  # fmt: skip
+        "--time-figures", "--top", "60", "--", *FLAGS], lambda _: PROFILE_ENV)  # fmt: skip
 
 
 @pytest.fixture

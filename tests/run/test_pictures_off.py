@@ -23,3 +23,14 @@ def test_a_run_with_pictures_off_draws_no_png_and_reports_the_figures_of_one_tha
     assert quick_run.summary["stitched"] == strict_json.read(out / "summary.json")["stitched"]
     outputs = [line for line in console.getvalue().splitlines() if line.startswith("outputs:")]
     assert outputs and ".png" not in outputs[0] and "fold_N/" in outputs[0]
+
+
+def test_a_run_with_a_held_out_period_and_pictures_off_writes_its_headline_but_no_png(
+    tiny_fxcache, tiny_params, tmp_path
+):
+    out = tmp_path / "out"
+    flags = ("--holdout-days", "2", "--max-folds", "1", "--epochs", "1", "--pictures", "off")
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(quick_argv(tiny_fxcache, out, tiny_params, *flags)) == 0
+    assert (out / "holdout.json").is_file()
+    assert list(out.rglob("*.png")) == []

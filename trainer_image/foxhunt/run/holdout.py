@@ -144,7 +144,8 @@ def run_holdout(
     members (`--result majority`) the headline is their vote (`_voted`).
     The fold is numbered `number` (the one after the run's folds; its files go to `--out/holdout/fold_N`,
     another member's to `--out/holdout/seed_S/fold_N`).
-    Writes `holdout.json` and `holdout.png` into `--out`, sets `run.summary.holdout`; returns the record.
+    Writes `holdout.json` and (but with --pictures off) `holdout.png` into `--out`, sets
+    `run.summary.holdout`; returns the record.
     """
     from foxhunt.evaluate.stitched_report import verdict_line
     from foxhunt.run.sinks.telemetry_reads import holdout_figures
@@ -165,7 +166,8 @@ def run_holdout(
         f"HEADLINE: {HEADLINE} {iso_utc(window.start_ns)[:16]} → {iso_utc(window.end_ns)[:16]}, {settings_label}\n"
         f"{verdict_line(window)}"
     )
-    _draw(run, data, outcome, fold, scoring, title)
+    if config.pictures == "on":
+        _draw(run, data, outcome, fold, scoring, title)
     run.summary.holdout = {k: v for k, v in record.items() if k != "evaluation"}
     run.metrics.holdout_scored(holdout_figures(run.summary.holdout))
     for line in record["lines"]:
@@ -244,11 +246,9 @@ def holdout_record(
 
 def _draw(run, data, outcome, fold: FoldRange, scoring, title: str) -> None:
     """`holdout.png`: the model's, buy-and-hold's and the best baseline's (named in its title) net wealth
-    over the held-out period, its Sharpe; nothing with --pictures off."""
+    over the held-out period, its Sharpe."""
     from foxhunt.evaluate.evaluation import BUY_AND_HOLD, fold_record, host_array
 
-    if run.config.pictures == "off":
-        return
     try:
         from foxhunt.evaluate.plot import EquityLine, RunPicture, fold_sharpe, render_run_png
 
