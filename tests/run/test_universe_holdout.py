@@ -52,20 +52,8 @@ def cut(caches) -> int:
 def run(caches, tmp_path_factory):
     """The run's folder, its result, its console lines and its metrics (no Pushgateway: the registry)."""
     out = tmp_path_factory.mktemp("run") / "out"
-    args = [
-        "train",
-        "--fxcache",
-        "x",
-        "--out",
-        str(out),
-        "--device",
-        "cpu",
-        "--pictures",
-        "off",
-        "--epochs",
-        "1",
-        *FOLDS,
-    ]
+    args = ["train", "--fxcache", "x", "--out", str(out), "--device", "cpu", "--pictures", "off", "--epochs", "1",
+            *FOLDS]  # fmt: skip
     settings = run_config(build_parser().parse_args(args))
     lines: list[str] = []
     metrics = new_metrics("universe-holdout", None)
