@@ -134,7 +134,7 @@ def live_record(uri: str | None):
 
 def _pictures(settings: RunConfig) -> str:
     """The pictures a run draws, for its `outputs:` line (none with --pictures off)."""
-    if settings.pictures == "off":
+    if not settings.draws_pictures:
         return ""
     names = [
         out_names.RUN_PICTURE,
@@ -189,7 +189,7 @@ def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
     from foxhunt.run.universe_run import train_universe
 
     result = train_universe(args.fxcache, args.out, settings)
-    _universe_outputs(args.out, result.summary, settings.pictures == "on")
+    _universe_outputs(args.out, result.summary, settings.draws_pictures)
     return 0
 
 
@@ -223,7 +223,7 @@ def _pipeline_universe(args: argparse.Namespace, settings: RunConfig) -> int:
     if overlay_options(args) is not None:
         raise UsageError("--overlay-drift: not supported with several --bars yet")
     result = pipeline_universe(args.bars, args.out, settings, tz=args.tz, timestamp_unit=args.timestamp_unit)
-    _universe_outputs(args.out, result.summary, settings.pictures == "on")
+    _universe_outputs(args.out, result.summary, settings.draws_pictures)
     return 0
 
 
@@ -304,7 +304,7 @@ def _closing_lines(settings: RunConfig, summary, where: str, files: str) -> None
     from foxhunt.run.lifecycle import console
 
     if summary.holdout is not None:  # the headline's files, named where a reader looks for outputs
-        picture = f", {out_names.HOLDOUT_PICTURE}" if settings.pictures == "on" else ""
+        picture = f", {out_names.HOLDOUT_PICTURE}" if settings.draws_pictures else ""
         files += f", {out_names.HOLDOUT_REPORT} (the headline){picture}, {out_names.HOLDOUT_DIR}/"
     emit = console(settings.log_format, summary.run_id)
     for line in [*fold_table(summary).splitlines(), time_line(summary), f"outputs: {where} ({files})"]:

@@ -308,6 +308,11 @@ class RunConfig:
         if problem:
             raise ConfigError("run config", "run_id", problem)
 
+    @property
+    def draws_pictures(self) -> bool:
+        """Whether the run draws its PNG pictures at its end (`pictures`)."""
+        return self.pictures == "on"
+
 
 # Settings that shape the results: a resumed run must have the same ones (the manifest compares them).
 # `seeds` too: a resume takes over every seed's folds, so they must be the same seeds.

@@ -166,7 +166,7 @@ def run_holdout(
         f"HEADLINE: {HEADLINE} {iso_utc(window.start_ns)[:16]} → {iso_utc(window.end_ns)[:16]}, {settings_label}\n"
         f"{verdict_line(window)}"
     )
-    if config.pictures == "on":
+    if config.draws_pictures:
         _draw(run, data, outcome, fold, scoring, title)
     run.summary.holdout = {k: v for k, v in record.items() if k != "evaluation"}
     run.metrics.holdout_scored(holdout_figures(run.summary.holdout))

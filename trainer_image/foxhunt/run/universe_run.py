@@ -223,7 +223,7 @@ def _train_universe(
         )  # fmt: skip
         ledger.holdout_fold = None if held is None else held.fold  # a failure or a stop in it names it
         result = universe_records(views, fxcache_uris, folds, walked, seeds, history, out_uri, settings, run,
-                                  progress, metrics, held_out, pictures=settings.pictures == "on")  # fmt: skip
+                                  progress, metrics, held_out, pictures=settings.draws_pictures)  # fmt: skip
         progress(
             phase_time_line(
                 result.summary["run_seconds"],

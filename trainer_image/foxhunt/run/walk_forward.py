@@ -78,7 +78,7 @@ def run_folds(
     trainer = compile_cache.build_with_cache(build, step_cache, progress)
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
-    drawn = settings.pictures == "on"
+    drawn = settings.draws_pictures
     # Where cores are to spare, a picture worker starts now: its start-up is paid while the folds train.
     with early_worker(collector.owned() and drawn) as pictures:
         walked = walk_folds(
