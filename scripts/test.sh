@@ -71,14 +71,6 @@ for job in "$checkov_job .cache/checkov-install.log" "$wheels_job .cache/light-w
   fi
 done
 
-# The recorded figures once more with the outer process on ATen's AVX2 kernels, as on a CPU without
-# AVX-512: the reference runs take their own portable numeric mode, so they must not see the difference.
-# It runs beside the suite, on the core the suite leaves idle; its log is shown when it ends.
-echo "== recorded figures again, ATEN_CPU_CAPABILITY=avx2, in the background (.cache/avx2.log)"
-ATEN_CPU_CAPABILITY=avx2 python -m pytest -q -p no:cacheprovider tests/run/test_reference_figures.py > .cache/avx2.log 2>&1 &
-avx2_job=$!
-trap 'kill "$avx2_job" 2>/dev/null || true' EXIT
-
 # The suite as two sessions side by side, one a core: a session keeps about one core busy (in-process
 # training on one torch thread; its background queue of fresh-process runs ends within its first minutes),
 # and the machines CI gives have two. The first session takes these folders, the second every other test;
@@ -94,7 +86,7 @@ else
   echo "== pytest, the second session in the background (.cache/pytest-second.log): tests but ${first_session[*]}"
   python -m pytest -q -p no:cacheprovider tests "${ignored[@]}" > .cache/pytest-second.log 2>&1 &
   second_job=$!
-  trap 'kill "$avx2_job" "$second_job" 2>/dev/null || true' EXIT
+  trap 'kill "$second_job" 2>/dev/null || true' EXIT
   echo "== pytest, the first session: ${first_session[*]}"
   first_status=0
   python -m pytest -q -p no:cacheprovider "${first_session[@]}" || first_status=$?
@@ -104,10 +96,3 @@ else
   if [ "$second_status" -ne 0 ]; then cat .cache/pytest-second.log; else tail -n 25 .cache/pytest-second.log; fi
   if [ "$first_status" -ne 0 ] || [ "$second_status" -ne 0 ]; then exit 1; fi
 fi
-
-echo "== recorded figures again, ATEN_CPU_CAPABILITY=avx2"
-if ! wait "$avx2_job"; then
-  cat .cache/avx2.log >&2
-  exit 1
-fi
-tail -n 1 .cache/avx2.log

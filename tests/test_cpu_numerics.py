@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+from support.reference_figures import DROPPED_NUMERICS, PORTABLE_NUMERICS, portable_env
+
 from foxhunt.config.numerics import CPU_NUMERICS, pin_cpu_numerics
 
 # A fresh interpreter: the CLI's main, then whether torch had loaded by then and what MKL_CBWR says.
@@ -32,6 +34,22 @@ for offset in range(16):
     results.add(torch.nn.functional.linear(moved, weight).numpy().tobytes())
 print(len(results))
 """
+# What a fresh process runs on: ATen's kernels, then each portable variable and each dropped one ("-": unset).
+_NUMERICS_SEEN = f"""
+import os, torch
+names = {[*PORTABLE_NUMERICS, *DROPPED_NUMERICS]!r}
+print(torch.backends.cpu.get_cpu_capability(), *(repr(os.environ.get(k, "-")) for k in names), sep="|")
+"""
+# An outer environment that asks every library for something else: ATen's portable-C kernels, MKL's own
+# dispatch and AVX-512, oneDNN's widest ISA, numpy's every loop.
+_OTHER_NUMERICS = {
+    "ATEN_CPU_CAPABILITY": "default",
+    "MKL_CBWR": "AUTO",
+    "ONEDNN_MAX_CPU_ISA": "ALL",
+    "NPY_DISABLE_CPU_FEATURES": "",
+    "MKL_ENABLE_INSTRUCTIONS": "AVX512",
+    "MKL_DEBUG_CPU_TYPE": "5",
+}
 
 
 def _fresh(code: str, env: dict[str, str]) -> str:
@@ -68,3 +86,14 @@ def test_in_the_pinned_mode_a_products_bits_do_not_depend_on_where_its_input_lie
     env = _without_numerics()
     pin_cpu_numerics(env)
     assert _fresh(_ALIGNMENT_VARIANTS, env) == "1"
+
+
+def test_a_reference_run_takes_the_portable_mode_whatever_the_outer_environment_asks(monkeypatch):
+    for name, value in _OTHER_NUMERICS.items():
+        monkeypatch.setenv(name, value)
+    assert _fresh(_NUMERICS_SEEN, dict(os.environ)).split("|")[0] == "DEFAULT"  # the outer request holds
+
+    seen = _fresh(_NUMERICS_SEEN, portable_env()).split("|")
+
+    assert seen[0] == "AVX2"  # ATen's kernels: what every x86-64 CPU with AVX2 runs
+    assert seen[1:] == [repr(v) for v in PORTABLE_NUMERICS.values()] + ["'-'"] * len(DROPPED_NUMERICS)

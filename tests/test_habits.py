@@ -40,18 +40,6 @@ def test_pre_commit_runs_ruff_check_and_ruff_format():
     assert hooks["ruff-format"] == "ruff format"
 
 
-def test_ci_runs_the_recorded_figures_again_on_atens_avx2_kernels_beside_the_suite_and_waits_for_them():
-    lines = [line.strip() for line in (REPO / "scripts" / "test.sh").read_text().splitlines()]
-    suite = lines.index('python -m pytest -q -p no:cacheprovider "${first_session[@]}" || first_status=$?')
-    again = (
-        "ATEN_CPU_CAPABILITY=avx2 python -m pytest -q -p no:cacheprovider tests/run/test_reference_figures.py"
-        " > .cache/avx2.log 2>&1 &"
-    )
-
-    assert lines.index(again) < suite
-    assert lines.index('if ! wait "$avx2_job"; then') > suite  # its failure fails the script
-
-
 def _first_session() -> list[str]:
     script = (REPO / "scripts" / "test.sh").read_text()
     line = next(x for x in script.splitlines() if x.startswith("first_session=("))

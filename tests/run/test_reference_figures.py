@@ -17,8 +17,9 @@ JSON), PBO and DSR undefined for the studies' flat trials, the search's headline
 
 Every reference run (and the studies' fxcache) runs in a process of its own in the portable numeric mode
 (`PORTABLE_NUMERICS`: AVX2 kernels in ATen, MKL, oneDNN and numpy), forced over the outer environment, so
-any x86-64 CPU with AVX2 computes the recorded bits and every figure is compared exactly; `scripts/test.sh`
-runs this file a second time with the outer process on ATen's AVX2 kernels.
+any x86-64 CPU with AVX2 computes the recorded bits and every figure is compared exactly
+(tests/test_cpu_numerics.py holds that a reference run's process takes that mode whatever the outer
+environment asks).
 """
 
 from __future__ import annotations
