@@ -107,15 +107,31 @@ def no_pushgateway(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-def test_a_search_writes_trials_png(tiny_fxcache, tiny_params, tmp_path, no_pushgateway):
+def test_a_search_writes_trials_png_and_names_it(tiny_fxcache, tiny_params, tmp_path, no_pushgateway, capsys):
+    from support.run_cases import PICTURES
     from support.search_cases import search_argv
 
     from foxhunt.cli import main
 
     out = tmp_path / "out"
-    assert main(search_argv(tiny_fxcache, out, tiny_params, 2)) == 0
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 2, *PICTURES)) == 0
     assert (out / "trials.png").read_bytes()[:4] == b"\x89PNG"
     assert render_trials_png(str(out))[:4] == b"\x89PNG"
+    assert "trials.png" in capsys.readouterr().out.splitlines()[-1]  # the outputs line
+
+
+def test_a_search_with_pictures_off_draws_no_trials_png_and_names_none(
+    tiny_fxcache, tiny_params, tmp_path, no_pushgateway, capsys
+):
+    from support.search_cases import search_argv
+
+    from foxhunt.cli import main
+
+    out = tmp_path / "out"
+    assert main([*search_argv(tiny_fxcache, out, tiny_params, 2), "--pictures", "off"]) == 0
+    outputs = capsys.readouterr().out.splitlines()[-1]
+    assert outputs.startswith("outputs: ") and "trials.csv" in outputs and "png" not in outputs
+    assert not list(out.rglob("*.png"))
 
 
 def test_a_study_whose_every_complete_trial_stayed_flat_says_so_in_its_title():

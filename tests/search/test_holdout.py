@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from support import strict_json
 from support.data_files import EURUSD  # noqa: E402
-from support.run_cases import train_argv
+from support.run_cases import PICTURES, train_argv
 from test_trials_run import LR_ONLY, search_argv, space_file
 
 from foxhunt.cli import main
@@ -152,7 +152,8 @@ def two_searches(tiny_params, tmp_path_factory):
     space = space_file(tmp, LR_ONLY)
     for name, fxcache in (("real", first), ("changed", changed)):
         out = tmp / name
-        argv = search_argv(fxcache, out, tiny_params, 2, "--search-space", str(space), *HOLDOUT)
+        drawn = PICTURES if name == "real" else ()  # the real search's holdout.png is read below
+        argv = search_argv(fxcache, out, tiny_params, 2, "--search-space", str(space), *HOLDOUT, *drawn)
         assert main([*argv, "--train-days", "3"]) == 0  # the last flag given wins
         outs[name] = out
     return outs, start, len(cache)

@@ -95,6 +95,7 @@ def test_a_two_trial_search_finishes_and_writes_the_study(study):
     summary = json.loads((study / "study.json").read_text())
     assert summary["finished_trials"] == 2 and summary["states"] == {"COMPLETE": 2}
     assert (study / "best_params.json").exists() and (study / "trials.json").exists()
+    assert (study / "trials.png").read_bytes()[:4] == b"\x89PNG"
     for row in table:
         report = json.loads((study / row["folder"] / "trial.json").read_text())
         assert (

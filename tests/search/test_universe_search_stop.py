@@ -48,8 +48,10 @@ def inputs(tmp_path_factory) -> dict[str, str]:
 
 
 def search(inputs, out, *extra: str) -> tuple[int, str, str]:
-    """`foxhunt train --trials 2` over both instruments (2 folds of 2 epochs): exit code, console, error line."""
+    """`foxhunt train --trials 2` over both instruments (2 folds of 2 epochs, no trials.png): exit code,
+    console, error line."""
     args = ["train", "--out", str(out), "--device", "cpu", "--epochs", "2", *FOLDS, "--trials", "2"]
+    args += ["--pictures", "off"]
     args += ["--hyperopt-params", inputs["params"], "--search-space", inputs["space"], *extra]
     for name in NAMES:
         args += ["--fxcache", inputs[name]]
@@ -209,6 +211,13 @@ def test_the_same_out_with_other_settings_is_refused_naming_what_differs(stopped
     assert line.startswith(f"foxhunt train: error: {out} holds an unfinished universe search with other")
     assert "epochs: 2 → 3" in line
     assert read(out, "summary.json")["status"] == "interrupted" and len(states(out)) == 2
+
+
+def test_with_pictures_off_a_universe_search_draws_no_trials_png_and_names_none(resumed):
+    out, console = resumed
+    outputs = console.splitlines()[-1]
+    assert outputs.startswith("outputs: ") and "trials.csv" in outputs and "png" not in outputs
+    assert not list(out.rglob("*.png"))
 
 
 def test_a_finished_search_writes_a_succeeded_summary_and_is_not_resumed(resumed, inputs):

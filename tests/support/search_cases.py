@@ -8,10 +8,11 @@ import pytest
 
 from support import strict_json
 
-# Two folds of two short epochs: a trial takes about a second on one CPU core.
+# Two folds of two short epochs: a trial takes about a second on one CPU core. No pictures (trials.png, a
+# held-out period's): a test that reads them adds support.run_cases.PICTURES.
 SEARCH_ARGS = (
     "--epochs", "2", "--train-days", "5", "--val-days", "2", "--step-days", "2", "--max-folds", "2",
-    "--seed", "11",
+    "--seed", "11", "--pictures", "off",
 )  # fmt: skip
 LR_ONLY = {"lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}}
 

@@ -183,7 +183,7 @@ def _train_universe(args: argparse.Namespace, settings: RunConfig) -> int:
         from foxhunt.search.universe_search import search_universe, universe_study_lines
 
         search_universe(args.fxcache, args.out, settings, search)
-        for line in universe_study_lines(args.out):
+        for line in universe_study_lines(args.out, settings.draws_pictures):
             print(line, flush=True)
         return 0
     from foxhunt.run.universe_run import train_universe
@@ -317,5 +317,5 @@ def _study_lines(settings: RunConfig, summary, out: str) -> None:
     from foxhunt.search.outputs import study_lines
 
     emit = console(settings.log_format, summary.run_id)
-    for line in study_lines(out):
+    for line in study_lines(out, settings.draws_pictures):
         emit(line)

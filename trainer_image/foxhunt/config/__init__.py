@@ -225,8 +225,9 @@ class RunConfig:
     pictures: str = setting(
         "on",
         "Draw the run's PNG pictures at its end (run, positions, learning, timings, seeds, the held-out "
-        "period; a universe's book and instruments). off writes the same summary, reports, tables and "
-        "weights without them: for studies that read only the figures (about 2 s less a run on a CPU).",
+        "period; a universe's book and instruments; a search's trials). off writes the same summary, "
+        "reports, tables and weights without them: for studies that read only the figures (about 2 s "
+        "less a run on a CPU).",
         choices=("on", "off"),
     )
     seed: int = setting(

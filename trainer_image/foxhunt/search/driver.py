@@ -265,7 +265,8 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
             )
         metrics.update_study(study)
         summary = save()
-    _draw_trials(run)
+    if run.config.draws_pictures:
+        _draw_trials(run)
     if summary.best is None:
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, summary.best, run.out_uri))

@@ -267,8 +267,9 @@ def _warning(row: dict[str, Any]) -> str:
     return "collapsed" if row.get("collapsed") else "no-inputs" if row.get("ignores_features") else ""
 
 
-def study_lines(out_uri: str) -> list[str]:
-    """The study table as text (number, state, objective, folds, seconds), then where the outputs are."""
+def study_lines(out_uri: str, pictures: bool = True) -> list[str]:
+    """The study table as text (number, state, objective, folds, seconds), then where the outputs are
+    (trials.png where the search drew `pictures`)."""
     rows = json.loads(storage.read_bytes(storage.join(out_uri, TABLE_JSON)))
     head = f"{'trial':>5} {'state':<9} {'objective':>10} {'folds':>5} {'seconds':>8} {'warning':<9} settings"
     lines = [head, "-" * len(head)]
@@ -282,7 +283,8 @@ def study_lines(out_uri: str) -> list[str]:
             f"{row['number']:>5} {row['state'].lower():<9} {objective:>10} {row['folds_run']:>5} "
             f"{seconds:>8} {_warning(row):<9} {settings}"
         )
-    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, {out_names.TRIALS_PICTURE}, manifest.json, summary.json"
+    picture = f"{out_names.TRIALS_PICTURE}, " if pictures else ""
+    files = f"{TABLE_CSV}, {TABLE_JSON}, {BEST_PARAMS}, {SUMMARY}, {picture}manifest.json, summary.json"
     try:
         headline = json.loads(storage.read_bytes(storage.join(out_uri, SUMMARY))).get("headline_tables")
     except FileNotFoundError:

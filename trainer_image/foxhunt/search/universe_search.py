@@ -219,7 +219,8 @@ def _study(
             _save_on_the_way_out(save, progress)
             raise
         summary = save()
-    _draw_trials(out_uri, progress)
+    if settings.draws_pictures:
+        _draw_trials(out_uri, progress)
     if summary.best is None:
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     folder = storage.join(out_uri, trial_folder(summary.best.number))
@@ -289,10 +290,14 @@ def _draw_trials(out_uri: str, progress: Callable[[str], None]) -> None:
     storage.write_bytes(storage.join(out_uri, out_names.TRIALS_PICTURE), png)
 
 
-def universe_study_lines(out_uri: str) -> list[str]:
-    """The study table as text (`outputs.study_lines`), then where a universe's search put its files."""
+def universe_study_lines(out_uri: str, pictures: bool = True) -> list[str]:
+    """The study table as text (`outputs.study_lines`), then where a universe's search put its files
+    (trials.png where it drew `pictures`)."""
     lines = study_lines(out_uri)[:-1]  # the single search's outputs line names files a universe has not
-    names = ", ".join([out_names.TRIALS_CSV, out_names.TRIALS_JSON, out_names.BEST_PARAMS,
-                       out_names.STUDY_SUMMARY, out_names.TRIALS_PICTURE])  # fmt: skip
-    lines.append(f"outputs: {out_uri} ({names}, {out_names.TRIALS_DIR}/NNNN/: each trial's universe records)")
+    names = [out_names.TRIALS_CSV, out_names.TRIALS_JSON, out_names.BEST_PARAMS, out_names.STUDY_SUMMARY]
+    if pictures:
+        names.append(out_names.TRIALS_PICTURE)
+    lines.append(
+        f"outputs: {out_uri} ({', '.join(names)}, {out_names.TRIALS_DIR}/NNNN/: each trial's universe records)"
+    )
     return lines
