@@ -78,9 +78,8 @@ def run_folds(
     trainer = compile_cache.build_with_cache(build, step_cache, progress)
     outs = {0: out_uri, **{i: storage.join(out_uri, seed_folder(s)) for i, s in enumerate(seeds) if i}}
     memo = ScoreMemo()  # the stitched evaluation looks up the fold windows scored as they ended
-    drawn = settings.draws_pictures
     # Where cores are to spare, a picture worker starts now: its start-up is paid while the folds train.
-    with early_worker(collector.owned() and drawn) as pictures:
+    with early_worker(collector.owned() and settings.draws_pictures) as pictures:
         walked = walk_folds(
             trainer,
             folds,
@@ -93,9 +92,9 @@ def run_folds(
         )
         summary.graph_captures = trainer.graph_captures
         result = _run_result(run, data, folds, walked, seeds, scoring, memo)
-        _report_run(run, data, folds, result.voted or result.first, scoring, pictures, drawn)
+        _report_run(run, data, folds, result.voted or result.first, scoring, pictures)
     if len(seeds) > 1:
-        _seed_spread(run, data, folds, walked, seeds, scoring, result, memo, drawn)
+        _seed_spread(run, data, folds, walked, seeds, scoring, result, memo)
     if settings.folds.holdout_days > 0 and summary.stitched is not None:
         in_search = {
             "what": "net Sharpe of the run's stitched folds",
@@ -275,7 +274,6 @@ def _seed_spread(
     scoring: Scoring,
     result: RunResult,
     memo: ScoreMemo,
-    drawn: bool = True,
 ) -> None:
     """--seeds K: every seed's stitched net Sharpe, their median and IQR into the summary and the console,
     with the seeds left out (they diverged, so have no stitched record) named beside them, and (three
@@ -300,7 +298,7 @@ def _seed_spread(
         summary.seed_spread["majority"] = majority_figures(net, list(evaluations))
     for line in spread_lines(summary.seed_spread):
         run.progress(line)
-    if not drawn:  # --pictures off
+    if not run.config.draws_pictures:
         return
     try:
         from foxhunt.evaluate.plot_seeds import render_seeds_png, seeds_picture
@@ -323,11 +321,10 @@ def _report_run(
     evaluation: RunEvaluation,
     scoring: Scoring,
     pool: PicturePool | None = None,
-    drawn: bool = True,
 ) -> None:
     """The run's stitched `evaluation` (the first seed's, or the seeds' vote) into the summary, the
-    metrics and the console; its tables; where `drawn`, the run's pictures (`plot_run.run_pictures`; with
-    `pool`, the folds' pictures drawn by its worker meanwhile)."""
+    metrics and the console; its tables; the run's pictures unless --pictures off (`plot_run.run_pictures`;
+    with `pool`, the folds' pictures drawn by its worker meanwhile)."""
     summary, progress = run.summary, run.progress
     summary.stitched = evaluation.stitched
     run.metrics.stitched_scored(stitched_figures(evaluation.stitched))
@@ -342,7 +339,7 @@ def _report_run(
         send_fold_pictures(pool, summary.folds, title)
     for name, table in run_tables(evaluation).items():  # trades.parquet, daily.csv, monthly.csv
         storage.write_bytes(storage.join(run.out_uri, name), table)
-    if not drawn:  # --pictures off
+    if not run.config.draws_pictures:
         return
     try:
         pictures = run_pictures(evaluation, summary.folds, title, pool)
