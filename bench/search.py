@@ -164,7 +164,7 @@ def search(args: argparse.Namespace, work: Path, record: dict) -> None:
     record["shape"] = {"bars": Path(args.bars).name, "trials": args.trials, "population": args.population,
                        "epochs": args.epochs, "holdout_days": args.holdout_days, "pruner": args.pruner,
                        "compile_cache": "primed" if args.primed else "as the searches leave it"}  # fmt: skip
-    flags = ("--population", str(args.population), "--holdout-days", str(args.holdout_days), *args.extra)
+    flags = ("--population", str(args.population), "--holdout-days", str(args.holdout_days), *args.extra, *args.train_flags)
     if args.primed:
         record["prime"] = prime(args, work, fxcache, *flags)
     runs = [study(args, work, fxcache, f"search{i}", *flags) for i in range(args.repeats)]
@@ -210,6 +210,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="first a search of 1 trial and 1 epoch that saves the compiled steps the measured "
                         "searches then load (default: the first measured search compiles)")  # fmt: skip
     s.add_argument("extra", nargs="*", help="more `foxhunt train` arguments (after --)")
+    s.add_argument("--train-flag", action="append", default=[], dest="train_flags",
+                   help="one more `foxhunt train` argument, as --train-flag=--diagnostics-every=20 (repeatable; "
+                        "unlike `-- ARGS`, it may come before the --out that gpu_run.sh appends)")  # fmt: skip
     for parser in (t, s):
         parser.add_argument("--compile-cache", default="auto", help="the studies' --compile-cache")
     return p.parse_args(argv)
