@@ -164,7 +164,14 @@ def search(args: argparse.Namespace, work: Path, record: dict) -> None:
     record["shape"] = {"bars": Path(args.bars).name, "trials": args.trials, "population": args.population,
                        "epochs": args.epochs, "holdout_days": args.holdout_days, "pruner": args.pruner,
                        "compile_cache": "primed" if args.primed else "as the searches leave it"}  # fmt: skip
-    flags = ("--population", str(args.population), "--holdout-days", str(args.holdout_days), *args.extra, *args.train_flags)
+    flags = (
+        "--population",
+        str(args.population),
+        "--holdout-days",
+        str(args.holdout_days),
+        *args.extra,
+        *args.train_flags,
+    )
     if args.primed:
         record["prime"] = prime(args, work, fxcache, *flags)
     runs = [study(args, work, fxcache, f"search{i}", *flags) for i in range(args.repeats)]

@@ -104,6 +104,16 @@ def test_a_primed_search_first_runs_one_trial_of_one_epoch_with_the_measured_fla
 
 def test_train_flags_given_before_the_out_reach_the_studies_beside_those_after_a_double_dash():
     args = search.parse_args(
-        ["search", "--bars", "100", "--train-flag=--diagnostics-every=20", "--out", "x.json", "--", "--seed", "1"]
+        [
+            "search",
+            "--bars",
+            "100",
+            "--train-flag=--diagnostics-every=20",
+            "--out",
+            "x.json",
+            "--",
+            "--seed",
+            "1",
+        ]
     )
     assert (args.train_flags, args.extra, args.out) == (["--diagnostics-every=20"], ["--seed", "1"], "x.json")

@@ -115,8 +115,8 @@ def test_each_folds_sharpe_is_drawn_beside_its_best_baselines_by_fold():
     assert panel["options"]["xField"] == "fold" and panel["transformations"][0]["id"] == "merge"
 
 
-def test_run_id_variable_query_finds_a_real_run(prometheus, pipeline_runs):
-    run = pipeline_runs[0]
+def test_run_id_variable_query_finds_a_real_run(prometheus, pipeline_run):
+    run = pipeline_run
     # label_values(metric, label) is Grafana's call of the label values API with a series matcher.
     params = urllib.parse.urlencode({"match[]": "foxhunt_run_info"})
     with urllib.request.urlopen(f"{prometheus.url}/api/v1/label/run_id/values?{params}", timeout=5) as resp:
@@ -124,8 +124,8 @@ def test_run_id_variable_query_finds_a_real_run(prometheus, pipeline_runs):
     assert run.run_id in values
 
 
-def test_every_panel_query_returns_data_from_a_real_run(prometheus, pipeline_runs, exporter_series):
-    run = pipeline_runs[0]  # exporter_series: its pod's DCGM series and Argo's step counts
+def test_every_panel_query_returns_data_from_a_real_run(prometheus, pipeline_run, exporter_series):
+    run = pipeline_run  # exporter_series: its pod's DCGM series and Argo's step counts
     # Prometheus has the run's last push once its end is queryable.
     prometheus.wait_for(f'foxhunt_run_end_timestamp_seconds{{run_id="{run.run_id}"}}', 1)
     empty = []

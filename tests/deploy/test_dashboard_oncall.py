@@ -87,9 +87,9 @@ def last_status(prometheus, run_id: str, since: float) -> tuple[str, set[str]]:
 
 
 def test_run_status_shows_running_then_how_each_real_run_ended(
-    prometheus, pipeline_runs, failed_run, interrupted_run
+    prometheus, pipeline_run, failed_run, interrupted_run
 ):
-    succeeded = pipeline_runs[0]
+    succeeded = pipeline_run
     assert last_status(prometheus, succeeded.run_id, succeeded.started)[0] == "succeeded"
     assert last_status(prometheus, *failed_run)[0] == "failed"
     status, shown = last_status(prometheus, *interrupted_run)
@@ -112,10 +112,10 @@ def instant_value(prometheus, promql: str) -> float:
 
 
 def test_folds_done_of_planned_for_a_finished_a_failed_and_an_interrupted_run(
-    prometheus, pipeline_runs, failed_run, interrupted_run
+    prometheus, pipeline_run, failed_run, interrupted_run
 ):
     ratio = "Folds done of planned"
-    assert instant_value(prometheus, expr(ratio, run_id=pipeline_runs[0].run_id)) == 1.0
+    assert instant_value(prometheus, expr(ratio, run_id=pipeline_run.run_id)) == 1.0
     assert instant_value(prometheus, expr(ratio, run_id=failed_run[0])) == 0.0
     assert instant_value(prometheus, expr("Folds done / planned", "B", run_id=failed_run[0])) == 2.0
     assert 0.25 <= instant_value(prometheus, expr(ratio, run_id=interrupted_run[0])) < 1.0
@@ -182,11 +182,11 @@ def test_step_failures_count_failed_attempts_by_step_and_leave_out_successes(
 
 
 def test_a_failed_run_raises_the_failed_run_alert_and_other_ends_do_not(
-    prometheus, pipeline_runs, failed_run, interrupted_run
+    prometheus, pipeline_run, failed_run, interrupted_run
 ):
     alerts = prometheus.wait_for(f'ALERTS{{alertname="FoxhuntRunFailed", run_id="{failed_run[0]}"}}', 1)
     assert alerts[0]["metric"]["severity"] == "critical"
-    for run_id in (pipeline_runs[0].run_id, interrupted_run[0]):
+    for run_id in (pipeline_run.run_id, interrupted_run[0]):
         assert prometheus.query(f'ALERTS{{alertname="FoxhuntRunFailed", run_id="{run_id}"}}') == []
 
 

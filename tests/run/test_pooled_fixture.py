@@ -12,8 +12,10 @@ bars shrink the pooled gate (16 after one earlier fold, 7 after six), which that
 Measured (seed 0 data; members of seeds 0, 1, 2; the decisions are deterministic on the CPU), at commit time:
 the per-fold gate's largest tail Sharpe 97 against 117 (every fold flat); the pooled decision traded 5, 6
 and 4 of 7 folds, its traded folds' stitched validation net Sharpe 21.8, 10.8 and 17.6; on the twin it
-traded none, its largest pooled Sharpe after fold 0 −3.7 against a gate of 9.5. About 40 s on one thread
-(`-s` prints every fold's figures).
+traded none, its largest pooled Sharpe after fold 0 −3.7 against a gate of 9.5. One member walks the per-fold
+gate (seed 0's learning, bit for bit its pooled member's): the gate depends on the tail alone, so the other
+seeds' tail Sharpes are held against the gate it records rather than walked twice (`-s` prints every fold's
+figures).
 """
 
 from __future__ import annotations
@@ -87,17 +89,22 @@ def table(walked: Walked, pooled: int, fold_gate: int | None = None) -> str:
     return "\n".join(lines)
 
 
+# The member that walks the per-fold gate (seed 0's learning): every member learns alike whatever decides,
+# so the other seeds' pooled members' tail Sharpes meet the gate it records, fold by fold.
+FOLD_GATE_MEMBER = len(SEEDS)
+
+
 @pytest.fixture(scope="module")
 def edge(tmp_path_factory):
-    """The walk on the drifting data: members 0..2 pooled (seeds 0, 1, 2), 3..5 the per-fold gate (same seeds)."""
+    """The walk on the drifting data: members 0..2 pooled (seeds 0, 1, 2), member 3 the per-fold gate (seed 0)."""
     arrays = signal_arrays(DAYS * DAY_ROWS, seed=0, drift=DRIFT)
     folds = arrays_folds(arrays, FOLDS)
-    configs = [POOLED] * len(SEEDS) + [FOLD_GATE] * len(SEEDS)
-    walked = walk(arrays, folds, configs, [*SEEDS, *SEEDS], EPOCHS, str(tmp_path_factory.mktemp("edge")))
+    configs = [POOLED] * len(SEEDS) + [FOLD_GATE]
+    walked = walk(arrays, folds, configs, [*SEEDS, SEEDS[0]], EPOCHS, str(tmp_path_factory.mktemp("edge")))
     for i, seed in enumerate(SEEDS):
         sharpe = traded_sharpe(walked, i, arrays, folds)
         print(f"seed {seed}, drift {DRIFT}: traded folds' net Sharpe {sharpe:.1f}")
-        print(table(walked, i, len(SEEDS) + i))
+        print(table(walked, i, FOLD_GATE_MEMBER))
     return arrays, folds, walked
 
 
@@ -116,19 +123,25 @@ def twin(tmp_path_factory):
 def test_the_fixture_has_seven_folds_and_a_tail_whose_gate_no_modest_edge_clears(edge):
     _, folds, walked = edge
     assert len(folds) == 7
-    assert all(s["gate_sharpe"] > 100 for s in selections(walked, len(SEEDS)).values())
+    assert all(s["gate_sharpe"] > 100 for s in selections(walked, FOLD_GATE_MEMBER).values())
+
+
+def test_the_per_fold_gate_leaves_every_fold_flat_where_it_walks(edge):
+    _, _, walked = edge
+    gated = selections(walked, FOLD_GATE_MEMBER)
+    assert all(s["went_flat"] for s in gated.values())
+    # The same learning as seed 0's pooled member: only the decision differs.
+    assert [s["tail_sharpes"] for s in gated.values()] == [
+        s["tail_sharpes"] for s in selections(walked, 0).values()
+    ]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_per_fold_gate_leaves_every_fold_flat(edge, seed):
-    _, folds, walked = edge
-    member = len(SEEDS) + SEEDS.index(seed)
-    assert all(s["went_flat"] for s in selections(walked, member).values())
-    # The same learning as the pooled member of the seed: only the decision differs.
+def test_no_epoch_of_any_seed_clears_the_per_fold_gate(edge, seed):
+    _, _, walked = edge
+    gates = {fold: s["gate_sharpe"] for fold, s in selections(walked, FOLD_GATE_MEMBER).items()}
     pooled = selections(walked, SEEDS.index(seed))
-    assert [s["tail_sharpes"] for s in selections(walked, member).values()] == [
-        s["tail_sharpes"] for s in pooled.values()
-    ]
+    assert all(max(s["tail_sharpes"]) <= gates[fold] for fold, s in pooled.items())
 
 
 @pytest.mark.parametrize("seed", SEEDS)

@@ -29,3 +29,15 @@ def test_a_searchs_trials_and_holdout_run_the_diagnostics_every_k_epochs_and_on_
     assert len(folds) == 2  # the trial's fold and the holdout fold
     for report in folds:
         assert _diagnosed(report) == [False, True, False, True, True], report
+
+
+def test_unset_a_searchs_trials_diagnose_each_folds_last_epoch_and_its_holdout_every_epoch(
+    tiny_fxcache, tiny_params, tmp_path
+):
+    out = tmp_path / "out"
+    extra = ["--search-space", str(space_file(tmp_path, LR_ONLY)), "--epochs", "3", "--max-folds", "1"]
+    extra += ["--holdout-days", "2", "--pruner", "none"]
+    assert main(search_argv(tiny_fxcache, out, tiny_params, 1, *extra)) == 0
+    (trial,) = sorted(out.glob("trials/*/fold_*/report.json"))
+    (holdout,) = sorted(out.glob("holdout/fold_*/report.json"))
+    assert (_diagnosed(trial), _diagnosed(holdout)) == ([False, False, True], [True, True, True])

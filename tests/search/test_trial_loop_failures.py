@@ -78,9 +78,9 @@ class _Walk:
     def __init__(self, out: str, broken: set[int]) -> None:
         from types import SimpleNamespace
 
-        from foxhunt.config import DQNConfig
+        from foxhunt.config import RunConfig
 
-        config = SimpleNamespace(dqn=DQNConfig(), epochs=1, diagnostics_every=1)
+        config = RunConfig(epochs=1)
         self.run = SimpleNamespace(config=config, out_uri=out, progress=lambda m: None, check=lambda: None)
         self.folds, self.scoring, self.memo, self.broken = [SimpleNamespace(fold=0)], None, None, broken
 

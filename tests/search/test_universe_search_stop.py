@@ -220,6 +220,15 @@ def test_with_pictures_off_a_universe_search_draws_no_trials_png_and_names_none(
     assert not list(out.rglob("*.png"))
 
 
+def test_unset_diagnostics_every_a_universe_trial_diagnoses_each_folds_last_epoch_alone(resumed):
+    out, _ = resumed
+    reports = sorted((out / "trials").rglob("fold_*/report.json"))
+    assert reports
+    for report in reports:
+        epochs = json.loads(report.read_text())["epochs"]
+        assert [e["val_sharpe"] is not None for e in epochs] == [False, True], report
+
+
 def test_a_finished_search_writes_a_succeeded_summary_and_is_not_resumed(resumed, inputs):
     out, _ = resumed
     code, _, line = search(inputs, out)

@@ -51,9 +51,9 @@ def push_step_runs(pushgateway: str, step: str, status: str, count: int) -> None
 
 
 @pytest.fixture(scope="session")
-def exporter_series(pushgateway, prometheus, pipeline_runs) -> str:
-    """DCGM series for the first pipeline run's train pod and Argo step counts with failures; the pod's name."""
-    pod = f"{pipeline_runs[0].run_id}-train-1234567890"
+def exporter_series(pushgateway, prometheus, pipeline_run) -> str:
+    """DCGM series for the pipeline run's train pod and Argo step counts with failures; the pod's name."""
+    pod = f"{pipeline_run.run_id}-train-1234567890"
     push_dcgm(pushgateway, pod, utilisation=87.0, used_mib=61_440.0, free_mib=81_920.0)
     # A counter's increase needs two scraped values: 0, then 2 failed attempts of the train step.
     push_step_runs(pushgateway, "train", "Failed", 0)

@@ -36,6 +36,7 @@ __all__ = [
     "StartedPipeline",
     "finish_pipeline",
     "own_pushgateway",
+    "pipeline_run",
     "pipeline_runs",
     "prom_workdir",
     "prometheus",
@@ -317,3 +318,12 @@ def pipeline_runs(pushgateway, prometheus, tmp_path_factory) -> tuple[PipelineRu
         for name in ("e2e-a", "e2e-b")
     ]
     return tuple(finish_pipeline(run) for run in started)
+
+
+@pytest.fixture(scope="session")
+def pipeline_run(request, pushgateway, prometheus, tmp_path_factory) -> PipelineRun:
+    """One real pipeline run pushing to the session Pushgateway: the first of `pipeline_runs` when a test of
+    this session asks for those too (a session makes two runs at most), else a run of its own."""
+    if any("pipeline_runs" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        return request.getfixturevalue("pipeline_runs")[0]
+    return finish_pipeline(start_pipeline(tmp_path_factory.mktemp("e2e"), unique_run_id("e2e"), pushgateway))

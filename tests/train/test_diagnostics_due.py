@@ -2,6 +2,7 @@
 
 import pytest
 
+from foxhunt.config import RunConfig
 from foxhunt.train.diagnostics import diagnostics_due
 
 
@@ -17,3 +18,13 @@ from foxhunt.train.diagnostics import diagnostics_due
 )
 def test_the_diagnostics_are_due_on_every_kth_epoch_and_on_the_folds_last(epochs, every, due):
     assert [epoch for epoch in range(epochs) if diagnostics_due(epoch, epochs, every)] == due
+
+
+def test_unset_a_run_diagnoses_every_epoch_and_a_search_trial_only_each_folds_last():
+    config = RunConfig(epochs=7)
+    assert (config.diagnostics_spacing(), config.diagnostics_spacing(trial=True)) == (1, 7)
+
+
+def test_a_given_spacing_holds_for_runs_and_search_trials_alike():
+    config = RunConfig(epochs=7, diagnostics_every=3)
+    assert (config.diagnostics_spacing(), config.diagnostics_spacing(trial=True)) == (3, 3)

@@ -213,11 +213,13 @@ class RunConfig:
 
     model: str = setting("dqn", "The model to train.", choices=("dqn",))
     epochs: int = setting(50, "Training epochs per fold.", low=1, high=MAX_EPOCHS)
-    diagnostics_every: int = setting(
-        1,
+    diagnostics_every: int | None = setting(
+        None,
         "Run the greedy policy's diagnostics (action shares, in-sample and validation Sharpe, feature "
-        "agreement) every this many epochs of a fold, and on its last; the other epochs record none. On a "
-        "CPU they cost about a third of a fold (two years of EURUSD, 10 epochs: a run 41.2 s, 32.9 s at 10).",
+        "agreement) every this many epochs of a fold, and on its last; the other epochs record none. Unset: "
+        "every epoch of a run, only the last of each fold of a search's trials (which read none of the "
+        "others: a 64-trial search on an H100, 264.8 s against 244.1 s). On a CPU they cost about a third of "
+        "a fold (two years of EURUSD, 10 epochs: a run 41.2 s, 32.9 s at 10).",
         low=1,
         high=MAX_EPOCHS,
         unit="epochs",
@@ -308,6 +310,13 @@ class RunConfig:
         problem = None if self.run_id is None else run_id_problem(self.run_id)
         if problem:
             raise ConfigError("run config", "run_id", problem)
+
+    def diagnostics_spacing(self, *, trial: bool = False) -> int:
+        """Every how many epochs a fold runs the diagnostics (`diagnostics_every`): as given, else every epoch
+        of a run and only the last of a search trial's fold (`trial`)."""
+        if self.diagnostics_every is not None:
+            return self.diagnostics_every
+        return self.epochs if trial else 1
 
     @property
     def draws_pictures(self) -> bool:

@@ -190,7 +190,7 @@ def _walk_held_out(run, data, trainer, fold: FoldRange, scoring, earlier: Mappin
     outs = {i: storage.join(held, out_names.seed_folder(config.seed + i)) if i else held for i in earlier}
     memo = ScoreMemo()  # the vote's window reuses the baselines the members' fold fitted
     walked = walk_folds(trainer, [fold], outs, config.epochs, scoring, memo=memo,
-                        diagnostics_every=config.diagnostics_every, hooks=hooks, prior=earlier)  # fmt: skip
+                        diagnostics_every=config.diagnostics_spacing(), hooks=hooks, prior=earlier)  # fmt: skip
     if 0 in walked.failures:
         raise walked.failures[0]
     if len(outs) == 1:

@@ -199,7 +199,7 @@ def _train_epochs(
     history: dict[int, list] = {m: [] for m in members}
     for epoch in range(settings.epochs):
         check()
-        diagnose = diagnostics_due(epoch, settings.epochs, settings.diagnostics_every)
+        diagnose = diagnostics_due(epoch, settings.epochs, settings.diagnostics_spacing())
         live = [m for m in members if trainer.failures[m] is None]
         if not live:
             break

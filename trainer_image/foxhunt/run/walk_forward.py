@@ -87,7 +87,7 @@ def run_folds(
             settings.epochs,
             scoring,
             memo=memo,
-            diagnostics_every=settings.diagnostics_every,
+            diagnostics_every=settings.diagnostics_spacing(),
             hooks=_run_hooks(run, done, outs, seeds),
         )
         summary.graph_captures = trainer.graph_captures

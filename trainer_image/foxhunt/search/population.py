@@ -105,7 +105,7 @@ class PopulationRounds:
             run.config.epochs,
             walk.scoring,
             memo=walk.memo,
-            diagnostics_every=run.config.diagnostics_every,
+            diagnostics_every=run.config.diagnostics_spacing(trial=True),
             hooks=self._hooks(part, dqns, lead, last=fold_index == len(walk.folds) - 1),
             prior={k: out_of_sample_evidence(t.outcomes) for k, t in enumerate(part)},
         )

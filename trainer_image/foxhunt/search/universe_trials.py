@@ -134,7 +134,9 @@ class UniverseTrials:
     def trial(self, asked: AskedTrial) -> TrialOutcome | None:
         """One trial walked over the universe's folds and its records written; None when pruned."""
         dqn = override(self.settings.dqn, asked.params, what=f"trial {asked.number}")
-        settings = replace(self.settings, dqn=dqn)
+        settings = replace(
+            self.settings, dqn=dqn, diagnostics_every=self.settings.diagnostics_spacing(trial=True)
+        )
         folder = storage.join(self.out_uri, trial_folder(asked.number))
         lead = f"trial {asked.number}"
         self.progress(f"{lead}: " + ", ".join(f"{k}={v}" for k, v in asked.params.items()))
