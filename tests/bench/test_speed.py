@@ -42,7 +42,7 @@ def test_the_train_command_carries_the_folds_and_diagnostics_every_only_when_ask
     folds = FoldConfig(train_days=30.5, val_days=7.25, step_days=7.25, mode="expanding", max_folds=3)
     plain = speed.train_command(Path("fx.arrow"), Path("out"), 50, "cuda", *speed.fold_flags(folds))
     config = _config_of(plain)
-    assert config.folds == folds and config.epochs == 50 and config.diagnostics_every == 1
+    assert config.folds == folds and config.epochs == 50 and config.diagnostics_spacing() == 1
     assert "--diagnostics-every" not in plain  # so a commit from before the flag runs it too
     assert _config_of(speed.train_command(Path("f"), Path("o"), 5, "cpu", every=10)).diagnostics_every == 10
     assert _config_of(speed.train_command(Path("f"), Path("o"), 5, "cpu")).folds == FoldConfig()

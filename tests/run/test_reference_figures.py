@@ -12,7 +12,10 @@ million features by one float32 ulp, which reaches the pipeline's weights and lo
 became independent of the thread count (the pipeline's in-sample Sharpe moved in the 13th digit); and
 at 4db5eab for the rest of issue 32, with no figure moved: undefined figures written as null (strict
 JSON), PBO and DSR undefined for the studies' flat trials, the search's headline tables and the new
-`eval_config.session_zone` key. Re-record only for such an intended change:
+`eval_config.session_zone` key; and the two studies once more when a search's trials came to run the
+greedy policy's diagnostics on each fold's last epoch alone (`--diagnostics-every` unset): their trials'
+epochs 1 and 2 of 3 lost the four diagnostic figures, and no other figure moved. Re-record only for such an
+intended change:
 `python tests/support/reference_figures.py`.
 
 Every reference run (and the studies' fxcache) runs in a process of its own in the portable numeric mode
