@@ -4,7 +4,8 @@
 #   FOXHUNT_GIT_COMMIT=$(git rev-parse HEAD) bash bench/gpu_run.sh [STEP …]      (default: tests plan trials population)
 #   STEP_TIMEOUT=S stops a benchmark step after S seconds with its threads' stacks in its log (default 0: never)
 # Steps (the older names still work: perf = plan, epoch = step):
-#   tests      → tests.log                      pytest tests_gpu (the log headed by device, torch, commit)
+#   tests      → tests.log                      pytest tests_gpu (the log headed by device, torch, commit); TESTS_PATHS
+#                                               and TESTS_K (pytest's -k) pick some
 #   plan       → plan.json, plan.log            bench/speed.py plan        (PLAN_ARGS, or PERF_ARGS)
 #   real       → real.json, real.log            bench/speed.py real        (REAL_BARS, REAL_ARGS)
 #   seeds      → seeds.json, seeds.log          bench/speed.py seeds       (SEEDS_ARGS)
@@ -80,7 +81,9 @@ bench() {  # bench STEP SCRIPT ARGS…: the benchmark's JSON and log under $OUT
 }
 for step in $steps; do
   case $step in
-    tests) { header pytest tests_gpu; timed python3 -m pytest tests_gpu -q -p no:cacheprovider -rA --durations=15 2>&1; } \
+    tests) { header pytest ${TESTS_PATHS:-tests_gpu} ${TESTS_K:+-k "$TESTS_K"}
+             timed python3 -m pytest ${TESTS_PATHS:-tests_gpu} ${TESTS_K:+-k "$TESTS_K"} -q -p no:cacheprovider -rA \
+               --durations=15 2>&1; } \
              | tee "$OUT/tests.log" || status=1 ;;
     plan) bench plan bench/speed.py plan ${PLAN_ARGS:-${PERF_ARGS:-}} ;;
     real) bench real bench/speed.py real --bars "$REAL_BARS" ${REAL_ARGS:-} ;;
