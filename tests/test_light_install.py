@@ -65,7 +65,14 @@ def install(root: Path, extras: str = "") -> Path:
     assert created.returncode == 0, created.stderr
     requirement = f"foxhunt[{extras}] @ {wheel.as_uri()}" if extras else wheel
     installed = run(
-        venv / "bin" / "pip", "install", "-q", "--no-compile", "--no-index", "--find-links", WHEELHOUSE, requirement
+        venv / "bin" / "pip",
+        "install",
+        "-q",
+        "--no-compile",
+        "--no-index",
+        "--find-links",
+        WHEELHOUSE,
+        requirement,
     )
     assert installed.returncode == 0, installed.stderr
     return venv
