@@ -234,3 +234,25 @@ def test_a_slot_search_samples_its_first_ten_trials_at_random(tmp_path, monkeypa
     monkeypatch.setattr(trial_loop, "trial_sampler", recorded)
     run_slot_trials(_study(tmp_path), 2, Rounds(folds=1), size=2, space=TEST_SPACE, seed=5)
     assert startups == [10, 10]
+
+
+class _Slept(Exception):
+    pass
+
+
+@pytest.mark.parametrize(("poll_seconds", "slept"), [(None, 1), (0.25, 0.25)])
+def test_a_worker_with_no_trial_left_looks_again_every_poll_seconds_else_every_heartbeat(
+    tmp_path, monkeypatch, poll_seconds, slept
+):
+    study = _study(tmp_path)
+    study.ask()  # another worker's trial, running: nothing is left to ask or to train here
+    seen: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        seen.append(seconds)
+        raise _Slept
+
+    monkeypatch.setattr(time, "sleep", sleep)
+    with pytest.raises(_Slept):
+        run_slot_trials(study, 1, Rounds(), size=2, space=TEST_SPACE, seed=5, poll_seconds=poll_seconds)
+    assert seen == [slept]

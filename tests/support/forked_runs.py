@@ -119,11 +119,14 @@ def become(request: dict) -> list[str]:
     torch.set_num_threads(1)
     poll_s = request.get("trial_poll_s")
     if poll_s is not None:  # a worker waiting for another's trial looks again this often, not every heartbeat
-        from foxhunt.search import trial_loop
+        from foxhunt.search import slot_loop, trial_loop
 
-        defaults = trial_loop.run_trials.__kwdefaults__
-        assert defaults is not None and "poll_seconds" in defaults, "run_trials no longer takes poll_seconds"
-        defaults["poll_seconds"] = poll_s
+        for loop in (trial_loop.run_trials, slot_loop.run_slot_trials):
+            defaults = loop.__kwdefaults__
+            assert defaults is not None and "poll_seconds" in defaults, (
+                f"{loop.__name__} takes no poll_seconds"
+            )
+            defaults["poll_seconds"] = poll_s
     return request["argv"]
 
 

@@ -90,13 +90,15 @@ def run_slot_trials(
     callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]] = (),
     exclusive: bool = False,
     startup_trials: int = 10,
+    poll_seconds: float | None = None,
 ) -> StudyProgress:
     """Run trials in P = `size` slots, fold by fold, until the study has `n_trials` finished ones; the
-    final progress. `callbacks(study, trial)` run after each trial told."""
+    final progress. `callbacks(study, trial)` run after each trial told. A worker with no trial left to
+    train while another's still run looks again every `poll_seconds` (default: the heartbeat's interval)."""
     if exclusive:
         requeue_running_trials(study)
     loop = SlotLoop(study, n_trials, objective, size, TrialAsk(space, seed, worker, startup_trials), catch,
-                    list(callbacks))  # fmt: skip
+                    list(callbacks), poll_seconds)  # fmt: skip
     with heartbeats(study, loop.asked, _heartbeat_seconds(study)):
         try:
             return loop.run()
@@ -118,11 +120,12 @@ class TrialAsk:
 class SlotLoop:
     """The trials under way and the rounds that train them (`run_slot_trials`)."""
 
-    def __init__(self, study, n_trials, objective, size, ask: TrialAsk, catch, callbacks) -> None:
+    def __init__(self, study, n_trials, objective, size, ask: TrialAsk, catch, callbacks, poll=None) -> None:
         self.study, self.n_trials, self.objective, self.size = study, n_trials, objective, size
         self.ask, self.catch, self.callbacks = ask, catch, callbacks
         self.under_way: list[SlotTrial] = []
         self.heartbeat = _heartbeat_seconds(study)
+        self.poll: float | None = poll
 
     def run(self) -> StudyProgress:
         """Rounds until the study has its finished trials and none of this loop's is under way."""
@@ -134,7 +137,7 @@ class SlotLoop:
             if picked is None:
                 if self.heartbeat is None:  # nothing would ever notice a dead worker's trial: do not wait
                     return progress
-                time.sleep(self.heartbeat)
+                time.sleep(self.heartbeat if self.poll is None else self.poll)
                 continue
             fold, new = picked
             if new:
