@@ -240,6 +240,7 @@ class _Slept(Exception):
     pass
 
 
+@pytest.mark.filterwarnings("ignore:Heartbeat of storage is supposed to be used with Study.optimize")
 @pytest.mark.parametrize(("poll_seconds", "slept"), [(None, 1), (0.25, 0.25)])
 def test_a_worker_with_no_trial_left_looks_again_every_poll_seconds_else_every_heartbeat(
     tmp_path, monkeypatch, poll_seconds, slept
