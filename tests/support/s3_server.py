@@ -1,4 +1,4 @@
-"""Real S3 servers on 127.0.0.1 for tests: SeaweedFS (`weed mini`) and moto, started by the fixtures.
+"""Real S3 servers on 127.0.0.1 for tests: SeaweedFS (`weed server -s3`) and moto, started by the fixtures.
 
 `seaweed_server` / `moto_server` start one server per session; `seaweed_s3` / `moto_s3`
 point boto3's own environment (AWS_ENDPOINT_URL and dummy credentials) at it for one
@@ -33,9 +33,11 @@ __all__ = [
 ]
 
 STARTUP_TIMEOUT_S = 60.0
-# SeaweedFS turns every volume read-only below 1% free disk (its volume server's `-minFreeSpace` default), and
-# each write then times out after minutes of retries: the fixture refuses to start there instead.
-MIN_FREE_SHARE = 0.01
+# SeaweedFS turns every volume read-only below its volume server's free-space floor, and each write then times
+# out after minutes of retries. Its default floor is 1% of the disk: 2.5 GiB of a shared 252 GiB CI disk, which
+# other tenants had once left at 2.2 GiB free. The tests write megabytes, so the server gets a fixed floor
+# instead, and the fixture refuses to start below it rather than time out test after test.
+MIN_FREE_BYTES = 256 * 2**20
 _DUMMY_ENV = {
     "AWS_ACCESS_KEY_ID": "foxhunt-test",
     "AWS_SECRET_ACCESS_KEY": "foxhunt-test",
@@ -56,7 +58,7 @@ class S3Server:
         """An s3:// URI in this server's bucket under a prefix unique to the call."""
         return "/".join([f"s3://{self.bucket}", uuid.uuid4().hex[:12], *parts])
 
-    def client(self):
+    def client(self, read_timeout: float = 60):
         """A boto3 client for this server that does not depend on the environment."""
         import boto3
         from botocore.config import Config
@@ -67,7 +69,9 @@ class S3Server:
             aws_access_key_id=_DUMMY_ENV["AWS_ACCESS_KEY_ID"],
             aws_secret_access_key=_DUMMY_ENV["AWS_SECRET_ACCESS_KEY"],
             region_name=_DUMMY_ENV["AWS_DEFAULT_REGION"],
-            config=Config(s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}),
+            config=Config(
+                s3={"addressing_style": "path"}, retries={"total_max_attempts": 1}, read_timeout=read_timeout
+            ),
         )
 
 
@@ -88,14 +92,14 @@ def _weed_binary() -> str:
     return found
 
 
-def check_free_space(folder: Path, usage=shutil.disk_usage) -> None:
+def check_free_space(folder: Path, usage=shutil.disk_usage, floor: int = MIN_FREE_BYTES) -> None:
     """Raise, naming `folder` and its disk's free space, where SeaweedFS would keep its volumes read-only."""
     disk = usage(folder)
-    if disk.free < MIN_FREE_SHARE * disk.total:
+    if disk.free < floor:
         raise RuntimeError(
-            f"{folder}: {disk.free / 2**30:.1f} GiB free of {disk.total / 2**30:.0f} GiB, under the "
-            f"{MIN_FREE_SHARE:.0%} below which SeaweedFS makes its volumes read-only (every write to it "
-            "would time out); free some disk space and run the tests again"
+            f"{folder}: {disk.free / 2**20:.0f} MiB free of {disk.total / 2**30:.0f} GiB, under the "
+            f"{floor / 2**20:.0f} MiB below which the test SeaweedFS makes its volumes read-only (every write "
+            "to it would time out); free some disk space and run the tests again"
         )
 
 
@@ -120,15 +124,17 @@ def _create_bucket_when_ready(server: S3Server, alive, log: Path) -> None:
 
 
 class SeaweedProcess:
-    """One `weed mini` process on fixed free loopback ports and a data folder that outlives it.
+    """One `weed server -s3` process (master, volume, filer, S3) on fixed free loopback ports and a data folder
+    that outlives it; `min_free` is the volume server's free-space floor in bytes.
 
     `kill()` then `start()` is a server crash and restart: same ports, same data.
     """
 
-    NAMES = ("s3", "master", "volume", "filer", "admin")
+    NAMES = ("s3", "master", "volume", "filer")
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, min_free: int = MIN_FREE_BYTES) -> None:
         self.root = root
+        self.min_free = min_free
         (root / "data").mkdir(parents=True, exist_ok=True)
         (root / "logs").mkdir(exist_ok=True)
         keys = [f"{n}{g}" for n in self.NAMES for g in ("", ".grpc")]
@@ -142,7 +148,9 @@ class SeaweedProcess:
         return [
             _weed_binary(),
             f"-logdir={root / 'logs'}",
-            "mini",
+            "server",
+            "-s3",
+            "-filer",
             f"-dir={root / 'data'}",
             "-ip=127.0.0.1",
             "-ip.bind=127.0.0.1",
@@ -150,16 +158,19 @@ class SeaweedProcess:
             *[f"-{name}.port.grpc={ports[name + '.grpc']}" for name in self.NAMES],
             f"-filer.localSocket={root / 'filer.sock'}",
             f"-s3.localSocket={root / 's3.sock'}",
-            "-admin.ui=false",
+            f"-volume.minFreeSpace={self.min_free // 2**20}MiB",
+            # Small volumes: the tests write megabytes, and a volume's size limit is what a fresh one may grow to.
+            "-master.volumeSizeLimitMB=256",
             "-webdav=false",
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
             "-master.telemetry=false",
         ]
 
-    def start(self) -> S3Server:
+    def start(self, check_disk: bool = True) -> S3Server:
         """Start the server and wait until its bucket is usable."""
-        check_free_space(self.root)
+        if check_disk:
+            check_free_space(self.root, floor=self.min_free)
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
                 self._command(), stdout=out, stderr=subprocess.STDOUT, cwd=self.root
@@ -187,7 +198,7 @@ class SeaweedProcess:
 
 @pytest.fixture(scope="session")
 def seaweed_server(tmp_path_factory):
-    """A SeaweedFS `weed mini` S3 server on free loopback ports, stopped at the end of the session."""
+    """A SeaweedFS S3 server on free loopback ports, stopped at the end of the session."""
     weed = SeaweedProcess(tmp_path_factory.mktemp("seaweedfs"))
     try:
         yield weed.start()
