@@ -30,7 +30,7 @@ def test_the_volume_server_keeps_the_floor_it_is_given(tmp_path):
     weed = SeaweedProcess(tmp_path, min_free=shutil.disk_usage(tmp_path).free + 2**40)
     server = weed.start(check_disk=False)
     try:
-        client = server.client(read_timeout=3)
+        client = server.client(read_timeout=1)
         with pytest.raises(Exception, match="(?i)timeout|InternalError"):
             client.put_object(Bucket=server.bucket, Key="over-the-floor", Body=b"x" * 1024)
     finally:

@@ -159,8 +159,10 @@ class SeaweedProcess:
             f"-filer.localSocket={root / 'filer.sock'}",
             f"-s3.localSocket={root / 's3.sock'}",
             f"-volume.minFreeSpace={self.min_free // 2**20}MiB",
-            # Small volumes: the tests write megabytes, and a volume's size limit is what a fresh one may grow to.
-            "-master.volumeSizeLimitMB=256",
+            # `weed mini`'s volume size: the tests write megabytes.
+            "-master.volumeSizeLimitMB=128",
+            "-volume.preStopSeconds=1",  # `weed mini`'s: a stop takes a second, not the 10 s default
+            "-master.electionTimeout=1s",  # a restarted master leads after a second, not after 20
             "-webdav=false",
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
@@ -186,12 +188,13 @@ class SeaweedProcess:
             self.process.wait()
 
     def stop(self) -> None:
-        """Terminate politely, then kill."""
+        """Terminate politely, then kill: `weed server` can take 10 s to stop all of its parts, and the data
+        folder is the test's own."""
         if self.process is None or self.process.poll() is not None:
             return
         self.process.terminate()
         try:
-            self.process.wait(timeout=10)
+            self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:
             self.kill()
 
