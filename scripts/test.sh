@@ -19,7 +19,7 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
 fi
 
-echo "== python environment (.venv)"
+echo "== [${SECONDS}s] python environment (.venv)"
 python3 -m venv .venv
 . .venv/bin/activate
 # The CPU build on disk first: an open torch range would pull a multi-GB CUDA build. --no-compile: pip would
@@ -28,9 +28,24 @@ python3 -m venv .venv
 pip install -q --no-compile torch==2.13.0
 pip install -q --no-compile -e ".[dev]"
 
+mkdir -p .cache
+# The suite runs as two sessions side by side, one a core: a session keeps about one core busy (in-process
+# training on one torch thread; its background queue of fresh-process runs ends within its first minutes),
+# and the machines CI gives have two. The first session takes these folders, the second every other test.
+# The first needs none of the installs below nor ruff's and mypy's verdicts, so it starts now, on the core
+# they leave mostly idle (mypy is one thread; the installs wait on the network and the disk); its folders
+# hold that much more work so that the two sessions end together. With arguments, one session runs them
+# as given, after the checks.
+first_session=(tests/run tests/bench tests/train)
+if [ "$#" -eq 0 ]; then
+  echo "== [${SECONDS}s] pytest, the first session in the background (.cache/pytest-first.log): ${first_session[*]}"
+  python -m pytest -q -p no:cacheprovider "${first_session[@]}" > .cache/pytest-first.log 2>&1 &
+  first_job=$!
+  trap 'kill "$first_job" 2>/dev/null || true' EXIT
+fi
+
 # Three installs that only some tests need run in the background while ruff and mypy check the code;
 # each logs to .cache/<name>.log and the script stops, showing that log, if one fails.
-mkdir -p .cache
 # checkov (the static scan of the chart, the workflow pods and the Dockerfile) pins old boto3 and
 # packaging releases, so it gets a virtualenv of its own; tests/deploy/test_security_scan.py runs it.
 echo "== checkov (.cache/checkov), in the background"
@@ -55,14 +70,14 @@ echo "== @grafana/schema + typescript (dashboard type check), in the background"
 sh tests/grafana_schema/install.sh > .cache/grafana-schema.log 2>&1 &
 grafana_job=$!
 
-echo "== ruff"
+echo "== [${SECONDS}s] ruff"
 ruff check .
 ruff format --check .
 
-echo "== mypy"
+echo "== [${SECONDS}s] mypy"
 mypy
 
-echo "== waiting for the background installs"
+echo "== [${SECONDS}s] waiting for the background installs"
 for job in "$checkov_job .cache/checkov-install.log" "$wheels_job .cache/light-wheels.log" \
     "$grafana_job .cache/grafana-schema.log"; do
   read -r pid log <<< "$job"
@@ -73,28 +88,18 @@ for job in "$checkov_job .cache/checkov-install.log" "$wheels_job .cache/light-w
   fi
 done
 
-# The suite as two sessions side by side, one a core: a session keeps about one core busy (in-process
-# training on one torch thread; its background queue of fresh-process runs ends within its first minutes),
-# and the machines CI gives have two. The first session takes these folders, the second every other test;
-# the seeds' whole runs (tests/seeds) sit apart from tests/run so that the two sessions end together.
-# With arguments, one session runs them as given.
-first_session=(tests/run tests/bench)
 if [ "$#" -gt 0 ]; then
-  echo "== pytest"
+  echo "== [${SECONDS}s] pytest"
   python -m pytest -q -p no:cacheprovider "$@"
 else
   ignored=()
   for folder in "${first_session[@]}"; do ignored+=("--ignore=$folder"); done
-  echo "== pytest, the second session in the background (.cache/pytest-second.log): tests but ${first_session[*]}"
-  python -m pytest -q -p no:cacheprovider tests "${ignored[@]}" > .cache/pytest-second.log 2>&1 &
-  second_job=$!
-  trap 'kill "$second_job" 2>/dev/null || true' EXIT
-  echo "== pytest, the first session: ${first_session[*]}"
-  first_status=0
-  python -m pytest -q -p no:cacheprovider "${first_session[@]}" || first_status=$?
+  echo "== [${SECONDS}s] pytest, the second session: tests but ${first_session[*]}"
   second_status=0
-  wait "$second_job" || second_status=$?
-  echo "== pytest, the second session"
-  if [ "$second_status" -ne 0 ]; then cat .cache/pytest-second.log; else tail -n 25 .cache/pytest-second.log; fi
+  python -m pytest -q -p no:cacheprovider tests "${ignored[@]}" || second_status=$?
+  first_status=0
+  wait "$first_job" || first_status=$?
+  echo "== [${SECONDS}s] pytest, the first session (.cache/pytest-first.log)"
+  if [ "$first_status" -ne 0 ]; then cat .cache/pytest-first.log; else tail -n 25 .cache/pytest-first.log; fi
   if [ "$first_status" -ne 0 ] || [ "$second_status" -ne 0 ]; then exit 1; fi
 fi

@@ -53,8 +53,9 @@ def test_ci_splits_the_suite_into_two_sessions_that_take_every_test_folder_once(
     assert first and all((REPO / folder).is_dir() and folder.startswith("tests/") for folder in first)
     # The second session is `tests` less exactly the first's folders, so a new folder lands in one of them.
     assert 'for folder in "${first_session[@]}"; do ignored+=("--ignore=$folder"); done' in script
+    assert 'python -m pytest -q -p no:cacheprovider tests "${ignored[@]}" || second_status=$?' in script
     assert (
-        'python -m pytest -q -p no:cacheprovider tests "${ignored[@]}" > .cache/pytest-second.log 2>&1 &'
+        'python -m pytest -q -p no:cacheprovider "${first_session[@]}" > .cache/pytest-first.log 2>&1 &'
         in script
     )
 
@@ -62,5 +63,5 @@ def test_ci_splits_the_suite_into_two_sessions_that_take_every_test_folder_once(
 def test_ci_fails_when_either_session_fails():
     script = (REPO / "scripts" / "test.sh").read_text()
 
-    assert 'wait "$second_job" || second_status=$?' in script
+    assert 'wait "$first_job" || first_status=$?' in script
     assert 'if [ "$first_status" -ne 0 ] || [ "$second_status" -ne 0 ]; then exit 1; fi' in script
