@@ -36,7 +36,7 @@ mkdir -p .cache
 # they leave mostly idle (mypy is one thread; the installs wait on the network and the disk); its folders
 # hold that much more work so that the two sessions end together. With arguments, one session runs them
 # as given, after the checks.
-first_session=(tests/run tests/bench tests/train)
+first_session=(tests/run tests/bench tests/seeds)
 if [ "$#" -eq 0 ]; then
   echo "== [${SECONDS}s] pytest, the first session in the background (.cache/pytest-first.log): ${first_session[*]}"
   python -m pytest -q -p no:cacheprovider "${first_session[@]}" > .cache/pytest-first.log 2>&1 &
