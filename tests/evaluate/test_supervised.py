@@ -6,6 +6,7 @@ import torch
 from support.signal_arrays import FOLDS, signal_arrays
 
 from foxhunt.data.folds import FoldRange, generate_walk_forward_indices
+from foxhunt.evaluate import mlp_fit
 from foxhunt.evaluate import supervised as sv
 from foxhunt.evaluate.baselines import BASELINE_NAMES, fold_baselines
 from foxhunt.evaluate.evaluation import Scoring, evaluate_run
@@ -200,14 +201,17 @@ def test_the_stitched_report_names_the_feature_oracle_and_the_models_share_of_it
 
 
 @pytest.mark.parametrize("fit_rows", [40, 900])  # fewer fitted rows than the steps draw (160), and more
-def test_the_steps_rows_are_standardised_as_each_row_on_its_own_whichever_comes_first(fit_rows):
+# All steps' rows at once (what a graphed fit copies), and gathered as each step asks (an eager fit).
+@pytest.mark.parametrize("step_rows", [sv._step_rows_standardised, mlp_fit._StepRows])
+def test_the_steps_rows_are_standardised_as_each_row_on_its_own_whichever_comes_first(fit_rows, step_rows):
     g = torch.Generator().manual_seed(5)
     features = torch.randn(1000, 42, generator=g) * 4
     mean, std = features[:fit_rows].mean(0), features[:fit_rows].std(0)
     rows = torch.randint(0, fit_rows, (8, 20), generator=g)
-    got = sv._step_rows_standardised(features, rows, fit_rows, mean, std)
-    assert got.shape == (8, 20, 42)
+    got = step_rows(features, rows, fit_rows, mean, std)
+    assert got.device == features.device
     for step in range(8):
+        assert got[step].shape == (20, 42)
         for j, row in enumerate(rows[step].tolist()):
             want = ((features[row] - mean) / std).clamp(-sv.MLP_CLIP, sv.MLP_CLIP)
             assert torch.equal(got[step, j], want)

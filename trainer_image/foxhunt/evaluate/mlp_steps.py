@@ -19,6 +19,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -26,6 +27,15 @@ from torch import nn
 BETAS = (0.9, 0.999)  # torch.optim.AdamW's defaults, which the eager fit uses
 EPS = 1e-8
 WARMUP_STEPS = 3  # eager steps on a side stream before capture, so lazy initialisation happens outside it
+
+
+class StepBatches(Protocol):
+    """Each step's minibatch (`[step]`) on one device: a (steps, batch, …) tensor, or rows gathered per step."""
+
+    @property
+    def device(self) -> torch.device: ...
+
+    def __getitem__(self, step: int) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -119,7 +129,7 @@ class FlatSteps:
 
 
 def flat_segments(
-    net: nn.Module, batches_z: torch.Tensor, batches_y: torch.Tensor, plan: StepPlan
+    net: nn.Module, batches_z: StepBatches, batches_y: torch.Tensor, plan: StepPlan
 ) -> Iterator[None]:
     """`eager_segments` through `FlatSteps`, without graphs: what each captured segment replays."""
     flat = FlatSteps(net, batches_z.device)
@@ -182,12 +192,13 @@ def graphed(plan: StepPlan) -> bool:
 
 
 def fit_segments(
-    net: nn.Module, batches_z: torch.Tensor, batches_y: torch.Tensor, plan: StepPlan, use_graphs: bool = True
+    net: nn.Module, batches_z: StepBatches, batches_y: torch.Tensor, plan: StepPlan, use_graphs: bool = True
 ) -> Iterator[None]:
-    """The fit's segments: replayed CUDA graphs where `graphed(plan)` (captured at the first fit), else eager
-    through `flat_segments` (which gives `eager_segments`' weights)."""
+    """The fit's segments: replayed CUDA graphs where `graphed(plan)` (captured at the first fit; `batches_z`
+    must then be one tensor), else eager through `flat_segments` (which gives `eager_segments`' weights)."""
     if not (use_graphs and graphed(plan)):
         return flat_segments(net, batches_z, batches_y, plan)
+    assert isinstance(batches_z, torch.Tensor), "a graphed fit copies every step's rows at once"
     if plan not in _GRAPHS:
         try:
             _GRAPHS[plan] = SegmentGraphs(net, plan)
