@@ -22,7 +22,7 @@ from foxhunt.train import (
 )
 from foxhunt.train.diagnostics import evenly_spaced_blocks
 from foxhunt.train.networks import build_qnet
-from foxhunt.train.policy import greedy_maps, policy_state
+from foxhunt.train.policy import CPU_MAP_ROWS, greedy_maps, policy_state
 
 
 # ---- the greedy rollout and its metrics ---------------------------------------------------------------
@@ -39,6 +39,21 @@ def test_greedy_maps_are_each_positions_argmax_over_its_normalised_state(device,
         with torch.no_grad():
             want = net(policy_state(features, position, mean, std)).argmax(1)
         assert torch.equal(maps[:, p], want), p
+
+
+def test_the_cpus_maps_in_cache_sized_passes_equal_one_pass_over_every_row():
+    # The run's shapes (42 features, hidden 64) and more rows than a CPU pass takes: a capped chunk must give
+    # the maps of one pass over all rows, the products' bits unchanged by the rows beside them.
+    torch.manual_seed(4)
+    net = build_qnet(42, 64)
+    n = 2 * CPU_MAP_ROWS + 1_000
+    features = torch.randn(n, 42) * 2
+    mean, std = features.mean(0), features.std(0)
+    maps = greedy_maps(net, features, mean, std, chunk=1 << 18)  # three passes, not one
+    with torch.no_grad():
+        for p in range(3):
+            q = net(policy_state(features, torch.full((n,), float(p - 1)), mean, std))
+            assert torch.equal(maps[:, p], q.argmax(1))
 
 
 @pytest.mark.parametrize("device", DEVICES)
