@@ -28,9 +28,9 @@ from foxhunt.train.reductions import fixed_mean, fixed_std, fixed_sum
 N_ACTIONS = 3
 FLAT = 1  # action index of the flat position
 STATE_ALIGN = 8  # the fused greedy maps' state columns: a multiple of 8 takes the aligned product kernels
-# The CPU's greedy maps take at most this many rows a pass, so that a pass's activations stay in the caches:
-# 300,000 rows in 0.13 s against 0.42 s in passes of 262,144 (hidden 64, 2 threads); the maps are the same
-# at any chunk (tests/train/test_greedy_policy.py), and `foxhunt pipeline` takes 13.5 s, not 17.2.
+# The CPU's greedy maps take at most this many rows a pass, so that a pass's activations stay in the caches
+# (passes of 262,144 rows spilled them): the same maps at any chunk (tests/train/test_greedy_policy.py), and
+# the default `foxhunt pipeline` in 18.4 s against 21.5 s (bench/README, "The CPU's greedy maps in passes").
 CPU_MAP_ROWS = 1 << 13
 
 
