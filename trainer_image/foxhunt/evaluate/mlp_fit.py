@@ -57,22 +57,12 @@ def _standardise(x: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torc
     return (x.float() - mean).div_(std).clamp_(-MLP_CLIP, MLP_CLIP)
 
 
-def _step_rows_standardised(features, rows: torch.Tensor, fit_rows: int, mean, std) -> torch.Tensor:
-    """Every step's rows of `features`, standardised: (steps, batch, k). Elementwise, so the same numbers
-    whichever comes first: the fitted rows standardised once and gathered when they are fewer than the
-    steps draw (300 × 1024; a two-year fold fits ~100,000), else the drawn rows gathered and standardised."""
-    flat = rows.reshape(-1)
-    if fit_rows < flat.numel():
-        z = _standardise(features[:fit_rows], mean, std)[flat]
-    else:
-        z = _standardise(features[flat], mean, std)
-    return z.view(*rows.shape, features.shape[1])
-
-
 class _StepRows:
-    """`_step_rows_standardised`'s rows gathered when each step asks for them (`[step]`), for eager fits: the
-    same numbers without the (steps, batch, k) buffer, 50 MB at 300 × 1024 × 42, whose first writes (page
-    faults) were a fifth of a CPU fit's time."""
+    """Each step's rows of `features`, standardised: `[step]` gathers one step's (batch, k) as the step asks
+    (an eager fit), `whole()` all of them at once, (steps, batch, k) (a graphed fit's one buffer; 50 MB at
+    300 × 1024 × 42, whose first writes were a fifth of a CPU fit's time). Elementwise, so the same numbers
+    whichever comes first: the fitted rows standardised once and gathered when they are fewer than the steps
+    draw (a two-year fold fits ~100,000), else the drawn rows gathered and standardised."""
 
     def __init__(self, features, rows: torch.Tensor, fit_rows: int, mean, std) -> None:
         self.features, self.rows, self.mean, self.std = features, rows, mean, std
@@ -80,9 +70,20 @@ class _StepRows:
         self.standardised = _standardise(features[:fit_rows], mean, std) if fit_rows < rows.numel() else None
 
     def __getitem__(self, step: int) -> torch.Tensor:
+        return self._gathered(self.rows[step])
+
+    def whole(self) -> torch.Tensor:
+        return self._gathered(self.rows.reshape(-1)).view(*self.rows.shape, self.features.shape[1])
+
+    def _gathered(self, rows: torch.Tensor) -> torch.Tensor:
         if self.standardised is not None:
-            return self.standardised[self.rows[step]]
-        return _standardise(self.features[self.rows[step]], self.mean, self.std)
+            return self.standardised[rows]
+        return _standardise(self.features[rows], self.mean, self.std)
+
+
+def _step_rows_standardised(features, rows: torch.Tensor, fit_rows: int, mean, std) -> torch.Tensor:
+    """Every step's rows of `features`, standardised, in one (steps, batch, k) tensor (`_StepRows.whole`)."""
+    return _StepRows(features, rows, fit_rows, mean, std).whole()
 
 
 @dataclass
