@@ -12,7 +12,14 @@ from support.eurusd_windows import COST, START, VAL, eurusd_arrays, policies
 
 from foxhunt.data.pnl import net_pnl
 from foxhunt.evaluate import records
-from foxhunt.evaluate.records import fold_record, host_array, host_arrays, stitch, window_records
+from foxhunt.evaluate.records import (
+    fold_record,
+    host_array,
+    host_arrays,
+    stitch,
+    stitch_policies,
+    window_records,
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,6 +52,28 @@ def test_the_records_of_a_window_built_at_once_are_each_policys_own_record(eurus
     assert list(got) == list(named)
     for name, positions in named.items():
         assert_same_record(got[name], fold_record(3, START, positions, timestamp, returns))
+
+
+def test_the_policies_stitched_together_are_each_policy_stitched_alone(eurusd):
+    # Catches: one policy's positions under another's name, the shared sort reused for windows that differ,
+    # or a bar owned by the wrong one of two overlapping windows.
+    timestamp, features, targets = eurusd
+    by_policy: dict[str, list] = {}
+    for fold, start in enumerate((START, START + VAL // 2, START + VAL + 500)):  # an overlap, then a gap
+        for name, record in window_records(
+            fold, start, policies(features, start, VAL), timestamp, targets[:, 0]
+        ).items():
+            by_policy.setdefault(name, []).append(record)
+    own = [  # the same positions on windows 7 bars later, on arrays of their own: stitched alone
+        fold_record(f, int(r.index[0]) + 7, r.positions, timestamp, targets[:, 0])
+        for f, r in enumerate(by_policy["slow_sign"])
+    ]
+    by_policy["own arrays"] = own
+    got = stitch_policies(by_policy)
+    assert list(got) == list(by_policy)
+    for name, recs in by_policy.items():
+        assert_same_record(got[name], stitch(recs))
+    assert len({id(r.positions) for r in got.values()}) == len(got)
 
 
 @pytest.mark.usefixtures("stacked")

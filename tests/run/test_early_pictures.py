@@ -54,11 +54,18 @@ def in_process(tiny_fxcache, tiny_params, tmp_path_factory):
 def test_a_run_with_cores_to_spare_draws_with_an_early_worker_the_same_bytes(
     in_process, tiny_fxcache, tiny_params, tmp_path, monkeypatch, caplog
 ):
-    submit, sent = plot_jobs.PicturePool.submit, []
+    submit, sent, titles = plot_jobs.PicturePool.submit, [], []
 
     def spy(pool, job):
         sent.append(job.key)
+        titles.append(job.args[-1])
         submit(pool, job)
+
+    stitch_outcomes = walk_forward.stitch_outcomes
+
+    def stitched(*args, **kwargs):
+        sent.append("the stitched record")
+        return stitch_outcomes(*args, **kwargs)
 
     learning_figure, drawn_here = plot_learning.learning_figure, []
 
@@ -67,12 +74,15 @@ def test_a_run_with_cores_to_spare_draws_with_an_early_worker_the_same_bytes(
         return learning_figure(*args)
 
     monkeypatch.setattr(plot_jobs.PicturePool, "submit", spy)
+    monkeypatch.setattr(walk_forward, "stitch_outcomes", stitched)
     monkeypatch.setattr(plot_learning, "learning_figure", learning_here)  # this process's, not the worker's
     out = tmp_path / "out"
     with caplog.at_level(logging.WARNING, logger=plot_jobs.__name__):
         (started,) = run_with_cores(4, tiny_fxcache, tiny_params, out, monkeypatch)
     assert len(started) == 1  # the worker was up while the folds trained
-    assert sent == ["timings.png", "learning.png"]  # the folds' pictures went to it
+    # The folds' pictures went to it before the stitched record was scored, so their title has no verdict.
+    assert sent == ["timings.png", "learning.png", "the stitched record"]
+    assert titles == [f"foxhunt run early-pictures on cpu: {name}" for name in ("timings", "learning")]
     assert not caplog.records and not drawn_here  # and it drew them: no fallback, not drawn again here
     assert {name: (out / name).read_bytes() for name in COMPARED} == in_process
     assert not any(child.is_alive() for child in started)

@@ -42,7 +42,8 @@ from foxhunt.evaluate.records import (
     fold_record,  # noqa: F401 (callers import it from here)
     host_array,
     record_key,
-    stitch,
+    stitch,  # noqa: F401 (callers import it from here)
+    stitch_policies,
     window_records,
 )
 from foxhunt.evaluate.series import series_figures, stacked_figures
@@ -368,7 +369,7 @@ def evaluate_run(
             by_policy.setdefault(name, []).append(record)
     if not windows:
         raise ValueError("no fold has model positions to evaluate")
-    stitched = {name: stitch(recs) for name, recs in by_policy.items()}
+    stitched = stitch_policies(by_policy)
     return RunEvaluation(
         folds=windows,
         stitched=evaluate_window(stitched, scoring, memo=memo),

@@ -14,31 +14,44 @@ if TYPE_CHECKING:
 
 
 def run_pictures(
-    run: RunEvaluation | None, reports: Sequence, title: str, pool: PicturePool | None = None
+    run: RunEvaluation | None,
+    reports: Sequence,
+    title: str,
+    pool: PicturePool | None = None,
+    folds_title: str | None = None,
 ) -> dict[str, bytes]:
-    """`run.png` and `positions.png` (the stitched record, when there is one), `timings.png` (phase seconds
-    per fold) and `learning.png` (each fold's learning curve), from the folds' reports when given.
+    """`run.png` and `positions.png` (the stitched record, when there is one, titled `title`), `timings.png`
+    (phase seconds per fold) and `learning.png` (each fold's learning curve), from the folds' reports when
+    given, titled `folds_title` (default `title`).
 
     With `pool`, to which `send_fold_pictures` handed the folds' pictures, the record's pictures are drawn
     here and the worker's bytes collected after them."""
     from foxhunt.evaluate.plot_jobs import draw_pictures
 
     if pool is None:
-        return draw_pictures(picture_jobs(run, reports, title))
+        return draw_pictures(picture_jobs(run, reports, title, folds_title=folds_title))
     return draw_pictures(record_jobs(run, reports, title), workers=1) | pool.results()
 
 
 def send_fold_pictures(pool: PicturePool, reports: Sequence, title: str) -> None:
     """`timings.png` and `learning.png`, which need only the folds' reports, to `pool`'s worker: drawn there
-    while the run writes its tables and draws its record's pictures (`run_pictures` collects them)."""
+    while the run scores its stitched record, writes its tables and draws the record's pictures
+    (`run_pictures` collects them)."""
     for job in fold_jobs(reports, title):
         pool.submit(job)
 
 
-def picture_jobs(run: RunEvaluation | None, reports: Sequence, title: str, folder: str = "") -> list:
+def picture_jobs(
+    run: RunEvaluation | None,
+    reports: Sequence,
+    title: str,
+    folder: str = "",
+    folds_title: str | None = None,
+) -> list:
     """`run_pictures`' pictures as jobs (`plot_jobs.PictureJob`) keyed by `folder` joined to their names:
     what each draws is computed here, the drawing left to `plot_jobs.draw_pictures`."""
-    return record_jobs(run, reports, title, folder) + fold_jobs(reports, title, folder)
+    folds_title = title if folds_title is None else folds_title
+    return record_jobs(run, reports, title, folder) + fold_jobs(reports, folds_title, folder)
 
 
 def record_jobs(

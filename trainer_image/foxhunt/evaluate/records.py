@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -178,23 +178,55 @@ def stitch(records: Sequence[Record]) -> Record:
     """One record in time order from the folds' records; a bar goes to the latest-started window holding it."""
     if not records:
         raise ValueError("no records to stitch")
-    rows = np.concatenate([r.index for r in records])
-    window_start = np.concatenate([np.full(len(r), r.index[0] if len(r) else 0) for r in records])
-    fold = np.concatenate([r.fold for r in records])
-    # Sorted by row, then by window start, then by fold: the last entry of each row is its owner.
-    order = np.lexsort((fold, window_start, rows))
-    keep = order[np.append(rows[order][1:] != rows[order][:-1], True)]
+    keep = _owners(records)
 
     def take(field: str) -> np.ndarray:
         return np.concatenate([getattr(r, field) for r in records])[keep]
 
     return Record(
         bars_per_year=records[0].bars_per_year,
-        index=rows[keep],
+        index=take("index"),
         timestamp=take("timestamp"),
         positions=take("positions"),
         returns=take("returns"),
-        fold=fold[keep],
+        fold=take("fold"),
+    )
+
+
+def stitch_policies(by_policy: Mapping[str, Sequence[Record]]) -> dict[str, Record]:
+    """`stitch` of each policy's fold records. A policy whose windows lie on the first policy's very rows,
+    timestamps, returns and folds (`window_records` shares them) shares its stitched columns: the sort and
+    the takes over every bar are done once, and only the positions per policy."""
+    names = list(by_policy)
+    reference = by_policy[names[0]]
+    first = stitch(reference)
+    out = {names[0]: first}
+    keep = None
+    for name in names[1:]:
+        records = by_policy[name]
+        if not _same_windows(records, reference):
+            out[name] = stitch(records)
+            continue
+        keep = _owners(reference) if keep is None else keep
+        out[name] = replace(first, positions=np.concatenate([r.positions for r in records])[keep])
+    return out
+
+
+def _owners(records: Sequence[Record]) -> np.ndarray:
+    """For each stitched bar, its entry in the windows' concatenation: sorted by row, then window start,
+    then fold, the last entry of each row (the latest-started window's) owns it."""
+    rows = np.concatenate([r.index for r in records])
+    window_start = np.concatenate([np.full(len(r), r.index[0] if len(r) else 0) for r in records])
+    fold = np.concatenate([r.fold for r in records])
+    order = np.lexsort((fold, window_start, rows))
+    return order[np.append(rows[order][1:] != rows[order][:-1], True)]
+
+
+def _same_windows(records: Sequence[Record], reference: Sequence[Record]) -> bool:
+    """Whether `records` lie on the very arrays of `reference`'s windows (rows, timestamps, returns, folds)."""
+    fields = ("index", "timestamp", "returns", "fold")
+    return len(records) == len(reference) and all(
+        getattr(r, f) is getattr(ref, f) for r, ref in zip(records, reference, strict=True) for f in fields
     )
 
 

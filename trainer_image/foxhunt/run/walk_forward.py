@@ -91,6 +91,8 @@ def run_folds(
             hooks=_run_hooks(run, done, outs, seeds),
         )
         summary.graph_captures = trainer.graph_captures
+        if pictures is not None:  # the folds' pictures need no stitched record: drawn while it is scored
+            send_fold_pictures(pictures, summary.folds, _heading(summary))
         result = _run_result(run, data, folds, walked, seeds, scoring, memo)
         _report_run(run, data, folds, result.voted or result.first, scoring, pictures)
     if len(seeds) > 1:
@@ -334,15 +336,13 @@ def _report_run(
         lines.insert(2, cost_noise_line(scoring.cost_per_unit, one_bar_noise(data.targets, folds)))
     for line in lines:
         progress(line)
-    title = _title(summary, evaluation)  # every picture's, so no picture starts before the stitched record
-    if pool is not None:
-        send_fold_pictures(pool, summary.folds, title)
+    title = _title(summary, evaluation)  # the record's pictures carry its verdict; the folds' do not
     for name, table in run_tables(evaluation).items():  # trades.parquet, daily.csv, monthly.csv
         storage.write_bytes(storage.join(run.out_uri, name), table)
     if not run.config.draws_pictures:
         return
     try:
-        pictures = run_pictures(evaluation, summary.folds, title, pool)
+        pictures = run_pictures(evaluation, summary.folds, title, pool, _heading(summary))
     except ImportError as exc:  # a slim image without matplotlib still trains and reports in JSON
         progress(f"the run's pictures not drawn: {exc}")
         return
@@ -350,10 +350,15 @@ def _report_run(
         storage.write_bytes(storage.join(run.out_uri, name), png)
 
 
+def _heading(summary) -> str:
+    """The folds' pictures' title (`timings.png`, `learning.png`): the run and its device."""
+    return f"foxhunt run {summary.run_id} on {summary.device}"
+
+
 def _title(summary, evaluation) -> str:
-    """The run's pictures' title: the run, its device and the stitched record's verdict."""
+    """The record's pictures' title (`run.png`, `positions.png`): the heading and the stitched verdict."""
     net = evaluation.stitched.policies[MODEL].net
     flat = flat_words(net.exposure, [r.selection for r in summary.folds])
     # A record that never traded says why, not "model net Sharpe 0.00", which reads as a fault.
     verdict = f"the model's record is {flat} in any fold" if flat else verdict_line(evaluation.stitched)
-    return f"foxhunt run {summary.run_id} on {summary.device}\n{verdict}"
+    return f"{_heading(summary)}\n{verdict}"
