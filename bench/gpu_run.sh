@@ -54,7 +54,7 @@ steps=" $(echo " $steps " | sed -e 's/ perf / plan /g; s/ epoch / step /g') "
 # The shipped image has bytecode for every package (pip compiles it at install); where torch's install here has
 # none (a read-only tree), compile it once into a prefix the measured processes read (harness.pod_env).
 torch_dir=$(python3 -c "import os, torch; print(os.path.dirname(torch.__file__))")
-if [[ "$steps" =~ " "(plan|real|seeds|trials|search|learner|power|overlay|universe)" " ]] && ! ls "$torch_dir"/__pycache__/__init__.*.pyc >/dev/null 2>&1; then
+if [[ "$steps" =~ " "(plan|real|seeds|trials|search|learner|power|overlay|universe|fixed)" " ]] && ! ls "$torch_dir"/__pycache__/__init__.*.pyc >/dev/null 2>&1; then
   export FOXHUNT_BENCH_PYCACHE=${FOXHUNT_BENCH_PYCACHE:-/tmp/foxhunt-pycache}
   started=$(date +%s)
   PYTHONPYCACHEPREFIX=$FOXHUNT_BENCH_PYCACHE python3 -m compileall -q -j 0 "$(dirname "$torch_dir")" \
