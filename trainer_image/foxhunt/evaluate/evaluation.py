@@ -338,6 +338,7 @@ def evaluate_run(
     baselines: Mapping[int, Mapping[str, object]] | None = None,
     ridge_lambda: float | None = None,
     memo: RecordsScorer | None = None,
+    windows: Mapping[int, WindowEvaluation] | None = None,
 ) -> RunEvaluation:
     """Evaluate the model's validation positions per fold and stitched, beside the baselines.
 
@@ -345,13 +346,14 @@ def evaluate_run(
     `folds` the run's `FoldRange`s, `model_positions[fold]` the positions over that fold's
     validation window. `baselines[fold]` may carry precomputed baseline positions (trials reuse
     them); otherwise `baselines.fold_baselines` computes them on the device. `memo` looks up the
-    windows already scored (each fold's, as it ended).
+    windows already scored (each fold's, as it ended); `windows[fold]`, a fold's evaluation as it ended
+    (of these positions beside these baselines, under this scoring), is taken as it is.
     """
     from foxhunt.evaluate import baselines as base  # torch: only where baselines are computed
 
     returns = host_array(targets[:, 0])  # one transfer serves every fold and policy
     by_policy: dict[str, list[Record]] = {}
-    windows = []
+    scored: list[WindowEvaluation] = []
     for fold_range in folds:
         if fold_range.fold not in model_positions:
             continue
@@ -364,14 +366,17 @@ def evaluate_run(
             )
         positions = {MODEL: model_positions[fold_range.fold], **others}
         records = window_records(fold_range.fold, fold_range.val_start, positions, timestamp, returns)
-        windows.append(evaluate_window(records, scoring, fold_range.fold, memo))
+        known = None if windows is None else windows.get(fold_range.fold)
+        scored.append(
+            known if known is not None else evaluate_window(records, scoring, fold_range.fold, memo)
+        )
         for name, record in records.items():
             by_policy.setdefault(name, []).append(record)
-    if not windows:
+    if not scored:
         raise ValueError("no fold has model positions to evaluate")
     stitched = stitch_policies(by_policy)
     return RunEvaluation(
-        folds=windows,
+        folds=scored,
         stitched=evaluate_window(stitched, scoring, memo=memo),
         records=stitched,
         cost_per_unit=scoring.cost_per_unit,

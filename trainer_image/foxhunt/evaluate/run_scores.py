@@ -123,12 +123,15 @@ def stitched_evaluation(
     scoring: Scoring,
     baselines: Mapping[int, BaselinePositions] | None = None,
     memo: ScoreMemo | None = None,
+    windows: Mapping[int, WindowEvaluation] | None = None,
 ) -> RunEvaluation:
     """Every fold with positions, and the stitched record; baselines not given are computed here (once
-    per fold window where `memo` holds them: a resumed run's seeds share the fit), and records `memo`
-    holds are looked up."""
+    per fold window where `memo` holds them: a resumed run's seeds share the fit), records `memo` holds
+    are looked up, and the folds' evaluations in `windows` are taken as they are (`evaluate_run`)."""
     known = dict(baselines or {})
     for fold_range in folds:
         if fold_range.fold in positions and fold_range.fold not in known:
             known[fold_range.fold] = memo_baselines(features, targets, fold_range, scoring, memo)
-    return evaluate_run(features, targets, timestamp, folds, positions, scoring, baselines=known, memo=memo)
+    return evaluate_run(
+        features, targets, timestamp, folds, positions, scoring, baselines=known, memo=memo, windows=windows
+    )

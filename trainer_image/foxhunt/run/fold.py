@@ -296,8 +296,14 @@ def stitch_outcomes(
     baselines_from: Mapping[int, FoldOutcome] | None = None,
 ) -> RunEvaluation:
     """The stitched out-of-sample record of the folds' outcomes (their validation positions) on the device
-    data, beside the baselines the folds scored (those of `baselines_from`, by default the same folds')."""
+    data, beside the baselines the folds scored (those of `baselines_from`, by default the same folds').
+
+    A fold trained in this process, stitched beside its own baselines, keeps the evaluation it was given as
+    it ended (`finish_fold`: those positions, those baselines, this scoring): it is not scored again."""
     scored = outcomes if baselines_from is None else baselines_from
+    own = {} if baselines_from is not None else {
+        fold: o.report.evaluation for fold, o in outcomes.items() if o.baselines is not None
+    }  # fmt: skip
     return stitched_evaluation(
         data.features,
         data.targets,
@@ -307,6 +313,7 @@ def stitch_outcomes(
         scoring,
         {fold: o.baselines for fold, o in scored.items() if o.baselines is not None},
         memo,
+        own,
     )
 
 
