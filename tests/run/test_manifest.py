@@ -44,6 +44,38 @@ def test_a_manifest_reads_back_what_was_written():
     assert Manifest.from_bytes(written.to_bytes()) == written
 
 
+def test_a_manifest_is_written_as_every_field_scrubbed_of_urls_work_and_all_would_be():
+    # Catches: a field dropped or reordered, the folds' numbers or records written otherwise, or a setting's
+    # URL no longer redacted, now that the work records are written without the redaction walk.
+    from dataclasses import asdict
+
+    from foxhunt.redaction import scrub_record
+
+    config = {
+        **manifest().config,
+        "study_storage": "postgresql://user:hunter2@db:5432/s",
+        "hosts": ("a", "b"),
+    }
+    written = manifest(
+        fxcache="s3://key:secret@bucket/x.fxcache",
+        config=config,
+        run=WorkRecord({2: FoldRecord({"fold_2/weights.pt": "ab" * 32}, "2024-01-01T00:00:00+00:00")}),
+        trials={
+            7: WorkRecord({0: FoldRecord({"trials/0007/fold_0/report.json": "cd" * 32}, "t")}),
+            3: WorkRecord(),
+        },
+        search={"storage": "postgresql://user:hunter2@db/s"},
+    )
+    data = asdict(written)  # the whole record walked, as the manifest was written before
+    data["run"]["folds"] = {str(k): v for k, v in data["run"]["folds"].items()}
+    data["trials"] = {
+        str(k): {"folds": {str(f): r for f, r in v["folds"].items()}} for k, v in data["trials"].items()
+    }
+    expected = (json.dumps(scrub_record(data, registered=False), indent=2) + "\n").encode()
+    assert written.to_bytes() == expected
+    assert b"hunter2" not in expected and b"secret" not in expected
+
+
 def test_differences_name_every_setting_that_changed_and_ignore_the_run_id():
     old = manifest()
     new_config = json.loads(json.dumps(old.config))

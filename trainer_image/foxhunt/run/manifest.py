@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from foxhunt import out_names, storage
 from foxhunt.config import RESULT_SETTINGS
@@ -88,15 +88,21 @@ class Manifest:
         return flat
 
     def to_bytes(self) -> bytes:
-        data = asdict(self)
-        data["run"]["folds"] = {str(k): v for k, v in data["run"]["folds"].items()}
-        data["trials"] = {
-            str(k): {"folds": {str(f): r for f, r in v["folds"].items()}} for k, v in data["trials"].items()
-        }
         # No password in a setting: URLs (with or without a scheme) are redacted by their structure.
         # Registered secrets are not looked for: a setting that spells one (`fill: close`) stays as it
         # is, so the file reads the same whatever secrets the next attempt has, and it resumes.
-        return (json.dumps(scrub_record(data, registered=False), indent=2) + "\n").encode()
+        # The work records are left out of the walk: their file names (relative to --out), sha256s and
+        # times hold no URL, and a search's trials make them most of the file (written after every round).
+        data: dict[str, object] = {}
+        for f in fields(self):  # in the fields' order, as the file has always listed them
+            value = getattr(self, f.name)
+            if f.name == "run":
+                data[f.name] = _work_dict(value)
+            elif f.name == "trials":
+                data[f.name] = {str(k): _work_dict(v) for k, v in value.items()}
+            else:
+                data[f.name] = scrub_record(value, registered=False)
+        return (json.dumps(data, indent=2) + "\n").encode()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> Manifest:
@@ -117,6 +123,15 @@ class Manifest:
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ValueError(f"not a foxhunt manifest: {exc}") from exc
+
+
+def _work_dict(work: WorkRecord) -> dict:
+    """`work` as the manifest's JSON holds it: folds by their number as text, each its outputs and time."""
+    return {
+        "folds": {
+            str(k): {"outputs": dict(r.outputs), "finished_at": r.finished_at} for k, r in work.folds.items()
+        }
+    }
 
 
 def _flatten(value, prefix: str) -> dict[str, object]:
