@@ -12,7 +12,6 @@ from support.run_cases import quick_argv
 from foxhunt.cli import main
 from foxhunt.evaluate import evaluation
 from foxhunt.evaluate.reports import window_to_dict
-from foxhunt.evaluate.run_scores import stitched_evaluation
 from foxhunt.evaluate.score_memo import ScoreMemo
 from foxhunt.run import walk_forward
 
@@ -53,16 +52,8 @@ def test_the_stitch_scores_only_the_stitched_record_not_the_folds_windows_again(
 def test_the_folds_kept_are_what_scoring_their_windows_again_gives(stitched):
     # Catches: an evaluation kept for the wrong fold, or one of other positions or baselines than stitched.
     data, folds, outcomes, scoring = stitched["args"]
-    again = stitched_evaluation(
-        data.features,
-        data.targets,
-        data.timestamp,
-        folds,
-        {fold: o.positions for fold, o in outcomes.items()},
-        scoring,
-        {fold: o.baselines for fold, o in outcomes.items()},
-        ScoreMemo(),
-    )
+    # Beside baselines named apart (here the folds' own), every window is scored again, with a memo of its own.
+    again = walk_forward.stitch_outcomes(data, folds, outcomes, scoring, ScoreMemo(), baselines_from=outcomes)
     kept = stitched["evaluation"]
     assert [window_to_dict(w) for w in kept.folds] == [window_to_dict(w) for w in again.folds]
     assert window_to_dict(kept.stitched) == window_to_dict(again.stitched)
