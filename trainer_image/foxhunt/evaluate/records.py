@@ -178,7 +178,31 @@ def stitch(records: Sequence[Record]) -> Record:
     """One record in time order from the folds' records; a bar goes to the latest-started window holding it."""
     if not records:
         raise ValueError("no records to stitch")
-    keep = _owners(records)
+    return _taken(records, _owners(records))
+
+
+def stitch_policies(by_policy: Mapping[str, Sequence[Record]]) -> dict[str, Record]:
+    """`stitch` of each policy's fold records. A policy whose windows lie on the first policy's very rows,
+    timestamps, returns and folds (`window_records` shares them) shares its stitched columns: the sort and
+    the takes over every bar are done once, and only the positions per policy."""
+    names = list(by_policy)
+    reference = by_policy[names[0]]
+    if not reference:
+        raise ValueError("no records to stitch")
+    keep = _owners(reference)
+    first = _taken(reference, keep)
+    out = {names[0]: first}
+    for name in names[1:]:
+        records = by_policy[name]
+        if _same_windows(records, reference):
+            out[name] = replace(first, positions=np.concatenate([r.positions for r in records])[keep])
+        else:
+            out[name] = stitch(records)
+    return out
+
+
+def _taken(records: Sequence[Record], keep: np.ndarray) -> Record:
+    """The stitched record: each column of the windows' concatenation at the entries `keep` (`_owners`)."""
 
     def take(field: str) -> np.ndarray:
         return np.concatenate([getattr(r, field) for r in records])[keep]
@@ -191,25 +215,6 @@ def stitch(records: Sequence[Record]) -> Record:
         returns=take("returns"),
         fold=take("fold"),
     )
-
-
-def stitch_policies(by_policy: Mapping[str, Sequence[Record]]) -> dict[str, Record]:
-    """`stitch` of each policy's fold records. A policy whose windows lie on the first policy's very rows,
-    timestamps, returns and folds (`window_records` shares them) shares its stitched columns: the sort and
-    the takes over every bar are done once, and only the positions per policy."""
-    names = list(by_policy)
-    reference = by_policy[names[0]]
-    first = stitch(reference)
-    out = {names[0]: first}
-    keep = None
-    for name in names[1:]:
-        records = by_policy[name]
-        if not _same_windows(records, reference):
-            out[name] = stitch(records)
-            continue
-        keep = _owners(reference) if keep is None else keep
-        out[name] = replace(first, positions=np.concatenate([r.positions for r in records])[keep])
-    return out
 
 
 def _owners(records: Sequence[Record]) -> np.ndarray:
