@@ -241,12 +241,11 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
             metrics.record(study, trial)
             run.metrics.push()
-            save()
-            finished = sum(map(is_finished, study.get_trials(deepcopy=False)))
+            finished = save().finished_trials  # the study as the files just written count it
             estimate = time_left(
                 time.monotonic() - started, finished - finished_before, settings.trials - finished
             )
-            run.progress(_trial_line(study, trial, settings.trials) + estimate)
+            run.progress(_trial_line(trial, finished, settings.trials) + estimate)
 
         try:
             scoring = TrialScoring(run, data, folds, options.objective)
@@ -363,8 +362,7 @@ def time_left(elapsed_s: float, done_here: int, remaining: int) -> str:
     return f"; about {left_min:.0f} min left ({pace / 60:.1f} min a trial here)"
 
 
-def _trial_line(study: optuna.Study, trial: FrozenTrial, planned: int) -> str:
-    finished = sum(map(is_finished, study.get_trials(deepcopy=False)))
+def _trial_line(trial: FrozenTrial, finished: int, planned: int) -> str:
     value = f" objective {trial.value:.4g}" if trial.state == TrialState.COMPLETE else ""
     error = f" ({trial.user_attrs[ERROR_ATTR]})" if ERROR_ATTR in trial.user_attrs else ""
     return f"trial {trial.number} {trial.state.name.lower()}{value}{error}; {finished}/{planned} finished"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -75,9 +76,10 @@ def _duration(trial: FrozenTrial) -> float | None:
     return (trial.datetime_complete - trial.datetime_start).total_seconds()
 
 
-def study_table(study: optuna.Study) -> list[TrialRow]:
-    """Every trial that ran (surplus and still-waiting trials left out), by number."""
-    trials = study.get_trials(deepcopy=False)
+def study_table(study: optuna.Study, trials: Sequence[FrozenTrial] | None = None) -> list[TrialRow]:
+    """Every trial that ran (surplus and still-waiting trials left out), by number; of `trials` where given
+    (the study's trials as the caller read them), else of the study now."""
+    trials = study.get_trials(deepcopy=False) if trials is None else trials
     retried_as = {}
     for t in trials:
         history = t.system_attrs.get("retry_history") or []
@@ -117,10 +119,11 @@ def table_csv(rows: list[TrialRow]) -> str:
     return out.getvalue()
 
 
-def best_trial(study: optuna.Study) -> FrozenTrial | None:
-    """The best complete trial, or None while no trial has completed."""
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    return study.best_trial if complete else None
+def best_trial(study: optuna.Study, trials: Sequence[FrozenTrial] | None = None) -> FrozenTrial | None:
+    """The best complete trial (the storage's pick), or None while none of `trials` (default: the study's
+    now) has completed."""
+    trials = study.get_trials(deepcopy=False) if trials is None else trials
+    return study.best_trial if any(t.state == TrialState.COMPLETE for t in trials) else None
 
 
 def best_settings(trial: FrozenTrial, base: DQNConfig) -> dict[str, dict[str, Any]]:
@@ -203,11 +206,16 @@ class StudySummary:
 
 
 def study_summary(
-    study: optuna.Study, planned_trials: int, trainers: dict[str, int] | None = None
+    study: optuna.Study,
+    planned_trials: int,
+    trainers: dict[str, int] | None = None,
+    trials: Sequence[FrozenTrial] | None = None,
 ) -> StudySummary:
-    """Counts by state, the best trial and the selection check, as written to `study.json`."""
-    trials = [t for t in study.get_trials(deepcopy=False) if not is_surplus(t)]
-    best = best_trial(study)
+    """Counts by state, the best trial and the selection check, as written to `study.json`; of `trials`
+    where given (the study's trials as the caller read them), else of the study now."""
+    everyone = study.get_trials(deepcopy=False) if trials is None else trials
+    trials = [t for t in everyone if not is_surplus(t)]
+    best = best_trial(study, everyone)
     return StudySummary(
         study_name=study.study_name,
         direction=study.direction.name.lower(),
@@ -231,7 +239,7 @@ def study_summary(
             "collapsed": [t.number for t in trials if t.user_attrs.get("collapsed")],
             "ignores_features": [t.number for t in trials if t.user_attrs.get("ignores_features")],
         },
-        selection=selection_check(study),
+        selection=selection_check(study, everyone),
         trainers=trainers,
     )
 
@@ -248,16 +256,19 @@ def write_study_outputs(
 
     `trainers`: what this process built (trainers, captures, compiles), recorded in the summary.
     """
-    rows = study_table(study)
+    # One read of the trials for every file: they describe the same moment of a study that other workers
+    # may be adding to, and a 64-trial search saves after each trial (7 reads each before).
+    trials = study.get_trials(deepcopy=False)
+    rows = study_table(study, trials)
     storage.write_bytes(storage.join(out_uri, TABLE_CSV), table_csv(rows).encode())
     storage.write_bytes(storage.join(out_uri, TABLE_JSON), strict_json.json_bytes([asdict(r) for r in rows]))
-    best = best_trial(study)
+    best = best_trial(study, trials)
     if best is not None:
         storage.write_bytes(
             storage.join(out_uri, BEST_PARAMS),
             strict_json.json_bytes(best_settings(best, base or DQNConfig())),
         )
-    summary = study_summary(study, planned_trials, trainers)
+    summary = study_summary(study, planned_trials, trainers, trials)
     storage.write_bytes(storage.join(out_uri, SUMMARY), strict_json.json_bytes(summary.to_dict()))
     return summary
 

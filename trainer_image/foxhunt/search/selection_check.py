@@ -11,6 +11,7 @@ stopped at; the trials left out are listed beside it (`left_out`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -63,7 +64,7 @@ class SelectionCheck:
         return data
 
 
-def _counted(trials: list[FrozenTrial]) -> dict[str, int]:
+def _counted(trials: Sequence[FrozenTrial]) -> dict[str, int]:
     """The finished trials by how they ended: complete, pruned, failed (by their settings)."""
     finished = [t for t in trials if is_finished(t)]
     return {
@@ -73,20 +74,20 @@ def _counted(trials: list[FrozenTrial]) -> dict[str, int]:
     }
 
 
-def selection_check(study: optuna.Study) -> SelectionCheck:
+def selection_check(study: optuna.Study, trials: Sequence[FrozenTrial] | None = None) -> SelectionCheck:
     """The Deflated Sharpe Ratio of the best trial and the probability of backtest overfitting, with readings.
 
     DSR rule (`selection.dsr_inputs`): N is every trial tried, the variance that of the complete trials'
     per-period Sharpe ratios. `selection_share` is the Sharpe that the best of N trials with no skill
     would reach, as a share of the best trial's: the part that is selection. The DSR is undefined where the
     best trial's Sharpe is 0 (`selection.dsr_undefined_reason`). `overfitting`: `overfitting_check`.
+    `trials`: the study's trials as the caller read them (default: read now).
     """
-    trials = study.get_trials(deepcopy=False)
+    trials = study.get_trials(deepcopy=False) if trials is None else trials
     counted = _counted(trials)
     n_tried = sum(counted.values())
-    overfitting = overfitting_check(study)
-    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    best = study.best_trial if complete else None
+    overfitting = overfitting_check(study, trials)
+    best = study.best_trial if any(t.state == TrialState.COMPLETE for t in trials) else None
     sharpes = [t.user_attrs.get("sharpe") if t.state == TrialState.COMPLETE else None for t in trials]
     sharpes = [x for x, t in zip(sharpes, trials, strict=True) if is_finished(t)]
     try:
@@ -122,10 +123,11 @@ def selection_check(study: optuna.Study) -> SelectionCheck:
     )
 
 
-def overfitting_check(study: optuna.Study) -> dict[str, Any]:
+def overfitting_check(study: optuna.Study, trials: Sequence[FrozenTrial] | None = None) -> dict[str, Any]:
     """PBO by CSCV over the complete trials' per-fold net Sharpe ratios (what each fold reported), with the
-    trials it counts and those it leaves out (`PBO_RULE`), or why there is none (`overfitting_record`)."""
-    trials = [t for t in study.get_trials(deepcopy=False) if is_finished(t)]
+    trials it counts and those it leaves out (`PBO_RULE`), or why there is none (`overfitting_record`);
+    of `trials` where given, else of the study now."""
+    trials = [t for t in (study.get_trials(deepcopy=False) if trials is None else trials) if is_finished(t)]
     complete = [t for t in trials if t.state == TrialState.COMPLETE and t.intermediate_values]
     left_out = {
         "pruned": [t.number for t in trials if t.state == TrialState.PRUNED],

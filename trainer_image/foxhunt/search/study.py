@@ -18,6 +18,7 @@ heartbeat is stale, is retried by a live one.
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections.abc import Callable, Iterable
@@ -173,8 +174,12 @@ def _heartbeat_seconds(study: optuna.Study) -> int | None:
 
 
 def trial_by_number(study: optuna.Study, number: int) -> FrozenTrial:
-    """The trial numbered `number`, as stored now."""
-    return next(t for t in study.get_trials(deepcopy=True) if t.number == number)
+    """The trial numbered `number`, as stored now (a copy)."""
+    # One trial's lookup: reading (and copying) every trial after each one ends grows with the study.
+    # Optuna gives no public way from a number to its trial; Study keeps its storage and id private.
+    stored = study._storage
+    trial_id = stored.get_trial_id_from_study_id_trial_number(study._study_id, number)
+    return copy.deepcopy(stored.get_trial(trial_id))
 
 
 def requeue_running_trials(study: optuna.Study) -> list[int]:

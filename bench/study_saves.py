@@ -1,0 +1,95 @@
+"""What a search does on the host after each trial ends (issue 36): the study's files written again
+(`write_study_outputs`: trials.csv, trials.json, best_params.json, study.json with its DSR and PBO) and the
+trial looked up for its line and metrics (`trial_by_number`), over a study that grows to `--trials` trials.
+
+    python bench/study_saves.py [--trials 64] [--folds 18] [--tree DIR] [--out FILE]
+    CPU check: --trials 8 --folds 4
+
+The study is the embedded SQLite one (`open_study` with no URL) in a temporary folder; each trial is
+asked with six sampled settings, reports `--folds` fold values (the folds-run attribute set after each, as
+a search does), ends with the Sharpe attributes a complete trial keeps, and is then saved and looked up.
+One process, one study: run it three times for a median. `--tree` imports foxhunt from another checkout's
+`trainer_image` (a before/after on one machine); its record names the commit you give with `--commit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import harness as h
+
+# The six settings the shipped search samples (a search's first line names them), over ranges of their size
+SPACE = {"lr": (1e-5, 1e-3), "gamma": (0.8, 0.99), "tau": (1e-3, 0.1), "eps_decay_fraction": (0.2, 0.7),
+         "huber_delta": (1.0, 10.0), "weight_decay": (1e-7, 1e-3)}  # fmt: skip
+
+
+def _told_trial(study, optuna, folds_attr: str, number: int, folds: int) -> None:
+    trial = study.ask()
+    settings = {name: trial.suggest_float(name, low, high, log=True) for name, (low, high) in SPACE.items()}
+    skill = settings["gamma"] - settings["tau"]
+    for fold in range(folds):
+        trial.report(skill + 0.01 * ((number * 7 + fold * 3) % 11 - 5), step=fold)
+        trial.set_user_attr(folds_attr, fold + 1)
+    for name, value in (("warnings", []), ("collapsed", False), ("ignores_features", False),
+                        ("sharpe", 0.01 * skill), ("n_obs", 500_000), ("skew", 0.1), ("kurtosis", 4.0)):  # fmt: skip
+        trial.set_user_attr(name, value)
+    study.tell(trial, skill)
+
+
+def measure(trials: int, folds: int) -> dict:
+    """Seconds of each save (the study's files, then the trial's lookup) as the study grows."""
+    import optuna
+
+    from foxhunt.search.outputs import write_study_outputs
+    from foxhunt.search.study import FOLDS_ATTR, open_study, trial_by_number
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.filterwarnings("ignore", message="Heartbeat of storage")  # the search keeps its own heartbeats
+    saves, lookups = [], []
+    with tempfile.TemporaryDirectory(prefix="foxhunt-saves-") as tmp:
+        study = open_study(None, tmp, "saves", seed=5)
+        out = Path(tmp) / "out"
+        out.mkdir()
+        for number in range(trials):
+            _told_trial(study, optuna, FOLDS_ATTR, number, folds)
+            started = time.perf_counter()
+            write_study_outputs(study, str(out), planned_trials=trials)
+            between = time.perf_counter()
+            trial_by_number(study, number)
+            saves.append(between - started)
+            lookups.append(time.perf_counter() - between)
+    return {
+        "saves_seconds": sum(saves), "lookups_seconds": sum(lookups), "total_seconds": sum(saves) + sum(lookups),
+        "last_save_ms": saves[-1] * 1e3, "last_lookup_ms": lookups[-1] * 1e3,
+        "median_save_ms": statistics.median(saves) * 1e3,
+    }  # fmt: skip
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--trials", type=int, default=64)
+    p.add_argument("--folds", type=int, default=18, help="folds a trial reports (the 64-trial search's 18)")
+    p.add_argument("--tree", type=Path, default=h.ROOT / "trainer_image", help="the foxhunt package's folder")
+    p.add_argument("--commit", default="", help="the commit --tree holds, for the record (default: this one)")
+    p.add_argument("--out", default=None)
+    args = p.parse_args()
+    sys.path.insert(0, str(args.tree.resolve()))
+    record = h.provenance("study_saves")
+    if args.commit:
+        record.update(commit=args.commit, dirty=None)
+    record["settings"] = {"trials": args.trials, "folds": args.folds, "tree": str(args.tree)}
+    record["figures"] = figures = measure(args.trials, args.folds)
+    print(f"{args.trials} saves: {figures['saves_seconds']:.3f}s writing the study's files, "
+          f"{figures['lookups_seconds']:.3f}s looking the trials up; the last save "
+          f"{figures['last_save_ms']:.1f} ms, its lookup {figures['last_lookup_ms']:.2f} ms")  # fmt: skip
+    h.write(record, args.out)
+
+
+if __name__ == "__main__":
+    main()
