@@ -2,12 +2,13 @@
 (`write_study_outputs`: trials.csv, trials.json, best_params.json, study.json with its DSR and PBO) and the
 trial looked up for its line and metrics (`trial_by_number`), over a study that grows to `--trials` trials.
 
-    python bench/study_saves.py [--trials 64] [--folds 18] [--tree DIR] [--out FILE]
+    python bench/study_saves.py [--trials 64] [--folds 18] [--running 7] [--tree DIR] [--out FILE]
     CPU check: --trials 8 --folds 4
 
 The study is the embedded SQLite one (`open_study` with no URL) in a temporary folder; each trial is
 asked with six sampled settings, reports `--folds` fold values (the folds-run attribute set after each, as
-a search does), ends with the Sharpe attributes a complete trial keeps, and is then saved and looked up.
+a search does), ends with the Sharpe attributes a complete trial keeps, and is then saved and looked up;
+`--running` trials stay in flight throughout, as a population's other members do.
 One process, one study: run it three times for a median. `--tree` imports foxhunt from another checkout's
 `trainer_image` (a before/after on one machine); its record names the commit you give with `--commit`.
 """
@@ -42,8 +43,21 @@ def _told_trial(study, optuna, folds_attr: str, number: int, folds: int) -> None
     study.tell(trial, skill)
 
 
-def measure(trials: int, folds: int) -> dict:
-    """Seconds of each save (the study's files, then the trial's lookup) as the study grows."""
+def _running_trials(study, folds_attr: str, count: int, folds: int) -> None:
+    """`count` trials left running with their folds reported: a population's other members, which every read
+    of the study fetches again (Optuna's cache keeps finished trials only)."""
+    for _ in range(count):
+        trial = study.ask()
+        for name, (low, high) in SPACE.items():
+            trial.suggest_float(name, low, high, log=True)
+        for fold in range(folds):
+            trial.report(0.0, step=fold)
+            trial.set_user_attr(folds_attr, fold + 1)
+
+
+def measure(trials: int, folds: int, running: int = 0) -> dict:
+    """Seconds of each save (the study's files, then the trial's lookup) as the study grows to `trials`
+    finished trials beside `running` trials in flight."""
     import optuna
 
     from foxhunt.search.outputs import write_study_outputs
@@ -56,7 +70,8 @@ def measure(trials: int, folds: int) -> dict:
         study = open_study(None, tmp, "saves", seed=5)
         out = Path(tmp) / "out"
         out.mkdir()
-        for number in range(trials):
+        _running_trials(study, FOLDS_ATTR, running, folds)
+        for number in range(running, running + trials):
             _told_trial(study, optuna, FOLDS_ATTR, number, folds)
             started = time.perf_counter()
             write_study_outputs(study, str(out), planned_trials=trials)
@@ -75,6 +90,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--folds", type=int, default=18, help="folds a trial reports (the 64-trial search's 18)")
+    p.add_argument(
+        "--running", type=int, default=7, help="trials in flight (a population of 8 less the one ended)"
+    )
     p.add_argument("--tree", type=Path, default=h.ROOT / "trainer_image", help="the foxhunt package's folder")
     p.add_argument("--commit", default="", help="the commit --tree holds, for the record (default: this one)")
     p.add_argument("--out", default=None)
@@ -83,8 +101,13 @@ def main() -> None:
     record = h.provenance("study_saves")
     if args.commit:
         record.update(commit=args.commit, dirty=None)
-    record["settings"] = {"trials": args.trials, "folds": args.folds, "tree": str(args.tree)}
-    record["figures"] = figures = measure(args.trials, args.folds)
+    record["settings"] = {
+        "trials": args.trials,
+        "folds": args.folds,
+        "running": args.running,
+        "tree": str(args.tree),
+    }
+    record["figures"] = figures = measure(args.trials, args.folds, args.running)
     print(f"{args.trials} saves: {figures['saves_seconds']:.3f}s writing the study's files, "
           f"{figures['lookups_seconds']:.3f}s looking the trials up; the last save "
           f"{figures['last_save_ms']:.1f} ms, its lookup {figures['last_lookup_ms']:.2f} ms")  # fmt: skip
