@@ -86,7 +86,7 @@ def measure(trials: int, folds: int, running: int = 0) -> dict:
     }  # fmt: skip
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--folds", type=int, default=18, help="folds a trial reports (the 64-trial search's 18)")
@@ -96,7 +96,7 @@ def main() -> None:
     p.add_argument("--tree", type=Path, default=h.ROOT / "trainer_image", help="the foxhunt package's folder")
     p.add_argument("--commit", default="", help="the commit --tree holds, for the record (default: this one)")
     p.add_argument("--out", default=None)
-    args = p.parse_args()
+    args = p.parse_args(argv)
     sys.path.insert(0, str(args.tree.resolve()))
     record = h.provenance("study_saves")
     if args.commit:
@@ -112,7 +112,8 @@ def main() -> None:
           f"{figures['lookups_seconds']:.3f}s looking the trials up; the last save "
           f"{figures['last_save_ms']:.1f} ms, its lookup {figures['last_lookup_ms']:.2f} ms")  # fmt: skip
     h.write(record, args.out)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
