@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from prometheus_client import CollectorRegistry
 from support.trials_worker import one_at_a_time
 from test_trials import TEST_SPACE, _study
 
 from foxhunt.search.driver import _trial_line
 from foxhunt.search.outputs import study_summary, study_table, write_study_outputs
 from foxhunt.search.study import TrialOutcome, trial_by_number
+from foxhunt.search.telemetry import TrialMetrics
 from foxhunt.search.trial_loop import run_trials
 
 
@@ -57,6 +59,38 @@ def test_the_files_from_one_read_are_those_each_part_read_for_itself(study, tmp_
     assert summary.to_dict() == study_summary(study, 7).to_dict()
     table = json.loads((tmp_path / "trials.json").read_text())
     assert table == json.loads(json.dumps([r.__dict__ for r in study_table(study)], default=str))
+
+
+def test_the_files_of_trials_read_by_the_caller_read_nothing_more(study, tmp_path, monkeypatch):
+    own, given = tmp_path / "own", tmp_path / "given"
+    write_study_outputs(study, str(own), planned_trials=7)
+    trials = study.get_trials(deepcopy=False)
+    reads = _counting_reads(study, monkeypatch)
+    write_study_outputs(study, str(given), planned_trials=7, trials=trials)
+    assert reads == []
+    assert {p.name: p.read_bytes() for p in given.iterdir()} == {
+        p.name: p.read_bytes() for p in own.iterdir()
+    }
+
+
+def _samples(registry) -> dict:
+    """Every sample's value by name and labels, less the counters' creation times."""
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for m in registry.collect()
+        for s in m.samples
+        if not s.name.endswith("_created")
+    }
+
+
+def test_the_study_gauges_of_trials_read_by_the_caller_read_nothing_more(study, monkeypatch):
+    own, given = CollectorRegistry(), CollectorRegistry()
+    TrialMetrics(own, 7).update_study(study)
+    trials = study.get_trials(deepcopy=False)
+    reads = _counting_reads(study, monkeypatch)
+    TrialMetrics(given, 7).update_study(study, trials)
+    assert reads == [] and _samples(given) == _samples(own)
+    assert given.get_sample_value("foxhunt_study_finished_trials") == 7
 
 
 def test_a_trial_is_found_by_its_number_without_reading_the_study(study, monkeypatch):

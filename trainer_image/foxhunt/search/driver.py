@@ -239,9 +239,10 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         run.metrics.folds_planned(run.summary.folds_planned)  # pushes
 
         def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
-            metrics.record(study, trial)
+            trials = study.get_trials(deepcopy=False)  # one read for the metrics, the files and the line
+            metrics.record(study, trial, trials)
             run.metrics.push()
-            finished = save().finished_trials  # the study as the files just written count it
+            finished = save(trials).finished_trials
             estimate = time_left(
                 time.monotonic() - started, finished - finished_before, settings.trials - finished
             )
@@ -318,12 +319,24 @@ def _best_evidence(run: Run, folds: list[FoldRange], number: int) -> list[Window
         return []
 
 
-def _save_study(run: Run, study: optuna.Study, pool: TrainerPool, synced: Path | None) -> StudySummary:
-    """The study's files in `--out` (and the SQLite study uploaded there when `--out` is s3://)."""
+def _save_study(
+    run: Run,
+    study: optuna.Study,
+    pool: TrainerPool,
+    synced: Path | None,
+    trials: list[FrozenTrial] | None = None,
+) -> StudySummary:
+    """The study's files in `--out` (and the SQLite study uploaded there when `--out` is s3://); of `trials`
+    where the caller read them."""
     # What this process built, for the record: one trainer, capture and compile per shape.
     built = {"builds": pool.builds, "graph_captures": pool.graph_captures, "compiles": pool.compiles}
     summary = write_study_outputs(
-        study, run.out_uri, planned_trials=run.config.trials, base=run.config.dqn, trainers=built
+        study,
+        run.out_uri,
+        planned_trials=run.config.trials,
+        base=run.config.dqn,
+        trainers=built,
+        trials=trials,
     )
     selection = summary.selection  # DSR and PBO on the study, for optuna-dashboard
     record_selection(study, selection.dsr, selection.overfitting.get("pbo"), selection.trial)

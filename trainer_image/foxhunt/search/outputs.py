@@ -251,14 +251,16 @@ def write_study_outputs(
     planned_trials: int,
     base: DQNConfig | None = None,
     trainers: dict[str, int] | None = None,
+    trials: Sequence[FrozenTrial] | None = None,
 ) -> StudySummary:
     """Write the study table, the best settings (once a trial has completed) and the summary; returns it.
 
-    `trainers`: what this process built (trainers, captures, compiles), recorded in the summary.
+    `trainers`: what this process built (trainers, captures, compiles), recorded in the summary. `trials`:
+    the study's trials as the caller read them (default: read now).
     """
     # One read of the trials for every file: they describe the same moment of a study that other workers
     # may be adding to, and a 64-trial search saves after each trial (7 reads each before).
-    trials = study.get_trials(deepcopy=False)
+    trials = study.get_trials(deepcopy=False) if trials is None else trials
     rows = study_table(study, trials)
     storage.write_bytes(storage.join(out_uri, TABLE_CSV), table_csv(rows).encode())
     storage.write_bytes(storage.join(out_uri, TABLE_JSON), strict_json.json_bytes([asdict(r) for r in rows]))

@@ -10,6 +10,8 @@ The whole study, read from its storage so that every worker reports the same fig
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -57,8 +59,11 @@ class TrialMetrics:
         for name in COUNTED_STATES.values():
             self.ended.labels(state=name)  # zero from the start, so rate() and alerts see the series
 
-    def record(self, study: optuna.Study, trial: FrozenTrial) -> None:
-        """Update the trial's series and the study's totals after `trial` ended."""
+    def record(
+        self, study: optuna.Study, trial: FrozenTrial, trials: Sequence[FrozenTrial] | None = None
+    ) -> None:
+        """Update the trial's series and the study's totals after `trial` ended (totals of `trials`, the
+        study's trials as the caller read them, where given)."""
         label = str(trial.number)
         if trial.state in COUNTED_STATES:
             state = COUNTED_STATES[trial.state]
@@ -71,11 +76,12 @@ class TrialMetrics:
                 (trial.datetime_complete - trial.datetime_start).total_seconds()
             )
         self.folds.labels(trial=label).set(int(trial.user_attrs.get(FOLDS_ATTR, 0)))
-        self.update_study(study)
+        self.update_study(study, trials)
 
-    def update_study(self, study: optuna.Study) -> None:
-        """Set the whole-study gauges from the storage."""
-        trials = [t for t in study.get_trials(deepcopy=False) if not is_surplus(t)]
+    def update_study(self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None) -> None:
+        """Set the whole-study gauges from the storage (or from `trials`, as the caller read them)."""
+        everyone = study.get_trials(deepcopy=False) if trials is None else trials
+        trials = [t for t in everyone if not is_surplus(t)]
         for state in TrialState:
             self.study_trials.labels(state=state.name.lower()).set(sum(t.state == state for t in trials))
         self.finished.set(sum(map(is_finished, trials)))
