@@ -3,12 +3,18 @@ the same baselines over the same windows, and a run's stitched evaluation the wi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from foxhunt.evaluate import evaluation
 from foxhunt.evaluate.evaluation import Scored, Scoring
 from foxhunt.evaluate.metrics import Evaluation
 from foxhunt.evaluate.records import Record, record_key
+
+
+# The net P&L a memo keeps for records scored again: a search's baselines over its folds' windows and its
+# stitched record are 8 bytes a bar each (about 85 MB for eight baselines over two years of minute bars).
+REPEAT_PNL_BYTES = 256 * 2**20
 
 
 class ScoreMemo:
@@ -21,8 +27,9 @@ class ScoreMemo:
     function of those, so a hit equals what scoring again would give, bit for bit.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, repeat_pnl_bytes: int = REPEAT_PNL_BYTES) -> None:
         self._scored: dict[tuple, Scored] = {}
+        self._pnl_room = repeat_pnl_bytes  # bytes left for the net P&L of records scored again
         self.fold_baselines: dict[tuple, dict] = {}  # baselines' positions by fold window (run_scores)
         self.hits = 0
         self.misses = 0
@@ -56,4 +63,18 @@ class ScoreMemo:
         for key, name in new.items():
             scored = fresh[name]
             self._scored[key] = Scored(scored.evaluation, scored.net_draws)  # the draws are kept, not the P&L
+        for name, key in keys.items():
+            if name not in fresh:
+                self._keep_pnl(key, records[name], scoring)
         return {name: fresh.get(name) or self._scored[key] for name, key in keys.items()}
+
+    def _keep_pnl(self, key: tuple, record: Record, scoring: Scoring) -> None:
+        """Keep the net P&L of a record scored again (a baseline in every trial's window, a model that stays
+        flat), while there is room: the paired tests read it each time, and it is the same bytes each time."""
+        held = self._scored[key]
+        if held.net_pnl is not None or 8 * len(record) > self._pnl_room:
+            return
+        pnl = record.pnl(scoring.cost_per_unit, scoring.execution)
+        pnl.setflags(write=False)
+        self._scored[key] = dataclasses.replace(held, net_pnl=pnl)
+        self._pnl_room -= pnl.nbytes
