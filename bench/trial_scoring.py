@@ -47,8 +47,23 @@ def measure(fxcache: str, trials: int, population: int, flags: list[str]) -> dic
 
     stitched: list[float] = []
     folds: list[float] = []
+    kept = driver.stitch_outcomes, fold.evaluate_fold
     driver.stitch_outcomes = _timed(stitched, driver.stitch_outcomes)
     fold.evaluate_fold = _timed(folds, fold.evaluate_fold)
+    try:
+        wall = _search(main, fxcache, trials, population, flags)
+    finally:
+        driver.stitch_outcomes, fold.evaluate_fold = kept
+    return {
+        "wall_seconds": wall,
+        "stitched": {"calls": len(stitched), "seconds": sum(stitched), "walls": stitched,
+                     "median_after_first": statistics.median(stitched[1:]) if len(stitched) > 1 else None},
+        "folds": {"calls": len(folds), "seconds": sum(folds),
+                  "median": statistics.median(folds) if folds else None},
+    }  # fmt: skip
+
+
+def _search(main, fxcache: str, trials: int, population: int, flags: list[str]) -> float:
     with tempfile.TemporaryDirectory(prefix="foxhunt-trial-scoring-") as tmp:
         params = Path(tmp) / "tiny.json"
         params.write_text(json.dumps(TINY_NET))
@@ -58,14 +73,7 @@ def measure(fxcache: str, trials: int, population: int, flags: list[str]) -> dic
         started = time.perf_counter()
         if main(argv) != 0:
             raise SystemExit("the search failed")
-        wall = time.perf_counter() - started
-    return {
-        "wall_seconds": wall,
-        "stitched": {"calls": len(stitched), "seconds": sum(stitched), "walls": stitched,
-                     "median_after_first": statistics.median(stitched[1:]) if len(stitched) > 1 else None},
-        "folds": {"calls": len(folds), "seconds": sum(folds),
-                  "median": statistics.median(folds) if folds else None},
-    }  # fmt: skip
+        return time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> int:
