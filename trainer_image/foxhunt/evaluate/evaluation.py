@@ -148,7 +148,7 @@ class Scored:
 
     evaluation: Evaluation
     net_draws: np.ndarray
-    net_pnl: np.ndarray | None = None  # None where a memo keeps the record (a P&L is 8 bytes a bar)
+    net_pnl: np.ndarray | None = None  # None where a memo keeps the record but not its P&L (8 bytes a bar)
 
 
 def score_record(record: Record, scoring: Scoring, benchmark: Evaluation | None = None) -> Scored:

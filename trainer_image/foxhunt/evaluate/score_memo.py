@@ -11,7 +11,6 @@ from foxhunt.evaluate.evaluation import Scored, Scoring
 from foxhunt.evaluate.metrics import Evaluation
 from foxhunt.evaluate.records import Record, record_key
 
-
 # The net P&L a memo keeps for records scored again: a search's baselines over its folds' windows and its
 # stitched record are 8 bytes a bar each (about 85 MB for eight baselines over two years of minute bars).
 REPEAT_PNL_BYTES = 256 * 2**20
