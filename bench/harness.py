@@ -98,6 +98,22 @@ def provenance(benchmark: str, device: str = "cpu") -> dict:
     }
 
 
+def tree_args(p: argparse.ArgumentParser) -> None:
+    """`--tree`, the foxhunt package's folder to import (another checkout's `trainer_image`, for a before and
+    after on one machine), and `--commit`, the commit it holds, for the record (`tree_provenance`)."""
+    p.add_argument("--tree", type=Path, default=ROOT / "trainer_image", help="the foxhunt package's folder")
+    p.add_argument("--commit", default="", help="the commit --tree holds, for the record (default: this one)")
+
+
+def tree_provenance(benchmark: str, args: argparse.Namespace) -> dict:
+    """`provenance` of a benchmark that imports foxhunt from `args.tree`, naming `args.commit` where given."""
+    sys.path.insert(0, str(args.tree.resolve()))
+    record = provenance(benchmark)
+    if args.commit:
+        record.update(commit=args.commit, dirty=None)
+    return record
+
+
 def device_tag(record: dict) -> str:
     """'NVIDIA H200' → 'h200'; 'cpu' for a CPU record."""
     if record.get("device_type") != "cuda":

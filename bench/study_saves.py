@@ -93,14 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--running", type=int, default=7, help="trials in flight (a population of 8 less the one ended)"
     )
-    p.add_argument("--tree", type=Path, default=h.ROOT / "trainer_image", help="the foxhunt package's folder")
-    p.add_argument("--commit", default="", help="the commit --tree holds, for the record (default: this one)")
+    h.tree_args(p)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
-    sys.path.insert(0, str(args.tree.resolve()))
-    record = h.provenance("study_saves")
-    if args.commit:
-        record.update(commit=args.commit, dirty=None)
+    record = h.tree_provenance("study_saves", args)
     record["settings"] = {
         "trials": args.trials,
         "folds": args.folds,

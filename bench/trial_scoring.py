@@ -81,15 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fxcache", required=True)
     p.add_argument("--trials", type=int, default=8)
     p.add_argument("--population", type=int, default=8)
-    p.add_argument("--tree", type=Path, default=h.ROOT / "trainer_image", help="the foxhunt package's folder")
-    p.add_argument("--commit", default="", help="the commit --tree holds, for the record (default: this one)")
+    h.tree_args(p)
     p.add_argument("--out", default=None)
     p.add_argument("flags", nargs="*", help="more `foxhunt train` flags, after --")
     args = p.parse_args(argv)
-    sys.path.insert(0, str(args.tree.resolve()))
-    record = h.provenance("trial_scoring")
-    if args.commit:
-        record.update(commit=args.commit, dirty=None)
+    record = h.tree_provenance("trial_scoring", args)
     record["settings"] = {"fxcache": Path(args.fxcache).name, "trials": args.trials,
                           "population": args.population, "flags": args.flags, "tree": str(args.tree)}  # fmt: skip
     record["figures"] = figures = measure(args.fxcache, args.trials, args.population, args.flags)
