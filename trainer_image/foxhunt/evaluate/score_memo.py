@@ -13,7 +13,8 @@ from foxhunt.evaluate.records import Record, record_key
 
 # The net P&L a memo keeps for records scored again: a search's baselines over its folds' windows and its
 # stitched record are 8 bytes a bar each (about 85 MB for eight baselines over two years of minute bars).
-REPEAT_PNL_BYTES = 256 * 2**20
+# A universe run keeps a memo per instrument, so its host memory grows by up to this much an instrument.
+REPEAT_PNL_BYTES = 128 * 2**20
 
 
 class ScoreMemo:
