@@ -71,9 +71,30 @@ def test_a_manifest_is_written_as_every_field_scrubbed_of_urls_work_and_all_woul
     data["trials"] = {
         str(k): {"folds": {str(f): r for f, r in v["folds"].items()}} for k, v in data["trials"].items()
     }
-    expected = (json.dumps(scrub_record(data, registered=False), indent=2) + "\n").encode()
-    assert written.to_bytes() == expected
-    assert b"hunter2" not in expected and b"secret" not in expected
+    expected = json.dumps(scrub_record(data, registered=False), indent=2)
+    # The same JSON, its keys in the same order (the file's lines are its own: see the next test).
+    assert json.dumps(json.loads(written.to_bytes()), indent=2) == expected
+    assert b"hunter2" not in written.to_bytes() and b"secret" not in written.to_bytes()
+
+
+def _fold(folder: str, digest: str) -> FoldRecord:
+    return FoldRecord({f"{folder}/report.json": digest * 32, f"{folder}/weights.pt": digest * 32}, "t")
+
+
+def test_a_manifest_writes_each_fold_of_the_run_and_each_trial_on_one_line():
+    # Catches the work records written indented again: a search rewrites them after every round.
+    trial = WorkRecord({0: _fold("trials/0007/fold_0", "cd"), 1: _fold("trials/0007/fold_1", "ef")})
+    written = manifest(
+        run=WorkRecord({0: _fold("fold_0", "ab"), 1: _fold("fold_1", "ab")}),
+        trials={7: trial, 3: WorkRecord()},
+    )
+    lines = written.to_bytes().decode().splitlines()
+    trial_lines = [line for line in lines if line.lstrip().startswith(('"7":', '"3":'))]
+    assert [line.split(":")[0].strip() for line in trial_lines] == ['"7"', '"3"']
+    one = json.loads("{" + trial_lines[0].rstrip(",") + "}")["7"]["folds"]["1"]
+    assert one["outputs"] == trial.folds[1].outputs
+    assert sum(line.lstrip().startswith(('"0": {"outputs"', '"1": {"outputs"')) for line in lines) == 2
+    assert Manifest.from_bytes(written.to_bytes()) == written
 
 
 def test_differences_name_every_setting_that_changed_and_ignore_the_run_id():

@@ -19,7 +19,7 @@ from support.trials_worker import SPACE, cheap_score, one_at_a_time
 
 from foxhunt.search.space import parse_search_space
 from foxhunt.search.storage import STUDY_FILE
-from foxhunt.search.study import open_study, study_progress, trial_by_number
+from foxhunt.search.study import folds_run, open_study, study_progress, trial_by_number
 from foxhunt.search.trial_loop import run_trials
 from foxhunt.train import TrainingDiverged
 
@@ -94,7 +94,7 @@ def test_a_pruned_member_ends_pruned_at_its_fold_while_the_others_complete(tmp_p
 
     run_trials(study, 4, with_a_hopeless_one, size=2, space=TEST_SPACE, seed=5)
     hopeless = trial_by_number(study, 3)
-    assert hopeless.state.name == "PRUNED" and hopeless.user_attrs["folds_run"] == 1
+    assert hopeless.state.name == "PRUNED" and folds_run(hopeless) == 1
     assert trial_by_number(study, 2).state.name == "COMPLETE"
 
 

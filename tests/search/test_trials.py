@@ -28,6 +28,7 @@ from foxhunt.search.outputs import (
 from foxhunt.search.space import parse_search_space, suggest
 from foxhunt.search.study import (
     TrialOutcome,
+    folds_run,
     open_study,
     study_progress,
     trial_by_number,
@@ -139,7 +140,7 @@ def test_a_hopeless_trial_is_pruned_after_its_first_fold(tmp_path):
     run_trials(study, 3, one_at_a_time(_hopeless_last(folds_trained, hopeless=2)), space=TEST_SPACE, seed=5)
     hopeless = trial_by_number(study, 2)
     assert hopeless.state == optuna.trial.TrialState.PRUNED
-    assert folds_trained[2] == 1 and hopeless.user_attrs["folds_run"] == 1
+    assert folds_trained[2] == 1 and folds_run(hopeless) == 1
     assert [trial_by_number(study, n).state.name for n in (0, 1)] == ["COMPLETE", "COMPLETE"]
 
 

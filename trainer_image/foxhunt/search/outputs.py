@@ -23,7 +23,7 @@ from foxhunt import out_names, storage, strict_json
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.evaluation import Evaluation
 from foxhunt.search.selection_check import SelectionCheck, selection_check
-from foxhunt.search.study import ERROR_ATTR, FOLDS_ATTR, WORKER_ATTR, is_finished, is_surplus
+from foxhunt.search.study import ERROR_ATTR, WORKER_ATTR, folds_run, is_finished, is_surplus
 
 TABLE_CSV = out_names.TRIALS_CSV
 TABLE_JSON = out_names.TRIALS_JSON
@@ -90,7 +90,7 @@ def study_table(study: optuna.Study, trials: Sequence[FrozenTrial] | None = None
             number=t.number,
             state=t.state.name,
             objective=t.value if t.state == TrialState.COMPLETE else None,
-            folds_run=int(t.user_attrs.get(FOLDS_ATTR, 0)),
+            folds_run=folds_run(t),
             duration_seconds=_duration(t),
             worker=t.user_attrs.get(WORKER_ATTR),
             retry_of=(t.system_attrs.get("retry_history") or [None])[-1],
@@ -230,7 +230,7 @@ def study_summary(
             best.number,
             best.value,
             dict(best.params),
-            int(best.user_attrs.get(FOLDS_ATTR, 0)),
+            folds_run(best),
             collapsed=best.user_attrs.get("collapsed"),
             ignores_features=best.user_attrs.get("ignores_features"),
             warnings=list(best.user_attrs.get("warnings", [])),

@@ -40,7 +40,7 @@ MAX_RETRY = 2
 # User attributes this module keeps on trials.
 ERROR_ATTR = "error"  # the objective failed with an exception in `catch`: a finished trial
 SURPLUS_ATTR = "surplus"  # created beyond the budget of N: ran nothing
-FOLDS_ATTR = "folds_run"
+FOLDS_ATTR = "folds_run"  # kept by searches before 2026-12-07 (`folds_run` reads it)
 WORKER_ATTR = "worker"
 SHARPE_ATTRS = ("sharpe", "n_obs", "skew", "kurtosis")
 WARNING_ATTRS = ("warnings", "collapsed", "ignores_features")
@@ -128,6 +128,13 @@ def trial_pruner(name: str) -> optuna.pruners.BasePruner:
     if name == "none":
         return optuna.pruners.NopPruner()
     return optuna.pruners.MedianPruner(n_startup_trials=MEDIAN_STARTUP_TRIALS, n_warmup_steps=0)
+
+
+def folds_run(trial: FrozenTrial) -> int:
+    """The folds the trial walked: one report to the pruner per fold (its intermediate values), or the
+    count an older study kept as a user attribute. Counted from the reports, a fold costs the study one
+    write instead of two (bench/README, "The search's host work after each round")."""
+    return max(len(trial.intermediate_values), int(trial.user_attrs.get(FOLDS_ATTR, 0)))
 
 
 def is_finished(trial: FrozenTrial) -> bool:

@@ -16,7 +16,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-from foxhunt.search.study import FOLDS_ATTR, is_finished, is_surplus
+from foxhunt.search.study import folds_run, is_finished, is_surplus
 
 # The states a finished trial is counted under, by Optuna state.
 COUNTED_STATES = {TrialState.COMPLETE: "complete", TrialState.PRUNED: "pruned", TrialState.FAIL: "failed"}
@@ -75,7 +75,7 @@ class TrialMetrics:
             self.duration.labels(trial=label).set(
                 (trial.datetime_complete - trial.datetime_start).total_seconds()
             )
-        self.folds.labels(trial=label).set(int(trial.user_attrs.get(FOLDS_ATTR, 0)))
+        self.folds.labels(trial=label).set(folds_run(trial))
         self.update_study(study, trials)
 
     def update_study(self, study: optuna.Study, trials: Sequence[FrozenTrial] | None = None) -> None:

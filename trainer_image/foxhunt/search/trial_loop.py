@@ -28,7 +28,6 @@ from foxhunt.config.search import Distribution
 from foxhunt.search.space import suggest
 from foxhunt.search.study import (
     ERROR_ATTR,
-    FOLDS_ATTR,
     SURPLUS_ATTR,
     WORKER_ATTR,
     ObjectiveNotFinite,
@@ -64,8 +63,7 @@ class AskedTrial:
         """Report the fold's value to the pruner; True when the trial is to train no further (pruned, or
         stale: its retry carries on elsewhere). After the `last` fold the pruner is not asked."""
         try:
-            self.trial.report(value, step=fold)
-            self.trial.set_user_attr(FOLDS_ATTR, max(self.trial.user_attrs.get(FOLDS_ATTR, 0), fold + 1))
+            self.trial.report(value, step=fold)  # the fold counted too (study.folds_run)
             # A trial that walked every fold has its objective: pruning it now would save nothing.
             self.pruned = not last and self.trial.should_prune()
         except UpdateFinishedTrialError:
@@ -110,7 +108,6 @@ def ask_batch(
                 study.tell(trial, state=TrialState.FAIL)
                 continue
             trial.set_user_attr(WORKER_ATTR, worker)
-            trial.set_user_attr(FOLDS_ATTR, 0)
             batch.append(AskedTrial(trial, suggest(trial, space)))
     except BaseException:
         for number in asked:  # running, and no other worker would retry them before their grace ran out
