@@ -6,9 +6,9 @@ trial looked up for its line and metrics (`trial_by_number`), over a study that 
     CPU check: --trials 8 --folds 4
 
 The study is the embedded SQLite one (`open_study` with no URL) in a temporary folder; each trial is
-asked with six sampled settings, reports `--folds` fold values (the folds-run attribute set after each, as
-a search does), ends with the Sharpe attributes a complete trial keeps, and is then saved and looked up;
-`--running` trials stay in flight throughout, as a population's other members do.
+asked with six sampled settings, reports `--folds` fold values (as a search does; before 4a785d9 it also
+set the folds-run attribute after each), ends with the Sharpe attributes a complete trial keeps, and is
+then saved and looked up; `--running` trials stay in flight throughout, as a population's other members do.
 One process, one study: run it three times for a median. `--tree` imports foxhunt from another checkout's
 `trainer_image` (a before/after on one machine); its record names the commit you give with `--commit`.
 """
@@ -30,20 +30,19 @@ SPACE = {"lr": (1e-5, 1e-3), "gamma": (0.8, 0.99), "tau": (1e-3, 0.1), "eps_deca
          "huber_delta": (1.0, 10.0), "weight_decay": (1e-7, 1e-3)}  # fmt: skip
 
 
-def _told_trial(study, optuna, folds_attr: str, number: int, folds: int) -> None:
+def _told_trial(study, number: int, folds: int) -> None:
     trial = study.ask()
     settings = {name: trial.suggest_float(name, low, high, log=True) for name, (low, high) in SPACE.items()}
     skill = settings["gamma"] - settings["tau"]
     for fold in range(folds):
         trial.report(skill + 0.01 * ((number * 7 + fold * 3) % 11 - 5), step=fold)
-        trial.set_user_attr(folds_attr, fold + 1)
     for name, value in (("warnings", []), ("collapsed", False), ("ignores_features", False),
                         ("sharpe", 0.01 * skill), ("n_obs", 500_000), ("skew", 0.1), ("kurtosis", 4.0)):  # fmt: skip
         trial.set_user_attr(name, value)
     study.tell(trial, skill)
 
 
-def _running_trials(study, folds_attr: str, count: int, folds: int) -> None:
+def _running_trials(study, count: int, folds: int) -> None:
     """`count` trials left running with their folds reported: a population's other members, which every read
     of the study fetches again (Optuna's cache keeps finished trials only)."""
     for _ in range(count):
@@ -52,7 +51,6 @@ def _running_trials(study, folds_attr: str, count: int, folds: int) -> None:
             trial.suggest_float(name, low, high, log=True)
         for fold in range(folds):
             trial.report(0.0, step=fold)
-            trial.set_user_attr(folds_attr, fold + 1)
 
 
 def measure(trials: int, folds: int, running: int = 0) -> dict:
@@ -61,7 +59,7 @@ def measure(trials: int, folds: int, running: int = 0) -> dict:
     import optuna
 
     from foxhunt.search.outputs import write_study_outputs
-    from foxhunt.search.study import FOLDS_ATTR, open_study, trial_by_number
+    from foxhunt.search.study import open_study, trial_by_number
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     warnings.filterwarnings("ignore", message="Heartbeat of storage")  # the search keeps its own heartbeats
@@ -70,9 +68,9 @@ def measure(trials: int, folds: int, running: int = 0) -> dict:
         study = open_study(None, tmp, "saves", seed=5)
         out = Path(tmp) / "out"
         out.mkdir()
-        _running_trials(study, FOLDS_ATTR, running, folds)
+        _running_trials(study, running, folds)
         for number in range(running, running + trials):
-            _told_trial(study, optuna, FOLDS_ATTR, number, folds)
+            _told_trial(study, number, folds)
             started = time.perf_counter()
             write_study_outputs(study, str(out), planned_trials=trials)
             between = time.perf_counter()
