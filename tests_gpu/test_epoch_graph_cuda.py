@@ -1,7 +1,6 @@
 """On CUDA: an epoch's greedy-policy figures replayed from one captured graph per fold equal the eager
-figures bit for bit, across epochs (the weights change in place), folds (a new capture) and a fold walked
-again after another (as a search's rounds do: its graphs replayed, in the pool every capture shares), with
-and without the diagnostics; a run with the graphs trains and selects as one without them."""
+figures bit for bit, across epochs (the weights change in place) and folds (a new capture), with and
+without the diagnostics; a run with the graphs trains and selects as one without them."""
 
 from dataclasses import replace
 
@@ -62,21 +61,3 @@ def test_a_fold_trains_and_selects_the_same_with_and_without_the_graphs(data):
     assert graphed.policies.replayed.captures >= 2 and eager.policies.replayed.captures == 0
     for kept in ("best_epoch", "best_sharpe", "tail_sharpes"):
         assert getattr(graphed.selection, kept) == getattr(eager.selection, kept), kept
-
-
-def test_a_fold_walked_again_replays_its_graphs_and_equals_the_eager_figures(data):
-    trainer = DQNTrainer(data, SMALL, max_train_rows=8000, seed=5)
-    policies = trainer.policies
-
-    def check(trainer) -> None:
-        for flags in ([True], [False]):
-            graphed = policies.figures_vector([0], flags).clone()
-            eager = policies.figures_vector([0], flags, graphed=False)
-            assert torch.equal(graphed, eager), flags
-
-    for fold_range in FOLDS[:2]:
-        train_fold(trainer, fold_range, 4, check)
-    captured = policies.replayed.captures
-    assert captured >= 2
-    train_fold(trainer, FOLDS[0], 4, check)  # the next round: fold 0 again, with other weights
-    assert policies.replayed.captures == captured

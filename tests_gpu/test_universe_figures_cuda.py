@@ -1,6 +1,6 @@
-"""On CUDA: a universe fold of 8 instruments (more than the epoch graph cache is let keep keys) captures its
-epoch figures once per key (with and without the diagnostics) and replays them for the rest of the fold, the
-fold before's graphs kept; the replayed figures equal the eager ones bit for bit, and the tail figure is
+"""On CUDA: a universe fold of 8 instruments (more than the epoch graph cache keeps keys) captures its epoch
+figures once per key (with and without the diagnostics) and replays them for the rest of the fold, the
+fold before's graphs freed; the replayed figures equal the eager ones bit for bit, and the tail figure is
 the instruments' per-call tail scores pooled by bars."""
 
 import pytest
@@ -8,8 +8,9 @@ import torch
 from support.trainer_cases import SMALL, planted_arrays
 
 from foxhunt.data.folds import FoldRange
-from foxhunt.train import DQNTrainer, epoch_graph
+from foxhunt.train import DQNTrainer
 from foxhunt.train.device_data import SpanPart, universe_to_device
+from foxhunt.train.epoch_graph import KEEP
 
 CUDA = torch.device("cuda")
 N, K, EPOCHS = 20_000, 8, 6
@@ -22,10 +23,8 @@ def part(instrument: int, fold: int) -> SpanPart:
     )
 
 
-def test_a_fold_of_eight_instruments_captures_once_per_key_and_replays(monkeypatch):
-    monkeypatch.setattr(
-        epoch_graph, "KEEP", 4
-    )  # fewer keys kept than instruments: one key per instrument would thrash
+def test_a_fold_of_eight_instruments_captures_once_per_key_and_replays():
+    assert K > KEEP
     data = universe_to_device([f"i{i}" for i in range(K)], [planted_arrays(seed=s) for s in range(K)], CUDA)
     trainer = DQNTrainer(data, SMALL, max_train_rows=K * 8000, seed=3)
     policies = trainer.policies
@@ -42,7 +41,7 @@ def test_a_fold_of_eight_instruments_captures_once_per_key_and_replays(monkeypat
                 assert torch.equal(graphed, eager), (fold, epoch, flags)
         # one capture per key of the fold (with and without the diagnostics), then replays only
         assert policies.replayed.captures == 2 * (fold + 1)
-        assert len(policies.replayed.graphs) == 2 * (fold + 1)  # the fold before's kept: a search comes back
+        assert len(policies.replayed.graphs) == 2  # this fold's only: the fold before's were freed
         last = figures[0]
         assert last is not None
         assert last.tail_sharpe == pytest.approx(policies.pooled_tail_score(0), rel=1e-9, abs=1e-12)

@@ -17,11 +17,10 @@ from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.run_scores import execution_rows
 from foxhunt.train import DQNTrainer, epoch_graph
 from foxhunt.train.device_data import SpanPart, universe_to_device
-from foxhunt.train.epoch_graph import ReplayedFigures
-from foxhunt.train.member_policy import fold_key
+from foxhunt.train.epoch_graph import KEEP, ReplayedFigures
 
 N = 3000  # rows per instrument
-K = 5  # instruments in the fold: more than the cache keeps keys in the test that sets KEEP below K
+K = KEEP + 1  # instruments in the fold: more than the cache keeps keys, were there one per instrument
 # Two members at different costs; abstention off, so that the greedy policies trade on the tails.
 CONFIGS = [replace(SMALL, select_tail_share=0.25, abstain_cost_multiple=0.0, cost=c) for c in (0.0, 2e-4)]
 EXECUTION = EvalConfig(cost=1e-4, spread=2e-4, slippage=2e-5)
@@ -85,18 +84,19 @@ def test_the_diagnostics_beside_the_pooled_tail_are_the_focused_instruments():
 
 def test_a_universe_fold_asks_one_key_per_diagnostics_setting_whatever_its_instruments(monkeypatch):
     trainer = universe_trainer()
-    keys = []
+    keys, folds = [], set()
     run = ReplayedFigures.run
 
-    def spy(self, key, compute):
+    def spy(self, key, compute, *, fold=None):
         keys.append(key)
-        return run(self, key, compute)
+        folds.add(fold)
+        return run(self, key, compute, fold=fold)
 
     monkeypatch.setattr(ReplayedFigures, "run", spy)
     for epoch in range(4):
         trainer.train_epoch(epoch, 4, diagnose=epoch % 2 == 1)
     assert len(keys) == 4 and len(set(keys)) == 2  # one call an epoch; with and without the diagnostics
-    assert {key[0] for key in keys} == {fold_key(trainer.window)}  # each names the fold it reads
+    assert len(folds) == 1 and None not in folds  # the fold named: the next fold frees this one's graphs
 
 
 class RecomputingGraph:
@@ -113,13 +113,12 @@ class RecomputingGraph:
 def test_a_fold_of_more_instruments_than_kept_keys_captures_once_and_replays(monkeypatch):
     graphs: list[RecomputingGraph] = []
 
-    def capture(compute, pool):
+    def capture(compute):
         output = compute()
         graphs.append(RecomputingGraph(compute, output))
         return graphs[-1], output
 
     monkeypatch.setattr(epoch_graph, "_capture", capture)
-    monkeypatch.setattr(epoch_graph, "KEEP", K - 1)  # fewer keys kept than instruments
     trainer = universe_trainer()
     trainer.policies.replayed.graphed = True  # as on a GPU
     figures = [trainer.train_epoch(epoch, 6, diagnose=False) for epoch in range(6)]
@@ -148,7 +147,7 @@ class FrozenGraph:
 
 
 def test_a_graph_captured_for_one_focused_instrument_is_not_replayed_for_another(monkeypatch):
-    monkeypatch.setattr(epoch_graph, "_capture", lambda compute, pool: (FrozenGraph(out := compute()), out))
+    monkeypatch.setattr(epoch_graph, "_capture", lambda compute: (FrozenGraph(out := compute()), out))
     trainer = universe_trainer()
     policies = trainer.policies
     policies.replayed.graphed = True  # as on a GPU

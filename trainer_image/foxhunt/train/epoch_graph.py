@@ -5,10 +5,8 @@ whose launches took 4.3 ms an epoch on the H200, longer than the epoch's trainin
 fold's rows, the window's norm statistics and the members' weights, which the trainer refills in place,
 so one capture serves a fold's every epoch: the first call of a key runs eagerly (its warm-up), the
 second captures and replays, the rest replay. A new key (another fold, other members due, other
-settings, the diagnostics due or not) starts again. A search walks each fold once a round, so its keys
-recur: the graphs of earlier folds are kept (the newest `KEEP` keys), and every capture draws on one
-memory pool, which holds what the largest graph needs rather than the sum over graphs (safe because no
-graph reads another's output and each output is read before the next call). A fold of several
+settings, the diagnostics due or not) starts again; the oldest graphs beyond `KEEP` are freed, and a
+call for a new `fold` frees every graph of the fold before (its keys never recur). A fold of several
 instruments is one computation too (member_policy lays every instrument's tail in it), so a fold needs
 one key per diagnostics setting however many instruments it has. Off the GPU every call runs eagerly.
 """
@@ -22,9 +20,8 @@ import torch
 
 log = logging.getLogger(__name__)
 
-# Keys kept at once: a 64-trial search at the real-data shape walks 18 folds, each with and without the
-# diagnostics, and a round with fewer members due than the population is another key.
-KEEP = 64
+# Keys kept at once (of one fold): with and without the diagnostics, and others (members dropping out).
+KEEP = 4
 
 
 class ReplayedFigures:
@@ -34,15 +31,22 @@ class ReplayedFigures:
         self.graphed = enabled and device.type == "cuda"
         self.graphs: dict[Hashable, tuple[torch.cuda.CUDAGraph, torch.Tensor]] = {}  # oldest first
         self.seen: dict[Hashable, None] = {}  # keys whose eager warm-up has run, oldest first
-        self.pool = torch.cuda.graph_pool_handle() if self.graphed else None  # every capture's memory
+        self.fold: Hashable = None  # the fold of the kept keys
         self.captures = 0
 
-    def run(self, key: Hashable, compute: Callable[[], torch.Tensor]) -> torch.Tensor:
+    def run(
+        self, key: Hashable, compute: Callable[[], torch.Tensor], *, fold: Hashable = None
+    ) -> torch.Tensor:
         """`compute()`'s output for the state `key` names: replayed where captured for it, else computed
-        (and captured at the key's second call). A replay's output is the graph's own tensor, in memory
-        other graphs use: read it before the next call."""
+        (and captured at the key's second call). A replay's output is the graph's own tensor: read it
+        before the next call. `fold` names the fold `key` belongs to: another than the last call's frees
+        the graphs kept so far."""
         if not self.graphed:
             return compute()
+        if fold != self.fold:
+            self.graphs.clear()
+            self.seen.clear()
+            self.fold = fold
         if key in self.graphs:
             graph, output = self.graphs[key]
             graph.replay()
@@ -51,20 +55,20 @@ class ReplayedFigures:
             _keep(self.seen, key, None)
             return compute()
         try:
-            graph, output = _capture(compute, self.pool)
+            graph, output = _capture(compute)
         except RuntimeError as error:  # an op that cannot be captured: this trainer computes eagerly from now
             log.warning("epoch figures: CUDA graph capture failed (%s); computing them eagerly", error)
             self.graphed = False
             self.graphs.clear()
             return compute()
-        _keep(self.graphs, key, (graph, output))  # the oldest graph goes past KEEP
+        _keep(self.graphs, key, (graph, output))  # the oldest graph and its memory go past KEEP
         self.captures += 1
         return output
 
 
-def _capture(compute: Callable[[], torch.Tensor], pool=None) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
-    """`compute` warmed up on a side stream (as the trainer's step and the MLP baselines are), captured into
-    `pool`, and replayed once; the capture checks this thread's calls only (telemetry threads keep running)."""
+def _capture(compute: Callable[[], torch.Tensor]) -> tuple[torch.cuda.CUDAGraph, torch.Tensor]:
+    """`compute` warmed up on a side stream (as the trainer's step and the MLP baselines are), captured, and
+    replayed once; the capture checks this thread's calls only (telemetry threads keep running)."""
     current = torch.cuda.current_stream()
     side = torch.cuda.Stream()
     side.wait_stream(current)
@@ -72,7 +76,7 @@ def _capture(compute: Callable[[], torch.Tensor], pool=None) -> tuple[torch.cuda
         compute()
     current.wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, pool=pool, capture_error_mode="thread_local"):
+    with torch.cuda.graph(graph, capture_error_mode="thread_local"):
         output = compute()
     graph.replay()
     return graph, output

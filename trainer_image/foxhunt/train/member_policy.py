@@ -178,7 +178,7 @@ class MemberPolicies:
             tuple(t.data_ptr() for t in (window.means, window.stds, self.data.features, self.data.targets)),
             execution_addresses(self.execution),
         )
-        return self.replayed.run(key, compute)
+        return self.replayed.run(key, compute, fold=fold)
 
     def _epoch_tensor(self, member: int, *, diagnose: bool) -> torch.Tensor:
         """Member `member`'s epoch figures on the device: the focused instrument's diagnostics, and every
