@@ -143,3 +143,36 @@ def test_a_diverged_member_is_left_out_of_the_seeds_spread_naming_its_fold(train
     _, diverge = trained
     diverge[(3, 2)] = TrainingDiverged("member 2: loss is NaN")
     assert diverged_seeds(_walk(), [11, 12, 13]) == {13: "diverged in fold 3"}
+
+
+def test_a_folds_files_are_written_beside_its_members_and_on_disk_before_it_is_recorded(
+    tmp_path, monkeypatch
+):
+    # Each member's files go to the walk's writer threads while the next member is scored; `on_fold` (the
+    # manifest) sees every one whole.
+    import threading
+    import time
+
+    from foxhunt import storage
+
+    writers, write = [], storage.write_atomic
+
+    def slow(uri, data, metadata=None):
+        time.sleep(0.02)  # an fsync's worth of waiting, and then some
+        writers.append(threading.current_thread().name)
+        write(uri, data, metadata)
+
+    def train_fold(trainer, fold_range, epochs, outs, progress, check, **kwargs):
+        for k in outs:
+            storage.write_bytes_soon(tmp_path / f"{k}_{fold_range.fold}.bin", bytes([k]) * 100)
+        return {k: _outcome(f"{k}@{fold_range.fold}") for k in outs}
+
+    def on_fold(done):
+        found = {k: (tmp_path / f"{k}_{done.fold.fold}.bin").read_bytes() for k in done.results}
+        assert found == {k: bytes([k]) * 100 for k in done.results}
+        return []
+
+    monkeypatch.setattr(storage, "write_atomic", slow)
+    monkeypatch.setattr(walk_module, "train_fold", train_fold)
+    _walk(WalkHooks(on_fold=on_fold))
+    assert len(writers) == 12 and all(name.startswith("foxhunt-writes") for name in writers)

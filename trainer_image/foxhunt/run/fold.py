@@ -212,7 +212,7 @@ def finish_fold(
         progress(f"WARNING {warning}")
     # Strict JSON: an undefined figure (no bootstrap, no tail scored) is null.
     files[out_names.FOLD_REPORT] = strict_json.json_bytes(report.to_dict())
-    storage.write_bytes(
+    storage.write_bytes_soon(
         storage.join(out_uri, fold_folder(fold), out_names.FOLD_REPORT), files[out_names.FOLD_REPORT]
     )
     outputs = {f"{fold_folder(fold)}/{name}": sha256(content) for name, content in files.items()}
@@ -274,8 +274,11 @@ def save_fold(weights: dict, norm_stats: dict, fold: int, positions, out_uri: st
         out_names.norm_stats_file(fold): strict_json.json_bytes(norm),
         out_names.POSITIONS: positions_bytes(positions),
     }
-    for name, data in files.items():
-        storage.write_bytes(storage.join(out_uri, fold_folder(fold), name), data)
+    for (
+        name,
+        data,
+    ) in files.items():  # on the walk's writer threads (storage.background), done by the fold's end
+        storage.write_bytes_soon(storage.join(out_uri, fold_folder(fold), name), data)
     return files
 
 

@@ -282,7 +282,7 @@ def _finish_instrument(
     phases["checkpoint"] = time.perf_counter() - t0
     report = fold_report(trainer, local, data.timestamp, phases, fold_start, history, window, choice)
     files[out_names.FOLD_REPORT] = strict_json.json_bytes(report.to_dict())
-    storage.write_bytes(
+    storage.write_bytes_soon(
         storage.join(folder, fold_folder(fold.fold), out_names.FOLD_REPORT), files[out_names.FOLD_REPORT]
     )
     outputs = {f"{fold_folder(fold.fold)}/{name}": sha256(content) for name, content in files.items()}

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
 
+from foxhunt import storage
 from foxhunt.data.folds import FoldRange
 from foxhunt.evaluate.evaluation import Scoring
 from foxhunt.evaluate.score_memo import ScoreMemo
@@ -127,7 +128,10 @@ def walk_folds(
                 walked.diverged_in[k] = fold.fold
                 del live[k]
         else:
-            results = train(fold, live, walked.outcomes)
+            # The members' fold files are written on worker threads beside the next member's scoring;
+            # every one is on disk before `on_fold` records the fold (storage.background).
+            with storage.writes_in_background():
+                results = train(fold, live, walked.outcomes)
         for k, result in results.items():
             if isinstance(result, TrainingDiverged):
                 walked.failures[k] = result

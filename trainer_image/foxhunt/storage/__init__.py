@@ -5,7 +5,9 @@
   bucket, a FIFO, an output that cannot be written or that would overwrite an input;
 - `write_atomic` publishes whole or not at all (local: temp file, fsync, rename; S3: one PUT, or a
   managed multipart upload that is aborted on failure); `staged_write` gives a writer a local path;
-- `fetch_cached` gives a local copy of an object, verified by its reader (`storage.cache`).
+- `fetch_cached` gives a local copy of an object, verified by its reader (`storage.cache`);
+- `writes_in_background` lets a fold's files (`write_bytes_soon`) be written on worker threads, all finished
+  when the block ends (`storage.background`).
 
 The S3 endpoint and credentials come from boto3's own environment (`AWS_ENDPOINT_URL`, the standard
 credential chain); retries and timeouts are `storage.s3`'s (`FOXHUNT_S3_ATTEMPTS`, ...). boto3 is
@@ -21,6 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from foxhunt.storage import cache, s3
+from foxhunt.storage.background import write_bytes_soon, writes_in_background
 from foxhunt.storage.cache import Fetched
 from foxhunt.storage.checks import check_input, check_output
 from foxhunt.storage.local import atomic_local_path, regular_file
@@ -71,6 +74,8 @@ __all__ = [
     "upload_file",
     "write_atomic",
     "write_bytes",
+    "write_bytes_soon",
+    "writes_in_background",
 ]
 
 
