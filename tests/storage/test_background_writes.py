@@ -60,7 +60,7 @@ def test_no_worker_outlives_the_block_and_a_nested_block_leaves_the_wait_to_the_
     with storage.writes_in_background():
         with storage.writes_in_background():
             storage.write_bytes_soon(tmp_path / "inner.json", b"3")
-        pool = background._pool.get()
-        assert pool is not None and not pool._shutdown  # the inner block did not stop the outer's workers
+        writes = background._writes.get()
+        assert writes is not None and not writes[0]._shutdown  # the inner block left the outer's workers
     assert (tmp_path / "inner.json").read_bytes() == b"3"
-    assert set(threading.enumerate()) == before and background._pool.get() is None
+    assert set(threading.enumerate()) == before and background._writes.get() is None

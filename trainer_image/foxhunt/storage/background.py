@@ -24,28 +24,29 @@ log = logging.getLogger(__name__)
 
 WORKERS = 2  # two files on the disk at once: the fsyncs of one wait while the other's data is written
 
-_pending: ContextVar[list[Future] | None] = ContextVar("foxhunt_background_writes", default=None)
-_pool: ContextVar[ThreadPoolExecutor | None] = ContextVar("foxhunt_background_pool", default=None)
+# The open block's workers and the writes handed to them (None outside a block).
+_writes: ContextVar[tuple[ThreadPoolExecutor, list[Future]] | None] = ContextVar(
+    "foxhunt_background_writes", default=None
+)
 
 
 @contextmanager
 def writes_in_background() -> Iterator[None]:
     """Within it, `write_bytes_soon` hands each write to a worker thread; on leaving, every one has finished
     (the first failure raised, after all are done). The workers go with the block: none outlives it."""
-    if _pool.get() is not None:  # nested: the outer block waits for them all
+    if _writes.get() is not None:  # nested: the outer block waits for them all
         yield
         return
     pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="foxhunt-writes")
     pending: list[Future] = []
-    tokens = _pool.set(pool), _pending.set(pending)
+    token = _writes.set((pool, pending))
     try:
         yield
     except BaseException:
         _finish(pool, pending, raising=False)  # the block's own error is the one to report
         raise
     finally:
-        _pool.reset(tokens[0])
-        _pending.reset(tokens[1])
+        _writes.reset(token)
     _finish(pool, pending, raising=True)
 
 
@@ -53,11 +54,12 @@ def write_bytes_soon(uri: str | os.PathLike, data: bytes) -> None:
     """`storage.write_bytes(uri, data)`: on a worker thread inside `writes_in_background`, else now."""
     from foxhunt.storage import write_atomic
 
-    pool, pending = _pool.get(), _pending.get()
-    if pool is None or pending is None:
+    writes = _writes.get()
+    if writes is None:
         write_atomic(uri, data)
         return
-    pending.append(pool.submit(write_atomic, uri, bytes(data)))
+    pool, pending = writes
+    pending.append(pool.submit(write_atomic, uri, data))
 
 
 def _finish(pool: ThreadPoolExecutor, pending: list[Future], *, raising: bool) -> None:
