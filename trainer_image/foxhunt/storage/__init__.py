@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from foxhunt.storage import cache, s3
-from foxhunt.storage.background import write_bytes_soon, writes_in_background
+from foxhunt.storage import background, cache, s3
+from foxhunt.storage.background import writes_in_background
 from foxhunt.storage.cache import Fetched
 from foxhunt.storage.checks import check_input, check_output
 from foxhunt.storage.local import atomic_local_path, regular_file
@@ -146,6 +146,12 @@ def write_atomic(
 def write_bytes(uri: str | os.PathLike, data: bytes, metadata: dict[str, str] | None = None) -> None:
     """`write_atomic` of bytes."""
     write_atomic(uri, data, metadata)
+
+
+def write_bytes_soon(uri: str | os.PathLike, data: bytes) -> None:
+    """`write_bytes`: on a worker thread inside `writes_in_background` (done by the block's end), else now."""
+    if not background.submit(write_atomic, uri, data):
+        write_atomic(uri, data)
 
 
 def upload_file(

@@ -4,7 +4,7 @@ A local write is a temp file, an fsync, a rename and an fsync of the folder (`st
 0.8 ms of waiting on the disk for every file. A search's round saves four files for each of its P members,
 one after another, between the members' validations: 4,608 files in a 64-trial search, whose profile on an
 H200 host counted 10,239 fsyncs and 3.9 s in them (bench/results/profile-h200-2026-12-07-06c387d-search.txt).
-Inside `writes_in_background` such writes (`write_bytes_soon`) go to two worker threads (an fsync releases
+Inside `writes_in_background` such writes (`storage.write_bytes_soon`) go to two worker threads (an fsync releases
 the GIL) and overlap the next member's work. Leaving the block waits for
 every one of them and raises the first failure, so nothing that records the files (the manifest, written by
 the walk's `on_fold` after the block) is written before they are whole on disk: what survives a crash is what
@@ -14,11 +14,11 @@ it was with every write made in turn.
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ _writes: ContextVar[tuple[ThreadPoolExecutor, list[Future]] | None] = ContextVar
 
 @contextmanager
 def writes_in_background() -> Iterator[None]:
-    """Within it, `write_bytes_soon` hands each write to a worker thread; on leaving, every one has finished
+    """Within it, `storage.write_bytes_soon` hands each write to a worker thread (`submit`); on leaving, every one has finished
     (the first failure raised, after all are done). The workers go with the block: none outlives it."""
     if _writes.get() is not None:  # nested: the outer block waits for them all
         yield
@@ -50,16 +50,14 @@ def writes_in_background() -> Iterator[None]:
     _finish(pool, pending, raising=True)
 
 
-def write_bytes_soon(uri: str | os.PathLike, data: bytes) -> None:
-    """`storage.write_bytes(uri, data)`: on a worker thread inside `writes_in_background`, else now."""
-    from foxhunt.storage import write_atomic
-
+def submit(write: Callable[..., None], *args: Any) -> bool:
+    """Hand `write(*args)` to the open block's workers; False outside a block (the caller writes it now)."""
     writes = _writes.get()
     if writes is None:
-        write_atomic(uri, data)
-        return
+        return False
     pool, pending = writes
-    pending.append(pool.submit(write_atomic, uri, data))
+    pending.append(pool.submit(write, *args))
+    return True
 
 
 def _finish(pool: ThreadPoolExecutor, pending: list[Future], *, raising: bool) -> None:
