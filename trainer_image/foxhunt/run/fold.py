@@ -274,10 +274,8 @@ def save_fold(weights: dict, norm_stats: dict, fold: int, positions, out_uri: st
         out_names.norm_stats_file(fold): strict_json.json_bytes(norm),
         out_names.POSITIONS: positions_bytes(positions),
     }
-    for (
-        name,
-        data,
-    ) in files.items():  # on the walk's writer threads (storage.background), done by the fold's end
+    # On the walk's writer threads (storage.background), all on disk by the fold's end.
+    for name, data in files.items():
         storage.write_bytes_soon(storage.join(out_uri, fold_folder(fold), name), data)
     return files
 

@@ -100,9 +100,10 @@ class Manifest:
             value = getattr(self, f.name)
             text: str
             if f.name == "run":
-                text = _lines({"folds": _lines(_work_dict(value)["folds"], "    ")}, "  ")
+                folds = {k: json.dumps(v) for k, v in _work_dict(value)["folds"].items()}
+                text = _lines({"folds": _lines(folds, "    ")}, "  ")
             elif f.name == "trials":
-                text = _lines({str(k): _work_dict(v) for k, v in value.items()}, "  ")
+                text = _lines({str(k): json.dumps(_work_dict(v)) for k, v in value.items()}, "  ")
             else:
                 text = json.dumps(scrub_record(value, registered=False), indent=2).replace("\n", "\n  ")
             members.append(f"  {json.dumps(f.name)}: {text}")
@@ -138,19 +139,12 @@ def _work_dict(work: WorkRecord) -> dict:
     }
 
 
-class _Text(str):
-    """JSON text already written, placed as it is by `_lines`."""
-
-
-def _lines(entries: dict, indent: str) -> _Text:
-    """`entries` as a JSON object, one entry a line at `indent` + 2 spaces (values compact, or text)."""
+def _lines(entries: dict[str, str], indent: str) -> str:
+    """An object of JSON texts, one entry a line at `indent` + 2 spaces."""
     if not entries:
-        return _Text("{}")
-    inner = indent + "  "
-    rows = [
-        f"{inner}{json.dumps(k)}: {v if isinstance(v, _Text) else json.dumps(v)}" for k, v in entries.items()
-    ]
-    return _Text("{\n" + ",\n".join(rows) + f"\n{indent}}}")
+        return "{}"
+    rows = [f"{indent}  {json.dumps(key)}: {text}" for key, text in entries.items()]
+    return "{\n" + ",\n".join(rows) + f"\n{indent}}}"
 
 
 def _flatten(value, prefix: str) -> dict[str, object]:

@@ -23,7 +23,7 @@ from foxhunt import out_names, storage, strict_json
 from foxhunt.config import DQNConfig, override
 from foxhunt.evaluate.evaluation import Evaluation
 from foxhunt.search.selection_check import SelectionCheck, selection_check
-from foxhunt.search.study import ERROR_ATTR, WORKER_ATTR, folds_run, is_finished, is_surplus
+from foxhunt.search.study import ERROR_ATTR, WORKER_ATTR, best_trial, folds_run, is_finished, is_surplus
 
 TABLE_CSV = out_names.TRIALS_CSV
 TABLE_JSON = out_names.TRIALS_JSON
@@ -117,13 +117,6 @@ def table_csv(rows: list[TrialRow]) -> str:
         fixed = [getattr(row, c) for c in TABLE_COLUMNS]
         writer.writerow(["" if v is None else v for v in fixed] + [row.params.get(n, "") for n in names])
     return out.getvalue()
-
-
-def best_trial(study: optuna.Study, trials: Sequence[FrozenTrial] | None = None) -> FrozenTrial | None:
-    """The best complete trial (the storage's pick), or None while none of `trials` (default: the study's
-    now) has completed."""
-    trials = study.get_trials(deepcopy=False) if trials is None else trials
-    return study.best_trial if any(t.state == TrialState.COMPLETE for t in trials) else None
 
 
 def best_settings(trial: FrozenTrial, base: DQNConfig) -> dict[str, dict[str, Any]]:

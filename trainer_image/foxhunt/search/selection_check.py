@@ -21,7 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from foxhunt.evaluate.overfitting import dsr_inputs, dsr_reading, dsr_undefined_reason, overfitting_record
 from foxhunt.evaluate.sharpe import deflated_sharpe_ratio, expected_max_sharpe
-from foxhunt.search.study import is_finished
+from foxhunt.search.study import best_trial, is_finished
 
 DSR_RULE = (
     "N = every trial tried (complete, pruned, failed by its settings): the best was chosen among all of "
@@ -87,7 +87,7 @@ def selection_check(study: optuna.Study, trials: Sequence[FrozenTrial] | None = 
     counted = _counted(trials)
     n_tried = sum(counted.values())
     overfitting = overfitting_check(study, trials)
-    best = study.best_trial if any(t.state == TrialState.COMPLETE for t in trials) else None
+    best = best_trial(study, trials)
     sharpes = [t.user_attrs.get("sharpe") if t.state == TrialState.COMPLETE else None for t in trials]
     sharpes = [x for x, t in zip(sharpes, trials, strict=True) if is_finished(t)]
     try:

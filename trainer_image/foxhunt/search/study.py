@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import math
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -135,6 +135,13 @@ def folds_run(trial: FrozenTrial) -> int:
     count an older study kept as a user attribute. Counted from the reports, a fold costs the study one
     write instead of two (bench/README, "The search's host work after each round")."""
     return max(len(trial.intermediate_values), int(trial.user_attrs.get(FOLDS_ATTR, 0)))
+
+
+def best_trial(study: optuna.Study, trials: Sequence[FrozenTrial] | None = None) -> FrozenTrial | None:
+    """The best complete trial (the storage's pick), or None while none of `trials` (default: the study's
+    now) has completed."""
+    trials = study.get_trials(deepcopy=False) if trials is None else trials
+    return study.best_trial if any(t.state == TrialState.COMPLETE for t in trials) else None
 
 
 def is_finished(trial: FrozenTrial) -> bool:
