@@ -2,13 +2,15 @@
 (`write_study_outputs`: trials.csv, trials.json, best_params.json, study.json with its DSR and PBO) and the
 trial looked up for its line and metrics (`trial_by_number`), over a study that grows to `--trials` trials.
 
-    python bench/study_saves.py [--trials 64] [--folds 18] [--running 7] [--tree DIR] [--out FILE]
+    python bench/study_saves.py [--trials 64] [--folds 18] [--running 7] [--saves-every 1] [--tree DIR] [--out FILE]
     CPU check: --trials 8 --folds 4
 
 The study is the embedded SQLite one (`open_study` with no URL) in a temporary folder; each trial is
 asked with six sampled settings, reports `--folds` fold values (as a search does; before 4a785d9 it also
 set the folds-run attribute after each), ends with the Sharpe attributes a complete trial keeps, and is
-then saved and looked up; `--running` trials stay in flight throughout, as a population's other members do.
+looked up, and saved after every `--saves-every` trials (1: after each trial, as a search did before; 8: once a round
+whose eight members end together, as a P = 8 search saves now) and after the last; `--running` trials stay
+in flight throughout, as a population's other members do.
 One process, one study: run it three times for a median. `--tree` imports foxhunt from another checkout's
 `trainer_image` (a before/after on one machine); its record names the commit you give with `--commit`.
 """
@@ -53,9 +55,9 @@ def _running_trials(study, count: int, folds: int) -> None:
             trial.report(0.0, step=fold)
 
 
-def measure(trials: int, folds: int, running: int = 0) -> dict:
-    """Seconds of each save (the study's files, then the trial's lookup) as the study grows to `trials`
-    finished trials beside `running` trials in flight."""
+def measure(trials: int, folds: int, running: int = 0, every: int = 1) -> dict:
+    """Seconds of the saves (the study's files, after every `every` trials and the last) and of each trial's
+    lookup as the study grows to `trials` finished trials beside `running` trials in flight."""
     import optuna
 
     from foxhunt.search.outputs import write_study_outputs
@@ -72,15 +74,16 @@ def measure(trials: int, folds: int, running: int = 0) -> dict:
         for number in range(running, running + trials):
             _told_trial(study, number, folds)
             started = time.perf_counter()
-            write_study_outputs(study, str(out), planned_trials=trials)
-            between = time.perf_counter()
             trial_by_number(study, number)
-            saves.append(between - started)
-            lookups.append(time.perf_counter() - between)
+            lookups.append(time.perf_counter() - started)
+            if (number - running + 1) % every == 0 or number == running + trials - 1:
+                started = time.perf_counter()
+                write_study_outputs(study, str(out), planned_trials=trials)
+                saves.append(time.perf_counter() - started)
     return {
         "saves_seconds": sum(saves), "lookups_seconds": sum(lookups), "total_seconds": sum(saves) + sum(lookups),
         "last_save_ms": saves[-1] * 1e3, "last_lookup_ms": lookups[-1] * 1e3,
-        "median_save_ms": statistics.median(saves) * 1e3,
+        "median_save_ms": statistics.median(saves) * 1e3, "saves": len(saves),
     }  # fmt: skip
 
 
@@ -91,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--running", type=int, default=7, help="trials in flight (a population of 8 less the one ended)"
     )
+    p.add_argument("--saves-every", type=int, default=1,
+                   help="trials told between saves (8: a P = 8 search's rounds)")  # fmt: skip
     h.tree_args(p)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
@@ -99,10 +104,11 @@ def main(argv: list[str] | None = None) -> int:
         "trials": args.trials,
         "folds": args.folds,
         "running": args.running,
+        "saves_every": args.saves_every,
         "tree": str(args.tree),
     }
-    record["figures"] = figures = measure(args.trials, args.folds, args.running)
-    print(f"{args.trials} saves: {figures['saves_seconds']:.3f}s writing the study's files, "
+    record["figures"] = figures = measure(args.trials, args.folds, args.running, args.saves_every)
+    print(f"{args.trials} trials, {figures['saves']} saves: {figures['saves_seconds']:.3f}s writing the study's files, "
           f"{figures['lookups_seconds']:.3f}s looking the trials up; the last save "
           f"{figures['last_save_ms']:.1f} ms, its lookup {figures['last_lookup_ms']:.2f} ms")  # fmt: skip
     h.write(record, args.out)

@@ -49,3 +49,18 @@ def test_the_study_holds_the_finished_trials_and_those_in_flight(tmp_path, monke
     bench.measure(3, 2, running=2)
     assert seen["states"] == ["RUNNING", "RUNNING", "COMPLETE", "COMPLETE", "COMPLETE"]
     assert seen["folds"] == [2] * 5
+
+
+def test_a_save_every_k_trials_saves_after_each_kth_trial_and_the_last(monkeypatch):
+    from foxhunt.search import outputs
+
+    finished: list[int] = []
+    written = outputs.write_study_outputs
+
+    def spy(study, out_uri, **kwargs):
+        finished.append(sum(t.state.is_finished() for t in study.get_trials()))
+        return written(study, out_uri, **kwargs)
+
+    monkeypatch.setattr(outputs, "write_study_outputs", spy)
+    figures = bench.measure(7, 2, running=1, every=3)
+    assert finished == [3, 6, 7] and figures["saves"] == 3

@@ -17,7 +17,7 @@ from support.trials_worker import SPACE, cheap_score
 
 from foxhunt.search.slot_loop import SlotLoop, SlotTrial, TrialAsk, in_flight_cap, next_round, run_slot_trials
 from foxhunt.search.space import parse_search_space
-from foxhunt.search.study import StudyProgress, open_study, trial_by_number
+from foxhunt.search.study import StudyProgress, open_study, study_progress, trial_by_number
 from foxhunt.search.trial_loop import run_trials
 
 TEST_SPACE = parse_search_space(SPACE, "test space")
@@ -171,6 +171,24 @@ def test_each_trial_is_told_when_it_ends_not_when_its_round_mates_do(tmp_path):
     run_slot_trials(study, 2, rounds, size=2, space=TEST_SPACE, seed=5,
                     callbacks=[lambda s, t: told.append((t.number, len(rounds.seen)))])  # fmt: skip
     assert told == [(1, 1), (0, 2)]
+
+
+def test_the_round_callbacks_run_once_after_each_round_that_ended_a_trial(tmp_path):
+    study, calls = _study(tmp_path), []
+    rounds = Rounds(folds=2, prune_at={0: {1}})
+    run_slot_trials(study, 4, rounds, size=4, space=TEST_SPACE, seed=5,
+                    round_callbacks=[lambda s: calls.append((len(rounds.seen), study_progress(s).finished))])  # fmt: skip
+    # Round 1 (fold 0) prunes trial 1; round 2 (fold 1) ends the other three: one call each, after the tells.
+    assert rounds.seen == [(0, [0, 1, 2, 3]), (1, [0, 2, 3])]
+    assert calls == [(1, 1), (2, 4)]
+
+
+def test_a_round_that_ends_no_trial_runs_no_round_callback(tmp_path):
+    study, calls = _study(tmp_path), []
+    rounds = Rounds(folds=3)
+    run_slot_trials(study, 2, rounds, size=2, space=TEST_SPACE, seed=5,
+                    round_callbacks=[lambda s: calls.append(len(rounds.seen))])  # fmt: skip
+    assert len(rounds.seen) == 3 and calls == [3]
 
 
 def test_an_interruption_ends_a_pruned_trial_pruned_and_queues_the_others_for_a_retry(tmp_path):

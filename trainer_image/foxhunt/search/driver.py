@@ -9,7 +9,9 @@ a slot freed by a trial that ends taken by the next; `population.PopulationRound
 trials, one fold each, as the members of the trainer of their shape with `walk.walk_folds` (as a run
 does), reports each fold's net validation Sharpe to the pruner, and `TrialScoring` scores each trial
 after its last fold on the stitched out-of-sample record (`evaluation`, without the bootstrap: a cheap objective). Its outputs are `trials/NNNN/fold_F/` and
-`trials/NNNN/trial.json` in `--out`; the manifest records each completed fold of each trial.
+`trials/NNNN/trial.json` in `--out`; the manifest records each completed fold of each trial. The
+study's files are written once after each round that ends a trial (a population's members mostly end in
+the same round), and once more at the end.
 """
 
 from __future__ import annotations
@@ -239,21 +241,25 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         run.metrics.folds_planned(run.summary.folds_planned)  # pushes
 
         def after_trial(study: optuna.Study, trial: FrozenTrial) -> None:
-            trials = study.get_trials(deepcopy=False)  # one read for the metrics, the files and the line
+            trials = study.get_trials(deepcopy=False)  # one read for the metrics and the line
             metrics.record(study, trial, trials)
             run.metrics.push()
-            finished = save(trials).finished_trials
+            finished = sum(map(is_finished, trials))
             estimate = time_left(
                 time.monotonic() - started, finished - finished_before, settings.trials - finished
             )
             run.progress(_trial_line(trial, finished, settings.trials) + estimate)
+
+        def after_round(study: optuna.Study) -> None:
+            save()  # once for a round's ended trials: a population's members mostly end together
 
         try:
             scoring = TrialScoring(run, data, folds, options.objective)
             rounds = PopulationRounds(scoring, pool, SETTINGS_FAILURES)
             run_slot_trials(study, settings.trials, rounds, size=options.population,
                        space=plan.space, seed=settings.seed, worker=options.worker, catch=SETTINGS_FAILURES,
-                       callbacks=[after_trial], exclusive=options.embedded)  # fmt: skip
+                       callbacks=[after_trial], round_callbacks=[after_round],
+                       exclusive=options.embedded)  # fmt: skip
         except BaseException:
             _save_on_the_way_out(run, save)
             raise

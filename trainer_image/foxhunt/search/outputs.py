@@ -252,7 +252,7 @@ def write_study_outputs(
     the study's trials as the caller read them (default: read now).
     """
     # One read of the trials for every file: they describe the same moment of a study that other workers
-    # may be adding to, and a 64-trial search saves after each trial (7 reads each before).
+    # may be adding to, and a search saves after each round that ends a trial (7 reads each before).
     trials = study.get_trials(deepcopy=False) if trials is None else trials
     rows = study_table(study, trials)
     storage.write_bytes(storage.join(out_uri, TABLE_CSV), table_csv(rows).encode())

@@ -88,17 +88,19 @@ def run_slot_trials(
     worker: int = 0,
     catch: tuple[type[Exception], ...] = (),
     callbacks: Iterable[Callable[[optuna.Study, FrozenTrial], None]] = (),
+    round_callbacks: Iterable[Callable[[optuna.Study], None]] = (),
     exclusive: bool = False,
     startup_trials: int = 10,
     poll_seconds: float | None = None,
 ) -> StudyProgress:
     """Run trials in P = `size` slots, fold by fold, until the study has `n_trials` finished ones; the
-    final progress. `callbacks(study, trial)` run after each trial told. A worker with no trial left to
+    final progress. `callbacks(study, trial)` run after each trial told, `round_callbacks(study)` once after
+    each round that ended a trial (what a round's ended trials share, written once). A worker with no trial left to
     train while another's still run looks again every `poll_seconds` (default: the heartbeat's interval)."""
     if exclusive:
         requeue_running_trials(study)
     loop = SlotLoop(study, n_trials, objective, size, TrialAsk(space, seed, worker, startup_trials), catch,
-                    list(callbacks), poll_seconds)  # fmt: skip
+                    list(callbacks), poll_seconds, list(round_callbacks))  # fmt: skip
     with heartbeats(study, loop.asked, _heartbeat_seconds(study)):
         try:
             return loop.run()
@@ -120,9 +122,10 @@ class TrialAsk:
 class SlotLoop:
     """The trials under way and the rounds that train them (`run_slot_trials`)."""
 
-    def __init__(self, study, n_trials, objective, size, ask: TrialAsk, catch, callbacks, poll=None) -> None:
+    def __init__(self, study, n_trials, objective, size, ask: TrialAsk, catch, callbacks, poll=None,
+                 round_callbacks=()) -> None:  # fmt: skip
         self.study, self.n_trials, self.objective, self.size = study, n_trials, objective, size
-        self.ask, self.catch, self.callbacks = ask, catch, callbacks
+        self.ask, self.catch, self.callbacks, self.round_callbacks = ask, catch, callbacks, round_callbacks
         self.under_way: list[SlotTrial] = []
         self.heartbeat = _heartbeat_seconds(study)
         self.poll: float | None = poll
@@ -168,13 +171,16 @@ class SlotLoop:
         return [t.asked for t in list(self.under_way)]
 
     def train_round(self, fold: int, members: list[SlotTrial]) -> None:
-        """One round; each member that ended is told at once and its slot freed."""
+        """One round; each member that ended is told at once and its slot freed, then the round's callbacks."""
         try:
             ended = self.objective(fold, members)
         except self.catch as exc:
             # The round's verdict: every member fails with it (`tell_trial` ends a pruned one pruned).
             ended = {t.number: exc for t in members}
-        for trial in members:
-            if trial.number in ended or trial.asked.stale:
-                self.under_way.remove(trial)
-                tell_and_report(self.study, trial.asked, ended.get(trial.number), self.catch, self.callbacks)
+        told = [t for t in members if t.number in ended or t.asked.stale]
+        for trial in told:
+            self.under_way.remove(trial)
+            tell_and_report(self.study, trial.asked, ended.get(trial.number), self.catch, self.callbacks)
+        if told:
+            for callback in self.round_callbacks:
+                callback(self.study)
