@@ -217,6 +217,28 @@ def test_a_search_with_a_holdout_writes_the_held_out_periods_trades_daily_and_mo
     assert trades.num_rows == 0 or trades.column("entry").cast(pa.int64()).to_numpy().min() >= first
 
 
+def test_a_searchs_headline_trains_on_the_trainer_that_trained_its_trials(tiny_params, tmp_path, monkeypatch):
+    # Catches: a second trainer built for the headline (on CUDA a compile and a capture: seconds of a search).
+    import foxhunt.search.driver as driver
+
+    built: list[int] = []
+    builder = driver.trainer_builder
+
+    def counting(*args, **kwargs):
+        build = builder(*args, **kwargs)
+        return lambda configs: (built.append(len(configs)), build(configs))[1]
+
+    monkeypatch.setattr(driver, "trainer_builder", counting)
+    fxcache = tmp_path / "real.fxcache"
+    precompute([str(_bars(tmp_path, None))], str(fxcache), progress=lambda _: None)
+    space = space_file(tmp_path, LR_ONLY)
+    argv = search_argv(fxcache, tmp_path / "out", tiny_params, 3, "--search-space", str(space), *HOLDOUT)
+    assert main([*argv, "--train-days", "3", "--population", "2"]) == 0
+    assert built == [2]  # the population of 2, built once; the headline trains its member 0
+    holdout = strict_json.read(tmp_path / "out" / "holdout.json")
+    assert holdout["settings"].startswith("best trial")
+
+
 def test_a_plain_run_reports_its_settings_on_the_held_out_period(tiny_fxcache, tiny_params, tmp_path, capsys):
     out = tmp_path / "out"
     assert (

@@ -277,26 +277,29 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, summary.best, run.out_uri))
     if options.worker == 0:  # the chosen settings' headline and its files (one worker)
-        _headline(run, data, folds, summary, summary.best, max_rows, options.objective)
+        _headline(run, data, folds, summary, summary.best, pool, options.objective)
     return summary
 
 
 def _headline(
     run: Run, data: DeviceData, folds: list[FoldRange], summary: StudySummary, best: BestTrial,
-    max_rows: int, objective: str,
+    pool: TrainerPool, objective: str,
 ) -> None:  # fmt: skip
-    """The held-out period trained with the best trial's settings (`--holdout-days`), then the headline's
-    trade list, daily and monthly files (the held-out period's, or the best trial's record); `study.json`
-    again with both."""
+    """The held-out period trained with the best trial's settings (`--holdout-days`) on the trainer of its
+    shape that trained the trials (member 0, as a trial alone in a round), then the headline's trade list,
+    daily and monthly files (the held-out period's, or the best trial's record); `study.json` again with
+    both."""
     settings = run.config
+    max_rows = max(f.train_rows for f in folds)
     scoring = run_scoring(settings.eval, settings.seed, data)
     holdout = None
     if settings.folds.holdout_days > 0:
         dqn = override(settings.dqn, best.params, what=f"trial {best.number}")
         in_search = {"what": f"best trial {best.number}'s {objective} over the search's folds, selected",
                      "value": best.objective}  # fmt: skip
+        # The pool's trainer: no second build (on CUDA a compile and a capture), the trials' own numerics.
         summary.holdout = run_holdout(
-            run, data, trainer_builder(run, data, max_rows)([dqn]), len(folds), max_rows, scoring,
+            run, data, pool.trainer_for([dqn]), len(folds), max_rows, scoring,
             f"best trial {best.number}'s settings", in_search, {0: _best_evidence(run, folds, best.number)},
         )  # fmt: skip
         holdout = holdout_range(data.timestamp, settings.folds, len(folds), max_rows)
