@@ -95,8 +95,9 @@ def run_slot_trials(
 ) -> StudyProgress:
     """Run trials in P = `size` slots, fold by fold, until the study has `n_trials` finished ones; the
     final progress. `callbacks(study, trial)` run after each trial told, `round_callbacks(study)` once after
-    each round that ended a trial (what a round's ended trials share, written once). A worker with no trial left to
-    train while another's still run looks again every `poll_seconds` (default: the heartbeat's interval)."""
+    each round that ended a trial (what a round's ended trials share, written once). A worker with no trial
+    left to train while another's still run looks again every `poll_seconds` (default: the heartbeat's
+    interval)."""
     if exclusive:
         requeue_running_trials(study)
     loop = SlotLoop(study, n_trials, objective, size, TrialAsk(space, seed, worker, startup_trials), catch,
@@ -171,7 +172,7 @@ class SlotLoop:
         return [t.asked for t in list(self.under_way)]
 
     def train_round(self, fold: int, members: list[SlotTrial]) -> None:
-        """One round; each member that ended is told at once and its slot freed, then the round's callbacks."""
+        """One round; each member that ended is told at once and its slot freed, then the round callbacks."""
         try:
             ended = self.objective(fold, members)
         except self.catch as exc:
