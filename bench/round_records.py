@@ -3,7 +3,8 @@ round's folds in it (`write_manifest`, as `TrialScoring.folds_done` does), then 
 reporting its fold to the study (`AskedTrial.report_fold`: the pruner's value, and in the code before
 4a785d9 the folds-run attribute too), over a study that grows to `--trials` trials in rounds of `--population`.
 
-    python bench/round_records.py [--trials 64] [--population 8] [--folds 18] [--tree DIR] [--out FILE]
+    python bench/round_records.py [--trials 64] [--population 8] [--folds 18] [--journal shipped] [--tree DIR]
+        [--out FILE]
     CPU check: --trials 4 --population 2 --folds 3
 
 The study is the embedded SQLite one (`open_study` with no URL) in a temporary folder, with no pruner (the
@@ -11,7 +12,9 @@ search benchmark's `--pruner none`); each trial is asked with six sampled settin
 told its objective after its last fold. Each fold's outputs are the four files a search's fold keeps
 (`weights.pt`, `report.json`, `positions.npy`, `norm_stats_foldN.json`), each with a sha256. One process,
 one study: run it three times for a median. `--tree` imports foxhunt from another checkout's `trainer_image`
-(a before/after on one machine); its record names the commit you give with `--commit`.
+(a before/after on one machine); its record names the commit you give with `--commit`. `--journal` sets
+SQLite pragmas on every connection (a lever measured, not shipped): `normal` (synchronous NORMAL), `off`
+(synchronous OFF), `wal` (WAL with synchronous NORMAL); `shipped` (the default) sets none.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 
 import harness as h
 from study_saves import SPACE
@@ -35,6 +39,33 @@ def _fold_outputs(number: int, fold: int) -> dict[str, str]:
     folder = f"trials/{number:04d}/fold_{fold}"
     names = [f"{folder}/{name.format(fold=fold)}" for name in FOLD_FILES]
     return {name: hashlib.sha256(name.encode()).hexdigest() for name in names}
+
+
+JOURNALS = {
+    "shipped": (),
+    "normal": ("PRAGMA synchronous=NORMAL",),
+    "off": ("PRAGMA synchronous=OFF",),
+    "wal": ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"),
+}
+
+
+def set_journal(name: str) -> Callable[[], None]:
+    """Every SQLite connection opened from now on runs `JOURNALS[name]`'s pragmas first; returns the undo."""
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    pragmas = JOURNALS[name]
+
+    def run_pragmas(connection, _record) -> None:
+        cursor = connection.cursor()
+        for pragma in pragmas:
+            cursor.execute(pragma)
+        cursor.close()
+
+    if not pragmas:
+        return lambda: None
+    event.listen(Engine, "connect", run_pragmas)
+    return lambda: event.remove(Engine, "connect", run_pragmas)
 
 
 def measure(trials: int, population: int, folds: int) -> dict:
@@ -84,12 +115,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--population", type=int, default=8, help="trials a round trains side by side")
     p.add_argument("--folds", type=int, default=18, help="folds a trial walks (the 64-trial search's 18)")
+    p.add_argument("--journal", choices=sorted(JOURNALS), default="shipped",
+                   help="SQLite pragmas on the study's connections (default: the shipped none)")  # fmt: skip
     h.tree_args(p)
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     record = h.tree_provenance("round_records", args)
     record["settings"] = {"trials": args.trials, "population": args.population, "folds": args.folds,
-                          "tree": str(args.tree)}  # fmt: skip
+                          "journal": args.journal, "tree": str(args.tree)}  # fmt: skip
+    set_journal(args.journal)
     record["figures"] = figures = measure(args.trials, args.population, args.folds)
     print(f"{figures['rounds']} rounds: {figures['reports_seconds']:.3f}s reporting folds to the study, "
           f"{figures['manifest_seconds']:.3f}s writing the manifest (the last {figures['last_manifest_ms']:.1f} "

@@ -52,3 +52,24 @@ def test_the_manifest_written_last_holds_every_trials_every_fold(tmp_path, monke
         "trials/0000/fold_1/report.json",
         "trials/0000/fold_1/weights.pt",
     ]
+
+
+@pytest.mark.parametrize(("journal", "mode", "synchronous"), [("shipped", "delete", 2), ("wal", "wal", 1)])
+def test_a_journal_sets_its_pragmas_on_each_new_connection_until_undone(journal, mode, synchronous, tmp_path):
+    from sqlalchemy import create_engine, text
+
+    def read(path):
+        engine = create_engine(f"sqlite:///{path}")
+        with engine.connect() as connection:
+            found = tuple(
+                connection.execute(text(f"PRAGMA {p}")).scalar() for p in ("journal_mode", "synchronous")
+            )
+        engine.dispose()
+        return found
+
+    undo = bench.set_journal(journal)
+    try:
+        assert read(tmp_path / "a.db") == (mode, synchronous)
+    finally:
+        undo()
+    assert read(tmp_path / "b.db") == ("delete", 2)  # SQLite's defaults again: FULL is 2
