@@ -87,8 +87,9 @@ def split_logits(group_sums: np.ndarray) -> list[float]:
     order: the logit of the relative out-of-sample rank of the trial that is best in sample.
 
     All splits at once (a search writes its study after every round that ends a trial, and at 16 groups a
-    split-by-split loop took 0.2 s a call). Each split's in-sample sum adds its groups in their order, as `sum(axis=0)` over
-    the chosen rows does, so the ranks, ties included, are those of the loop over splits."""
+    split-by-split loop took 0.2 s a call). Each split's in-sample sum adds its groups in their order, as
+    `sum(axis=0)` over the chosen rows does, so the ranks, ties included, are those of the loop over
+    splits."""
     s, n_trials = group_sums.shape
     chosen = np.array(list(combinations(range(s), s // 2)), dtype=np.intp)  # splits × S/2
     in_sample = group_sums[chosen[:, 0]].copy()

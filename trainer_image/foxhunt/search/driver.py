@@ -277,20 +277,19 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
         raise RunFailure(f"study {plan.study_name}: no trial completed, so there are no best settings")
     run.progress(_closing_line(summary, summary.best, run.out_uri))
     if options.worker == 0:  # the chosen settings' headline and its files (one worker)
-        _headline(run, data, folds, summary, summary.best, pool, options.objective)
+        _headline(run, data, folds, summary, summary.best, pool, max_rows, options.objective)
     return summary
 
 
 def _headline(
     run: Run, data: DeviceData, folds: list[FoldRange], summary: StudySummary, best: BestTrial,
-    pool: TrainerPool, objective: str,
+    pool: TrainerPool, max_rows: int, objective: str,
 ) -> None:  # fmt: skip
     """The held-out period trained with the best trial's settings (`--holdout-days`) on the trainer of its
     shape that trained the trials (member 0, as a trial alone in a round), then the headline's trade list,
     daily and monthly files (the held-out period's, or the best trial's record); `study.json` again with
     both."""
     settings = run.config
-    max_rows = max(f.train_rows for f in folds)
     scoring = run_scoring(settings.eval, settings.seed, data)
     holdout = None
     if settings.folds.holdout_days > 0:

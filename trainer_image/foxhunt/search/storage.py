@@ -1,6 +1,6 @@
 """Where a study lives: an SQLite file in the run's work folder (the embedded default, copied to
-object storage after each round that ends a trial when `--out` is s3://), or a SQL server (PostgreSQL) that many
-worker pods share, given as a SQLAlchemy URL.
+object storage after each round that ends a trial when `--out` is s3://), or a SQL server (PostgreSQL)
+that many worker pods share, given as a SQLAlchemy URL.
 
 A URL can carry a password (it comes from a Secret in the cluster): messages show it redacted.
 """
@@ -102,7 +102,7 @@ def _first_line(exc: BaseException | None) -> str:
 
 
 def sync_study_file(local_path: str | Path, out_uri: str) -> None:
-    """Upload a consistent snapshot of the local SQLite study to `out_uri` (after each round that ends a trial).
+    """Upload a consistent snapshot of the local SQLite study to `out_uri` (after each round ending a trial).
 
     SQLite's backup API copies a transaction-consistent image even while the study is open;
     the upload replaces the object whole, so a reader sees the previous or the new study.

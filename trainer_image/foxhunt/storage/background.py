@@ -1,14 +1,15 @@
-"""Writes on worker threads while a fold's members are still being scored, finished before the fold is recorded.
+"""Writes on worker threads while a fold's members are still being scored, finished before the fold is
+recorded.
 
 A local write is a temp file, an fsync, a rename and an fsync of the folder (`storage.write_atomic`): about
 0.8 ms of waiting on the disk for every file. A search's round saves four files for each of its P members,
 one after another, between the members' validations: 4,608 files in a 64-trial search, whose profile on an
 H200 host counted 10,239 fsyncs and 3.9 s in them (bench/results/profile-h200-2026-12-07-06c387d-search.txt).
-Inside `writes_in_background` such writes (`storage.write_bytes_soon`) go to two worker threads (an fsync releases
-the GIL) and overlap the next member's work. Leaving the block waits for
-every one of them and raises the first failure, so nothing that records the files (the manifest, written by
-the walk's `on_fold` after the block) is written before they are whole on disk: what survives a crash is what
-it was with every write made in turn.
+Inside `writes_in_background` such writes (`storage.write_bytes_soon`) go to two worker threads (an fsync
+releases the GIL) and overlap the next member's work. Leaving the block waits for every one of them and
+raises the first failure, so nothing that records the files (the manifest, written by the walk's `on_fold`
+after the block) is written before they are whole on disk: what survives a crash is what it was with every
+write made in turn.
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ _writes: ContextVar[tuple[ThreadPoolExecutor, list[Future]] | None] = ContextVar
 
 @contextmanager
 def writes_in_background() -> Iterator[None]:
-    """Within it, `storage.write_bytes_soon` hands each write to a worker thread (`submit`); on leaving, every one has finished
-    (the first failure raised, after all are done). The workers go with the block: none outlives it."""
+    """Within it, `storage.write_bytes_soon` hands each write to a worker thread (`submit`); on leaving,
+    every one has finished (the first failure raised, after all are done). The workers go with the block:
+    none outlives it."""
     if _writes.get() is not None:  # nested: the outer block waits for them all
         yield
         return
