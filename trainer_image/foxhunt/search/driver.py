@@ -210,6 +210,7 @@ def _open(run: Run, plan: SearchPlan, work_dir: Path) -> optuna.Study:
         settings.seed,
         worker=options.worker,
         pruner=trial_pruner(options.pruner),
+        private=options.embedded and storage.is_s3(run.out_uri),  # study_workspace's temporary folder
     )
     where = redacted(options.study_storage) if options.study_storage else "embedded"
     run.progress(

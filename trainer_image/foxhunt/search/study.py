@@ -100,8 +100,10 @@ def open_study(
     heartbeat_seconds: int = HEARTBEAT_SECONDS,
     grace_seconds: int = GRACE_SECONDS,
     max_retry: int = MAX_RETRY,
+    private: bool = False,
 ) -> optuna.Study:
     """Create or load the study `study_name`: SQLite in `work_dir` by default, or the given SQLAlchemy URL.
+    `private`: `work_dir` is a pod-local folder no other process opens (storage.private_sqlite).
 
     Heartbeats mark a dead worker's trial stale after `grace_seconds`; it is then retried with the
     same settings (at most `max_retry` times). The default pruner stops a trial after a fold whose
@@ -109,7 +111,11 @@ def open_study(
     """
     url = study_storage_url(storage_url, work_dir)
     storage = rdb_storage(
-        url, heartbeat_seconds=heartbeat_seconds, grace_seconds=grace_seconds, max_retry=max_retry
+        url,
+        heartbeat_seconds=heartbeat_seconds,
+        grace_seconds=grace_seconds,
+        max_retry=max_retry,
+        private=private and not storage_url,
     )
     return optuna.create_study(
         storage=storage,

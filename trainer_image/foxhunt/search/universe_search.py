@@ -189,7 +189,12 @@ def _study(
     out_uri = ledger.out_uri
     with study_folder(out_uri, settings.overwrite) as work_dir:
         study = open_study(
-            None, work_dir, plan.study_name, settings.seed, pruner=trial_pruner(options.pruner)
+            None,
+            work_dir,
+            plan.study_name,
+            settings.seed,
+            pruner=trial_pruner(options.pruner),
+            private=storage.local_path(out_uri) is None,  # study_folder's temporary folder
         )
         ledger.finished = study_progress(study).finished
         progress(
