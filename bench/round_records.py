@@ -14,7 +14,9 @@ told its objective after its last fold. Each fold's outputs are the four files a
 one study: run it three times for a median. `--tree` imports foxhunt from another checkout's `trainer_image`
 (a before/after on one machine); its record names the commit you give with `--commit`. `--journal` sets
 SQLite pragmas on every connection (a lever measured, not shipped): `normal` (synchronous NORMAL), `off`
-(synchronous OFF), `wal` (WAL with synchronous NORMAL); `shipped` (the default) sets none.
+(synchronous OFF), `wal` (WAL with synchronous NORMAL); `shipped` (the default) sets none. `private` opens
+the study as a search does for an s3:// `--out` (`open_study(private=True)`: WAL, synchronous NORMAL, set by
+the shipped code on its own connections).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ JOURNALS = {
     "normal": ("PRAGMA synchronous=NORMAL",),
     "off": ("PRAGMA synchronous=OFF",),
     "wal": ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"),
+    "private": (),  # the shipped private study (foxhunt.search.storage.private_sqlite)
 }
 
 
@@ -68,7 +71,12 @@ def set_journal(name: str) -> Callable[[], None]:
     return lambda: event.remove(Engine, "connect", run_pragmas)
 
 
-def measure(trials: int, population: int, folds: int) -> dict:
+def private_kw(private: bool) -> dict:
+    """open_study's keyword for a private study, or none (the shipped default)."""
+    return {"private": True} if private else {}
+
+
+def measure(trials: int, population: int, folds: int, private: bool = False) -> dict:
     """Seconds of the rounds' fold reports and manifest writes as the study grows to `trials` trials."""
     import optuna
 
@@ -80,7 +88,10 @@ def measure(trials: int, population: int, folds: int) -> dict:
     warnings.filterwarnings("ignore", message="Heartbeat of storage")  # the search keeps its own heartbeats
     reports, writes = [], []
     with tempfile.TemporaryDirectory(prefix="foxhunt-rounds-") as out:
-        study = open_study(None, out, "rounds", seed=5, pruner=optuna.pruners.NopPruner())  # the bench's none
+        # the bench's pruner none; `private` only where asked (an older --tree has no such argument)
+        study = open_study(
+            None, out, "rounds", seed=5, pruner=optuna.pruners.NopPruner(), **private_kw(private)
+        )
         manifest = Manifest("x.fxcache", "0" * 64, "bench", "cuda", {"trials": trials})
         for first in range(0, trials, population):
             batch = []
@@ -123,8 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     record = h.tree_provenance("round_records", args)
     record["settings"] = {"trials": args.trials, "population": args.population, "folds": args.folds,
                           "journal": args.journal, "tree": str(args.tree)}  # fmt: skip
-    set_journal(args.journal)
-    record["figures"] = figures = measure(args.trials, args.population, args.folds)
+    undo = set_journal(args.journal)
+    try:
+        record["figures"] = figures = measure(
+            args.trials, args.population, args.folds, args.journal == "private"
+        )
+    finally:
+        undo()  # a caller in this process (a test) keeps SQLite's defaults
     print(f"{figures['rounds']} rounds: {figures['reports_seconds']:.3f}s reporting folds to the study, "
           f"{figures['manifest_seconds']:.3f}s writing the manifest (the last {figures['last_manifest_ms']:.1f} "
           f"ms)")  # fmt: skip

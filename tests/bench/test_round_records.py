@@ -73,3 +73,28 @@ def test_a_journal_sets_its_pragmas_on_each_new_connection_until_undone(journal,
     finally:
         undo()
     assert read(tmp_path / "b.db") == ("delete", 2)  # SQLite's defaults again: FULL is 2
+
+
+@pytest.mark.parametrize(("journal", "private"), [("private", True), ("shipped", False), ("wal", False)])
+def test_only_the_private_journal_opens_the_study_through_the_shipped_private_connections(
+    journal, private, tmp_path, monkeypatch
+):
+    from foxhunt.search import storage
+
+    opened = []
+    shipped = storage.private_sqlite
+    monkeypatch.setattr(storage, "private_sqlite", lambda path: opened.append(path) or shipped(path))
+    assert bench.main(["--trials", "2", "--population", "2", "--folds", "1", "--journal", journal,
+                       "--out", str(tmp_path / "r.json")]) == 0  # fmt: skip
+    assert bool(opened) is private
+
+
+def test_a_run_leaves_no_pragmas_on_later_connections(tmp_path):
+    from sqlalchemy import create_engine, text
+
+    assert bench.main(["--trials", "1", "--population", "1", "--folds", "1", "--journal", "wal",
+                       "--out", str(tmp_path / "r.json")]) == 0  # fmt: skip
+    engine = create_engine(f"sqlite:///{tmp_path / 'later.db'}")
+    with engine.connect() as connection:
+        assert connection.execute(text("PRAGMA journal_mode")).scalar() == "delete"
+    engine.dispose()
