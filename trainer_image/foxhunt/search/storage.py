@@ -137,7 +137,7 @@ def sync_study_file(local_path: str | Path, out_uri: str) -> None:
             closing(sqlite3.connect(str(snapshot))) as target,
         ):
             source.backup(target)
-            # The copy takes a private study's WAL mode; a reader of the upload must not need to write beside it.
+            # The copy takes a private study's WAL mode; a reader of the upload must not write beside it.
             target.execute("PRAGMA journal_mode=DELETE")
         storage.upload_file(snapshot, storage.join(out_uri, STUDY_FILE))
 
