@@ -86,7 +86,7 @@ def _engine_kwargs(url: str, private: bool) -> dict:
     if not url.startswith("sqlite"):
         return {}
     if private:
-        return {"creator": partial(private_sqlite, make_url(url).database)}
+        return {"creator": partial(private_sqlite, make_url(url).database or "")}
     return {"connect_args": {"timeout": SQLITE_BUSY_TIMEOUT_S}}
 
 
