@@ -200,8 +200,9 @@ def study_workspace(out_uri: str, options: SearchOptions) -> Iterator[Path]:
         yield Path(tmp)
 
 
-def _open(run: Run, plan: SearchPlan, work_dir: Path) -> optuna.Study:
-    """Open (or create) the plan's study in `work_dir` or its storage, and say so on the run's lines."""
+def _open(run: Run, plan: SearchPlan, work_dir: Path, synced: Path | None) -> optuna.Study:
+    """Open (or create) the plan's study in `work_dir` or its storage, and say so on the run's lines; a study
+    `synced` to object storage is a pod-local copy no other process opens (private)."""
     settings, options = run.config, plan.options
     study = open_study(
         options.study_storage,
@@ -210,7 +211,7 @@ def _open(run: Run, plan: SearchPlan, work_dir: Path) -> optuna.Study:
         settings.seed,
         worker=options.worker,
         pruner=trial_pruner(options.pruner),
-        private=options.embedded and storage.is_s3(run.out_uri),  # study_workspace's temporary folder
+        private=synced is not None,
     )
     where = redacted(options.study_storage) if options.study_storage else "embedded"
     run.progress(
@@ -229,8 +230,8 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     max_rows = max(f.train_rows for f in folds)
     pool = TrainerPool(trainer_builder(run, data, max_rows), options.population)
     with study_workspace(run.out_uri, options) as work_dir:
-        study = _open(run, plan, work_dir)
         synced = work_dir / STUDY_FILE if options.embedded and storage.is_s3(run.out_uri) else None
+        study = _open(run, plan, work_dir, synced)
         save = partial(_save_study, run, study, pool, synced)
         metrics = TrialMetrics(run.metrics.registry, settings.trials)
         metrics.update_study(study)  # a resumed study's totals, and every counter at its value, at once

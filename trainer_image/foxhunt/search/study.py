@@ -103,7 +103,8 @@ def open_study(
     private: bool = False,
 ) -> optuna.Study:
     """Create or load the study `study_name`: SQLite in `work_dir` by default, or the given SQLAlchemy URL.
-    `private`: `work_dir` is a pod-local folder no other process opens (storage.private_sqlite).
+    `private`: `work_dir` is a pod-local folder no other process opens (storage.private_sqlite; an SQLite
+    study only).
 
     Heartbeats mark a dead worker's trial stale after `grace_seconds`; it is then retried with the
     same settings (at most `max_retry` times). The default pruner stops a trial after a fold whose
@@ -115,7 +116,7 @@ def open_study(
         heartbeat_seconds=heartbeat_seconds,
         grace_seconds=grace_seconds,
         max_retry=max_retry,
-        private=private and not storage_url,
+        private=private,
     )
     return optuna.create_study(
         storage=storage,

@@ -188,21 +188,18 @@ def _study(
     pool = TrainerPool(universe_builder(universe, settings, progress), 1)
     out_uri = ledger.out_uri
     with study_folder(out_uri, settings.overwrite) as work_dir:
+        synced = None if storage.local_path(out_uri) is not None else work_dir / STUDY_FILE
+        # a synced study is study_folder's pod-local copy: no other process opens it
         study = open_study(
-            None,
-            work_dir,
-            plan.study_name,
-            settings.seed,
-            pruner=trial_pruner(options.pruner),
-            private=storage.local_path(out_uri) is None,  # study_folder's temporary folder
-        )
+            None, work_dir, plan.study_name, settings.seed, pruner=trial_pruner(options.pruner),
+            private=synced is not None,
+        )  # fmt: skip
         ledger.finished = study_progress(study).finished
         progress(
             f"study {plan.study_name} over {', '.join(instruments_of(universe))}: {settings.trials} trials, "
             f"objective the book's {options.objective}, searching {', '.join(plan.space)}"
             + (f"; resumed with {ledger.finished} finished" if ledger.recorded is not None else "")
         )
-        synced = None if storage.local_path(out_uri) is not None else work_dir / STUDY_FILE
 
         def save() -> StudySummary:
             summary = save_universe_study(study, out_uri, settings, options, universe, pool, synced)
