@@ -17,10 +17,8 @@ the same round), and once more at the end.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -55,10 +53,10 @@ from foxhunt.search.population import PopulationRounds, TrainerPool, trainer_bui
 from foxhunt.search.slot_loop import run_slot_trials
 from foxhunt.search.space import load_search_space
 from foxhunt.search.storage import (
-    STUDY_FILE,
+    StudyFolder,
     check_storage_url,
-    fetch_study_file,
     redacted,
+    study_folder,
     sync_study_file,
 )
 from foxhunt.search.study import (
@@ -187,31 +185,17 @@ class TrialScoring:
         storage.write_bytes(storage.join(self.run.out_uri, trial_folder(number), TRIAL_REPORT), data)
 
 
-@contextmanager
-def study_workspace(out_uri: str, options: SearchOptions) -> Iterator[Path]:
-    """The folder of the embedded SQLite study: `--out` itself, or for an s3:// `--out` a local copy of
-    the study uploaded there (fetched first, so a restarted pod continues it)."""
-    if not storage.is_s3(out_uri):
-        yield Path(out_uri)
-        return
-    with tempfile.TemporaryDirectory(prefix="foxhunt-study-") as tmp:
-        if options.embedded:
-            fetch_study_file(out_uri, tmp)
-        yield Path(tmp)
-
-
-def _open(run: Run, plan: SearchPlan, work_dir: Path, synced: Path | None) -> optuna.Study:
-    """Open (or create) the plan's study in `work_dir` or its storage, and say so on the run's lines; a study
-    `synced` to object storage is a pod-local copy no other process opens (private)."""
+def _open(run: Run, plan: SearchPlan, folder: StudyFolder) -> optuna.Study:
+    """Open (or create) the plan's study in `folder` or its storage, and say so on the run's lines."""
     settings, options = run.config, plan.options
     study = open_study(
         options.study_storage,
-        work_dir,
+        folder.path,
         plan.study_name,
         settings.seed,
         worker=options.worker,
         pruner=trial_pruner(options.pruner),
-        private=synced is not None,
+        private=folder.private,
     )
     where = redacted(options.study_storage) if options.study_storage else "embedded"
     run.progress(
@@ -229,9 +213,9 @@ def run_search(run: Run, data: DeviceData, folds: list[FoldRange], plan: SearchP
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     max_rows = max(f.train_rows for f in folds)
     pool = TrainerPool(trainer_builder(run, data, max_rows), options.population)
-    with study_workspace(run.out_uri, options) as work_dir:
-        synced = work_dir / STUDY_FILE if options.embedded and storage.is_s3(run.out_uri) else None
-        study = _open(run, plan, work_dir, synced)
+    with study_folder(run.out_uri, embedded=options.embedded) as folder:
+        study = _open(run, plan, folder)
+        synced = folder.synced
         save = partial(_save_study, run, study, pool, synced)
         metrics = TrialMetrics(run.metrics.registry, settings.trials)
         metrics.update_study(study)  # a resumed study's totals, and every counter at its value, at once

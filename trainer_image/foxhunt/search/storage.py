@@ -13,7 +13,9 @@ import sqlite3
 import tempfile
 import time
 import warnings
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -154,3 +156,36 @@ def fetch_study_file(out_uri: str, work_dir: str | Path) -> Path | None:
     if not storage.exists(remote):
         return None
     return storage.download_file(remote, local)
+
+
+@dataclass(frozen=True)
+class StudyFolder:
+    """Where a search keeps its embedded study: the folder, and the study file uploaded to `--out` after
+    each round when the folder is a pod-local copy (None: the folder is `--out` itself, or the study lives
+    on a server)."""
+
+    path: Path
+    synced: Path | None
+
+    @property
+    def private(self) -> bool:
+        """The study file is a pod-local copy that no other process opens (`private_sqlite`)."""
+        return self.synced is not None
+
+
+@contextmanager
+def study_folder(out_uri: str, *, embedded: bool = True, start_over: bool = False) -> Iterator[StudyFolder]:
+    """`--out` itself (its old study removed when `start_over`), or for an s3:// `--out` a temporary local
+    folder holding the `embedded` study uploaded there (fetched first, unless `start_over`, so a restarted
+    pod continues it), synced back by the caller."""
+    local = storage.local_path(out_uri)
+    if local is not None:
+        local.mkdir(parents=True, exist_ok=True)
+        if start_over:
+            (local / STUDY_FILE).unlink(missing_ok=True)
+        yield StudyFolder(local, None)
+        return
+    with tempfile.TemporaryDirectory(prefix="foxhunt-study-") as tmp:
+        if embedded and not start_over:
+            fetch_study_file(out_uri, tmp)
+        yield StudyFolder(Path(tmp), Path(tmp) / STUDY_FILE if embedded else None)

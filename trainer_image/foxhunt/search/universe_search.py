@@ -25,8 +25,7 @@ anything else, is refused, and `--overwrite` starts the study over.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import optuna
@@ -50,7 +49,7 @@ from foxhunt.run.universe_walk import INSTRUMENTS_FOLDER, instrument_views
 from foxhunt.search.driver import SETTINGS_FAILURES, plan_search
 from foxhunt.search.outputs import StudySummary, study_lines, trial_folder, write_study_outputs
 from foxhunt.search.population import TrainerPool
-from foxhunt.search.storage import STUDY_FILE, fetch_study_file, sync_study_file
+from foxhunt.search.storage import STUDY_FILE, study_folder, sync_study_file
 from foxhunt.search.study import open_study, record_selection, study_progress, trial_pruner
 from foxhunt.search.trial_loop import run_trials
 from foxhunt.search.universe_search_life import SearchLedger, SearchStop, resumable, search_ending
@@ -158,26 +157,6 @@ def load_universe(
     )
 
 
-@contextmanager
-def study_folder(out_uri: str, overwrite: bool) -> Iterator[Path]:
-    """The folder of the embedded SQLite study: `--out` itself (its old study removed with `--overwrite`:
-    a universe's search starts over), or for an s3:// `--out` a local folder, uploaded after (holding the
-    study found there first, unless `--overwrite`: a resumed search continues it)."""
-    local = storage.local_path(out_uri)
-    if local is None:
-        import tempfile
-
-        with tempfile.TemporaryDirectory(prefix="foxhunt-study-") as tmp:
-            if not overwrite:
-                fetch_study_file(out_uri, tmp)
-            yield Path(tmp)
-        return
-    local.mkdir(parents=True, exist_ok=True)
-    if overwrite:
-        (local / STUDY_FILE).unlink(missing_ok=True)
-    yield local
-
-
 def _study(
     universe: Universe, settings: RunConfig, options: SearchOptions, plan, progress: Progress,
     metrics: RunMetrics, ledger: SearchLedger, stop: SearchStop,
@@ -187,13 +166,13 @@ def _study(
     optuna.logging.set_verbosity(optuna.logging.ERROR)  # the run's own lines say how each trial ended
     pool = TrainerPool(universe_builder(universe, settings, progress), 1)
     out_uri = ledger.out_uri
-    with study_folder(out_uri, settings.overwrite) as work_dir:
-        synced = None if storage.local_path(out_uri) is not None else work_dir / STUDY_FILE
-        # a synced study is study_folder's pod-local copy: no other process opens it
+    # --overwrite: a universe's search starts over (its old study removed); else a resumed search continues it
+    with study_folder(out_uri, start_over=settings.overwrite) as workspace:
         study = open_study(
-            None, work_dir, plan.study_name, settings.seed, pruner=trial_pruner(options.pruner),
-            private=synced is not None,
+            None, workspace.path, plan.study_name, settings.seed, pruner=trial_pruner(options.pruner),
+            private=workspace.private,
         )  # fmt: skip
+        synced = workspace.synced
         ledger.finished = study_progress(study).finished
         progress(
             f"study {plan.study_name} over {', '.join(instruments_of(universe))}: {settings.trials} trials, "
